@@ -1,0 +1,135 @@
+"""The exception tree of ctxledger.
+
+Every error the library raises on purpose derives from :class:`CtxledgerError`, so callers can catch
+one root. Errors carry structured attributes (not only a message) so that services and tests can act
+on them::
+
+    CtxledgerError
+    ├── ConfigurationError          bad arguments, unknown model, missing optional extra
+    ├── StoreError
+    │   ├── MigrationError          the schema is not at the expected revision
+    │   ├── RecordNotFound          no record with that id in that tenant
+    │   └── TenantIsolationError    a request tried to read across tenants
+    ├── InputError                  an import or API input is invalid (names file, record index, field)
+    ├── BudgetError
+    │   └── RequiredBlocksDoNotFit  required blocks exceed the input budget (itemised)
+    ├── PolicyError                 a policy file or stage is invalid
+    ├── SerializationError
+    │   └── ProviderContractError   a payload would break a provider's documented message rules
+    └── IntegrityError              stored bytes no longer match their content hash
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+class CtxledgerError(Exception):
+    """Root of every error raised on purpose by ctxledger."""
+
+
+class ConfigurationError(CtxledgerError):
+    """Invalid configuration or arguments (developer misuse), or a missing optional extra."""
+
+
+class StoreError(CtxledgerError):
+    """A storage backend failed or was used wrongly."""
+
+
+class MigrationError(StoreError):
+    """The database schema is missing or at an unexpected revision."""
+
+
+class RecordNotFound(StoreError):  # noqa: N818 - the name reads as the condition
+    """No record with the given id exists in the given tenant.
+
+    Attributes:
+        tenant_id: the tenant searched.
+        record_id: the id that was not found.
+    """
+
+    def __init__(self, tenant_id: str, record_id: str, what: str = "record") -> None:
+        super().__init__(f"{what} {record_id!r} not found in tenant {tenant_id!r}")
+        self.tenant_id = tenant_id
+        self.record_id = record_id
+
+
+class TenantIsolationError(StoreError):
+    """A read or write tried to cross a tenant boundary."""
+
+
+class InputError(CtxledgerError):
+    """Invalid input to an importer or API call; nothing of that input was written.
+
+    Attributes:
+        source: the file name (or ``"<api>"``) the input came from.
+        index: the 0-based index of the offending record in that input, if known.
+        field: the dotted path of the offending field, if known.
+        problem: what is wrong, in words.
+    """
+
+    def __init__(
+        self, problem: str, *, source: str = "<input>", index: int | None = None, field: str | None = None
+    ) -> None:
+        where = source
+        if index is not None:
+            where += f", record {index}"
+        if field is not None:
+            where += f", field {field!r}"
+        super().__init__(f"{where}: {problem}")
+        self.source = source
+        self.index = index
+        self.field = field
+        self.problem = problem
+
+
+class BudgetError(CtxledgerError):
+    """The token budget cannot be satisfied."""
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetItem:
+    """One required block and its cost in tokens, as listed by :class:`RequiredBlocksDoNotFit`."""
+
+    ref: str
+    what: str
+    tokens: int
+
+
+class RequiredBlocksDoNotFit(BudgetError):  # noqa: N818 - the name is part of the public contract
+    """Required blocks (instructions, tool schemas, the latest user turn, open tool calls) exceed the budget.
+
+    Assembly never drops a required block silently (DESIGN §2; seed 000 "Tokens y presupuesto").
+
+    Attributes:
+        blocks: every required block with its tokens, in payload order.
+        required_tokens: their sum.
+        budget_tokens: ``B_input`` (tokens available for input).
+    """
+
+    def __init__(self, blocks: Sequence[BudgetItem], budget_tokens: int) -> None:
+        self.blocks = tuple(blocks)
+        self.required_tokens = sum(b.tokens for b in self.blocks)
+        self.budget_tokens = budget_tokens
+        listing = "; ".join(f"{b.ref} ({b.what}): {b.tokens}" for b in self.blocks)
+        super().__init__(
+            f"required blocks need {self.required_tokens} tokens but the input budget is "
+            f"{budget_tokens} tokens: {listing}"
+        )
+
+
+class PolicyError(CtxledgerError):
+    """A policy definition or stage is invalid."""
+
+
+class SerializationError(CtxledgerError):
+    """A selection could not be serialized into a provider payload."""
+
+
+class ProviderContractError(SerializationError):
+    """A payload would break a provider's documented message rules (pairing, role order …)."""
+
+
+class IntegrityError(CtxledgerError):
+    """Stored bytes do not match the content hash that names them."""

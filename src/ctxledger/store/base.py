@@ -1,0 +1,158 @@
+"""The narrow storage interface every backend implements (DESIGN §6).
+
+A :class:`GraphStore` appends immutable records, answers "the records of this branch lineage as of
+seq S", caches token counts by (counter id, content hash), and keeps assembly manifests. Raw tool
+outputs live in a :class:`BlobStore` beside it. Backends: the in-memory reference store in
+``ctxledger.testing``; SQLite (the embedded default) and PostgreSQL in ``ctxledger.store.sql``, sharing
+one schema and one Alembic migration history. ``ctxledger.testing`` ships the conformance suite all of
+them pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from ctxledger.records import Branch, Record
+
+
+@dataclass(frozen=True, slots=True)
+class LineageHop:
+    """One branch of a lineage and the last ``seq`` it contributes (inclusive; ``None`` = no bound)."""
+
+    branch_id: str
+    max_seq: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class BlobRef:
+    """Where a raw artifact's bytes are: bare-hex ``sha256``, ``size_bytes``, ``media_type``."""
+
+    sha256: str
+    size_bytes: int
+    media_type: str
+
+
+@runtime_checkable
+class BlobStore(Protocol):
+    """Content-addressed storage of raw bytes (sha256-named, write-once)."""
+
+    def put(self, data: bytes, media_type: str = "application/octet-stream") -> BlobRef:
+        """Store ``data`` (idempotent) and return its reference."""
+        ...
+
+    def get(self, sha256: str) -> bytes:
+        """Return the exact bytes named ``sha256``.
+
+        Raises:
+            RecordNotFound: no such blob.
+            IntegrityError: the stored bytes no longer hash to ``sha256``.
+        """
+        ...
+
+    def get_range(self, sha256: str, start: int, end: int) -> bytes:
+        """Return bytes ``[start, end)`` of the blob (byte offsets, end exclusive)."""
+        ...
+
+    def exists(self, sha256: str) -> bool:
+        """Whether a blob named ``sha256`` is stored."""
+        ...
+
+    def delete(self, sha256: str) -> None:
+        """Remove a blob (retention/GC only; callers check nothing live references it)."""
+        ...
+
+
+@runtime_checkable
+class GraphStore(Protocol):
+    """The execution-graph store. All reads are scoped by ``tenant_id``; nothing crosses tenants."""
+
+    blobs: BlobStore
+
+    def migrate(self) -> None:
+        """Create or upgrade the schema to the newest revision (idempotent)."""
+        ...
+
+    def append(self, records: Sequence[Record]) -> list[Record]:
+        """Append records in one transaction and return them with ``seq`` assigned.
+
+        ``seq`` is assigned per conversation in input order, continuing after the conversation's
+        current head. Either every record is written or none is.
+
+        Raises:
+            InputError: a record id already exists, or a record names an unknown conversation.
+        """
+        ...
+
+    def get(self, tenant_id: str, record_id: str) -> Record:
+        """Return one record of that tenant.
+
+        Raises:
+            RecordNotFound: no such record in that tenant (records of other tenants are never found).
+        """
+        ...
+
+    def head_seq(self, tenant_id: str, conversation_id: str) -> int:
+        """The highest ``seq`` written in the conversation (0 when empty)."""
+        ...
+
+    def branch(self, tenant_id: str, branch_id: str) -> Branch:
+        """Return a branch record. Raises ``RecordNotFound``."""
+        ...
+
+    def lineage(self, tenant_id: str, branch_id: str) -> list[LineageHop]:
+        """The branch and its ancestors, child first, each with the last ``seq`` it contributes."""
+        ...
+
+    def records(
+        self,
+        tenant_id: str,
+        conversation_id: str,
+        *,
+        lineage: Sequence[LineageHop] | None = None,
+        as_of_seq: int | None = None,
+        after_seq: int = 0,
+    ) -> list[Record]:
+        """Records of one conversation in ``seq`` order with ``after_seq < seq <= as_of_seq``.
+
+        With ``lineage``, only records on those branches within each hop's ``max_seq``; without it,
+        every branch of the conversation (callers filter by visibility).
+        """
+        ...
+
+    def conversations(self, tenant_id: str) -> list[str]:
+        """Ids of the tenant's conversations, oldest first."""
+        ...
+
+    def get_token_counts(self, counter_id: str, hashes: Iterable[str]) -> dict[str, int]:
+        """Cached token counts for ``(counter_id, content hash)`` pairs; missing hashes are absent."""
+        ...
+
+    def put_token_counts(self, counter_id: str, counts: Mapping[str, int]) -> None:
+        """Cache token counts (idempotent)."""
+        ...
+
+    def put_assembly(self, manifest: Mapping[str, Any]) -> None:
+        """Persist one assembly manifest (a JSON-able mapping with ``id``, ``tenant_id`` …)."""
+        ...
+
+    def get_assembly(self, tenant_id: str, assembly_id: str) -> dict[str, Any]:
+        """Return a persisted manifest. Raises ``RecordNotFound``."""
+        ...
+
+    def list_assemblies(self, tenant_id: str, conversation_id: str | None = None) -> list[dict[str, Any]]:
+        """Manifests of a tenant (optionally one conversation), oldest first."""
+        ...
+
+    def record_usage(self, tenant_id: str, assembly_id: str, input_tokens: int, output_tokens: int) -> None:
+        """Store the usage a provider reported for an assembly's model call."""
+        ...
+
+    def delete_tenant(self, tenant_id: str) -> int:
+        """Delete every record, assembly and unreferenced blob of a tenant; return records deleted."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...
