@@ -16,13 +16,15 @@ on them::
     ├── PolicyError                 a policy file or stage is invalid
     ├── SerializationError
     │   └── ProviderContractError   a payload would break a provider's documented message rules
-    └── IntegrityError              stored bytes no longer match their content hash
+    ├── IntegrityError              stored bytes no longer match their content hash
+    └── CompactionRefused           a compaction lost an invariant (or failed) and is not used
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 class CtxledgerError(Exception):
@@ -133,3 +135,31 @@ class ProviderContractError(SerializationError):
 
 class IntegrityError(CtxledgerError):
     """Stored bytes do not match the content hash that names them."""
+
+
+class CompactionRefused(CtxledgerError):  # noqa: N818 - the name reads as the outcome
+    """A compaction lost an invariant, or could not be produced, so it must not become the summary.
+
+    A refused compaction never becomes summary text (DESIGN §4; seed 001 "Compactación").
+
+    Attributes:
+        compaction_id: id of the compaction that was refused.
+        reason: ``"lost_invariants"`` (the fidelity check failed) or ``"compactor_failed"`` (the
+            compactor raised or returned nothing).
+        missing: the invariant items that did not survive (objects with ``kind``, ``record_id``,
+            ``text``); empty when ``reason`` is ``"compactor_failed"``.
+    """
+
+    def __init__(
+        self, compaction_id: str, *, reason: str = "lost_invariants", missing: Sequence[Any] = (), detail: str = ""
+    ) -> None:
+        self.compaction_id = compaction_id
+        self.reason = reason
+        self.missing = tuple(missing)
+        lost = "; ".join(f"{m.kind} [{m.record_id}]: {m.text!r}" for m in self.missing)
+        message = f"compaction {compaction_id!r} refused ({reason})"
+        if lost:
+            message += f": lost {lost}"
+        if detail:
+            message += f": {detail}"
+        super().__init__(message)
