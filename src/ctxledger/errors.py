@@ -130,7 +130,21 @@ class SerializationError(CtxledgerError):
 
 
 class ProviderContractError(SerializationError):
-    """A payload would break a provider's documented message rules (pairing, role order …)."""
+    """A payload would break a provider's documented message rules (pairing, role order …).
+
+    Attributes:
+        rule: short name of the broken rule (e.g. ``"tool_result_after_call"``), if known.
+        index: 0-based index of the offending payload message (``validate``) or turn (``build``).
+        refs: refs of the turns involved, so the error names the graph records.
+    """
+
+    def __init__(
+        self, message: str, *, rule: str | None = None, index: int | None = None, refs: Sequence[str] = ()
+    ) -> None:
+        super().__init__(message)
+        self.rule = rule
+        self.index = index
+        self.refs = tuple(refs)
 
 
 class IntegrityError(CtxledgerError):
