@@ -9,6 +9,7 @@ on them::
     ├── StoreError
     │   ├── MigrationError          the schema is not at the expected revision
     │   ├── RecordNotFound          no record with that id in that tenant
+    │   │   └── BlobNotFound        no blob with that sha256 in the blob store
     │   └── TenantIsolationError    a request tried to read across tenants
     ├── InputError                  an import or API input is invalid (names file, record index, field)
     ├── BudgetError
@@ -55,6 +56,22 @@ class RecordNotFound(StoreError):  # noqa: N818 - the name reads as the conditio
         super().__init__(f"{what} {record_id!r} not found in tenant {tenant_id!r}")
         self.tenant_id = tenant_id
         self.record_id = record_id
+
+
+class BlobNotFound(RecordNotFound):
+    """No blob named ``sha256`` is in the blob store (blobs are not scoped by tenant).
+
+    Attributes:
+        sha256: the bare-hex digest that was not found (also ``record_id``; ``tenant_id`` is ``""``).
+        where: the blob store searched (a folder path, or ``"memory"``).
+    """
+
+    def __init__(self, sha256: str, where: str) -> None:
+        StoreError.__init__(self, f"blob {sha256!r} not found in {where}")
+        self.tenant_id = ""
+        self.record_id = sha256
+        self.sha256 = sha256
+        self.where = where
 
 
 class TenantIsolationError(StoreError):
