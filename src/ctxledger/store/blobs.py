@@ -1,0 +1,162 @@
+"""The local content-addressed blob store (DESIGN §1 ToolArtifact, §6; seed 004 "artefactos en bruto").
+
+Raw tool results are captured whole, before any truncation, and named by the sha256 of their exact
+bytes. :class:`LocalBlobStore` keeps each blob in ``<root>/<sha[:2]>/<sha>``:
+
+* writes go to a temporary file in the same folder, are flushed to disk, then renamed into place
+  (``os.replace`` is atomic), so a reader never sees a half-written blob and a crash leaves at most a
+  stray ``.tmp`` file;
+* a blob is write-once: putting the same bytes again is a no-op;
+* every read re-hashes the bytes and raises :class:`~ctxledger.errors.IntegrityError` on a mismatch.
+
+The media type is *not* stored with the bytes: the same bytes may be referenced by several records, and
+the record that references a blob (``ToolArtifact.media_type``) is the authority on how to read it.
+``put`` returns it in the :class:`~ctxledger.store.base.BlobRef` for the caller's convenience.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import BinaryIO
+
+from ctxledger.errors import BlobNotFound, InputError, IntegrityError
+from ctxledger.hashing import sha256_hex
+from ctxledger.store.base import BlobRef
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_CHUNK = 1 << 20
+
+
+def check_sha256(sha256: str) -> str:
+    """Return ``sha256`` if it is a bare lowercase hex sha256 digest (64 characters).
+
+    Raises:
+        InputError: anything else (a tagged ``sha256:…`` form, a path, uppercase …).
+    """
+    if not isinstance(sha256, str) or not _SHA256.fullmatch(sha256):
+        raise InputError(
+            f"{sha256!r} is not a bare sha256 (64 lowercase hex characters)", source="<blobs>", field="sha256"
+        )
+    return sha256
+
+
+def check_range(start: int, end: int) -> None:
+    """Check a byte range ``[start, end)``: integers with ``0 <= start <= end``.
+
+    Raises:
+        InputError: a negative, reversed or non-integer bound.
+    """
+    for name, value in (("start", start), ("end", end)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise InputError(f"byte offset must be an integer >= 0, got {value!r}", source="<blobs>", field=name)
+    if end < start:
+        raise InputError(f"end {end} is before start {start}", source="<blobs>", field="end")
+
+
+class LocalBlobStore:
+    """Blobs as files in a local folder (see the module docstring).
+
+    Args:
+        root: the folder; created on first write.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        """Use ``root`` as the blob folder."""
+        self.root = Path(root)
+
+    def __repr__(self) -> str:
+        """Show the folder."""
+        return f"LocalBlobStore({str(self.root)!r})"
+
+    def path(self, sha256: str) -> Path:
+        """Where the blob named ``sha256`` lives (it may not exist). Raises ``InputError`` for a bad name."""
+        check_sha256(sha256)
+        return self.root / sha256[:2] / sha256
+
+    def put(self, data: bytes, media_type: str = "application/octet-stream") -> BlobRef:
+        """Store ``data`` (idempotent) and return its reference (``size_bytes`` in bytes)."""
+        blob = bytes(data)
+        sha = sha256_hex(blob)
+        target = self.path(sha)
+        if not target.exists():
+            self._write_atomically(target, blob)
+        return BlobRef(sha256=sha, size_bytes=len(blob), media_type=media_type)
+
+    def _write_atomically(self, target: Path, blob: bytes) -> None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(blob)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def get(self, sha256: str) -> bytes:
+        """Return the exact bytes named ``sha256``.
+
+        Raises:
+            BlobNotFound: no such blob (a :class:`~ctxledger.errors.RecordNotFound`).
+            IntegrityError: the stored bytes no longer hash to ``sha256``.
+            InputError: ``sha256`` is not a bare hex digest.
+        """
+        path = self.path(sha256)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise BlobNotFound(sha256, str(self.root)) from None
+        if sha256_hex(data) != sha256:
+            raise IntegrityError(f"blob {path} does not hash to its name {sha256}")
+        return data
+
+    def get_range(self, sha256: str, start: int, end: int, *, verify: bool = True) -> bytes:
+        """Return bytes ``[start, end)`` of a blob (byte offsets; ``end`` past the size is clamped).
+
+        With ``verify`` (the default) the whole blob is re-hashed while the range is read, so a range
+        of a corrupted blob is never returned.
+
+        Raises:
+            BlobNotFound: no such blob.
+            IntegrityError: ``verify`` and the stored bytes no longer hash to ``sha256``.
+            InputError: a bad name or range.
+        """
+        check_range(start, end)
+        path = self.path(sha256)
+        try:
+            handle = path.open("rb")
+        except FileNotFoundError:
+            raise BlobNotFound(sha256, str(self.root)) from None
+        with handle:
+            if not verify:
+                handle.seek(start)
+                return handle.read(end - start)
+            return self._read_verified_range(handle, path, sha256, start, end)
+
+    def _read_verified_range(self, handle: BinaryIO, path: Path, sha256: str, start: int, end: int) -> bytes:
+        digest = hashlib.sha256()
+        parts: list[bytes] = []
+        offset = 0
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+            lo, hi = max(start - offset, 0), min(end - offset, len(chunk))
+            if lo < hi:
+                parts.append(chunk[lo:hi])
+            offset += len(chunk)
+        if digest.hexdigest() != sha256:
+            raise IntegrityError(f"blob {path} does not hash to its name {sha256}")
+        return b"".join(parts)
+
+    def exists(self, sha256: str) -> bool:
+        """Whether a blob named ``sha256`` is stored."""
+        return self.path(sha256).is_file()
+
+    def delete(self, sha256: str) -> None:
+        """Remove a blob if present (retention/GC only; callers check nothing live references it)."""
+        self.path(sha256).unlink(missing_ok=True)

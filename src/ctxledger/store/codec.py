@@ -1,0 +1,366 @@
+"""Record <-> row codec shared by every backend (DESIGN §6).
+
+A record is stored as the envelope columns of the ``records`` table plus ``body``, the canonical JSON
+(``ctxledger.hashing.canonical_json``) of its remaining dataclass fields. The codec is generic: it walks
+``dataclasses.fields`` of each class in :data:`ctxledger.records.RECORD_TYPES` once, at import, and
+derives one converter per field from its type hint:
+
+* datetimes -> ISO-8601 UTC strings with microseconds (naive datetimes are refused);
+* enums -> their values (restored to members);
+* tuples -> JSON arrays (restored as tuples; Mapping elements as dicts);
+* Mappings -> JSON objects (restored as dicts).
+
+The round trip is exact (``decode(encode(r)) == r``) as long as values *inside* Mappings are plain JSON
+values (str, int, float, bool, None, lists, dicts): a tuple nested inside a Mapping comes back as a list.
+A field missing from a stored body takes its class default, so adding a field with a default is a
+compatible change; an unknown field in a body is a :class:`~ctxledger.errors.StoreError`.
+
+Assembly manifests are stored as canonical JSON too (:func:`assembly_row`, :func:`assembly_from_row`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from enum import Enum
+from typing import Any
+
+from ctxledger.errors import InputError, StoreError
+from ctxledger.hashing import canonical_json
+from ctxledger.records import RECORD_TYPES, Record, Trust, Visibility
+
+SOURCE = "<append>"
+"""``InputError.source`` for records passed to ``GraphStore.append``."""
+
+ENVELOPE_COLUMNS = (
+    "id",
+    "tenant_id",
+    "conversation_id",
+    "branch_id",
+    "seq",
+    "created_at",
+    "owner_participant_id",
+    "owner_model_run_id",
+    "visibility",
+    "privacy_class",
+    "trust",
+    "external_id",
+)
+"""Record fields stored as their own columns of ``records`` (everything else goes into ``body``)."""
+
+READ_COLUMNS = (
+    "id",
+    "tenant_id",
+    "conversation_id",
+    "branch_id",
+    "seq",
+    "kind",
+    "created_at",
+    "owner_participant_id",
+    "owner_model_run_id",
+    "visibility",
+    "privacy_class",
+    "trust",
+    "external_id",
+    "body",
+)
+"""The column order :func:`decode_row` expects."""
+
+Converter = Callable[[Any], Any]
+
+
+def format_time(value: datetime) -> str:
+    """Return an aware datetime as ``YYYY-MM-DDTHH:MM:SS.ffffff+00:00`` (UTC, sortable as text).
+
+    Raises:
+        ValueError: ``value`` is naive.
+    """
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError("naive datetime; an aware UTC datetime is required")
+    return value.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def parse_time(text: str) -> datetime:
+    """Inverse of :func:`format_time` (returns an aware UTC datetime)."""
+    return datetime.fromisoformat(text)
+
+
+def _encode_enum(value: Any) -> Any:
+    return value.value if isinstance(value, Enum) else value
+
+
+def _encode_tuple(value: Any) -> Any:
+    if isinstance(value, tuple | list):
+        return [dict(v) if isinstance(v, Mapping) else v for v in value]
+    return value
+
+
+def _encode_mapping(value: Any) -> Any:
+    return dict(value) if isinstance(value, Mapping) else value
+
+
+def _encode_time(value: Any) -> Any:
+    return format_time(value) if isinstance(value, datetime) else value
+
+
+def _decode_tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _enum_decoder(enum_type: type[Enum]) -> Converter:
+    members = {m.value: m for m in enum_type}
+
+    def decode(value: Any) -> Any:
+        return members[value]
+
+    return decode
+
+
+def _converters(hint: Any) -> tuple[Converter | None, Converter | None]:
+    """(encoder, decoder) for one field's type hint; ``None`` where the JSON value is used as is."""
+    is_union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    members = [m for m in (typing.get_args(hint) if is_union else (hint,)) if m is not type(None)]
+    for member in members:
+        origin = typing.get_origin(member) or member
+        if member is datetime:
+            return _encode_time, parse_time
+        if isinstance(member, type) and issubclass(member, Enum):
+            return _encode_enum, _enum_decoder(member)
+        if origin is tuple:
+            return _encode_tuple, _decode_tuple
+        if isinstance(origin, type) and issubclass(origin, Mapping):
+            return _encode_mapping, None
+    return None, None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _KindCodec:
+    """Per-class field lists and converters, computed once."""
+
+    cls: type[Record]
+    body_fields: tuple[str, ...]
+    encoders: tuple[tuple[str, Converter | None], ...]
+    decoders: tuple[tuple[str, Converter], ...]
+
+
+def _kind_codec(cls: type[Record]) -> _KindCodec:
+    hints = typing.get_type_hints(cls)
+    names = tuple(f.name for f in dataclasses.fields(cls) if f.name not in ENVELOPE_COLUMNS)
+    pairs = {name: _converters(hints[name]) for name in names}
+    return _KindCodec(
+        cls=cls,
+        body_fields=names,
+        encoders=tuple((name, pairs[name][0]) for name in names),
+        decoders=tuple((name, dec) for name, (_, dec) in pairs.items() if dec is not None),
+    )
+
+
+_CODECS: dict[str, _KindCodec] = {kind.value: _kind_codec(cls) for kind, cls in RECORD_TYPES.items()}
+_VISIBILITY = {m.value: m for m in Visibility}
+_TRUST = {m.value: m for m in Trust}
+
+
+def _codec_for(record: Record, index: int) -> _KindCodec:
+    kind = getattr(type(record), "kind", None)
+    codec = _CODECS.get(getattr(kind, "value", ""))
+    if codec is None or codec.cls is not type(record):
+        raise InputError(
+            f"{type(record).__name__} is not a record type of ctxledger.records", source=SOURCE, index=index
+        )
+    return codec
+
+
+def _field_error(record: Record, index: int, name: str, exc: Exception) -> InputError:
+    return InputError(
+        f"record {record.id!r}: value is not storable as JSON ({exc})", source=SOURCE, index=index, field=name
+    )
+
+
+def _body_json(record: Record, codec: _KindCodec, index: int) -> str:
+    body: dict[str, Any] = {}
+    for name, encode in codec.encoders:
+        value = getattr(record, name)
+        try:
+            body[name] = encode(value) if encode is not None else value
+        except (TypeError, ValueError) as exc:
+            raise _field_error(record, index, name, exc) from exc
+    try:
+        return canonical_json(body)
+    except (TypeError, ValueError) as exc:
+        for name, value in body.items():
+            try:
+                canonical_json(value)
+            except (TypeError, ValueError) as field_exc:
+                raise _field_error(record, index, name, field_exc) from exc
+        raise
+
+
+def _enum_value(enum_type: type[Enum], record: Record, index: int, name: str) -> str:
+    try:
+        return str(enum_type(getattr(record, name)).value)
+    except ValueError as exc:
+        allowed = ", ".join(str(m.value) for m in enum_type)
+        raise InputError(
+            f"record {record.id!r}: {getattr(record, name)!r} is not one of {allowed}",
+            source=SOURCE,
+            index=index,
+            field=name,
+        ) from exc
+
+
+def _created_at(record: Record, index: int) -> str:
+    try:
+        return format_time(record.created_at)
+    except (AttributeError, ValueError) as exc:
+        raise InputError(
+            f"record {record.id!r}: created_at must be an aware UTC datetime",
+            source=SOURCE,
+            index=index,
+            field="created_at",
+        ) from exc
+
+
+def encode_record(record: Record, index: int = 0) -> dict[str, Any]:
+    """Return the ``records`` row (column name -> value) of ``record``.
+
+    Args:
+        record: any record of ``ctxledger.records``.
+        index: its position in the caller's input, used in error messages.
+
+    Raises:
+        InputError: not a record type, a naive ``created_at``, or a field that JSON cannot hold
+            (names the record index and field).
+    """
+    codec = _codec_for(record, index)
+    sha = getattr(record, "sha256", None)
+    return {
+        "id": record.id,
+        "tenant_id": record.tenant_id,
+        "conversation_id": record.conversation_id,
+        "branch_id": record.branch_id,
+        "seq": record.seq,
+        "kind": type(record).kind.value,
+        "created_at": _created_at(record, index),
+        "owner_participant_id": record.owner_participant_id,
+        "owner_model_run_id": record.owner_model_run_id,
+        "visibility": _enum_value(Visibility, record, index, "visibility"),
+        "privacy_class": record.privacy_class,
+        "trust": _enum_value(Trust, record, index, "trust"),
+        "external_id": record.external_id,
+        "blob_sha256": sha or None,
+        "body": _body_json(record, codec, index),
+    }
+
+
+def decode_row(row: Sequence[Any]) -> Record:
+    """Rebuild a record from a row whose values are in :data:`READ_COLUMNS` order.
+
+    Raises:
+        StoreError: the row's kind is unknown or its body does not fit the record class.
+    """
+    (rid, tenant, conv, branch, seq, kind, created, opid, omrid, vis, privacy, trust, ext, body) = row
+    codec = _CODECS.get(kind)
+    if codec is None:
+        raise StoreError(f"record {rid!r} has unknown kind {kind!r}")
+    values = json.loads(body)
+    for name, decode in codec.decoders:
+        value = values.get(name)
+        if value is not None:
+            values[name] = decode(value)
+    try:
+        return codec.cls(
+            id=rid,
+            tenant_id=tenant,
+            conversation_id=conv,
+            branch_id=branch,
+            seq=seq,
+            created_at=parse_time(created),
+            owner_participant_id=opid,
+            owner_model_run_id=omrid,
+            visibility=_VISIBILITY[vis],
+            privacy_class=privacy,
+            trust=_TRUST[trust],
+            external_id=ext,
+            **values,
+        )
+    except (TypeError, KeyError) as exc:
+        raise StoreError(f"record {rid!r} ({kind}) does not decode: {exc}") from exc
+
+
+def decode_record(row: Mapping[str, Any]) -> Record:
+    """Rebuild a record from a row mapping as returned by :func:`encode_record`."""
+    return decode_row([row[name] for name in READ_COLUMNS])
+
+
+_ASSEMBLY_REQUIRED = ("id", "tenant_id", "conversation_id")
+
+
+def _manifest_time(manifest: Mapping[str, Any]) -> str:
+    value = manifest.get("created_at")
+    if value is None:
+        return format_time(datetime.now(UTC))
+    try:
+        return format_time(value if isinstance(value, datetime) else parse_time(str(value)))
+    except ValueError as exc:
+        raise InputError(
+            f"not an aware ISO-8601 time: {value!r}", source="<assembly>", field="created_at"
+        ) from exc
+
+
+def _optional_int(manifest: Mapping[str, Any], key: str) -> int | None:
+    value = manifest.get(key)
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise InputError(f"expected an integer, got {value!r}", source="<assembly>", field=key)
+
+
+def assembly_row(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the ``assemblies`` row of a manifest (a JSON-able mapping).
+
+    Columns taken from the manifest: ``id``, ``tenant_id``, ``conversation_id`` (required, strings),
+    ``branch_id``, ``snapshot_seq``, ``created_at`` (aware datetime or ISO-8601 text; default now),
+    ``payload_hash``. The whole manifest is kept as canonical JSON.
+
+    Raises:
+        InputError: a required key is missing or not a string, a typed key has the wrong type, or the
+            manifest is not JSON-able (``source`` is ``"<assembly>"``).
+    """
+    for key in _ASSEMBLY_REQUIRED:
+        if not isinstance(manifest.get(key), str) or not manifest[key]:
+            raise InputError("required non-empty string", source="<assembly>", field=key)
+    try:
+        text = canonical_json({k: _encode_time(v) for k, v in manifest.items()})
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"manifest is not JSON-able: {exc}", source="<assembly>") from exc
+    return {
+        "id": manifest["id"],
+        "tenant_id": manifest["tenant_id"],
+        "conversation_id": manifest["conversation_id"],
+        "branch_id": manifest.get("branch_id"),
+        "snapshot_seq": _optional_int(manifest, "snapshot_seq"),
+        "created_at": _manifest_time(manifest),
+        "payload_hash": manifest.get("payload_hash"),
+        "manifest": text,
+        "usage_input_tokens": None,
+        "usage_output_tokens": None,
+        "observed_at": None,
+    }
+
+
+def assembly_from_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the stored manifest; once usage is recorded it carries ``observed_usage``.
+
+    ``observed_usage`` is ``{"input_tokens": int, "output_tokens": int, "observed_at": ISO-8601 str}``.
+    """
+    manifest: dict[str, Any] = json.loads(row["manifest"])
+    if row["usage_input_tokens"] is not None:
+        manifest["observed_usage"] = {
+            "input_tokens": row["usage_input_tokens"],
+            "output_tokens": row["usage_output_tokens"],
+            "observed_at": row["observed_at"],
+        }
+    return manifest

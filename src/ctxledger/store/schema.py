@@ -1,0 +1,106 @@
+"""The relational schema shared by SQLite and PostgreSQL (DESIGN §6; STYLE "Storage").
+
+One set of SQLAlchemy Core tables serves both dialects, and one Alembic history
+(``ctxledger/store/migrations``) creates it; a test compares the migrated database with these tables on
+both dialects so the two can never drift.
+
+* ``records``: one row per graph record. The envelope fields the store filters on are columns; every
+  other field is ``body``, the canonical JSON of the record's remaining fields (``ctxledger.store.codec``).
+  ``blob_sha256`` copies a record's blob reference (a :class:`~ctxledger.records.ToolArtifact`'s ``sha256``)
+  so that blob garbage collection is an indexed lookup instead of a scan of JSON bodies.
+* ``conversation_heads``: one row per conversation with its highest ``seq``; appends lock it
+  (``SELECT … FOR UPDATE`` on PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite) so concurrent appenders never
+  assign the same ``seq``.
+* ``token_counts``: the token-count cache keyed by (counter id, content hash).
+* ``assemblies``: persisted manifests with the usage the provider reported afterwards.
+
+Times are ISO-8601 UTC strings with microseconds (``2024-05-01T12:00:00.000000+00:00``), so they sort
+as text and round-trip exactly on both dialects.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+VERSION_TABLE = "ctxledger_alembic_version"
+"""Name of Alembic's version table (prefixed so ctxledger can share a PostgreSQL database)."""
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+records = Table(
+    "records",
+    metadata,
+    Column("id", String, primary_key=True),
+    Column("tenant_id", String, nullable=False),
+    Column("conversation_id", String, nullable=False),
+    Column("branch_id", String, nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("kind", String, nullable=False),
+    Column("created_at", String(32), nullable=False),
+    Column("owner_participant_id", String, nullable=True),
+    Column("owner_model_run_id", String, nullable=True),
+    Column("visibility", String, nullable=False),
+    Column("privacy_class", String, nullable=False),
+    Column("trust", String, nullable=False),
+    Column("external_id", String, nullable=True),
+    Column("blob_sha256", String(64), nullable=True),
+    Column("body", Text, nullable=False),
+    UniqueConstraint("tenant_id", "conversation_id", "seq"),
+    Index(None, "tenant_id", "conversation_id", "branch_id", "seq"),
+    Index(None, "blob_sha256"),
+)
+
+conversation_heads = Table(
+    "conversation_heads",
+    metadata,
+    Column("tenant_id", String, nullable=False),
+    Column("conversation_id", String, nullable=False),
+    Column("head_seq", BigInteger, nullable=False),
+    Column("main_branch_id", String, nullable=False),
+    Column("created_at", String(32), nullable=False),
+    PrimaryKeyConstraint("tenant_id", "conversation_id"),
+    Index(None, "tenant_id", "main_branch_id"),
+)
+
+token_counts = Table(
+    "token_counts",
+    metadata,
+    Column("counter_id", String, nullable=False),
+    Column("content_hash", String, nullable=False),
+    Column("tokens", Integer, nullable=False),
+    PrimaryKeyConstraint("counter_id", "content_hash"),
+)
+
+assemblies = Table(
+    "assemblies",
+    metadata,
+    Column("id", String, primary_key=True),
+    Column("tenant_id", String, nullable=False),
+    Column("conversation_id", String, nullable=False),
+    Column("branch_id", String, nullable=True),
+    Column("snapshot_seq", BigInteger, nullable=True),
+    Column("created_at", String(32), nullable=False),
+    Column("payload_hash", String, nullable=True),
+    Column("manifest", Text, nullable=False),
+    Column("usage_input_tokens", Integer, nullable=True),
+    Column("usage_output_tokens", Integer, nullable=True),
+    Column("observed_at", String(32), nullable=True),
+    Index(None, "tenant_id", "conversation_id", "created_at"),
+)
