@@ -56,3 +56,45 @@ def load_json(path: Any) -> Any:
     """Parse a JSON file."""
     with open(path, encoding="utf-8") as handle:
         return json.load(handle)
+
+
+STORE_ONLY_KEYS = frozenset({"id", "tokens", "tags", "meta", "external_id"})
+"""Keys of the store (records, case files) that must never reach a provider payload."""
+
+
+def sdk_valid_openai(payload: Mapping[str, Any]) -> None:
+    """Validate messages and tools against the OpenAI SDK's request types, unknown keys forbidden."""
+    from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
+    from pydantic import ConfigDict, TypeAdapter
+
+    forbid = ConfigDict(extra="forbid")
+    TypeAdapter(list[ChatCompletionMessageParam], config=forbid).validate_python(payload["messages"])
+    TypeAdapter(list[ChatCompletionToolParam], config=forbid).validate_python(payload.get("tools", []))
+
+
+def sdk_valid_anthropic(payload: Mapping[str, Any]) -> None:
+    """Validate system, messages and tools against the Anthropic SDK's request types (no unknown keys)."""
+    from anthropic.types import MessageParam, TextBlockParam, ToolParam
+    from pydantic import ConfigDict, TypeAdapter
+
+    forbid = ConfigDict(extra="forbid")
+    TypeAdapter(list[MessageParam], config=forbid).validate_python(payload["messages"])
+    TypeAdapter(list[ToolParam], config=forbid).validate_python(payload.get("tools", []))
+    TypeAdapter(str | list[TextBlockParam], config=forbid).validate_python(payload.get("system", "x"))
+
+
+def structural_keys(payload: Mapping[str, Any]) -> set[str]:
+    """Keys of the payload envelope, messages, parts, blocks, calls and tools (not of schemas or inputs)."""
+    keys = set(payload)
+    for message in payload["messages"]:
+        keys |= set(message)
+        content = message.get("content")
+        for item in content if isinstance(content, list) else ():
+            keys |= set(item)
+            for inner in item.get("content") if isinstance(item.get("content"), list) else ():
+                keys |= set(inner)
+        for call in message.get("tool_calls") or ():
+            keys |= set(call) | set(call["function"])
+    for tool in payload.get("tools", ()):
+        keys |= set(tool) | set(tool.get("function", {}))
+    return keys

@@ -51,7 +51,8 @@ def test_openai_auto_detail_is_costed_as_high() -> None:
 def test_openai_unknown_size_high_costs_the_documented_maximum() -> None:
     """An image of unknown size in high detail costs 8 tiles (768x2048 max): 85 + 8 * 170 = 1445."""
     assert openai_image_tokens(None, "high") == 1445
-    assert all(openai_image_tokens((w, h), "high") <= 1445 for w in (1, 700, 3000, 9000) for h in (1, 800, 5000))
+    sizes = [(w, h) for w in (1, 700, 3000, 9000) for h in (1, 800, 5000)]
+    assert all(openai_image_tokens(size, "high") <= 1445 for size in sizes)
 
 
 def test_openai_tile_rates_follow_the_model_prefix() -> None:
