@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import json
 from collections.abc import Mapping, Sequence
@@ -62,25 +63,63 @@ STORE_ONLY_KEYS = frozenset({"id", "tokens", "tags", "meta", "external_id"})
 """Keys of the store (records, case files) that must never reach a provider payload."""
 
 
-def sdk_valid_openai(payload: Mapping[str, Any]) -> None:
-    """Validate messages and tools against the OpenAI SDK's request types, unknown keys forbidden."""
+@functools.cache
+def _openai_adapters() -> tuple[Any, Any]:
+    """TypeAdapters of the OpenAI SDK's message and tool request types, unknown keys forbidden."""
     from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
     from pydantic import ConfigDict, TypeAdapter
 
     forbid = ConfigDict(extra="forbid")
-    TypeAdapter(list[ChatCompletionMessageParam], config=forbid).validate_python(payload["messages"])
-    TypeAdapter(list[ChatCompletionToolParam], config=forbid).validate_python(payload.get("tools", []))
+    return (
+        TypeAdapter(list[ChatCompletionMessageParam], config=forbid),
+        TypeAdapter(list[ChatCompletionToolParam], config=forbid),
+    )
 
 
-def sdk_valid_anthropic(payload: Mapping[str, Any]) -> None:
-    """Validate system, messages and tools against the Anthropic SDK's request types (no unknown keys)."""
+@functools.cache
+def _anthropic_adapters() -> tuple[Any, Any, Any]:
+    """TypeAdapters of the Anthropic SDK's message, tool and system request types, unknown keys forbidden."""
     from anthropic.types import MessageParam, TextBlockParam, ToolParam
     from pydantic import ConfigDict, TypeAdapter
 
     forbid = ConfigDict(extra="forbid")
-    TypeAdapter(list[MessageParam], config=forbid).validate_python(payload["messages"])
-    TypeAdapter(list[ToolParam], config=forbid).validate_python(payload.get("tools", []))
-    TypeAdapter(str | list[TextBlockParam], config=forbid).validate_python(payload.get("system", "x"))
+    return (
+        TypeAdapter(list[MessageParam], config=forbid),
+        TypeAdapter(list[ToolParam], config=forbid),
+        TypeAdapter(str | list[TextBlockParam], config=forbid),
+    )
+
+
+def _drain(value: Any) -> None:
+    """Force pydantic's lazy validation of SDK ``Iterable`` fields; reject matches of response models.
+
+    SDK request types declare lists as ``Iterable[...]``, which pydantic validates only when iterated,
+    and Anthropic's block unions also admit response models that accept unknown keys: a value that only
+    validates as such a model is not a valid request block.
+    """
+    from pydantic import BaseModel
+
+    if type(value).__name__ == "ValidatorIterator":
+        value = list(value)
+    if isinstance(value, BaseModel):
+        raise AssertionError(f"matches only the response type {type(value).__name__}, not a request type")
+    for item in value.values() if isinstance(value, dict) else value if isinstance(value, list) else ():
+        _drain(item)
+
+
+def sdk_valid_openai(payload: Mapping[str, Any]) -> None:
+    """Validate messages and tools against the OpenAI SDK's request types (no unknown keys)."""
+    messages, tools = _openai_adapters()
+    _drain(messages.validate_python(payload["messages"]))
+    _drain(tools.validate_python(payload.get("tools", [])))
+
+
+def sdk_valid_anthropic(payload: Mapping[str, Any]) -> None:
+    """Validate system, messages and tools against the Anthropic SDK's request types (no unknown keys)."""
+    messages, tools, system = _anthropic_adapters()
+    _drain(messages.validate_python(payload["messages"]))
+    _drain(tools.validate_python(payload.get("tools", [])))
+    _drain(system.validate_python(payload.get("system", "x")))
 
 
 def structural_keys(payload: Mapping[str, Any]) -> set[str]:

@@ -1,0 +1,55 @@
+"""Provider serializers: neutral turns in, provider request payloads out (DESIGN §3 step 7).
+
+``get_serializer(name)`` returns the serializer of one API contract; every serializer implements
+:class:`~ctxledger.serialize.base.Serializer` (build, validate, count, and the additive per-turn,
+tool-schema and base token costs the budget relies on).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ctxledger.errors import ConfigurationError
+from ctxledger.serialize.anthropic_messages import AnthropicMessagesSerializer
+from ctxledger.serialize.base import CallView, Serializer, Turn
+from ctxledger.serialize.openai_chat import OpenAIChatSerializer
+
+_SERIALIZERS: Mapping[str, Callable[..., Serializer]] = {
+    OpenAIChatSerializer.name: OpenAIChatSerializer,
+    AnthropicMessagesSerializer.name: AnthropicMessagesSerializer,
+}
+
+SERIALIZER_NAMES: tuple[str, ...] = tuple(sorted(_SERIALIZERS))
+"""The API contracts a serializer exists for: ``anthropic-messages``, ``openai-chat``."""
+
+
+def get_serializer(name: str, **options: Any) -> Serializer:
+    """Return the serializer for the API contract ``name``.
+
+    Args:
+        name: ``"openai-chat"`` or ``"anthropic-messages"``.
+        **options: keyword options of that serializer's constructor (e.g. ``image_rates`` for
+            ``openai-chat``).
+
+    Raises:
+        ConfigurationError: ``name`` is not a known contract (the message lists the known ones).
+    """
+    try:
+        factory = _SERIALIZERS[name]
+    except KeyError:
+        raise ConfigurationError(
+            f"unknown serializer {name!r}; known: {', '.join(SERIALIZER_NAMES)}"
+        ) from None
+    return factory(**options)
+
+
+__all__ = [
+    "SERIALIZER_NAMES",
+    "AnthropicMessagesSerializer",
+    "CallView",
+    "OpenAIChatSerializer",
+    "Serializer",
+    "Turn",
+    "get_serializer",
+]

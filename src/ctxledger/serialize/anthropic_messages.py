@@ -1,0 +1,468 @@
+"""Anthropic Messages serializer (DESIGN §3 step 7; issue 2 item 7).
+
+Rules followed, from Anthropic's Messages API reference and its *Tool use* guide
+(docs.anthropic.com/en/api/messages, …/agents-and-tools/tool-use/implement-tool-use):
+
+* ``system`` and ``developer`` turns go to the top-level ``system`` field (a string for one text block,
+  a list of text blocks otherwise), in turn order; they are never messages;
+* the first message is from the user and roles alternate: adjacent same-role turns are merged into one
+  message as consecutive content blocks (text is never concatenated, no message is invented);
+* an assistant's tool calls become ``tool_use`` blocks whose ``input`` is the parsed arguments object;
+  arguments that are not a JSON object (a model can emit broken JSON) become
+  ``{"_raw_arguments": "<text>"}`` so the failed call and its error result stay visible to the model
+  rather than making the whole request fail;
+* tool results become ``tool_result`` blocks (``is_error`` when set), all results of one assistant turn
+  in the one user message that follows it, before any user text merged after them;
+* OpenAI ``image_url`` parts become ``image`` blocks (a ``base64`` source for data URLs, a ``url``
+  source otherwise); empty or whitespace-only text blocks are never emitted (the API rejects them);
+* an author ``name`` is rendered as a ``"<name>: "`` label on the turn's first text block.
+
+Token counts are estimates (Anthropic publishes no tokenizer; its ``count_tokens`` endpoint is the
+exact source and the margin must cover the difference): :data:`MESSAGE_TOKENS` plus the role's tokens per
+message (and once for ``system``), text as text, images at Anthropic's pixel rate
+(:func:`ctxledger.serialize.images.anthropic_image_tokens`), ``tool_use`` as name + canonical JSON input +
+:data:`TOOL_BLOCK_TOKENS`, ``tool_result`` as its content + :data:`TOOL_BLOCK_TOKENS`, and tools as
+the tool-use system prompt Anthropic documents (*Tool use pricing*: 346 tokens for ``auto``/``none``
+on Claude 4 models) plus each definition's canonical JSON. Merging turns only removes message
+framing, so ``count(build(turns)) <= base_tokens + tools_tokens + sum(turn_tokens)``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ctxledger.errors import ProviderContractError
+from ctxledger.hashing import canonical_json
+from ctxledger.serialize._turns import check_turns, content_parts, function_definitions
+from ctxledger.serialize.base import Turn
+from ctxledger.serialize.images import anthropic_image_tokens, image_size_from_base64, parse_data_url
+from ctxledger.tokens import TokenCounter
+
+MESSAGE_TOKENS = 3
+"""Framing per message besides its role (estimate, the OpenAI-measured value)."""
+
+REPLY_PRIMING = 3
+"""Tokens opening the assistant's reply (estimate)."""
+
+TOOL_BLOCK_TOKENS = 5
+"""Framing of one ``tool_use`` or ``tool_result`` block besides its content (estimate)."""
+
+TOOL_USE_SYSTEM_PROMPT_TOKENS = 346
+"""Tool-use system prompt Anthropic adds when tools are sent (Claude 4 family, tool choice auto/none)."""
+
+IMAGE_MEDIA_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+"""Image media types the Messages API accepts."""
+
+_BLOCK_TYPES: Mapping[str, frozenset[str]] = {
+    "user": frozenset({"text", "image", "tool_result", "document"}),
+    "assistant": frozenset({"text", "tool_use", "thinking", "redacted_thinking"}),
+}
+"""Content block types each message role may carry."""
+
+_SYSTEM_ROLES = ("system", "developer")
+
+
+class AnthropicMessagesSerializer:
+    """Builds, validates and counts Anthropic Messages requests.
+
+    Args:
+        tool_system_prompt_tokens: the documented tool-use system prompt size of the target model.
+    """
+
+    name = "anthropic-messages"
+
+    def __init__(self, *, tool_system_prompt_tokens: int = TOOL_USE_SYSTEM_PROMPT_TOKENS) -> None:
+        self.tool_system_prompt_tokens = tool_system_prompt_tokens
+
+    # -- building -------------------------------------------------------------------------------
+
+    def build(
+        self,
+        turns: Sequence[Turn],
+        *,
+        model: str,
+        tools: Sequence[Mapping[str, Any]] = (),
+        max_tokens: int | None = None,
+    ) -> dict[str, Any]:
+        """Return ``{"model", "system"?, "messages", "tools"?, "max_tokens"?}`` for ``turns`` in order.
+
+        Raises:
+            ProviderContractError: tool pairing is broken, the first non-system turn is not from the
+                user (names its ref), a turn renders to no content, an image is where the API allows
+                none, or a tool call id repeats.
+            InputError: a content part or a tool definition is malformed.
+        """
+        check_turns(turns)
+        payload: dict[str, Any] = {"model": model}
+        system = [b for i, t in enumerate(turns) if t.role in _SYSTEM_ROLES for b in self._blocks(i, t)]
+        if system:
+            payload["system"] = _system_value(system)
+        payload["messages"] = self._messages(turns)
+        if tools:
+            payload["tools"] = anthropic_tools(tools)
+        if max_tokens is not None:
+            payload["max_tokens"] = max_tokens
+        self.validate(payload)
+        return payload
+
+    def _messages(self, turns: Sequence[Turn]) -> list[dict[str, Any]]:
+        """Merge the non-system turns into alternating messages, first from the user."""
+        messages: list[dict[str, Any]] = []
+        seen_ids: dict[str, str] = {}
+        for index, turn in enumerate(turns):
+            if turn.role in _SYSTEM_ROLES:
+                continue
+            role = _message_role(turn)
+            if not messages and role != "user":
+                raise ProviderContractError(
+                    f"the first non-system turn {turn.ref!r} (index {index}) is from the {turn.role}; "
+                    "the Messages API requires the first message to be from the user",
+                    rule="first_not_user",
+                    index=index,
+                    refs=(turn.ref,),
+                )
+            _check_unique_ids(index, turn, seen_ids)
+            blocks = self._blocks(index, turn)
+            if messages and messages[-1]["role"] == role:
+                messages[-1]["content"].extend(blocks)
+            else:
+                messages.append({"role": role, "content": blocks})
+        if not messages:
+            raise ProviderContractError("there is no user or assistant turn to send", rule="no_messages")
+        return messages
+
+    def _blocks(self, index: int, turn: Turn) -> list[dict[str, Any]]:
+        """The content blocks one turn renders to (never empty)."""
+        if turn.role == "tool":
+            return [self._tool_result(index, turn)]
+        blocks = self._content_blocks(index, turn)
+        if turn.name:
+            blocks = _label(turn.name, blocks)
+        blocks += [
+            _tool_use(index, turn, call.call_id, call.name, call.arguments) for call in turn.tool_calls
+        ]
+        if not blocks:
+            raise ProviderContractError(
+                f"{turn.role} turn {turn.ref!r} (index {index}) has no non-blank content to send",
+                rule="empty_turn",
+                index=index,
+                refs=(turn.ref,),
+            )
+        return blocks
+
+    def _content_blocks(self, index: int, turn: Turn) -> list[dict[str, Any]]:
+        """Text and image blocks of the turn's content; images only where the role allows them."""
+        blocks = []
+        for part in content_parts(index, turn):
+            if part["type"] == "text":
+                if part["text"].strip():
+                    blocks.append({"type": "text", "text": part["text"]})
+                continue
+            if turn.role not in ("user", "tool"):
+                raise ProviderContractError(
+                    f"{turn.role} turn {turn.ref!r} (index {index}) has an image; Anthropic accepts images "
+                    "only in user content and tool results",
+                    rule="part_not_allowed",
+                    index=index,
+                    refs=(turn.ref,),
+                )
+            blocks.append(_image_block(index, turn, part["image_url"]["url"]))
+        return blocks
+
+    def _tool_result(self, index: int, turn: Turn) -> dict[str, Any]:
+        """One ``tool_result`` block; string content kept as given, parts as blocks."""
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": turn.tool_call_id}
+        if isinstance(turn.content, str):
+            if turn.content.strip():
+                block["content"] = turn.content
+        else:
+            content = self._content_blocks(index, turn)
+            if content:
+                block["content"] = content
+        if turn.is_error:
+            block["is_error"] = True
+        return block
+
+    # -- counting -------------------------------------------------------------------------------
+
+    def base_tokens(self, counter: TokenCounter) -> int:
+        """Tokens every request costs: the reply priming (estimate, 3)."""
+        return REPLY_PRIMING
+
+    def turn_tokens(self, turn: Turn, counter: TokenCounter) -> int:
+        """Tokens the turn adds when sent as its own message (or system entry), framing included.
+
+        Raises:
+            ProviderContractError: the turn cannot be rendered (see :meth:`build`).
+        """
+        role = "system" if turn.role in _SYSTEM_ROLES else _message_role(turn)
+        blocks = self._blocks(0, turn)
+        return MESSAGE_TOKENS + counter.count(role) + sum(block_tokens(b, counter) for b in blocks)
+
+    def tools_tokens(self, tools: Sequence[Mapping[str, Any]], counter: TokenCounter) -> int:
+        """Tokens of the tool definitions (OpenAI form in), costed in Anthropic form; 0 without tools.
+
+        Raises:
+            InputError: a tool is not an OpenAI function tool (names its index and field).
+        """
+        return self._anthropic_tools_tokens(anthropic_tools(tools), counter)
+
+    def _anthropic_tools_tokens(self, tools: Sequence[Mapping[str, Any]], counter: TokenCounter) -> int:
+        """Tool-use system prompt + the canonical JSON of each Anthropic tool definition."""
+        if not tools:
+            return 0
+        return self.tool_system_prompt_tokens + sum(counter.count(canonical_json(t)) for t in tools)
+
+    def count(self, payload: Mapping[str, Any], counter: TokenCounter) -> int:
+        """Input tokens of a built payload: priming + system + every message + the tools.
+
+        Raises:
+            ProviderContractError: a block type this counter does not know.
+        """
+        tokens = REPLY_PRIMING + self._anthropic_tools_tokens(payload.get("tools") or (), counter)
+        system = payload.get("system")
+        if system:
+            tokens += MESSAGE_TOKENS + counter.count("system") + _content_tokens(system, counter)
+        for message in payload.get("messages", ()):
+            tokens += MESSAGE_TOKENS + counter.count(str(message["role"]))
+            tokens += _content_tokens(message["content"], counter)
+        return tokens
+
+    # -- validation -----------------------------------------------------------------------------
+
+    def validate(self, payload: Mapping[str, Any]) -> None:
+        """Check the Messages API rules on a payload.
+
+        Rules: ``system`` is top-level, never a message role; the first message is from the user; roles
+        alternate; content is never empty and text blocks are never blank; block types fit the role;
+        every ``tool_use`` is answered by a ``tool_result`` in the next (user) message, results first;
+        no ``tool_result`` without its ``tool_use`` right before it; ``tool_use`` ids are unique.
+
+        Raises:
+            ProviderContractError: with ``index`` (message position) and ``rule``.
+        """
+        _check_system(payload.get("system"))
+        messages = payload.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise ProviderContractError("payload has no messages", rule="no_messages")
+        pending: list[str] = []
+        seen: set[str] = set()
+        previous = None
+        for index, message in enumerate(messages):
+            role = _check_message(index, message, previous)
+            blocks = message["content"] if isinstance(message["content"], list) else []
+            _check_results(index, blocks, pending)
+            pending = _tool_use_ids(index, blocks, seen)
+            previous = role
+        if pending:
+            _fail(len(messages) - 1, "tool_call_unanswered", f"no tool_result for {pending}")
+
+
+def anthropic_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Convert OpenAI function tools to ``{"name", "description"?, "input_schema"}``; store keys are dropped.
+
+    Raises:
+        InputError: a tool is not an OpenAI function tool (names its index and field).
+    """
+    out = []
+    for function in function_definitions(tools):
+        tool: dict[str, Any] = {"name": function["name"]}
+        if function.get("description"):
+            tool["description"] = function["description"]
+        tool["input_schema"] = function.get("parameters") or {"type": "object", "properties": {}}
+        out.append(tool)
+    return out
+
+
+def block_tokens(block: Mapping[str, Any], counter: TokenCounter) -> int:
+    """Estimated tokens of one content block (see the module docstring).
+
+    Raises:
+        ProviderContractError: the block type is not one this serializer emits.
+    """
+    kind = block.get("type")
+    if kind == "text":
+        return counter.count(block["text"])
+    if kind == "image":
+        source = block["source"]
+        size = image_size_from_base64(source["data"]) if source.get("type") == "base64" else None
+        return anthropic_image_tokens(size)
+    if kind == "tool_use":
+        return (
+            TOOL_BLOCK_TOKENS + counter.count(block["name"]) + counter.count(canonical_json(block["input"]))
+        )
+    if kind == "tool_result":
+        return TOOL_BLOCK_TOKENS + _content_tokens(block.get("content") or "", counter)
+    raise ProviderContractError(f"cannot count content block of type {kind!r}", rule="unknown_block")
+
+
+def _content_tokens(content: str | Sequence[Mapping[str, Any]], counter: TokenCounter) -> int:
+    """Tokens of a string or of a list of blocks."""
+    if isinstance(content, str):
+        return counter.count(content)
+    return sum(block_tokens(b, counter) for b in content)
+
+
+def _message_role(turn: Turn) -> str:
+    """``assistant`` for assistant turns; ``user`` for user turns and tool results."""
+    return "assistant" if turn.role == "assistant" else "user"
+
+
+def _system_value(blocks: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """One text block becomes a plain string; several stay a list of text blocks."""
+    return blocks[0]["text"] if len(blocks) == 1 else blocks
+
+
+def _label(name: str, blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Prefix the first text block with ``"<name>: "``, or lead with a ``"<name>:"`` block."""
+    if blocks and blocks[0]["type"] == "text":
+        return [{"type": "text", "text": f"{name}: {blocks[0]['text']}"}, *blocks[1:]]
+    return [{"type": "text", "text": f"{name}:"}, *blocks]
+
+
+def _tool_use(index: int, turn: Turn, call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    """A ``tool_use`` block; arguments that are not a JSON object are kept as ``_raw_arguments``."""
+    try:
+        parsed = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        parsed = {"_raw_arguments": arguments}
+    return {"type": "tool_use", "id": call_id, "name": name, "input": parsed}
+
+
+def _image_block(index: int, turn: Turn, url: str) -> dict[str, Any]:
+    """An ``image`` block: base64 source from a data URL, url source otherwise."""
+    data_url = parse_data_url(url)
+    if data_url is None:
+        if url.startswith("data:"):
+            raise ProviderContractError(
+                f"turn {turn.ref!r} (index {index}) has a data URL that is not base64",
+                rule="bad_image",
+                index=index,
+                refs=(turn.ref,),
+            )
+        return {"type": "image", "source": {"type": "url", "url": url}}
+    if data_url.media_type not in IMAGE_MEDIA_TYPES:
+        raise ProviderContractError(
+            f"turn {turn.ref!r} (index {index}) has an image of type {data_url.media_type!r}; "
+            f"the Messages API accepts {IMAGE_MEDIA_TYPES}",
+            rule="unsupported_image_type",
+            index=index,
+            refs=(turn.ref,),
+        )
+    source = {"type": "base64", "media_type": data_url.media_type, "data": data_url.data}
+    return {"type": "image", "source": source}
+
+
+def _check_unique_ids(index: int, turn: Turn, seen: dict[str, str]) -> None:
+    """``tool_use`` ids must be unique across the request."""
+    for call in turn.tool_calls:
+        if call.call_id in seen:
+            raise ProviderContractError(
+                f"tool call id {call.call_id!r} of turn {turn.ref!r} (index {index}) was already used by "
+                f"turn {seen[call.call_id]!r}; tool_use ids must be unique in a request",
+                rule="duplicate_tool_call_id",
+                index=index,
+                refs=(seen[call.call_id], turn.ref),
+            )
+        seen[call.call_id] = turn.ref
+
+
+def _fail(index: int, rule: str, what: str) -> None:
+    """Raise the validation error for message ``index``."""
+    raise ProviderContractError(f"message {index}: {what} (rule {rule})", rule=rule, index=index)
+
+
+def _check_system(system: Any) -> None:
+    """``system`` is absent, a non-blank string, or a non-empty list of non-blank text blocks."""
+    if system is None:
+        return
+    if isinstance(system, str):
+        if not system.strip():
+            raise ProviderContractError("system is blank", rule="empty_content")
+        return
+    if not isinstance(system, list) or not system:
+        raise ProviderContractError(
+            "system must be a string or a non-empty list of text blocks", rule="bad_system"
+        )
+    for block in system:
+        if (
+            not isinstance(block, Mapping)
+            or block.get("type") != "text"
+            or not str(block.get("text", "")).strip()
+        ):
+            raise ProviderContractError("system blocks must be non-blank text blocks", rule="bad_system")
+
+
+def _check_message(index: int, message: Any, previous: str | None) -> str:
+    """Keys, role order and content of one message; returns its role."""
+    if not isinstance(message, Mapping) or set(message) - {"role", "content"}:
+        _fail(index, "unknown_key", "a message has only 'role' and 'content'")
+    role = message.get("role")
+    if role == "system":
+        _fail(index, "system_in_messages", "system goes in the top-level 'system' field, not in messages")
+    if role not in _BLOCK_TYPES:
+        _fail(index, "unknown_role", f"unknown role {role!r}")
+    if previous is None and role != "user":
+        _fail(index, "first_not_user", "the first message must be from the user")
+    if role == previous:
+        _fail(index, "roles_not_alternating", f"two {role} messages in a row")
+    _check_content(index, role, message.get("content"))
+    return role
+
+
+def _check_content(index: int, role: str, content: Any) -> None:
+    """Content is a non-blank string or a non-empty list of blocks the role may carry."""
+    if isinstance(content, str):
+        if not content.strip():
+            _fail(index, "empty_content", "content is blank")
+        return
+    if not isinstance(content, list) or not content:
+        _fail(index, "empty_content", "content is empty")
+    for block in content:
+        kind = block.get("type") if isinstance(block, Mapping) else None
+        if kind not in _BLOCK_TYPES[role]:
+            _fail(index, "block_not_allowed", f"a {role} message cannot hold a {kind!r} block")
+        if kind == "text" and not str(block.get("text", "")).strip():
+            _fail(index, "empty_content", "text blocks must not be blank")
+        if kind == "tool_use" and not (
+            isinstance(block.get("id"), str) and isinstance(block.get("input"), dict)
+        ):
+            _fail(index, "bad_tool_use", "tool_use needs a string id and an object input")
+
+
+def _check_results(index: int, blocks: list[Any], pending: list[str]) -> None:
+    """The results answering ``pending`` lead this message; no result answers anything else."""
+    leading = 0
+    while leading < len(blocks) and blocks[leading].get("type") == "tool_result":
+        leading += 1
+    if any(b.get("type") == "tool_result" for b in blocks[leading:]):
+        _fail(index, "tool_result_not_first", "tool_result blocks must come before any other content")
+    answered = [b.get("tool_use_id") for b in blocks[:leading]]
+    for call_id in answered:
+        if call_id not in pending:
+            _fail(
+                index,
+                "tool_result_without_call",
+                f"tool_result for {call_id!r} has no tool_use right before it",
+            )
+    missing = sorted(set(pending) - set(answered))
+    if missing:
+        _fail(
+            index, "tool_call_unanswered", f"no tool_result for {missing} in the message after the tool_use"
+        )
+    if len(set(answered)) != len(answered):
+        _fail(index, "duplicate_tool_result", f"a tool_use is answered twice: {answered}")
+
+
+def _tool_use_ids(index: int, blocks: list[Any], seen: set[str]) -> list[str]:
+    """Ids of this message's ``tool_use`` blocks, checked unique across the request."""
+    ids = [b["id"] for b in blocks if b.get("type") == "tool_use"]
+    for call_id in ids:
+        if call_id in seen:
+            _fail(index, "duplicate_tool_call_id", f"tool_use id {call_id!r} is used twice")
+        seen.add(call_id)
+    return ids
