@@ -1,0 +1,127 @@
+"""Graph stores: open one by URL (DESIGN §6; STYLE "Storage").
+
+``open_store(url)`` dispatches on the URL scheme and imports the backend lazily:
+
+* ``sqlite:///path/to.db`` (the embedded default): the parent folder is created; blobs go to
+  ``<db>.blobs/`` next to the file unless ``blobs_dir`` says otherwise;
+* ``postgresql+psycopg://user@host/db`` (``postgresql://`` and ``postgres://`` mean the same): needs
+  ``pip install 'ctxledger[postgres]'``; blobs go to ``blobs_dir`` (default ``./.ctxledger/blobs``);
+* ``memory://``: the in-memory reference store of ``ctxledger.testing`` (blobs in memory unless
+  ``blobs_dir`` is given).
+
+SQLite and PostgreSQL share one schema and one Alembic history; ``open_store`` migrates to the newest
+revision by default, and :func:`migrate` does only that (the ``ctxledger migrate`` command).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+
+from ctxledger.errors import ConfigurationError
+from ctxledger.store.base import BlobRef, BlobStore, GraphStore, LineageHop
+from ctxledger.store.blobs import LocalBlobStore
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+__all__ = [
+    "DEFAULT_POSTGRES_BLOBS_DIR",
+    "BlobRef",
+    "BlobStore",
+    "GraphStore",
+    "LineageHop",
+    "LocalBlobStore",
+    "migrate",
+    "open_store",
+]
+
+DEFAULT_POSTGRES_BLOBS_DIR = Path(".ctxledger") / "blobs"
+"""Blob folder for PostgreSQL stores when ``blobs_dir`` is not given (relative to the working directory)."""
+
+_SUPPORTED = "sqlite:///path/to.db, postgresql+psycopg://user@host/db, memory://"
+
+
+def _parse(url: str) -> URL:
+    try:
+        return make_url(url)
+    except ArgumentError as exc:
+        raise ConfigurationError(f"not a store URL: {url!r} (expected {_SUPPORTED})") from exc
+
+
+def _sqlite_path(url: URL) -> Path:
+    if url.database in (None, "", ":memory:"):
+        raise ConfigurationError("an SQLite store needs a file (sqlite:///path/to.db); use memory:// in memory")
+    return Path(url.database).expanduser()
+
+
+def _engine(url: str) -> tuple[Engine, Path]:
+    """The engine for a SQL URL and the default blob folder of that backend."""
+    from ctxledger.store import sql
+
+    parsed = _parse(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        path = _sqlite_path(parsed)
+        return sql.sqlite_engine(path), Path(f"{path}.blobs")
+    if backend in ("postgresql", "postgres"):
+        return sql.postgres_engine(parsed), DEFAULT_POSTGRES_BLOBS_DIR
+    raise ConfigurationError(f"unsupported store URL scheme {parsed.drivername!r} (expected {_SUPPORTED})")
+
+
+def open_store(
+    url: str, *, blobs_dir: str | os.PathLike[str] | None = None, migrate: bool = True
+) -> GraphStore:
+    """Open the graph store at ``url`` (see the module docstring for the URL forms and blob folders).
+
+    Args:
+        url: ``sqlite:///…``, ``postgresql+psycopg://…`` or ``memory://``.
+        blobs_dir: folder of the content-addressed blob store (overrides the default).
+        migrate: upgrade the schema to the newest revision first (default); with ``False`` the schema
+            is only checked.
+
+    Raises:
+        ConfigurationError: an unsupported or malformed URL, or a missing PostgreSQL driver.
+        MigrationError: the schema could not be migrated, or (``migrate=False``) is not current.
+    """
+    if url.split(":", 1)[0].lower() == "memory":
+        from ctxledger.testing import MemoryStore
+
+        return MemoryStore(LocalBlobStore(blobs_dir) if blobs_dir is not None else None)
+    from ctxledger.store.sql import SqlStore
+
+    engine, default_blobs = _engine(url)
+    store = SqlStore(engine, LocalBlobStore(blobs_dir if blobs_dir is not None else default_blobs))
+    try:
+        if migrate:
+            store.migrate()
+        else:
+            store.check_schema()
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def migrate(url: str) -> str:
+    """Create or upgrade the schema at ``url`` to the newest revision; return that revision id.
+
+    ``memory://`` has no schema and returns ``"memory"``.
+
+    Raises:
+        ConfigurationError: an unsupported URL or a missing driver.
+        MigrationError: the database refused the migration.
+    """
+    if url.split(":", 1)[0].lower() == "memory":
+        return "memory"
+    from ctxledger.store._migrate import upgrade
+
+    engine, _ = _engine(url)
+    try:
+        return upgrade(engine)
+    finally:
+        engine.dispose()

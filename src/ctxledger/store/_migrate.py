@@ -1,0 +1,89 @@
+"""Running the Alembic history programmatically (DESIGN §6; STYLE "Storage": one explicit ``migrate()``).
+
+The same code path serves ``open_store(url)`` (which migrates by default), ``ctxledger.store.migrate(url)``
+and a ``ctxledger migrate`` command. On PostgreSQL the upgrade holds a transaction-scoped advisory lock,
+so service replicas starting together migrate one at a time; on SQLite the upgrade runs in a
+``BEGIN IMMEDIATE`` transaction, which has the same effect.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from ctxledger.errors import MigrationError
+from ctxledger.store.schema import VERSION_TABLE
+
+MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+"""The Alembic script directory shipped inside the package."""
+
+WRITE_OPTION = "ctxledger_write"
+"""Connection execution option that makes the SQLite backend begin with ``BEGIN IMMEDIATE``."""
+
+_ADVISORY_LOCK_KEY = 0x63_74_78_6C_65_64  # "ctxled"
+
+
+def alembic_config() -> Config:
+    """An Alembic ``Config`` pointing at :data:`MIGRATIONS_DIR` (no ``alembic.ini`` needed)."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    return config
+
+
+def head_revision() -> str:
+    """The newest revision of the shipped history (e.g. ``"0001_initial"``)."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None, "the shipped migration history is empty"
+    return head
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The revision a database is at, or ``None`` for a database ctxledger never migrated."""
+    with engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
+        return context.get_current_revision()
+
+
+def upgrade(engine: Engine) -> str:
+    """Upgrade the database behind ``engine`` to the newest revision (idempotent); return it.
+
+    Raises:
+        MigrationError: the database refused the migration (the cause is chained).
+    """
+    config = alembic_config()
+    try:
+        with engine.connect() as conn:
+            conn.execution_options(**{WRITE_OPTION: True})
+            with conn.begin():
+                if conn.dialect.name == "postgresql":
+                    conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADVISORY_LOCK_KEY})
+                config.attributes["connection"] = conn
+                command.upgrade(config, "head")
+    except SQLAlchemyError as exc:
+        raise MigrationError(f"migrating {_display(engine)} failed: {exc}") from exc
+    return head_revision()
+
+
+def check_revision(engine: Engine) -> None:
+    """Check that the database is at the newest revision.
+
+    Raises:
+        MigrationError: it is empty or at another revision; the message says how to migrate.
+    """
+    current, head = current_revision(engine), head_revision()
+    if current != head:
+        raise MigrationError(
+            f"{_display(engine)} is at schema revision {current or '<none>'} but this ctxledger needs "
+            f"{head}; run `ctxledger migrate URL` or open_store(url, migrate=True)"
+        )
+
+
+def _display(engine: Engine) -> str:
+    return engine.url.render_as_string(hide_password=True)

@@ -1,0 +1,69 @@
+"""The ``store`` fixture: every store test runs on memory, SQLite (a real file) and, when
+``CTXLEDGER_TEST_POSTGRES_URL`` is set, PostgreSQL (a fresh database per test session, dropped at the end).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from ctxledger.store import open_store
+from ctxledger.store.base import GraphStore
+from ctxledger.store.schema import metadata
+
+POSTGRES_URL = os.environ.get("CTXLEDGER_TEST_POSTGRES_URL")
+"""The same setting as ``tests/conftest.py`` (that module cannot be imported by name from here)."""
+
+BACKENDS = ["memory", "sqlite", *(["postgres"] if POSTGRES_URL else [])]
+"""Backends the ``store`` fixture runs on (PostgreSQL only when a server URL is configured)."""
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A fresh PostgreSQL database for this session (``ctxledger_test_<random>``), dropped afterwards."""
+    assert POSTGRES_URL, "CTXLEDGER_TEST_POSTGRES_URL is not set"
+    name = f"ctxledger_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def _truncate(url: str) -> None:
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        names = ", ".join(t.name for t in metadata.sorted_tables)
+        conn.execute(text(f"TRUNCATE {names}"))
+    engine.dispose()
+
+
+@pytest.fixture(params=BACKENDS)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The URL of an empty store of each backend."""
+    if request.param == "memory":
+        yield "memory://"
+    elif request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/db/ctxledger.db"
+    else:
+        url = request.getfixturevalue("postgres_url")
+        yield url
+        _truncate(url)
+
+
+@pytest.fixture
+def store(store_url: str, tmp_path: Path) -> Iterator[GraphStore]:
+    """A fresh, migrated store of each backend, blobs in ``tmp_path/blobs``."""
+    opened = open_store(store_url, blobs_dir=tmp_path / "blobs")
+    yield opened
+    opened.close()
