@@ -94,8 +94,14 @@ def test_case_ids_and_roles_map_onto_trust(cases_dir: Path) -> None:
     conv = only(parse_file(cases_dir / "B01.json"))
     trust = {r.external_id: r.trust for r in conv.records if r.external_id}
     assert trust == {
-        "m1": Trust.SYSTEM, "m2": Trust.USER, "m3": Trust.VERIFIED_INTERNAL, "m4": Trust.TOOL_RESULT,
-        "m5": Trust.VERIFIED_INTERNAL, "m6": Trust.USER, "m7": Trust.VERIFIED_INTERNAL, "m8": Trust.USER,
+        "m1": Trust.SYSTEM,
+        "m2": Trust.USER,
+        "m3": Trust.VERIFIED_INTERNAL,
+        "m4": Trust.TOOL_RESULT,
+        "m5": Trust.VERIFIED_INTERNAL,
+        "m6": Trust.USER,
+        "m7": Trust.VERIFIED_INTERNAL,
+        "m8": Trust.USER,
     }
     (call,) = of_type(conv, ToolCall)
     assert call.trust is Trust.VERIFIED_INTERNAL and call.call_id == "call_w1"
@@ -103,7 +109,11 @@ def test_case_ids_and_roles_map_onto_trust(cases_dir: Path) -> None:
 
 def _parallel_messages() -> list[dict[str, object]]:
     calls = [
-        {"id": f"call_{c}", "type": "function", "function": {"name": "get_weather", "arguments": f'{{"city":"{c}"}}'}}
+        {
+            "id": f"call_{c}",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": f'{{"city":"{c}"}}'},
+        }
         for c in ("Oslo", "Lima", "Pune")
     ]
     return [
@@ -122,13 +132,19 @@ def test_parallel_tool_calls_pair_by_call_id_in_any_order() -> None:
     (assistant, _final) = [m for m in of_type(conv, Message) if m.role is Role.ASSISTANT]
     calls = of_type(conv, ToolCall)
     assert [(c.call_id, c.index, c.message_id) for c in calls] == [
-        ("call_Oslo", 0, assistant.id), ("call_Lima", 1, assistant.id), ("call_Pune", 2, assistant.id),
+        ("call_Oslo", 0, assistant.id),
+        ("call_Lima", 1, assistant.id),
+        ("call_Pune", 2, assistant.id),
     ]
     assert assistant.content is None
     call_by_id = {c.id: c for c in calls}
     results = of_type(conv, ToolArtifact)
     assert [call_by_id[a.tool_call_id].call_id for a in results] == ["call_Lima", "call_Oslo", "call_Pune"]
-    assert [a.media_type for a in results] == ["application/json", "text/plain; charset=utf-8", "application/json"]
+    assert [a.media_type for a in results] == [
+        "application/json",
+        "text/plain; charset=utf-8",
+        "application/json",
+    ]
     assert [a.size_bytes for a in results] == [9, 7, 9]
 
 
@@ -137,14 +153,17 @@ def test_arguments_are_kept_as_the_exact_json_text() -> None:
     args = '{ "b":1,  "a" : [2, 3] }'
     messages = [
         {"role": "user", "content": "go"},
-        {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": args}}]},
+        {
+            "role": "assistant",
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": args}}],
+        },
     ]
     (call,) = of_type(only(parse_openai_messages(messages)), ToolCall)
     assert call.arguments == args and call.status is ToolStatus.PENDING
 
 
 def test_legacy_function_results_answer_the_latest_unanswered_call_of_that_name() -> None:
-    """Legacy function_call gets call_id fc_<position>; a result pairs with the newest open call of its name."""
+    """Legacy calls get call_id fc_<position>; a result pairs with the newest open call of its name."""
     messages = [
         {"role": "user", "content": "two lookups"},
         {"role": "assistant", "content": None, "function_call": {"name": "lookup", "arguments": '{"q": 1}'}},
@@ -156,10 +175,14 @@ def test_legacy_function_results_answer_the_latest_unanswered_call_of_that_name(
     calls = {c.id: c for c in of_type(conv, ToolCall)}
     assert [c.call_id for c in calls.values()] == ["fc_1", "fc_2"]
     assert all(c.meta["legacy_function_call"] is True for c in calls.values())
-    answered = [(calls[a.tool_call_id].arguments, conv.blobs[a.sha256][0]) for a in of_type(conv, ToolArtifact)]
+    answered = [
+        (calls[a.tool_call_id].arguments, conv.blobs[a.sha256][0]) for a in of_type(conv, ToolArtifact)
+    ]
     assert answered == [('{"q": 2}', b"second"), ('{"q": 1}', b"first")]
     (skill,) = of_type(conv, SkillState)
-    assert skill.tool_schemas == ({"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}},)
+    assert skill.tool_schemas == (
+        {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}},
+    )
 
 
 def test_records_get_deterministic_ids_and_times() -> None:
@@ -179,8 +202,10 @@ def test_the_conversation_envelope_comes_first(cases_dir: Path) -> None:
     conv = only(parse_file(cases_dir / "B04.json", tenant_id="t1", conversation_id="case-b04"))
     head = [(r.kind.value, r.id) for r in conv.records[:4]]
     assert head == [
-        ("conversation", "case-b04"), ("branch", "case-b04/main"),
-        ("participant", "case-b04/participant/user"), ("participant", "case-b04/participant/assistant"),
+        ("conversation", "case-b04"),
+        ("branch", "case-b04/main"),
+        ("participant", "case-b04/participant/user"),
+        ("participant", "case-b04/participant/assistant"),
     ]
     assert {r.tenant_id for r in conv.records} == {"t1"}
     assert {r.branch_id for r in conv.records} == {"case-b04/main"}

@@ -1,0 +1,109 @@
+"""Writing a parsed batch: blobs first, one append, re-imports refused, progress reported."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from ctxledger.errors import InputError, StoreError
+from ctxledger.ingest import ImportBatch, parse_file, rich_progress, write_batch
+from ctxledger.records import Record, ToolArtifact
+from ctxledger.testing import MemoryStore
+
+
+class CountingStore(MemoryStore):
+    """A MemoryStore that counts append calls and can be told to fail them."""
+
+    def __init__(self, *, fail: bool = False) -> None:
+        """Start empty; with ``fail`` every append raises StoreError."""
+        super().__init__()
+        self.appends: list[int] = []
+        self.fail = fail
+
+    def append(self, records: Sequence[Record]) -> list[Record]:
+        """Count the call, then append (or fail)."""
+        self.appends.append(len(records))
+        if self.fail:
+            raise StoreError("disk full")
+        return super().append(records)
+
+
+@pytest.fixture(scope="module")
+def tau_slice(tau_path: Path, tmp_path_factory: pytest.TempPathFactory) -> ImportBatch:
+    """The first five tau-bench trajectories, as their own file, parsed."""
+    import json
+
+    raw = json.loads(tau_path.read_text(encoding="utf-8"))[:5]
+    path = tmp_path_factory.mktemp("tau") / "tau5.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    return parse_file(path)
+
+
+def test_write_batch_stores_blobs_and_appends_once(tau_slice: ImportBatch) -> None:
+    """Five trajectories go in with one append; every artifact's bytes are in the blob store."""
+    store = CountingStore()
+    result = write_batch(store, tau_slice)
+    assert store.appends == [tau_slice.records]
+    assert result.conversation_ids == tuple(c.conversation_id for c in tau_slice.conversations)
+    assert (result.messages, result.tool_calls, result.artifacts) == (
+        tau_slice.messages,
+        tau_slice.tool_calls,
+        tau_slice.artifacts,
+    )
+    for record in result.records:
+        if isinstance(record, ToolArtifact):
+            assert len(store.blobs.get(record.sha256)) == record.size_bytes
+    first = tau_slice.conversations[0]
+    stored = store.records("default", first.conversation_id)
+    assert [r.id for r in stored] == [r.id for r in first.records]
+    assert [r.seq for r in stored] == list(range(1, len(first.records) + 1))
+
+
+def test_failed_append_leaves_no_records(tau_slice: ImportBatch) -> None:
+    """When the one append fails, no record of the import exists (only unreferenced blobs may)."""
+    store = CountingStore(fail=True)
+    with pytest.raises(StoreError):
+        write_batch(store, tau_slice)
+    assert store.appends == [tau_slice.records]
+    assert store.conversations("default") == []
+
+
+def test_reimport_is_refused_before_any_write(tau_slice: ImportBatch) -> None:
+    """Importing the same source again is an InputError raised before blobs or records are written."""
+    store = CountingStore()
+    write_batch(store, tau_slice)
+    blobs_before = len(store.blobs)
+    with pytest.raises(InputError, match="already"):
+        write_batch(store, tau_slice)
+    assert store.appends == [tau_slice.records] and len(store.blobs) == blobs_before
+
+
+def test_another_tenant_needs_its_own_conversation_id(cases_dir: Path) -> None:
+    """Record ids are global: a second tenant's copy fails whole unless it gets another conversation id."""
+    store = MemoryStore()
+    write_batch(store, parse_file(cases_dir / "B01.json", tenant_id="a"))
+    with pytest.raises(InputError, match="already exists"):
+        write_batch(store, parse_file(cases_dir / "B01.json", tenant_id="b"))
+    assert store.conversations("b") == []
+    write_batch(store, parse_file(cases_dir / "B01.json", tenant_id="b", conversation_id="b-B01"))
+    assert store.conversations("a") == ["B01"] and store.conversations("b") == ["b-B01"]
+
+
+def test_progress_reports_each_trajectory(tau_path: Path) -> None:
+    """on_progress sees done climb to the total, once per trajectory."""
+    seen: list[tuple[int, int]] = []
+    parse_file(tau_path, on_progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(i, 160) for i in range(1, 161)]
+
+
+def test_rich_progress_drives_a_bar(cases_dir: Path) -> None:
+    """rich_progress yields a callback that advances a rich bar to completion."""
+    out = io.StringIO()
+    with rich_progress("B09", console=Console(file=out, width=80), transient=False) as on_progress:
+        batch = parse_file(cases_dir / "B09.json", on_progress=on_progress)
+    assert batch.messages == 10
+    assert "B09" in out.getvalue() and "15/15" in out.getvalue()
