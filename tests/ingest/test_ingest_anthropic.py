@@ -88,6 +88,7 @@ def test_anthropic_payload_maps_onto_graph_records() -> None:
     system = history[0]
     assert isinstance(system, Message) and system.role is Role.SYSTEM and system.trust is Trust.SYSTEM
     assert system.content == "You are a weather assistant."
+    assert system.meta["block_extras"] == {"0": {"cache_control": {"type": "ephemeral"}}}
     assert conv.records[0].meta["model"] == "claude-sonnet-4-5"
 
 
@@ -162,6 +163,7 @@ def test_anthropic_file_is_sniffed(tmp_path: Path) -> None:
         (lambda p: p["messages"][1].update(content=7), 1, "content"),
         (lambda p: p["messages"][1]["content"][1].update(input="Paris"), 1, "content[1].input"),
         (lambda p: p["messages"][2]["content"].append({"type": "video"}), 2, "content[4].type"),
+        (lambda p: p["system"][0].update(text=None), None, "system[0].text"),
     ],
     ids=[
         "unknown-tool-use-id",
@@ -170,13 +172,14 @@ def test_anthropic_file_is_sniffed(tmp_path: Path) -> None:
         "content-not-list",
         "input-not-object",
         "bad-block",
+        "system-text-null",
     ],
 )
-def test_anthropic_bad_input_names_message_and_field(mutate: Any, index: int, field: str) -> None:
+def test_anthropic_bad_input_names_message_and_field(mutate: Any, index: int | None, field: str) -> None:
     """Bad Anthropic input raises InputError naming '<api>', the message index and the block field."""
     payload = _payload()
     mutate(payload)
     with pytest.raises(InputError) as caught:
         parse_anthropic(payload)
     assert (caught.value.source, caught.value.index, caught.value.field) == ("<api>", index, field)
-    assert f"record {index}" in str(caught.value) and field in str(caught.value)
+    assert field in str(caught.value) and (index is None or f"record {index}" in str(caught.value))

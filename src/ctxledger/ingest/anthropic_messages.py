@@ -35,6 +35,7 @@ FORMAT = "anthropic-messages"
 _PAYLOAD_KEYS = frozenset({"messages", "system", "tools"})
 _MESSAGE_KEYS = frozenset({"role", "content", "id"})
 _TOOL_KEYS = frozenset({"name", "description", "input_schema", "type"})
+_BLOCK_PART_KEYS = frozenset({"type", "text", "source"})
 
 Part = Mapping[str, Any]
 
@@ -83,7 +84,7 @@ def anthropic_tools(value: Any, loc: Loc) -> ToolSet:
     schemas: list[Mapping[str, Any]] = []
     extras: dict[str, Mapping[str, Any]] = {}
     for k, entry in enumerate(value):
-        tloc = Loc(loc.source, loc.index, f"{loc.prefix.rstrip('.')}[{k}].")
+        tloc = _item_loc(loc, k)
         entry = as_object(entry, tloc, "a tool object")
         kind = optional(entry, "type", str, tloc, "a string", default="custom")
         if kind != "custom":
@@ -119,10 +120,20 @@ class AnthropicMapper:
         if isinstance(value, str):
             content: str | tuple[Part, ...] = value
         elif isinstance(value, list):
-            content = _single(tuple(_text_part(block, _block_loc(loc, k)) for k, block in enumerate(value)))
+            items = enumerate(value)
+            content = _single(tuple(_text_part(block, _item_loc(loc, k)) for k, block in items))
         else:
             raise loc.error(f"expected a string or an array of text blocks, got {json_type(value)}")
-        self.b.add(Message, loc, owner=self.assistant, trust=Trust.SYSTEM, role=Role.SYSTEM, content=content)
+        meta = _block_extras(value) if isinstance(value, list) else {}
+        self.b.add(
+            Message,
+            loc,
+            owner=self.assistant,
+            trust=Trust.SYSTEM,
+            meta=meta,
+            role=Role.SYSTEM,
+            content=content,
+        )
 
     def feed(self, msg: Any, loc: Loc) -> None:
         """Map one message.
@@ -157,7 +168,7 @@ class AnthropicMapper:
                 thinking.append(dict(block))
             else:
                 raise bloc.error(f"an assistant message cannot carry a {kind!r} block", "type")
-        meta = _meta(msg) | ({"thinking": thinking} if thinking else {})
+        meta = _meta(msg) | _block_extras(blocks) | ({"thinking": thinking} if thinking else {})
         message = self.b.add(
             Message,
             loc,
@@ -193,7 +204,7 @@ class AnthropicMapper:
                 owner=self.user,
                 trust=Trust.USER,
                 external_id=_external_id(msg),
-                meta=_meta(msg),
+                meta=_meta(msg) | _block_extras(blocks),
                 role=Role.USER,
                 content=_content(parts, as_string),
             )
@@ -277,6 +288,22 @@ def _single(parts: tuple[Part, ...]) -> str | tuple[Part, ...]:
     if len(parts) == 1 and parts[0].get("type") == "text":
         return str(parts[0]["text"])
     return parts
+
+
+def _item_loc(loc: Loc, k: int) -> Loc:
+    return Loc(loc.source, loc.index, f"{loc.prefix.rstrip('.')}[{k}].")
+
+
+def _block_extras(blocks: list[Any]) -> dict[str, Any]:
+    """``{"block_extras": {position: {key: value}}}`` for keys outside a part (``cache_control`` …)."""
+    extras = {
+        str(k): {key: v for key, v in block.items() if key not in _BLOCK_PART_KEYS}
+        for k, block in enumerate(blocks)
+        if isinstance(block, dict)
+        and block.get("type") in ("text", "image")
+        and block.keys() - _BLOCK_PART_KEYS
+    }
+    return {"block_extras": extras} if extras else {}
 
 
 def _block_loc(loc: Loc, k: int, key: str = "content") -> Loc:
