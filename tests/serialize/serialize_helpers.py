@@ -123,17 +123,21 @@ def sdk_valid_anthropic(payload: Mapping[str, Any]) -> None:
 
 
 def structural_keys(payload: Mapping[str, Any]) -> set[str]:
-    """Keys of the payload envelope, messages, parts, blocks, calls and tools (not of schemas or inputs)."""
+    """Keys of the payload envelope, messages, parts, blocks, calls and tools (not of schemas or inputs).
+
+    The provider's own ``id`` of a tool call or ``tool_use`` block is left out: it is API data, not the
+    store's record id.
+    """
     keys = set(payload)
     for message in payload["messages"]:
         keys |= set(message)
         content = message.get("content")
         for item in content if isinstance(content, list) else ():
-            keys |= set(item)
+            keys |= set(item) - ({"id"} if item.get("type") == "tool_use" else set())
             for inner in item.get("content") if isinstance(item.get("content"), list) else ():
                 keys |= set(inner)
         for call in message.get("tool_calls") or ():
-            keys |= set(call) | set(call["function"])
+            keys |= (set(call) - {"id"}) | set(call["function"])
     for tool in payload.get("tools", ()):
         keys |= set(tool) | set(tool.get("function", {}))
     return keys
