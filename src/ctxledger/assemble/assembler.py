@@ -1,0 +1,361 @@
+"""The assembler: one model call's context from the graph, under a budget and a policy (DESIGN §3).
+
+Pipeline, constraints first and relevance second (seed 002 "Primero restricciones, después relevancia"):
+
+1. **Candidates**: the snapshot of the active branch lineage up to ``as_of_seq`` (:mod:`.snapshot`).
+2. **Hard filters and protection**: the policy's stages write :class:`PolicyDecision` s; an omitted
+   record takes its whole unit out (a unit enters whole or not at all).
+3. **Budget**: ``B_input = W − O − M``; the fixed blocks (instructions, tool schemas, reply priming)
+   and every other required unit must fit, else :class:`RequiredBlocksDoNotFit` lists them all.
+4. **Utility and selection** (:mod:`.select`): ``utility = w_rel·bm25 + w_rec·recency + w_kind·prior``
+   per unit, a multiple-choice knapsack under ``B_dynamic`` with deterministic ties.
+5. **Role order**: the first turn after the instructions must be a user turn (Anthropic requires it;
+   case B04); leading optional non-user units are dropped with ``role_order``.
+6. **Serialization**: instructions first (stable prefix for provider caches), then the chosen units in
+   ``seq`` order; the payload is validated against the provider's rules, counted on its serialized
+   form, and hashed.
+
+The result carries the payload and a manifest (:mod:`ctxledger.manifest`).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ctxledger.assemble.costing import Coster
+from ctxledger.assemble.relevance import tokenize
+from ctxledger.assemble.select import Option, SelectionItem, select
+from ctxledger.assemble.snapshot import Snapshot
+from ctxledger.assemble.units import Unit, UnitKind, content_text
+from ctxledger.budget import Budget, BudgetLedger
+from ctxledger.errors import BudgetItem, ConfigurationError
+from ctxledger.hashing import content_hash
+from ctxledger.policy.base import Outcome, Policy, PolicyDecision, ReasonCode, StageContext
+from ctxledger.records import Message, Role
+from ctxledger.serialize.base import Serializer, Turn
+
+ASSEMBLER_VERSION = "1.0"
+
+KIND_PRIOR: Mapping[str, float] = {
+    UnitKind.INSTRUCTION: 1.0,
+    UnitKind.MESSAGE: 0.6,
+    UnitKind.TOOL_EXCHANGE: 0.5,
+    UnitKind.MEMORY: 0.7,
+    UnitKind.COMPACTION: 0.8,
+}
+"""Prior utility of a unit by kind (user turns get +0.1, failed tool exchanges +0.3)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AssemblyRequest:
+    """What one model call needs.
+
+    Attributes:
+        tenant_id, conversation_id: the scope; nothing outside it is ever read.
+        branch_id: the active branch (default: the conversation's main branch).
+        as_of_seq: snapshot ``seq`` (inclusive); ``None`` = the head.
+        participant_id: the participant the call is for (visibility rules).
+        model: model name (recorded; selects the counter when not given).
+        api: the provider contract: ``openai-chat`` or ``anthropic-messages``.
+        window_tokens, output_tokens, margin_tokens: ``W``, ``O``, ``M`` in tokens.
+        query: the current goal for relevance (default: the latest user turn's text).
+        tools: tool schemas (OpenAI ``tools`` form) overriding those found in the graph.
+    """
+
+    tenant_id: str
+    conversation_id: str
+    branch_id: str | None = None
+    as_of_seq: int | None = None
+    participant_id: str | None = None
+    model: str = "gpt-4o"
+    api: str = "openai-chat"
+    window_tokens: int = 128_000
+    output_tokens: int = 4_096
+    margin_tokens: int = 512
+    query: str | None = None
+    tools: tuple[Mapping[str, Any], ...] | None = None
+
+    def budget(self) -> Budget:
+        """The :class:`Budget` of this request."""
+        return Budget(self.window_tokens, self.output_tokens, self.margin_tokens)
+
+
+@dataclass(slots=True)
+class Assembly:
+    """One assembled context: the provider payload and its manifest.
+
+    Attributes:
+        id: assembly id (``asm_<uuid>``).
+        payload: the provider request body (JSON-able).
+        payload_hash: ``"sha256:<hex>"`` of the payload's canonical JSON.
+        input_tokens: the payload's tokens counted on its serialized form (an estimate when the counter is one).
+        manifest: the persisted manifest (see :mod:`ctxledger.manifest`).
+    """
+
+    id: str
+    payload: dict[str, Any]
+    payload_hash: str
+    input_tokens: int
+    manifest: dict[str, Any] = field(default_factory=dict)
+    turn_refs: list[str] = field(default_factory=list)
+    """Record id of each turn in payload order (for OpenAI Chat: one per message)."""
+
+
+@dataclass(slots=True)
+class _Plan:
+    decisions: list[PolicyDecision]
+    omitted: dict[str, tuple[str, str, str]]  # record id -> (reason, stage, detail)
+    required: dict[str, str]  # unit id -> protection reason
+
+
+def run_policy(policy: Policy, request: AssemblyRequest, snap: Snapshot) -> _Plan:
+    """Run every stage in order; return decisions, omissions (first reason wins) and requirements."""
+    ctx = StageContext(request, snap.records, snap.units, snap.lineage_branches)
+    plan = _Plan([], {}, {})
+    for stage in policy.stages:
+        for d in stage(ctx):
+            plan.decisions.append(d)
+            if d.outcome is Outcome.OMIT and d.ref not in plan.omitted:
+                plan.omitted[d.ref] = (str(d.reason), d.stage, d.detail)
+                ctx.omitted.add(d.ref)
+            elif d.outcome is Outcome.REQUIRE:
+                plan.required.setdefault(d.ref, str(d.reason))
+    return plan
+
+
+def assemble(
+    request: AssemblyRequest,
+    snap: Snapshot,
+    *,
+    policy: Policy,
+    coster: Coster,
+    serializer: Serializer,
+    counter_for_payload: Any | None = None,
+    options_for: Any | None = None,
+) -> Assembly:
+    """Assemble the context of the next model call.
+
+    Args:
+        request: the request (scope, snapshot, budget, API contract).
+        snap: the candidate snapshot for ``request`` (from a :class:`SnapshotLoader`).
+        policy: the policy whose stages filter and protect.
+        coster: costs turns in tokens (serialized form).
+        serializer: builds, validates and counts the provider payload.
+        counter_for_payload: counter used to recount the built payload (default: the coster's counter).
+        options_for: optional ``(unit, verbatim_option, coster) -> list[Option]`` adding cheaper
+            representations of a unit (the representation ladder); default verbatim only.
+
+    Returns:
+        The :class:`Assembly`; its manifest is complete but not yet persisted.
+
+    Raises:
+        RequiredBlocksDoNotFit: the fixed and required blocks exceed ``B_input`` (itemised).
+        ConfigurationError: the budget leaves no room for input.
+        ProviderContractError: the payload would break the provider's message rules (a bug; never sent).
+    """
+    t0 = time.perf_counter()
+    budget = request.budget()
+    plan = run_policy(policy, request, snap)
+    units = [u for u in snap.units if not any(r in plan.omitted for r in u.record_ids)]
+    for u in snap.units:
+        for rid in u.record_ids:
+            if rid not in plan.omitted and any(r in plan.omitted for r in u.record_ids):
+                reason, stage, _ = next(plan.omitted[r] for r in u.record_ids if r in plan.omitted)
+                plan.omitted[rid] = (reason, stage, f"unit {u.id} omitted as a whole")
+    costs = _unit_costs(snap, coster)
+    tools = tuple(request.tools) if request.tools is not None else snap.tool_schemas
+    fixed, required_units, dynamic = _check_budget(budget, units, plan, costs, coster, tools, options_for)
+    t_policy = time.perf_counter()
+    ledger = BudgetLedger(dynamic, policy.selection.class_caps)
+    items = _selection_items(request, snap, units, plan, costs, policy, coster, options_for)
+    result = select(items, dynamic, ledger)
+    by_id = {u.id: u for u in units}
+    for uid, reason in result.omitted.items():
+        _omit_unit(plan, by_id[uid], reason, "selection")
+    chosen_units = [u for u in units if u.id in result.chosen]
+    chosen_units = _fix_role_order(chosen_units, plan, result.chosen, required_units)
+    for unit in fixed:
+        ledger.charge(unit.context_class.value, costs[unit.id], required=True)
+    t_select = time.perf_counter()
+    turns = _ordered_turns(fixed, chosen_units, result.chosen)
+    payload = serializer.build(turns, model=request.model, tools=tools)
+    serializer.validate(payload)
+    counter = counter_for_payload or getattr(coster, "counter", None)
+    input_tokens = serializer.count(payload, counter) if counter is not None else _sum_costs(coster, turns, tools)
+    payload_hash = content_hash(payload)
+    t_end = time.perf_counter()
+    from ctxledger.manifest import build_manifest  # local: manifest imports this module's types
+
+    asm = Assembly(f"asm_{uuid.uuid4().hex}", payload, payload_hash, input_tokens, turn_refs=[t.ref for t in turns])
+    asm.manifest = build_manifest(
+        asm,
+        request=request,
+        snap=snap,
+        policy=policy,
+        coster=coster,
+        plan=plan,
+        fixed=fixed,
+        chosen=[(u, result.chosen[u.id]) for u in chosen_units],
+        units=units,
+        ledger=ledger,
+        budget=budget,
+        timings={
+            "graph_query_ms": round(snap.graph_ms, 3),
+            "policy_ms": round((t_policy - t0) * 1000, 3),
+            "selection_ms": round((t_select - t_policy) * 1000, 3),
+            "serialization_ms": round((t_end - t_select) * 1000, 3),
+        },
+    )
+    return asm
+
+
+def unit_turn_costs(snap: Snapshot, coster: Coster) -> list[tuple[int, ...]]:
+    """Per-turn token costs of every unit of the snapshot (cached on the snapshot per coster)."""
+    cached = snap.costs.setdefault(coster.counter_id, [])
+    if len(cached) < len(snap.units):
+        todo = snap.units[len(cached) :]
+        coster.prefetch([t for u in todo for t in u.turns])
+        cached.extend(tuple(coster.turn_tokens(t) for t in u.turns) for u in todo)
+    return cached
+
+
+def _unit_costs(snap: Snapshot, coster: Coster) -> dict[str, int]:
+    return {u.id: sum(c) for u, c in zip(snap.units, unit_turn_costs(snap, coster), strict=True)}
+
+
+def _check_budget(
+    budget: Budget,
+    units: Sequence[Unit],
+    plan: _Plan,
+    costs: Mapping[str, int],
+    coster: Coster,
+    tools: Sequence[Mapping[str, Any]],
+    options_for: Any,
+) -> tuple[list[Unit], list[Unit], int]:
+    fixed = [u for u in units if u.kind is UnitKind.INSTRUCTION]
+    required = [u for u in units if u.id in plan.required and u.kind is not UnitKind.INSTRUCTION]
+    blocks = [BudgetItem("request", "reply priming", coster.base_tokens())]
+    if tools:
+        blocks.append(BudgetItem("tools", f"{len(tools)} tool schemas", coster.tools_tokens(tools)))
+    blocks += [BudgetItem(u.id, "instruction", costs[u.id]) for u in fixed]
+    fixed_tokens = sum(b.tokens for b in blocks)
+    for u in required:
+        cheapest = costs[u.id]
+        if options_for is not None:
+            alternatives = options_for(u, _verbatim(u, costs[u.id]), coster)
+            cheapest = min([cheapest, *(o.tokens for o in alternatives)])
+        ext = _external(u)
+        blocks.append(BudgetItem(u.id if ext is None else f"{u.id} ({ext})", plan.required[u.id], cheapest))
+    budget.check_required(blocks)
+    return fixed, required, budget.input_tokens - fixed_tokens
+
+
+def _external(unit: Unit) -> str | None:
+    ids = [r.external_id for r in unit.records if r.external_id]
+    return ",".join(ids) if ids else None
+
+
+def _verbatim(unit: Unit, tokens: int) -> Option:
+    return Option("verbatim", tokens, 1.0, unit.turns)
+
+
+def _selection_items(
+    request: AssemblyRequest,
+    snap: Snapshot,
+    units: Sequence[Unit],
+    plan: _Plan,
+    costs: Mapping[str, int],
+    policy: Policy,
+    coster: Coster,
+    options_for: Any,
+) -> list[SelectionItem]:
+    params = policy.selection
+    relevance = _relevance(request, snap)
+    position = {u.id: i for i, u in enumerate(snap.units)}
+    turn_costs = unit_turn_costs(snap, coster)
+    dynamic = [u for u in units if u.kind is not UnitKind.INSTRUCTION]
+    items = []
+    for age, unit in enumerate(reversed(dynamic)):
+        recency = 0.5 ** (age / params.recency_half_life)
+        utility = (
+            params.w_relevance * float(relevance[position[unit.id]])
+            + params.w_recency * recency
+            + params.w_kind * _kind_prior(unit)
+        )
+        verbatim = Option(
+            "verbatim", costs[unit.id], round(utility, 9), unit.turns, turn_tokens=turn_costs[position[unit.id]]
+        )
+        options = [verbatim]
+        if options_for is not None:
+            options += options_for(unit, verbatim, coster)
+        required = unit.id in plan.required
+        items.append(
+            SelectionItem(unit.id, unit.seq, unit.context_class.value, options, required, required and len(options) == 1)
+        )
+    return items
+
+
+def _relevance(request: AssemblyRequest, snap: Snapshot) -> np.ndarray:
+    query = request.query if request.query is not None else _latest_user_text(snap.units)
+    scores = snap.index.scores(tokenize([query])[0] if query else [], len(snap.units))
+    top = float(scores.max()) if len(scores) else 0.0
+    return scores / top if top > 0 else scores
+
+
+def _latest_user_text(units: Sequence[Unit]) -> str:
+    for u in reversed(units):
+        rec = u.records[0]
+        if u.kind is UnitKind.MESSAGE and isinstance(rec, Message) and rec.role is Role.USER:
+            return content_text(rec.content)
+    return ""
+
+
+def _kind_prior(unit: Unit) -> float:
+    prior = KIND_PRIOR[unit.kind]
+    if unit.role == "user":
+        prior += 0.1
+    if unit.kind is UnitKind.TOOL_EXCHANGE and unit.status is not None and unit.status.value != "succeeded":
+        prior += 0.3
+    return min(prior, 1.0)
+
+
+def _omit_unit(plan: _Plan, unit: Unit, reason: ReasonCode, stage: str) -> None:
+    for rid in unit.record_ids:
+        plan.omitted.setdefault(rid, (str(reason), stage, "" if rid == unit.id else f"unit {unit.id}"))
+
+
+def _fix_role_order(
+    chosen: list[Unit], plan: _Plan, options: dict[str, Option], required: Sequence[Unit]
+) -> list[Unit]:
+    """Drop leading optional units until the first non-instruction turn is a user turn (case B04)."""
+    required_ids = {u.id for u in required}
+    while chosen and chosen[0].role != "user" and chosen[0].id not in required_ids:
+        unit = chosen.pop(0)
+        options.pop(unit.id, None)
+        _omit_unit(plan, unit, ReasonCode.ROLE_ORDER, "role_order")
+    return chosen
+
+
+def _ordered_turns(fixed: Sequence[Unit], chosen: Sequence[Unit], options: Mapping[str, Option]) -> list[Turn]:
+    turns = [t for u in sorted(fixed, key=lambda u: u.seq) for t in u.turns]
+    for unit in sorted(chosen, key=lambda u: u.seq):
+        turns.extend(options[unit.id].turns)
+    return turns
+
+
+def _sum_costs(coster: Coster, turns: Sequence[Turn], tools: Sequence[Mapping[str, Any]]) -> int:
+    return coster.base_tokens() + coster.tools_tokens(tools) + sum(coster.turn_tokens(t) for t in turns)
+
+
+def new_assembly_request(**kwargs: Any) -> AssemblyRequest:
+    """Build an :class:`AssemblyRequest`, raising ``ConfigurationError`` on unknown fields."""
+    try:
+        return AssemblyRequest(**kwargs)
+    except TypeError as exc:
+        raise ConfigurationError(str(exc)) from exc

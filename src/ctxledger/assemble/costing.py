@@ -1,0 +1,134 @@
+"""Token costs of turns on the serialized form, cached by (counter, content hash) (DESIGN §2).
+
+A :class:`Coster` answers "how many tokens does this turn add to a request of this API?". The default,
+:class:`SerializerCoster`, asks the target serializer (which adds the provider's framing) with a real
+counter, and caches every count in process and, when given a store, in the store's token-count table,
+keyed by the counter id and the hash of the turn's model-facing fields. Tests of the failure cases use
+:class:`FixedCoster`, whose costs are the cases' reference counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from ctxledger.hashing import content_hash
+from ctxledger.serialize.base import Serializer, Turn
+from ctxledger.tokens import TokenCounter
+
+
+@runtime_checkable
+class Coster(Protocol):
+    """Costs turns and tool schemas in tokens for one API contract and one counter."""
+
+    counter_id: str
+    is_estimate: bool
+
+    def turn_tokens(self, turn: Turn) -> int:
+        """Tokens this turn adds to a request, framing included."""
+        ...
+
+    def tools_tokens(self, tools: Sequence[Mapping[str, Any]]) -> int:
+        """Tokens the tool schemas add to a request."""
+        ...
+
+    def base_tokens(self) -> int:
+        """Tokens every request costs (reply priming)."""
+        ...
+
+    def prefetch(self, turns: Sequence[Turn]) -> None:
+        """Warm the cache for many turns at once (one store round trip)."""
+        ...
+
+
+def turn_key(turn: Turn) -> str:
+    """Content hash of a turn's model-facing fields (its ``ref`` is excluded)."""
+    return content_hash(
+        [
+            turn.role,
+            turn.content if isinstance(turn.content, str | None) else [dict(p) for p in turn.content],
+            turn.name,
+            [[c.call_id, c.name, c.arguments] for c in turn.tool_calls],
+            turn.tool_call_id,
+            turn.tool_name,
+            turn.is_error,
+        ]
+    )
+
+
+class SerializerCoster:
+    """Costs turns with a serializer's framing rules and a real :class:`TokenCounter`.
+
+    Args:
+        serializer: the target API's serializer.
+        counter: the tokenizer.
+        store: optional :class:`~ctxledger.store.base.GraphStore` whose token-count table is used as a
+            second-level cache (so counts survive the process).
+    """
+
+    def __init__(self, serializer: Serializer, counter: TokenCounter, store: Any = None) -> None:
+        self.serializer = serializer
+        self.counter = counter
+        self.store = store
+        self.counter_id = f"{serializer.name}/{counter.id}"
+        self.is_estimate = counter.is_estimate
+        self._cache: dict[str, int] = {}
+
+    def turn_tokens(self, turn: Turn) -> int:
+        """Tokens of ``turn`` (cached)."""
+        key = turn_key(turn)
+        tokens = self._cache.get(key)
+        if tokens is None:
+            tokens = self.serializer.turn_tokens(turn, self.counter)
+            self._cache[key] = tokens
+            if self.store is not None:
+                self.store.put_token_counts(self.counter_id, {key: tokens})
+        return tokens
+
+    def prefetch(self, turns: Sequence[Turn]) -> None:
+        """Load cached counts for ``turns`` from the store and count (then store) the missing ones."""
+        keys = {turn_key(t): t for t in turns}
+        missing = [k for k in keys if k not in self._cache]
+        if self.store is not None and missing:
+            self._cache.update(self.store.get_token_counts(self.counter_id, missing))
+        fresh = {k: self.serializer.turn_tokens(keys[k], self.counter) for k in missing if k not in self._cache}
+        self._cache.update(fresh)
+        if self.store is not None and fresh:
+            self.store.put_token_counts(self.counter_id, fresh)
+
+    def tools_tokens(self, tools: Sequence[Mapping[str, Any]]) -> int:
+        """Tokens of the tool schemas."""
+        return self.serializer.tools_tokens(tools, self.counter) if tools else 0
+
+    def base_tokens(self) -> int:
+        """Reply priming of the serializer."""
+        return self.serializer.base_tokens(self.counter)
+
+
+class FixedCoster:
+    """Costs from a table: record id → tokens, tool name → tokens (the failure cases' reference counts).
+
+    Raises:
+        KeyError: a turn whose ``ref`` has no cost in the table.
+    """
+
+    def __init__(self, turn_costs: Mapping[str, int], tool_costs: Mapping[str, int] | None = None) -> None:
+        self.turn_costs = dict(turn_costs)
+        self.tool_costs = dict(tool_costs or {})
+        self.counter_id = "fixed/" + content_hash([self.turn_costs, self.tool_costs])[7:19]
+        self.is_estimate = False
+
+    def turn_tokens(self, turn: Turn) -> int:
+        """The table's cost for the turn's record."""
+        return self.turn_costs[turn.ref]
+
+    def tools_tokens(self, tools: Sequence[Mapping[str, Any]]) -> int:
+        """Sum of the table's cost per tool name."""
+        return sum(self.tool_costs[str(t.get("function", t).get("name"))] for t in tools)
+
+    def base_tokens(self) -> int:
+        """No priming in the reference counts."""
+        return 0
+
+    def prefetch(self, turns: Sequence[Turn]) -> None:
+        """Nothing to warm."""

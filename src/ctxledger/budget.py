@@ -1,0 +1,113 @@
+"""The token budget and the budget ledger (DESIGN §2; seed 000 "Tokens y presupuesto antes de
+seleccionar"; seed 001 "Context Budget Ledger").
+
+``B_input = W − O − M`` is what the request may carry: the model's context window ``W`` less the output
+reserve ``O`` and the safety margin ``M``. ``B_dynamic = B_input − F`` is what is left for history after
+the fixed blocks ``F`` (instructions, tool schemas, pinned policy). All quantities are tokens of the
+model's tokenizer on the serialized request. When ``F`` plus the other required blocks do not fit,
+:class:`~ctxledger.errors.RequiredBlocksDoNotFit` lists every block; nothing is dropped silently.
+
+The ledger splits ``B_dynamic`` into per-class caps (fractions); a class that uses less than its cap
+leaves the rest to the others, because selection only enforces a class cap while the total budget holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxledger.errors import BudgetItem, ConfigurationError, RequiredBlocksDoNotFit
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Window arithmetic in tokens.
+
+    Attributes:
+        window_tokens: ``W``, the model's context window.
+        output_tokens: ``O``, tokens reserved for the reply.
+        margin_tokens: ``M``, safety margin (must cover the counter's error when it is an estimate).
+
+    Raises:
+        ConfigurationError: a negative value, or ``B_input <= 0``.
+    """
+
+    window_tokens: int
+    output_tokens: int = 0
+    margin_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        """Validate the arithmetic."""
+        for name in ("window_tokens", "output_tokens", "margin_tokens"):
+            if getattr(self, name) < 0:
+                raise ConfigurationError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.input_tokens <= 0:
+            raise ConfigurationError(
+                f"no room for input: window {self.window_tokens} - output {self.output_tokens} "
+                f"- margin {self.margin_tokens} = {self.input_tokens} tokens"
+            )
+
+    @property
+    def input_tokens(self) -> int:
+        """``B_input = W − O − M``."""
+        return self.window_tokens - self.output_tokens - self.margin_tokens
+
+    def check_required(self, blocks: Sequence[BudgetItem]) -> int:
+        """Return the tokens left after the required blocks (``≥ 0``).
+
+        Raises:
+            RequiredBlocksDoNotFit: when the blocks' sum exceeds ``B_input`` (lists every block).
+        """
+        used = sum(b.tokens for b in blocks)
+        if used > self.input_tokens:
+            raise RequiredBlocksDoNotFit(blocks, self.input_tokens)
+        return self.input_tokens - used
+
+
+@dataclass(slots=True)
+class BudgetLedger:
+    """Allocation versus use of ``B_dynamic`` per context class, in tokens.
+
+    Attributes:
+        dynamic_tokens: ``B_dynamic``.
+        caps: class → fraction of ``B_dynamic`` (classes absent have no cap).
+        used: class → tokens used by selected units.
+        required: class → tokens used by required units (counted in ``used`` too).
+        saved: transform name → tokens saved against verbatim (filled by representation choices).
+    """
+
+    dynamic_tokens: int
+    caps: Mapping[str, float] = field(default_factory=dict)
+    used: dict[str, int] = field(default_factory=dict)
+    required: dict[str, int] = field(default_factory=dict)
+    saved: dict[str, int] = field(default_factory=dict)
+
+    def cap_tokens(self, cls: str) -> int | None:
+        """The cap of a class in tokens, or ``None`` when uncapped."""
+        frac = self.caps.get(cls)
+        return None if frac is None else int(frac * self.dynamic_tokens)
+
+    def fits_cap(self, cls: str, tokens: int) -> bool:
+        """Whether adding ``tokens`` to ``cls`` stays within its cap."""
+        cap = self.cap_tokens(cls)
+        return cap is None or self.used.get(cls, 0) + tokens <= cap
+
+    def charge(self, cls: str, tokens: int, *, required: bool = False) -> None:
+        """Record ``tokens`` used by class ``cls``."""
+        self.used[cls] = self.used.get(cls, 0) + tokens
+        if required:
+            self.required[cls] = self.required.get(cls, 0) + tokens
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-able view for the manifest: per class ``{cap, used, required}`` plus totals."""
+        classes = sorted(set(self.used) | set(self.caps))
+        return {
+            "dynamic_tokens": self.dynamic_tokens,
+            "used_tokens": sum(self.used.values()),
+            "classes": {
+                c: {"cap": self.cap_tokens(c), "used": self.used.get(c, 0), "required": self.required.get(c, 0)}
+                for c in classes
+            },
+            "saved_by_transform": dict(sorted(self.saved.items())),
+        }

@@ -1,0 +1,256 @@
+"""The facade: one object that records history, assembles contexts and explains them.
+
+Typical use::
+
+    from ctxledger import Ledger
+
+    ledger = Ledger.open("sqlite:///agent.db")
+    ledger.import_messages(messages, tools=tools, conversation_id="chat-1")
+    asm = ledger.assemble("chat-1", window_tokens=16_000, output_tokens=1_000)
+    client.chat.completions.create(**asm.payload)          # the provider payload
+    ledger.record_usage(asm.id, usage.prompt_tokens, usage.completion_tokens)
+    ledger.explain(asm.id, "chat-1/7")                      # why was this in (or out)?
+
+The facade owns a :class:`~ctxledger.assemble.snapshot.SnapshotLoader`, so repeated assemblies of a
+growing conversation only read and index what was appended since the last one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ctxledger.assemble.assembler import Assembly, AssemblyRequest, assemble
+from ctxledger.assemble.costing import Coster, SerializerCoster
+from ctxledger.assemble.snapshot import SnapshotLoader
+from ctxledger.errors import ConfigurationError
+from ctxledger.manifest import explain
+from ctxledger.policy.base import Policy
+from ctxledger.policy.default import default_policy
+from ctxledger.records import Conversation, Record
+from ctxledger.serialize import get_serializer
+from ctxledger.store.base import GraphStore
+from ctxledger.tokens import TokenCounter, get_counter
+
+DEFAULT_URL = "sqlite:///.ctxledger/ctxledger.db"
+"""Where the embedded default store lives (relative to the working directory)."""
+
+
+def default_url() -> str:
+    """The store URL from ``CTXLEDGER_URL``, else :data:`DEFAULT_URL`."""
+    return os.environ.get("CTXLEDGER_URL", DEFAULT_URL)
+
+
+class Ledger:
+    """Records an agent's history and assembles budgeted, explained contexts from it.
+
+    Args:
+        store: an open :class:`GraphStore`.
+        policy: the policy to assemble under (default: :func:`default_policy`).
+        counter: the token counter; default: chosen per request from the model name
+            (:func:`ctxledger.tokens.get_counter`).
+    """
+
+    def __init__(self, store: GraphStore, *, policy: Policy | None = None, counter: TokenCounter | None = None) -> None:
+        self.store = store
+        self.policy = policy or default_policy()
+        self.counter = counter
+        self.snapshots = SnapshotLoader(store)
+        self._costers: dict[tuple[str, str], Coster] = {}
+
+    @classmethod
+    def open(cls, url: str | None = None, **kwargs: Any) -> Ledger:
+        """Open (and migrate) the store at ``url`` (default :func:`default_url`) and wrap it.
+
+        Raises:
+            ConfigurationError: unknown URL scheme or missing driver extra.
+        """
+        from ctxledger.store import open_store
+
+        return cls(open_store(url or default_url()), **kwargs)
+
+    def close(self) -> None:
+        """Close the store."""
+        self.store.close()
+
+    def __enter__(self) -> Ledger:
+        """Use as a context manager; closes the store on exit."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Close the store."""
+        self.close()
+
+    # -- recording ---------------------------------------------------------------------------------
+
+    def append(self, records: Sequence[Record]) -> list[Record]:
+        """Append records in one transaction; return them with ``seq`` assigned (see ``GraphStore.append``)."""
+        return self.store.append(records)
+
+    def import_file(
+        self,
+        path: str | Path,
+        fmt: str = "auto",
+        *,
+        tenant_id: str = "default",
+        conversation_id: str | None = None,
+        on_progress: Callable[[int, int], None] | None = None,
+        count_tokens_for: str | None = "gpt-4o",
+    ) -> Any:
+        """Import a transcript or trajectory file: parse and validate all of it, then write it in one transaction.
+
+        Token counts of the imported turns are computed on the way for ``count_tokens_for`` (a model
+        name; ``None`` skips) and cached in the store, so the first assembly is warm.
+
+        Returns:
+            :class:`ctxledger.ingest.ImportResult`.
+
+        Raises:
+            InputError: invalid input (names file, record index and field); nothing was written.
+        """
+        from ctxledger.ingest import parse_file, write_batch
+
+        batch = parse_file(path, fmt, tenant_id=tenant_id, conversation_id=conversation_id, on_progress=on_progress)
+        result = write_batch(self.store, batch)
+        if count_tokens_for:
+            self._warm_counts(batch, tenant_id, count_tokens_for)
+        return result
+
+    def import_messages(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        api: str = "openai-chat",
+        tenant_id: str = "default",
+        conversation_id: str | None = None,
+    ) -> Any:
+        """Import in-memory provider messages (OpenAI Chat Completions or Anthropic Messages form).
+
+        Raises:
+            InputError: invalid messages (names the index and field); nothing was written.
+        """
+        from ctxledger.ingest import parse_anthropic, parse_openai_messages, write_batch
+
+        if api == "openai-chat":
+            batch = parse_openai_messages(messages, tools, tenant_id=tenant_id, conversation_id=conversation_id)
+        elif api == "anthropic-messages":
+            payload: dict[str, Any] = {"messages": list(messages)}
+            if tools:
+                payload["tools"] = list(tools)
+            batch = parse_anthropic(payload, tenant_id=tenant_id, conversation_id=conversation_id)
+        else:
+            raise ConfigurationError(f"unknown api {api!r}; use 'openai-chat' or 'anthropic-messages'")
+        return write_batch(self.store, batch)
+
+    def _warm_counts(self, batch: Any, tenant_id: str, model: str) -> None:
+        for conv in batch.conversations:
+            main = next(r for r in conv.records if isinstance(r, Conversation)).branch_id
+            snap = self.snapshots.load(tenant_id, conv.conversation_id, main)
+            coster = self.coster("openai-chat", model)
+            coster.prefetch([t for u in snap.units for t in u.turns])
+
+    # -- assembling --------------------------------------------------------------------------------
+
+    def coster(self, api: str, model: str) -> Coster:
+        """The (cached) coster for an API contract and model: serializer framing + the model's counter."""
+        counter = self.counter or get_counter(model)
+        key = (api, counter.id)
+        if key not in self._costers:
+            self._costers[key] = SerializerCoster(get_serializer(api), counter, self.store)
+        return self._costers[key]
+
+    def assemble(
+        self,
+        conversation_id: str | AssemblyRequest,
+        *,
+        tenant_id: str = "default",
+        persist: bool = True,
+        policy: Policy | None = None,
+        coster: Coster | None = None,
+        **request: Any,
+    ) -> Assembly:
+        """Assemble the context of the next model call and (by default) persist its manifest.
+
+        Args:
+            conversation_id: the conversation, or a complete :class:`AssemblyRequest`.
+            tenant_id: the tenant.
+            persist: store the manifest (needed for ``explain`` and ``record_usage`` later).
+            policy: override the ledger's policy for this call.
+            coster: override how turns are costed (e.g. :class:`~ctxledger.assemble.costing.FixedCoster`).
+            **request: other :class:`AssemblyRequest` fields (``window_tokens``, ``output_tokens``,
+                ``margin_tokens``, ``api``, ``model``, ``branch_id``, ``as_of_seq``, ``participant_id``,
+                ``query``, ``tools``).
+
+        Raises:
+            RequiredBlocksDoNotFit, ConfigurationError, RecordNotFound: see :func:`assemble`.
+        """
+        req = self._request(conversation_id, tenant_id, request)
+        branch = req.branch_id or self._main_branch(req.tenant_id, req.conversation_id)
+        snap = self.snapshots.load(req.tenant_id, req.conversation_id, branch, req.as_of_seq)
+        asm = assemble(
+            req,
+            snap,
+            policy=policy or self.policy,
+            coster=coster or self.coster(req.api, req.model),
+            serializer=get_serializer(req.api),
+        )
+        if persist:
+            self.store.put_assembly(asm.manifest)
+        return asm
+
+    def _request(self, conversation_id: str | AssemblyRequest, tenant_id: str, fields: Mapping[str, Any]) -> AssemblyRequest:
+        if isinstance(conversation_id, AssemblyRequest):
+            return conversation_id
+        try:
+            return AssemblyRequest(tenant_id=tenant_id, conversation_id=conversation_id, **fields)
+        except TypeError as exc:
+            raise ConfigurationError(f"invalid assembly request: {exc}") from exc
+
+    def _main_branch(self, tenant_id: str, conversation_id: str) -> str:
+        conv = self.store.get(tenant_id, conversation_id)
+        return conv.branch_id
+
+    # -- explaining --------------------------------------------------------------------------------
+
+    def get_assembly(self, assembly_id: str, *, tenant_id: str = "default") -> dict[str, Any]:
+        """The persisted manifest, with observed usage and the estimate's error once recorded.
+
+        Raises:
+            RecordNotFound: no such assembly in the tenant.
+        """
+        manifest = self.store.get_assembly(tenant_id, assembly_id)
+        usage = manifest.get("observed_usage")
+        if usage:
+            tokens = manifest["tokens"]
+            tokens["observed_input"] = usage["input_tokens"]
+            tokens["observed_output"] = usage["output_tokens"]
+            tokens["error"] = tokens["estimated_input"] - usage["input_tokens"]
+            tokens["error_pct"] = (
+                round(100.0 * tokens["error"] / usage["input_tokens"], 3) if usage["input_tokens"] else None
+            )
+        return manifest
+
+    def explain(self, assembly_id: str, ref: str, *, tenant_id: str = "default") -> dict[str, Any]:
+        """Why a record was included or omitted in an assembly (see :func:`ctxledger.manifest.explain`)."""
+        return explain(self.get_assembly(assembly_id, tenant_id=tenant_id), ref)
+
+    def record_usage(
+        self, assembly: str | Assembly, input_tokens: int, output_tokens: int, *, tenant_id: str = "default"
+    ) -> None:
+        """Store what the provider reported for the call made with ``assembly`` (tokens).
+
+        The manifest then shows the estimate's error (``tokens.error`` = estimated − observed).
+
+        Raises:
+            RecordNotFound: the assembly was not persisted.
+        """
+        assembly_id = assembly.id if isinstance(assembly, Assembly) else assembly
+        self.store.record_usage(tenant_id, assembly_id, input_tokens, output_tokens)
+
+
+def record_usage(ledger: Ledger, assembly: str | Assembly, input_tokens: int, output_tokens: int) -> None:
+    """Module-level form of :meth:`Ledger.record_usage` (default tenant)."""
+    ledger.record_usage(assembly, input_tokens, output_tokens)
