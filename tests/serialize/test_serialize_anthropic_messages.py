@@ -222,17 +222,24 @@ def test_first_turn_must_be_from_the_user(anthropic: AnthropicMessagesSerializer
     assert build_error(anthropic, [Turn("s", "system", "x")]).rule == "no_messages"
 
 
-def test_duplicate_call_ids_across_turns_name_both(anthropic: AnthropicMessagesSerializer) -> None:
-    """tool_use ids must be unique in a request: a reused call id names both assistant turns."""
+def test_reused_and_unsafe_call_ids_get_valid_unique_tool_use_ids(
+    anthropic: AnthropicMessagesSerializer,
+) -> None:
+    """A call id reused by a later turn gets a suffix, other characters become ``_``; results follow suit."""
     turns = [
         Turn("u", "user", "go"),
         Turn("a1", "assistant", None, tool_calls=(CallView("call_0", "f", "{}"),)),
         Turn("t1", "tool", "1", tool_call_id="call_0"),
-        Turn("a2", "assistant", None, tool_calls=(CallView("call_0", "f", "{}"),)),
+        Turn(
+            "a2", "assistant", None, tool_calls=(CallView("call_0", "f", "{}"), CallView("fn.f:1", "f", "{}"))
+        ),
         Turn("t2", "tool", "2", tool_call_id="call_0"),
+        Turn("t3", "tool", "3", tool_call_id="fn.f:1"),
     ]
-    error = build_error(anthropic, turns)
-    assert (error.rule, error.refs) == ("duplicate_tool_call_id", ("a1", "a2"))
+    messages = anthropic.build(turns, model="claude")["messages"]
+    uses = [b["id"] for m in messages for b in m["content"] if b["type"] == "tool_use"]
+    results = [b["tool_use_id"] for m in messages for b in m["content"] if b["type"] == "tool_result"]
+    assert uses == results == ["call_0", "call_0_2", "fn_f_1"]
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,8 @@ Rules followed, from Anthropic's Messages API reference and its *Tool use* guide
 * an assistant's tool calls become ``tool_use`` blocks whose ``input`` is the parsed arguments object;
   arguments that are not a JSON object (a model can emit broken JSON) become
   ``{"_raw_arguments": "<text>"}`` so the failed call and its error result stay visible to the model
-  rather than making the whole request fail;
+  rather than making the whole request fail; call ids are mapped to valid, request-unique ``tool_use``
+  ids (:func:`tool_use_ids`), because OpenAI logs may reuse an id in later turns;
 * tool results become ``tool_result`` blocks (``is_error`` when set), all results of one assistant turn
   in the one user message that follows it, before any user text merged after them;
 * OpenAI ``image_url`` parts become ``image`` blocks (a ``base64`` source for data URLs, a ``url``
@@ -30,6 +31,7 @@ framing, so ``count(build(turns)) <= base_tokens + tools_tokens + sum(turn_token
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -63,6 +65,9 @@ _BLOCK_TYPES: Mapping[str, frozenset[str]] = {
 
 _SYSTEM_ROLES = ("system", "developer")
 
+_ID_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+_ID_PATTERN = re.compile(r"[a-zA-Z0-9_-]+")
+
 
 class AnthropicMessagesSerializer:
     """Builds, validates and counts Anthropic Messages requests.
@@ -90,8 +95,8 @@ class AnthropicMessagesSerializer:
 
         Raises:
             ProviderContractError: tool pairing is broken, the first non-system turn is not from the
-                user (names its ref), a turn renders to no content, an image is where the API allows
-                none, or a tool call id repeats.
+                user (names its ref), a turn renders to no content, or an image is where the API
+                allows none.
             InputError: a content part or a tool definition is malformed.
         """
         check_turns(turns)
@@ -110,7 +115,8 @@ class AnthropicMessagesSerializer:
     def _messages(self, turns: Sequence[Turn]) -> list[dict[str, Any]]:
         """Merge the non-system turns into alternating messages, first from the user."""
         messages: list[dict[str, Any]] = []
-        seen_ids: dict[str, str] = {}
+        used_ids: set[str] = set()
+        unit_ids: dict[str, str] = {}
         for index, turn in enumerate(turns):
             if turn.role in _SYSTEM_ROLES:
                 continue
@@ -123,8 +129,9 @@ class AnthropicMessagesSerializer:
                     index=index,
                     refs=(turn.ref,),
                 )
-            _check_unique_ids(index, turn, seen_ids)
-            blocks = self._blocks(index, turn)
+            if turn.tool_calls:
+                unit_ids = tool_use_ids([call.call_id for call in turn.tool_calls], used_ids)
+            blocks = self._blocks(index, turn, unit_ids)
             if messages and messages[-1]["role"] == role:
                 messages[-1]["content"].extend(blocks)
             else:
@@ -133,15 +140,17 @@ class AnthropicMessagesSerializer:
             raise ProviderContractError("there is no user or assistant turn to send", rule="no_messages")
         return messages
 
-    def _blocks(self, index: int, turn: Turn) -> list[dict[str, Any]]:
-        """The content blocks one turn renders to (never empty)."""
+    def _blocks(self, index: int, turn: Turn, ids: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+        """The content blocks one turn renders to (never empty); ``ids`` maps call ids to ``tool_use`` ids."""
+        ids = ids or {}
         if turn.role == "tool":
-            return [self._tool_result(index, turn)]
+            return [self._tool_result(index, turn, ids)]
         blocks = self._content_blocks(index, turn)
         if turn.name:
             blocks = _label(turn.name, blocks)
         blocks += [
-            _tool_use(index, turn, call.call_id, call.name, call.arguments) for call in turn.tool_calls
+            _tool_use(ids.get(call.call_id, call.call_id), call.name, call.arguments)
+            for call in turn.tool_calls
         ]
         if not blocks:
             raise ProviderContractError(
@@ -171,9 +180,10 @@ class AnthropicMessagesSerializer:
             blocks.append(_image_block(index, turn, part["image_url"]["url"]))
         return blocks
 
-    def _tool_result(self, index: int, turn: Turn) -> dict[str, Any]:
+    def _tool_result(self, index: int, turn: Turn, ids: Mapping[str, str]) -> dict[str, Any]:
         """One ``tool_result`` block; string content kept as given, parts as blocks."""
-        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": turn.tool_call_id}
+        call_id = str(turn.tool_call_id)
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": ids.get(call_id, call_id)}
         if isinstance(turn.content, str):
             if turn.content.strip():
                 block["content"] = turn.content
@@ -322,7 +332,7 @@ def _label(name: str, blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"type": "text", "text": f"{name}:"}, *blocks]
 
 
-def _tool_use(index: int, turn: Turn, call_id: str, name: str, arguments: str) -> dict[str, Any]:
+def _tool_use(call_id: str, name: str, arguments: str) -> dict[str, Any]:
     """A ``tool_use`` block; arguments that are not a JSON object are kept as ``_raw_arguments``."""
     try:
         parsed = json.loads(arguments) if arguments.strip() else {}
@@ -357,18 +367,24 @@ def _image_block(index: int, turn: Turn, url: str) -> dict[str, Any]:
     return {"type": "image", "source": source}
 
 
-def _check_unique_ids(index: int, turn: Turn, seen: dict[str, str]) -> None:
-    """``tool_use`` ids must be unique across the request."""
-    for call in turn.tool_calls:
-        if call.call_id in seen:
-            raise ProviderContractError(
-                f"tool call id {call.call_id!r} of turn {turn.ref!r} (index {index}) was already used by "
-                f"turn {seen[call.call_id]!r}; tool_use ids must be unique in a request",
-                rule="duplicate_tool_call_id",
-                index=index,
-                refs=(seen[call.call_id], turn.ref),
-            )
-        seen[call.call_id] = turn.ref
+def tool_use_ids(call_ids: Sequence[str], used: set[str]) -> dict[str, str]:
+    """Map one assistant turn's call ids to valid, request-unique ``tool_use`` ids (updates ``used``).
+
+    The Messages API requires ``tool_use`` ids matching ``^[a-zA-Z0-9_-]+$`` and unique in a request.
+    OpenAI ids need neither: real gpt-4o logs reuse a call id in later turns (70 of the 160 tau-bench
+    airline trajectories do). Other characters become ``_`` and a repeated id gets the first free
+    ``_2``, ``_3`` … suffix. The results that follow the turn use the same mapping, so pairing is kept,
+    and the mapping depends only on the turns, so the payload stays deterministic.
+    """
+    mapping = {}
+    for call_id in call_ids:
+        base = _ID_UNSAFE.sub("_", call_id) or "call"
+        candidate, suffix = base, 2
+        while candidate in used:
+            candidate, suffix = f"{base}_{suffix}", suffix + 1
+        used.add(candidate)
+        mapping[call_id] = candidate
+    return mapping
 
 
 def _fail(index: int, rule: str, what: str) -> None:
@@ -429,9 +445,11 @@ def _check_content(index: int, role: str, content: Any) -> None:
         if kind == "text" and not str(block.get("text", "")).strip():
             _fail(index, "empty_content", "text blocks must not be blank")
         if kind == "tool_use" and not (
-            isinstance(block.get("id"), str) and isinstance(block.get("input"), dict)
+            isinstance(block.get("id"), str)
+            and _ID_PATTERN.fullmatch(block["id"])
+            and isinstance(block.get("input"), dict)
         ):
-            _fail(index, "bad_tool_use", "tool_use needs a string id and an object input")
+            _fail(index, "bad_tool_use", "tool_use needs an id matching [a-zA-Z0-9_-]+ and an object input")
 
 
 def _check_results(index: int, blocks: list[Any], pending: list[str]) -> None:
