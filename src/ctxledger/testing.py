@@ -65,7 +65,7 @@ __all__ = ["MemoryBlobStore", "MemoryStore", "StoreConformance", "every_record_t
 
 
 class MemoryBlobStore:
-    """Content-addressed blobs in a dict, with the semantics of :class:`~ctxledger.store.blobs.LocalBlobStore`."""
+    """Content-addressed blobs in a dict, with the semantics of ``ctxledger.store.blobs.LocalBlobStore``."""
 
     def __init__(self) -> None:
         """Start empty."""
@@ -176,22 +176,22 @@ class MemoryStore:
                 if key[1] in self._tenant(key[0]).heads
             }
             plan = _rules.plan_append(batch, heads)
-            self._write(plan, rows)
-        return plan.records
+            return self._write(plan, rows)
 
-    def _write(self, plan: _rules.AppendPlan, rows: list[dict[str, Any]]) -> None:
+    def _write(self, plan: _rules.AppendPlan, rows: list[dict[str, Any]]) -> list[Record]:
+        stored = [decode_record({**row, "seq": seq}) for row, seq in zip(rows, plan.seqs, strict=True)]
         for new in plan.created:
             tenant = self._tenants.setdefault(new.tenant_id, _Tenant())
             created = format_time(new.record.created_at)
             tenant.heads[new.conversation_id] = _Head(0, new.main_branch_id, created)
         for (tenant_id, conversation_id), seq in plan.heads.items():
             self._tenants[tenant_id].heads[conversation_id].seq = seq
-        for record, row in zip(plan.records, rows, strict=True):
-            stored = decode_record({**row, "seq": record.seq})
+        for record in stored:
             tenant = self._tenants[record.tenant_id]
-            tenant.records[record.id] = stored
-            tenant.by_conversation.setdefault(record.conversation_id, []).append(stored)
+            tenant.records[record.id] = record
+            tenant.by_conversation.setdefault(record.conversation_id, []).append(record)
             self._owner[record.id] = record.tenant_id
+        return stored
 
     def get(self, tenant_id: str, record_id: str) -> Record:
         """Return one record of that tenant. Raises ``RecordNotFound``."""
@@ -365,42 +365,126 @@ def every_record_type(tenant: str, conv: str) -> list[Record]:
         "seq": 99,
     }
     return [
-        Conversation(id=conv, title="Flight changes ✈", external_id="conv-ext", **common, **_env(tenant, conv, 0)),
-        Branch(id=f"{conv}/main", name="main", parent_branch_id=f"{conv}/root", fork_seq=0, **common,
-               external_id="br-ext", **_env(tenant, conv, 1)),
-        Participant(id=f"{conv}/p-sub", role="subagent", name="researcher", model="gpt-4o-mini",
-                    parent_participant_id=f"{conv}/p-assistant", external_id="p-ext", **common,
-                    **_env(tenant, conv, 2)),
-        ModelRun(id=f"{conv}/run-1", provider="openai", model="gpt-4o", assembly_id=f"{conv}/asm-1",
-                 usage={"prompt_tokens": 1234, "completion_tokens": 56}, external_id="chatcmpl-1", **common,
-                 **_env(tenant, conv, 3)),
-        Message(id=f"{conv}/m-1", role=Role.ASSISTANT, name="agent", external_id="m4", **common,
-                content=({"type": "text", "text": "Here is the chart"},
-                         {"type": "image_url", "image_url": {"url": "https://x.test/c.png", "detail": "low"}}),
-                **_env(tenant, conv, 4)),
-        ToolCall(id=f"{conv}/call-1", message_id=f"{conv}/m-1", call_id="call_abc", name="search_flights",
-                 arguments='{"origin": "SFO", "dest": "JFK"}', index=1, status=ToolStatus.DEFERRED,
-                 external_id="call_abc", **common, **_env(tenant, conv, 5)),
-        ToolArtifact(id=f"{conv}/art-1", tool_call_id=f"{conv}/call-1", call_id="call_abc",
-                     name="search_flights", sha256="ab" * 32, size_bytes=2048, media_type="application/json",
-                     tool_version="2.1", status=ToolStatus.FAILED, source_version="v7", external_id="a-ext",
-                     **common, **_env(tenant, conv, 6)),
-        ToolMemory(id=f"{conv}/mem-1", summary="3 flights SFO->JFK", fields={"cheapest": 212.5, "n": 3},
-                   confidence=0.75, trust_source="tool:search_flights", freshness=Freshness.VOLATILE,
-                   observed_at=_T0 + timedelta(minutes=5), stale_after=_T0 + timedelta(hours=1),
-                   revalidation_tool="search_flights", source_artifact_ids=(f"{conv}/art-1",),
-                   source_version="v7", locators=({"artifact_id": f"{conv}/art-1", "bytes": [0, 120]},),
-                   conflicts_with=(f"{conv}/mem-0",), supersedes=(f"{conv}/mem-old",), external_id="mem-ext",
-                   **common, **_env(tenant, conv, 7)),
-        SkillState(id=f"{conv}/skills-1", skills=("travel",), tool_profiles=("booking",),
-                   enabled_tools=("search_flights", "book"), external_id="s-ext",
-                   tool_schemas=({"type": "function", "function": {"name": "book", "parameters": {}}},),
-                   **common, **_env(tenant, conv, 8)),
-        Checkpoint(id=f"{conv}/ckpt-1", run_id="run-1", through_seq=6, state={"step": 4, "pending": ["book"]},
-                   external_id="ck-ext", **common, **_env(tenant, conv, 9)),
-        Compaction(id=f"{conv}/cmp-1", through_seq=6, source_ids=(f"{conv}/m-1",), policy_version="p-1.2",
-                   text="User wants SFO->JFK.", body={"goal": "book", "open_questions": []},
-                   external_id="cmp-ext", **common, **_env(tenant, conv, 10)),
+        Conversation(
+            id=conv, title="Flight changes ✈", external_id="conv-ext", **common, **_env(tenant, conv, 0)
+        ),
+        Branch(
+            id=f"{conv}/main",
+            name="main",
+            parent_branch_id=f"{conv}/root",
+            fork_seq=0,
+            **common,
+            external_id="br-ext",
+            **_env(tenant, conv, 1),
+        ),
+        Participant(
+            id=f"{conv}/p-sub",
+            role="subagent",
+            name="researcher",
+            model="gpt-4o-mini",
+            parent_participant_id=f"{conv}/p-assistant",
+            external_id="p-ext",
+            **common,
+            **_env(tenant, conv, 2),
+        ),
+        ModelRun(
+            id=f"{conv}/run-1",
+            provider="openai",
+            model="gpt-4o",
+            assembly_id=f"{conv}/asm-1",
+            usage={"prompt_tokens": 1234, "completion_tokens": 56},
+            external_id="chatcmpl-1",
+            **common,
+            **_env(tenant, conv, 3),
+        ),
+        Message(
+            id=f"{conv}/m-1",
+            role=Role.ASSISTANT,
+            name="agent",
+            external_id="m4",
+            **common,
+            content=(
+                {"type": "text", "text": "Here is the chart"},
+                {"type": "image_url", "image_url": {"url": "https://x.test/c.png", "detail": "low"}},
+            ),
+            **_env(tenant, conv, 4),
+        ),
+        ToolCall(
+            id=f"{conv}/call-1",
+            message_id=f"{conv}/m-1",
+            call_id="call_abc",
+            name="search_flights",
+            arguments='{"origin": "SFO", "dest": "JFK"}',
+            index=1,
+            status=ToolStatus.DEFERRED,
+            external_id="call_abc",
+            **common,
+            **_env(tenant, conv, 5),
+        ),
+        ToolArtifact(
+            id=f"{conv}/art-1",
+            tool_call_id=f"{conv}/call-1",
+            call_id="call_abc",
+            name="search_flights",
+            sha256="ab" * 32,
+            size_bytes=2048,
+            media_type="application/json",
+            tool_version="2.1",
+            status=ToolStatus.FAILED,
+            source_version="v7",
+            external_id="a-ext",
+            **common,
+            **_env(tenant, conv, 6),
+        ),
+        ToolMemory(
+            id=f"{conv}/mem-1",
+            summary="3 flights SFO->JFK",
+            fields={"cheapest": 212.5, "n": 3},
+            confidence=0.75,
+            trust_source="tool:search_flights",
+            freshness=Freshness.VOLATILE,
+            observed_at=_T0 + timedelta(minutes=5),
+            stale_after=_T0 + timedelta(hours=1),
+            revalidation_tool="search_flights",
+            source_artifact_ids=(f"{conv}/art-1",),
+            source_version="v7",
+            locators=({"artifact_id": f"{conv}/art-1", "bytes": [0, 120]},),
+            conflicts_with=(f"{conv}/mem-0",),
+            supersedes=(f"{conv}/mem-old",),
+            external_id="mem-ext",
+            **common,
+            **_env(tenant, conv, 7),
+        ),
+        SkillState(
+            id=f"{conv}/skills-1",
+            skills=("travel",),
+            tool_profiles=("booking",),
+            enabled_tools=("search_flights", "book"),
+            external_id="s-ext",
+            tool_schemas=({"type": "function", "function": {"name": "book", "parameters": {}}},),
+            **common,
+            **_env(tenant, conv, 8),
+        ),
+        Checkpoint(
+            id=f"{conv}/ckpt-1",
+            run_id="run-1",
+            through_seq=6,
+            state={"step": 4, "pending": ["book"]},
+            external_id="ck-ext",
+            **common,
+            **_env(tenant, conv, 9),
+        ),
+        Compaction(
+            id=f"{conv}/cmp-1",
+            through_seq=6,
+            source_ids=(f"{conv}/m-1",),
+            policy_version="p-1.2",
+            text="User wants SFO->JFK.",
+            body={"goal": "book", "open_questions": []},
+            external_id="cmp-ext",
+            **common,
+            **_env(tenant, conv, 10),
+        ),
     ]
 
 
@@ -427,7 +511,14 @@ class StoreConformance:
         """``seq`` counts 1, 2, 3 … separately per conversation, continuing across appends."""
         batch = [*_start("t1", "a"), *_start("t1", "b"), _msg("t1", "a", 2, "a2"), _msg("t1", "b", 2, "b2")]
         out = store.append(batch)
-        assert [(r.conversation_id, r.seq) for r in out] == [("a", 1), ("a", 2), ("b", 1), ("b", 2), ("a", 3), ("b", 3)]
+        assert [(r.conversation_id, r.seq) for r in out] == [
+            ("a", 1),
+            ("a", 2),
+            ("b", 1),
+            ("b", 2),
+            ("a", 3),
+            ("b", 3),
+        ]
         more = store.append([_msg("t1", "a", 3, "a3")])
         assert more[0].seq == 4 and store.head_seq("t1", "a") == 4 and store.head_seq("t1", "b") == 3
         assert store.head_seq("t1", "nope") == 0
@@ -453,17 +544,29 @@ class StoreConformance:
         store.append([alt, _msg("t1", "c", 5, "alt6", "c/alt"), _msg("t1", "c", 6, "main7")])
         alt2 = Branch(id="c/alt2", parent_branch_id="c/alt", fork_seq=6, **_env("t1", "c", 7, "c/alt2"))
         sib = Branch(id="c/sib", parent_branch_id="c/main", fork_seq=3, **_env("t1", "c", 8, "c/sib"))
-        store.append([alt2, _msg("t1", "c", 9, "alt7", "c/alt"), _msg("t1", "c", 10, "alt2-12", "c/alt2"),
-                      sib, _msg("t1", "c", 11, "sib14", "c/sib")])
+        store.append(
+            [
+                alt2,
+                _msg("t1", "c", 9, "alt7", "c/alt"),
+                _msg("t1", "c", 10, "alt2-12", "c/alt2"),
+                sib,
+                _msg("t1", "c", 11, "sib14", "c/sib"),
+            ]
+        )
 
     def test_lineage_walks_parents_with_inclusive_fork_points(self, store: Any) -> None:
         """A grandchild sees its parent up to its fork and the grandparent up to the smaller fork."""
         self._forked(store)
         assert store.lineage("t1", "c/alt2") == [
-            LineageHop("c/alt2", None), LineageHop("c/alt", 6), LineageHop("c/main", 3)
+            LineageHop("c/alt2", None),
+            LineageHop("c/alt", 6),
+            LineageHop("c/main", 3),
         ]
-        texts = [r.content for r in store.records("t1", "c", lineage=store.lineage("t1", "c/alt2"))
-                 if isinstance(r, Message)]
+        texts = [
+            r.content
+            for r in store.records("t1", "c", lineage=store.lineage("t1", "c/alt2"))
+            if isinstance(r, Message)
+        ]
         assert texts == ["m3", "alt6", "alt2-12"]
         assert store.lineage("t1", "c/main") == [LineageHop("c/main", None)]
 
@@ -492,8 +595,12 @@ class StoreConformance:
     def test_tenants_are_isolated(self, store: Any) -> None:
         """Nothing of one tenant is readable through another, even with the same conversation id."""
         store.append([*_start("ta", "c"), _msg("ta", "c", 2, "secret of a")])
-        store.append([Conversation(id="tb:c", **_env("tb", "c", 0)),
-                      Branch(id="tb/c/main", **_env("tb", "c", 1, "tb/c/main"))])
+        store.append(
+            [
+                Conversation(id="tb:c", **_env("tb", "c", 0)),
+                Branch(id="tb/c/main", **_env("tb", "c", 1, "tb/c/main")),
+            ]
+        )
         assert store.head_seq("tb", "c") == 2 and store.head_seq("ta", "c") == 3
         assert all(r.tenant_id == "tb" for r in store.records("tb", "c"))
         assert store.conversations("ta") == ["c"] and store.conversations("tb") == ["c"]
@@ -528,14 +635,30 @@ class StoreConformance:
         store.append(_start("t1", "c"))
         cases: list[tuple[list[Record], int, str]] = [
             ([_msg("t1", "c", 2, "ok"), _msg("t1", "ghost", 3, "?")], 1, "conversation_id"),
-            ([_msg("t1", "c", 2, "ok"), Conversation(id="c-again", **_env("t1", "c", 0))], 1, "conversation_id"),
-            ([_msg("t1", "c", 2, "ok"), dataclasses.replace(_msg("t1", "c", 3, "naive"),
-                                                            created_at=datetime(2024, 1, 1))], 1, "created_at"),
+            (
+                [_msg("t1", "c", 2, "ok"), Conversation(id="c-again", **_env("t1", "c", 0))],
+                1,
+                "conversation_id",
+            ),
+            (
+                [
+                    _msg("t1", "c", 2, "ok"),
+                    dataclasses.replace(_msg("t1", "c", 3, "naive"), created_at=datetime(2024, 1, 1)),
+                ],
+                1,
+                "created_at",
+            ),
             ([ModelRun(id="r", usage={"prompt_tokens": 1.5}, **_env("t1", "c", 2))], 0, "usage"),
-            ([_msg("t1", "c", 2, "ok"), dataclasses.replace(_msg("t1", "c", 3, "x"), meta={"b": b"raw"})],
-             1, "meta"),
-            ([_msg("t1", "c", 2, "ok"), dataclasses.replace(_msg("t1", "c", 3, "x"), tenant_id="")],
-             1, "tenant_id"),
+            (
+                [_msg("t1", "c", 2, "ok"), dataclasses.replace(_msg("t1", "c", 3, "x"), meta={"b": b"raw"})],
+                1,
+                "meta",
+            ),
+            (
+                [_msg("t1", "c", 2, "ok"), dataclasses.replace(_msg("t1", "c", 3, "x"), tenant_id="")],
+                1,
+                "tenant_id",
+            ),
         ]
         for batch, index, name in cases:
             with _raises(InputError) as caught:
@@ -550,8 +673,11 @@ class StoreConformance:
         records = every_record_type("t1", "rt")
         assert {type(r) for r in records} == set(RECORD_TYPES.values())
         for record in records:
-            unset = [f.name for f in dataclasses.fields(record) if f.name != "seq"
-                     and getattr(record, f.name) == _default(f)]
+            unset = [
+                f.name
+                for f in dataclasses.fields(record)
+                if f.name != "seq" and getattr(record, f.name) == _default(f)
+            ]
             assert unset == [], f"{type(record).__name__} leaves {unset} at their defaults"
         out = store.append(records)
         assert [r.seq for r in out] == list(range(1, len(records) + 1))
@@ -573,10 +699,27 @@ class StoreConformance:
 
     def test_assemblies_put_get_list_and_usage(self, store: Any) -> None:
         """Manifests round-trip, list oldest first per conversation, and carry recorded usage."""
-        base = {"tenant_id": "t1", "branch_id": "c/main", "payload_hash": "sha256:" + "1" * 64,
-                "included": [{"ref": "m1", "tokens": 12}], "omitted": [{"ref": "m2", "reason": "budget"}]}
-        second = {**base, "id": "asm-2", "conversation_id": "c", "snapshot_seq": 9, "created_at": "2024-05-02T00:00:00+00:00"}
-        first = {**base, "id": "asm-1", "conversation_id": "c", "snapshot_seq": 4, "created_at": "2024-05-01T00:00:00+00:00"}
+        base = {
+            "tenant_id": "t1",
+            "branch_id": "c/main",
+            "payload_hash": "sha256:" + "1" * 64,
+            "included": [{"ref": "m1", "tokens": 12}],
+            "omitted": [{"ref": "m2", "reason": "budget"}],
+        }
+        second = {
+            **base,
+            "id": "asm-2",
+            "conversation_id": "c",
+            "snapshot_seq": 9,
+            "created_at": "2024-05-02T00:00:00+00:00",
+        }
+        first = {
+            **base,
+            "id": "asm-1",
+            "conversation_id": "c",
+            "snapshot_seq": 4,
+            "created_at": "2024-05-01T00:00:00+00:00",
+        }
         other = {**base, "id": "asm-3", "conversation_id": "d", "created_at": "2024-05-03T00:00:00+00:00"}
         for manifest in (second, first, other):
             store.put_assembly(manifest)
@@ -600,8 +743,13 @@ class StoreConformance:
         private = store.blobs.put(b"only tenant a saw this", "text/plain")
 
         def artifact(tenant: str, conv: str, n: int, ref: BlobRef) -> ToolArtifact:
-            return ToolArtifact(id=f"{tenant}:{conv}/art{n}", sha256=ref.sha256, size_bytes=ref.size_bytes,
-                                media_type=ref.media_type, **_env(tenant, conv, n))
+            return ToolArtifact(
+                id=f"{tenant}:{conv}/art{n}",
+                sha256=ref.sha256,
+                size_bytes=ref.size_bytes,
+                media_type=ref.media_type,
+                **_env(tenant, conv, n),
+            )
 
         store.append([*_start("ta", "c"), artifact("ta", "c", 2, shared), artifact("ta", "c", 3, private)])
         store.append([Conversation(id="tb:c", **_env("tb", "c", 0)), artifact("tb", "c", 1, shared)])

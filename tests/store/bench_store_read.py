@@ -12,6 +12,7 @@ back with ``GraphStore.records``::
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import sys
 import tempfile
@@ -22,23 +23,31 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from store_realdata import trajectory_files, trajectory_records  # noqa: E402
+from store_realdata import trajectory_files, trajectory_records
 
-from ctxledger.records import Branch, Conversation, Participant, Record  # noqa: E402
-from ctxledger.store import open_store  # noqa: E402
+from ctxledger.records import Branch, Conversation, Participant, Record
+from ctxledger.store import open_store
 
-DATA_DIR = Path(os.environ.get("CTXLEDGER_SHARED_DIR", Path(__file__).resolve().parents[3] / "shared")) / "data"
+DATA_DIR = (
+    Path(os.environ.get("CTXLEDGER_SHARED_DIR", Path(__file__).resolve().parents[3] / "shared")) / "data"
+)
 POSTGRES_URL = os.environ.get("CTXLEDGER_TEST_POSTGRES_URL")
 
 
-def big_conversation(n: int, tenant: str, conv: str) -> list[Record]:
-    """A Conversation, its main Branch, then ``n - 2`` real history records re-homed into it."""
-    history = [
+@functools.cache
+def _history(tenant: str) -> tuple[Record, ...]:
+    """The history records (no Conversation/Branch/Participant) of every real trajectory."""
+    return tuple(
         r
         for path in trajectory_files(DATA_DIR)
         for r in trajectory_records(path, tenant)
         if not isinstance(r, Conversation | Branch | Participant)
-    ]
+    )
+
+
+def big_conversation(n: int, tenant: str, conv: str) -> list[Record]:
+    """A Conversation, its main Branch, then ``n - 2`` real history records re-homed into it."""
+    history = _history(tenant)
     head: list[Record] = [
         Conversation(id=conv, tenant_id=tenant, conversation_id=conv, branch_id=f"{conv}/main"),
         Branch(id=f"{conv}/main", tenant_id=tenant, conversation_id=conv, branch_id=f"{conv}/main"),
@@ -78,8 +87,10 @@ def main(argv: list[str]) -> None:
         else:
             url = "memory://"
         append_s, read_s = measure(url, n)
-        print(f"{backend:8} n={n:>7}: append {append_s:6.2f} s, read {read_s:6.3f} s "
-              f"({n / read_s:,.0f} records/s)")
+        print(
+            f"{backend:8} n={n:>7}: append {append_s:6.2f} s, read {read_s:6.3f} s "
+            f"({n / read_s:,.0f} records/s)"
+        )
 
 
 if __name__ == "__main__":

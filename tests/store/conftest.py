@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,16 +11,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
+from store_backends import BACKENDS, POSTGRES_URL
 
 from ctxledger.store import open_store
 from ctxledger.store.base import GraphStore
 from ctxledger.store.schema import metadata
-
-POSTGRES_URL = os.environ.get("CTXLEDGER_TEST_POSTGRES_URL")
-"""The same setting as ``tests/conftest.py`` (that module cannot be imported by name from here)."""
-
-BACKENDS = ["memory", "sqlite", *(["postgres"] if POSTGRES_URL else [])]
-"""Backends the ``store`` fixture runs on (PostgreSQL only when a server URL is configured)."""
 
 
 @pytest.fixture(scope="session")
@@ -67,3 +61,22 @@ def store(store_url: str, tmp_path: Path) -> Iterator[GraphStore]:
     opened = open_store(store_url, blobs_dir=tmp_path / "blobs")
     yield opened
     opened.close()
+
+
+@pytest.fixture(params=[b for b in BACKENDS if b != "memory"])
+def empty_sql_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The URL of a database ctxledger never touched: a new SQLite file, or a new PostgreSQL database."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/empty/ctxledger.db"
+        return
+    assert POSTGRES_URL
+    name = f"ctxledger_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()

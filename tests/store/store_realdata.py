@@ -41,7 +41,11 @@ class _Builder:
     """Accumulates records of one conversation with deterministic ids and times."""
 
     def __init__(self, tenant_id: str, conversation_id: str) -> None:
-        self.env = {"tenant_id": tenant_id, "conversation_id": conversation_id, "branch_id": f"{conversation_id}/main"}
+        self.env = {
+            "tenant_id": tenant_id,
+            "conversation_id": conversation_id,
+            "branch_id": f"{conversation_id}/main",
+        }
         self.records: list[Record] = []
         self.blobs: dict[str, tuple[bytes, str]] = {}
 
@@ -57,7 +61,9 @@ class _Builder:
         return record
 
 
-def _tool_result(b: _Builder, msg: dict[str, Any], calls: dict[str, ToolCall], blobs: BlobStore | None) -> None:
+def _tool_result(
+    b: _Builder, msg: dict[str, Any], calls: dict[str, ToolCall], blobs: BlobStore | None
+) -> None:
     data = str(msg["content"]).encode("utf-8")
     call = calls[msg["tool_call_id"]]
     returncode = (msg.get("extra") or {}).get("returncode")
@@ -84,13 +90,22 @@ def _assistant(b: _Builder, msg: dict[str, Any], calls: dict[str, ToolCall]) -> 
         usage={k: int(usage[k]) for k in ("prompt_tokens", "completion_tokens") if k in usage},
     )
     message = b.add(
-        Message, role=Role.ASSISTANT, content=msg.get("content"), trust=Trust.VERIFIED_INTERNAL,
-        owner_model_run_id=run.id, owner_participant_id=f"{b.env['conversation_id']}/assistant",
+        Message,
+        role=Role.ASSISTANT,
+        content=msg.get("content"),
+        trust=Trust.VERIFIED_INTERNAL,
+        owner_model_run_id=run.id,
+        owner_participant_id=f"{b.env['conversation_id']}/assistant",
     )
     for index, tc in enumerate(msg.get("tool_calls") or ()):
         call = b.add(
-            ToolCall, message_id=message.id, call_id=tc["id"], name=tc["function"]["name"],
-            arguments=tc["function"]["arguments"], index=index, trust=Trust.VERIFIED_INTERNAL,
+            ToolCall,
+            message_id=message.id,
+            call_id=tc["id"],
+            name=tc["function"]["name"],
+            arguments=tc["function"]["arguments"],
+            index=index,
+            trust=Trust.VERIFIED_INTERNAL,
             owner_model_run_id=run.id,
         )
         calls[tc["id"]] = call  # type: ignore[assignment]

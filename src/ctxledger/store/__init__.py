@@ -55,7 +55,9 @@ def _parse(url: str) -> URL:
 
 def _sqlite_path(url: URL) -> Path:
     if url.database in (None, "", ":memory:"):
-        raise ConfigurationError("an SQLite store needs a file (sqlite:///path/to.db); use memory:// in memory")
+        raise ConfigurationError(
+            "an SQLite store needs a file (sqlite:///path/to.db); use memory:// in memory"
+        )
     return Path(url.database).expanduser()
 
 

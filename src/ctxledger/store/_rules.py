@@ -38,7 +38,9 @@ def _check_envelope(record: Record, index: int) -> None:
     if isinstance(record, Branch):
         if record.id != record.branch_id:
             raise InputError(
-                f"branch {record.id!r} must have branch_id equal to its id", source=SOURCE, index=index,
+                f"branch {record.id!r} must have branch_id equal to its id",
+                source=SOURCE,
+                index=index,
                 field="branch_id",
             )
         fork = record.fork_seq
@@ -81,7 +83,9 @@ def duplicate_error(records: Sequence[Record], existing: Iterable[str]) -> Input
     for index, record in enumerate(records):
         if record.id in taken:
             return InputError(
-                f"record id {record.id!r} already exists; records are immutable", source=SOURCE, index=index,
+                f"record id {record.id!r} already exists; records are immutable",
+                source=SOURCE,
+                index=index,
                 field="id",
             )
     return None
@@ -104,9 +108,9 @@ class NewConversation:
 
 @dataclass(frozen=True, slots=True)
 class AppendPlan:
-    """What an append writes: records with ``seq``, final heads, and conversations created."""
+    """What an append writes: the ``seq`` of each input record, changed heads, conversations created."""
 
-    records: list[Record]
+    seqs: list[int]
     heads: dict[ConversationKey, int]
     created: list[NewConversation]
 
@@ -124,7 +128,7 @@ def plan_append(records: Sequence[Record], heads: Mapping[ConversationKey, int])
     """
     current = dict(heads)
     created: list[NewConversation] = []
-    assigned: list[Record] = []
+    seqs: list[int] = []
     for index, record in enumerate(records):
         key = (record.tenant_id, record.conversation_id)
         if isinstance(record, Conversation):
@@ -142,9 +146,9 @@ def plan_append(records: Sequence[Record], heads: Mapping[ConversationKey, int])
                 "(append its Conversation record first)",
             )
         current[key] += 1
-        assigned.append(record.with_seq(current[key]))
+        seqs.append(current[key])
     changed = {key: seq for key, seq in current.items() if heads.get(key) != seq}
-    return AppendPlan(assigned, changed, created)
+    return AppendPlan(seqs, changed, created)
 
 
 def walk_lineage(

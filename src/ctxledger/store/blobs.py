@@ -52,7 +52,9 @@ def check_range(start: int, end: int) -> None:
     """
     for name, value in (("start", start), ("end", end)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise InputError(f"byte offset must be an integer >= 0, got {value!r}", source="<blobs>", field=name)
+            raise InputError(
+                f"byte offset must be an integer >= 0, got {value!r}", source="<blobs>", field=name
+            )
     if end < start:
         raise InputError(f"end {end} is before start {start}", source="<blobs>", field="end")
 

@@ -244,7 +244,10 @@ def _check_decodable(
     except msgspec.ValidationError as exc:
         match = _AT_FIELD.search(str(exc))
         raise InputError(
-            f"record {record.id!r}: {exc}", source=SOURCE, index=index, field=match.group(1) if match else None
+            f"record {record.id!r}: {exc}",
+            source=SOURCE,
+            index=index,
+            field=match.group(1) if match else None,
         ) from exc
 
 

@@ -37,6 +37,7 @@ from ctxledger.store.codec import (
     READ_COLUMNS,
     assembly_from_row,
     assembly_row,
+    decode_record,
     decode_row,
     encode_record,
     format_time,
@@ -182,10 +183,10 @@ class SqlStore:
         ]
         if updates:
             conn.execute(_HEAD_UPDATE, updates)
-        for row, record in zip(rows, plan.records, strict=True):
-            row["seq"] = record.seq
+        for row, seq in zip(rows, plan.seqs, strict=True):
+            row["seq"] = seq
         conn.execute(records.insert(), rows)
-        return plan.records
+        return [decode_record(row) for row in rows]
 
     @staticmethod
     def _head_row(new: _rules.NewConversation, plan: _rules.AppendPlan) -> dict[str, Any]:
@@ -240,7 +241,8 @@ class SqlStore:
     def head_seq(self, tenant_id: str, conversation_id: str) -> int:
         """The highest ``seq`` written in the conversation (0 when empty or unknown)."""
         stmt = select(conversation_heads.c.head_seq).where(
-            conversation_heads.c.tenant_id == tenant_id, conversation_heads.c.conversation_id == conversation_id
+            conversation_heads.c.tenant_id == tenant_id,
+            conversation_heads.c.conversation_id == conversation_id,
         )
         with self._read() as conn:
             return int(conn.scalar(stmt) or 0)
@@ -348,7 +350,9 @@ class SqlStore:
             with self._write() as conn:
                 conn.execute(assemblies.insert(), row)
         except SqlIntegrityError as exc:
-            raise InputError(f"assembly {row['id']!r} already exists", source="<assembly>", field="id") from exc
+            raise InputError(
+                f"assembly {row['id']!r} already exists", source="<assembly>", field="id"
+            ) from exc
 
     def _assembly_rows(self, tenant_id: str, *where: ColumnElement[bool]) -> list[dict[str, Any]]:
         stmt = (
@@ -396,7 +400,9 @@ class SqlStore:
         with self._write() as conn:
             candidates = sorted(
                 conn.scalars(
-                    select(blob_column).where(records.c.tenant_id == tenant_id, blob_column.is_not(None)).distinct()
+                    select(blob_column)
+                    .where(records.c.tenant_id == tenant_id, blob_column.is_not(None))
+                    .distinct()
                 )
             )
             deleted = conn.execute(delete(records).where(records.c.tenant_id == tenant_id)).rowcount

@@ -64,7 +64,9 @@ def _conversation_heads() -> None:
         sa.PrimaryKeyConstraint("tenant_id", "conversation_id", name="pk_conversation_heads"),
     )
     op.create_index(
-        "ix_conversation_heads_tenant_id_main_branch_id", "conversation_heads", ["tenant_id", "main_branch_id"]
+        "ix_conversation_heads_tenant_id_main_branch_id",
+        "conversation_heads",
+        ["tenant_id", "main_branch_id"],
     )
 
 

@@ -1,0 +1,31 @@
+"""The main job on every backend: import a real trajectory, assemble, persist, record usage, explain."""
+
+from __future__ import annotations
+
+from ctxledger.ledger import Ledger
+
+
+def test_main_job_on_each_store(store, data_dir):
+    """The same trajectory gives the same payload hash on every backend and the manifest round-trips."""
+    ledger = Ledger(store)
+    result = ledger.import_file(data_dir / "tau-bench" / "gpt-4o-airline_tasks0-39.json")
+    conv = result.conversation_ids[3]
+    asm = ledger.assemble(conv, window_tokens=5000, output_tokens=800, margin_tokens=200)
+    manifest = ledger.get_assembly(asm.id)
+    assert manifest["payload_hash"] == asm.payload_hash
+    assert manifest["tokens"]["estimated_input"] <= manifest["budget"]["input"]
+    assert manifest["tokens"]["replay"] > manifest["tokens"]["estimated_input"]
+    ledger.record_usage(asm, asm.input_tokens + 7, 120)
+    tokens = ledger.get_assembly(asm.id)["tokens"]
+    assert (tokens["observed_input"], tokens["observed_output"], tokens["error"]) == (asm.input_tokens + 7, 120, -7)
+    omitted = manifest["omitted"][0]["ref"]
+    assert ledger.explain(asm.id, omitted)["reason"] == "budget"
+    fresh = Ledger(store).assemble(conv, window_tokens=5000, output_tokens=800, margin_tokens=200)
+    assert fresh.payload_hash == asm.payload_hash
+    assert fresh.payload_hash == "sha256:" + _expected_hash(asm)
+
+
+def _expected_hash(asm):
+    from ctxledger.hashing import canonical_json, sha256_hex
+
+    return sha256_hex(canonical_json(asm.payload).encode())
