@@ -375,3 +375,16 @@ def test_validate_rejects_each_broken_rule(openai: OpenAIChatSerializer, rule: s
     with pytest.raises(ProviderContractError) as caught:
         openai.validate(payload)
     assert (caught.value.rule, caught.value.index) == (rule, index)
+
+
+def test_turn_tokens_errors_name_the_ref_without_an_index(
+    openai: OpenAIChatSerializer, counter: TokenCounter
+) -> None:
+    """Costing a lone turn has no position: errors name the ref and claim no index."""
+    with pytest.raises(ProviderContractError) as caught:
+        openai.turn_tokens(Turn("m9", "user", None), counter)
+    assert (caught.value.refs, caught.value.index) == (("m9",), None)
+    assert "index" not in str(caught.value)
+    with pytest.raises(InputError) as bad_part:
+        openai.turn_tokens(Turn("m9", "user", ({"type": "audio"},)), counter)
+    assert (bad_part.value.index, bad_part.value.field) == (None, "content[0]")

@@ -114,12 +114,17 @@ def _unanswered(caller: tuple[int, str], pending: Mapping[str, str], before: tup
     )
 
 
+def at(turn: Turn, index: int | None) -> str:
+    """``"turn 'ref' (index i)"`` for error messages; the index is left out when it is not known."""
+    return f"turn {turn.ref!r}" + ("" if index is None else f" (index {index})")
+
+
 def has_content(turn: Turn) -> bool:
     """True when the turn's content is a non-empty string or a non-empty tuple of parts."""
     return bool(turn.content)
 
 
-def content_parts(index: int, turn: Turn) -> list[dict[str, Any]]:
+def content_parts(index: int | None, turn: Turn) -> list[dict[str, Any]]:
     """The turn's content as OpenAI-style parts reduced to provider keys.
 
     A string becomes one ``text`` part; ``None`` becomes no part. A part keeps only ``type`` and
@@ -136,7 +141,7 @@ def content_parts(index: int, turn: Turn) -> list[dict[str, Any]]:
     return [_part(index, turn, j, part) for j, part in enumerate(turn.content)]
 
 
-def _part(index: int, turn: Turn, j: int, part: Mapping[str, Any]) -> dict[str, Any]:
+def _part(index: int | None, turn: Turn, j: int, part: Mapping[str, Any]) -> dict[str, Any]:
     """Reduce one content part to its provider keys, or fail naming where it is malformed."""
     kind = part.get("type") if isinstance(part, Mapping) else None
     if kind == "text" and isinstance(part.get("text"), str):
@@ -151,7 +156,7 @@ def _part(index: int, turn: Turn, j: int, part: Mapping[str, Any]) -> dict[str, 
     )
 
 
-def _image(index: int, turn: Turn, j: int, image: Any) -> dict[str, str]:
+def _image(index: int | None, turn: Turn, j: int, image: Any) -> dict[str, str]:
     """Normalise an ``image_url`` value (a URL string or ``{url, detail?}``)."""
     if isinstance(image, str):
         image = {"url": image}

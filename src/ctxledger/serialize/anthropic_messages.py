@@ -37,7 +37,7 @@ from typing import Any
 
 from ctxledger.errors import ProviderContractError
 from ctxledger.hashing import canonical_json
-from ctxledger.serialize._turns import check_turns, content_parts, function_definitions
+from ctxledger.serialize._turns import at, check_turns, content_parts, function_definitions
 from ctxledger.serialize.base import Turn
 from ctxledger.serialize.images import anthropic_image_tokens, image_size_from_base64, parse_data_url
 from ctxledger.tokens import TokenCounter
@@ -140,7 +140,9 @@ class AnthropicMessagesSerializer:
             raise ProviderContractError("there is no user or assistant turn to send", rule="no_messages")
         return messages
 
-    def _blocks(self, index: int, turn: Turn, ids: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    def _blocks(
+        self, index: int | None, turn: Turn, ids: Mapping[str, str] | None = None
+    ) -> list[dict[str, Any]]:
         """The content blocks one turn renders to (never empty); ``ids`` maps call ids to ``tool_use`` ids."""
         ids = ids or {}
         if turn.role == "tool":
@@ -154,14 +156,14 @@ class AnthropicMessagesSerializer:
         ]
         if not blocks:
             raise ProviderContractError(
-                f"{turn.role} turn {turn.ref!r} (index {index}) has no non-blank content to send",
+                f"{turn.role} {at(turn, index)} has no non-blank content to send",
                 rule="empty_turn",
                 index=index,
                 refs=(turn.ref,),
             )
         return blocks
 
-    def _content_blocks(self, index: int, turn: Turn) -> list[dict[str, Any]]:
+    def _content_blocks(self, index: int | None, turn: Turn) -> list[dict[str, Any]]:
         """Text and image blocks of the turn's content; images only where the role allows them."""
         blocks = []
         for part in content_parts(index, turn):
@@ -171,7 +173,7 @@ class AnthropicMessagesSerializer:
                 continue
             if turn.role not in ("user", "tool"):
                 raise ProviderContractError(
-                    f"{turn.role} turn {turn.ref!r} (index {index}) has an image; Anthropic accepts images "
+                    f"{turn.role} {at(turn, index)} has an image; Anthropic accepts images "
                     "only in user content and tool results",
                     rule="part_not_allowed",
                     index=index,
@@ -180,7 +182,7 @@ class AnthropicMessagesSerializer:
             blocks.append(_image_block(index, turn, part["image_url"]["url"]))
         return blocks
 
-    def _tool_result(self, index: int, turn: Turn, ids: Mapping[str, str]) -> dict[str, Any]:
+    def _tool_result(self, index: int | None, turn: Turn, ids: Mapping[str, str]) -> dict[str, Any]:
         """One ``tool_result`` block; string content kept as given, parts as blocks."""
         call_id = str(turn.tool_call_id)
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": ids.get(call_id, call_id)}
@@ -208,7 +210,7 @@ class AnthropicMessagesSerializer:
             ProviderContractError: the turn cannot be rendered (see :meth:`build`).
         """
         role = "system" if turn.role in _SYSTEM_ROLES else _message_role(turn)
-        blocks = self._blocks(0, turn)
+        blocks = self._blocks(None, turn)
         return MESSAGE_TOKENS + counter.count(role) + sum(block_tokens(b, counter) for b in blocks)
 
     def tools_tokens(self, tools: Sequence[Mapping[str, Any]], counter: TokenCounter) -> int:
@@ -343,13 +345,13 @@ def _tool_use(call_id: str, name: str, arguments: str) -> dict[str, Any]:
     return {"type": "tool_use", "id": call_id, "name": name, "input": parsed}
 
 
-def _image_block(index: int, turn: Turn, url: str) -> dict[str, Any]:
+def _image_block(index: int | None, turn: Turn, url: str) -> dict[str, Any]:
     """An ``image`` block: base64 source from a data URL, url source otherwise."""
     data_url = parse_data_url(url)
     if data_url is None:
         if url.startswith("data:"):
             raise ProviderContractError(
-                f"turn {turn.ref!r} (index {index}) has a data URL that is not base64",
+                f"{at(turn, index)} has a data URL that is not base64",
                 rule="bad_image",
                 index=index,
                 refs=(turn.ref,),
@@ -357,7 +359,7 @@ def _image_block(index: int, turn: Turn, url: str) -> dict[str, Any]:
         return {"type": "image", "source": {"type": "url", "url": url}}
     if data_url.media_type not in IMAGE_MEDIA_TYPES:
         raise ProviderContractError(
-            f"turn {turn.ref!r} (index {index}) has an image of type {data_url.media_type!r}; "
+            f"{at(turn, index)} has an image of type {data_url.media_type!r}; "
             f"the Messages API accepts {IMAGE_MEDIA_TYPES}",
             rule="unsupported_image_type",
             index=index,

@@ -31,7 +31,7 @@ from typing import Any
 
 from ctxledger.errors import ProviderContractError
 from ctxledger.hashing import canonical_json
-from ctxledger.serialize._turns import check_turns, content_parts, function_definitions
+from ctxledger.serialize._turns import at, check_turns, content_parts, function_definitions
 from ctxledger.serialize.base import Turn
 from ctxledger.serialize.images import (
     GPT_4O_TILE_RATES,
@@ -143,7 +143,7 @@ class OpenAIChatSerializer:
         self.validate(payload)
         return payload
 
-    def _message(self, index: int, turn: Turn) -> dict[str, Any]:
+    def _message(self, index: int | None, turn: Turn) -> dict[str, Any]:
         """Render one turn as one Chat Completions message."""
         message: dict[str, Any] = {"role": turn.role}
         if turn.role == "tool":
@@ -158,13 +158,13 @@ class OpenAIChatSerializer:
             ]
         return message
 
-    def _content(self, index: int, turn: Turn) -> str | list[dict[str, Any]] | None:
+    def _content(self, index: int | None, turn: Turn) -> str | list[dict[str, Any]] | None:
         """The message content: a string as given, parts kept as parts, ``None`` only for tool-call turns."""
         if turn.content is None:
             if turn.role == "assistant":
                 return None
             raise ProviderContractError(
-                f"{turn.role} turn {turn.ref!r} (index {index}) has no content",
+                f"{turn.role} {at(turn, index)} has no content",
                 rule="missing_content",
                 index=index,
                 refs=(turn.ref,),
@@ -175,7 +175,7 @@ class OpenAIChatSerializer:
         for part in parts:
             if part["type"] not in _PART_TYPES[turn.role]:
                 raise ProviderContractError(
-                    f"{turn.role} turn {turn.ref!r} (index {index}) has a {part['type']} part; "
+                    f"{turn.role} {at(turn, index)} has a {part['type']} part; "
                     f"{turn.role} messages accept only {sorted(_PART_TYPES[turn.role])}",
                     rule="part_not_allowed",
                     index=index,
@@ -195,7 +195,7 @@ class OpenAIChatSerializer:
         Raises:
             ProviderContractError: the turn cannot be rendered as a message (see :meth:`build`).
         """
-        return self.message_tokens(self._message(0, turn), counter)
+        return self.message_tokens(self._message(None, turn), counter)
 
     def message_tokens(self, message: Mapping[str, Any], counter: TokenCounter) -> int:
         """Tokens of one built message (cookbook framing; images at provider rates).
