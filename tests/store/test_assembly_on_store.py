@@ -8,9 +8,9 @@ from ctxledger.ledger import Ledger
 def test_main_job_on_each_store(store, data_dir):
     """The same trajectory gives the same payload hash on every backend and the manifest round-trips."""
     ledger = Ledger(store)
-    result = ledger.import_file(data_dir / "tau-bench" / "gpt-4o-airline_tasks0-39.json")
-    conv = result.conversation_ids[3]
-    asm = ledger.assemble(conv, window_tokens=5000, output_tokens=800, margin_tokens=200)
+    result = ledger.import_file(data_dir / "mini-swe-agent-deepseek" / "marshmallow-code__marshmallow-1359.traj.json")
+    conv = result.conversation_ids[0]
+    asm = ledger.assemble(conv, window_tokens=8000, output_tokens=800, margin_tokens=200)
     manifest = ledger.get_assembly(asm.id)
     assert manifest["payload_hash"] == asm.payload_hash
     assert manifest["tokens"]["estimated_input"] <= manifest["budget"]["input"]
@@ -20,7 +20,7 @@ def test_main_job_on_each_store(store, data_dir):
     assert (tokens["observed_input"], tokens["observed_output"], tokens["error"]) == (asm.input_tokens + 7, 120, -7)
     omitted = manifest["omitted"][0]["ref"]
     assert ledger.explain(asm.id, omitted)["reason"] == "budget"
-    fresh = Ledger(store).assemble(conv, window_tokens=5000, output_tokens=800, margin_tokens=200)
+    fresh = Ledger(store).assemble(conv, window_tokens=8000, output_tokens=800, margin_tokens=200)
     assert fresh.payload_hash == asm.payload_hash
     assert fresh.payload_hash == "sha256:" + _expected_hash(asm)
 

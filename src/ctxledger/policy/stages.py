@@ -81,9 +81,12 @@ class ProtectionStage:
     """Require what must never be dropped or summarised (DESIGN §3 step 3; seed 000 "Lo que merece
     protección"; case B10).
 
-    Required: system and developer instructions; the latest user turn and everything after it (the
-    turn in progress, including its tool calls and results); tool exchanges with a pending or deferred
-    call; failed tool exchanges not yet followed by a successful call of the same tool.
+    Required: system and developer instructions; the latest user turn; the newest unit when it comes
+    after that turn (the step the model is continuing from, e.g. the tool results it just received —
+    case B02); tool exchanges with a pending or deferred call; failed tool exchanges not yet followed by a
+    successful call of the same tool. Older steps of a long tool loop are not required: in an agent
+    trajectory the only user turn is often the task itself, and everything after it would otherwise be
+    pinned.
     """
 
     name: ClassVar[str] = "protection"
@@ -100,7 +103,7 @@ class ProtectionStage:
         succeeded_after: set[str] = set()
         for i in range(len(units) - 1, -1, -1):
             unit = units[i]
-            reason = _protect_reason(unit, i, last_user, succeeded_after)
+            reason = _protect_reason(unit, i, last_user, succeeded_after, len(units) - 1)
             if unit.kind is UnitKind.TOOL_EXCHANGE and unit.status is ToolStatus.SUCCEEDED:
                 succeeded_after.update(unit.tool_names)
             if reason:
@@ -115,13 +118,15 @@ def _latest_user_index(units: list[Any]) -> int | None:
     return None
 
 
-def _protect_reason(unit: Any, index: int, last_user: int | None, succeeded_after: set[str]) -> str | None:
+def _protect_reason(
+    unit: Any, index: int, last_user: int | None, succeeded_after: set[str], newest: int
+) -> str | None:
     if unit.kind is UnitKind.INSTRUCTION:
         return "instruction"
     if last_user is not None and index == last_user:
         return "latest_user_turn"
-    if last_user is not None and index > last_user:
-        return "current_turn"
+    if last_user is not None and index == newest > last_user:
+        return "latest_step"
     if unit.kind is UnitKind.TOOL_EXCHANGE:
         if unit.status in (ToolStatus.PENDING, ToolStatus.DEFERRED):
             return "unresolved_tool_call"
