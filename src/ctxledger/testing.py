@@ -807,6 +807,30 @@ class StoreConformance:
         assert errors == []
         assert [r.seq for r in store.records("t1", "busy")] == list(range(1, 43))
 
+    def test_racing_appends_of_one_id_let_exactly_one_win(self, store: Any) -> None:
+        """Threads appending the same new conversation: one succeeds, the others get ``InputError``."""
+        outcomes: list[str] = []
+        barrier = threading.Barrier(3)
+
+        def worker() -> None:
+            barrier.wait()
+            try:
+                store.append(_start("t1", "race"))
+                outcomes.append("ok")
+            except InputError as exc:
+                outcomes.append(f"input:{exc.field}")
+            except BaseException as exc:  # pragma: no cover - reported below
+                outcomes.append(repr(exc))
+
+        threads = [threading.Thread(target=worker) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert outcomes.count("ok") == 1 and len(outcomes) == 3, outcomes
+        assert all(o.startswith("input:") for o in outcomes if o != "ok"), outcomes
+        assert [r.seq for r in store.records("t1", "race")] == [1, 2]
+
 
 def _default(f: dataclasses.Field[Any]) -> Any:
     if f.default is not dataclasses.MISSING:

@@ -65,18 +65,19 @@ def store(store_url: str, tmp_path: Path) -> Iterator[GraphStore]:
 
 @pytest.fixture(params=[b for b in BACKENDS if b != "memory"])
 def empty_sql_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """The URL of a database ctxledger never touched: a new SQLite file, or a new PostgreSQL database."""
+    """A database ctxledger never touched: a new SQLite file, or a new schema in the PostgreSQL test db."""
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path}/empty/ctxledger.db"
         return
-    assert POSTGRES_URL
-    name = f"ctxledger_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    base = request.getfixturevalue("postgres_url")
+    schema = f"empty_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
     try:
-        yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+        url = make_url(base).update_query_dict({"options": f"-csearch_path={schema}"})
+        yield url.render_as_string(hide_password=False)
     finally:
         with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
         admin.dispose()

@@ -19,7 +19,9 @@ runs on encode, so a record that could not be read back is refused on append wit
 The round trip is exact (``decode(encode(r)) == r``) as long as values *inside* Mappings are plain JSON
 values (str, int, float, bool, None, lists, dicts): a tuple nested inside a Mapping comes back as a list.
 A field missing from a stored body takes its class default, so adding a field with a default is a
-compatible change; an unknown field in a body is a :class:`~ctxledger.errors.StoreError`.
+compatible change; a field the running version does not know (written by a newer one) is ignored on
+read, and never lost, because rows are never rewritten. A value of the wrong type is a
+:class:`~ctxledger.errors.StoreError`.
 
 Assembly manifests are stored as canonical JSON too (:func:`assembly_row`, :func:`assembly_from_row`).
 """
