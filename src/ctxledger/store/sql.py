@@ -260,7 +260,8 @@ class SqlStore:
             records.c.tenant_id == tenant_id, records.c.id == branch_id, records.c.kind == Branch.kind.value
         )
         row = conn.execute(stmt).first()
-        return decode_row(row) if row is not None else None  # type: ignore[return-value]
+        record = decode_row(row) if row is not None else None
+        return record if isinstance(record, Branch) else None
 
     def lineage(self, tenant_id: str, branch_id: str) -> list[LineageHop]:
         """The branch and its ancestors, child first, each with the last ``seq`` it contributes.
