@@ -1,0 +1,310 @@
+"""Bounded excerpts of large tool outputs, with locators back to the exact bytes.
+
+Seed 000 ("Lo que merece protección"): for a large result, send "lines 480-510, timeout connecting to db,
+file X and hash Y", not "full log: 20 MB". Seed 002 names the risk of this representation ("Selección":
+omitting an exception), so an excerpt keeps, in priority order: lines matching the caller's ``focus``
+strings; error lines (tracebacks, ``fatal:``, failing tests); the head and tail of the output and warning
+lines; the lines around the errors; then whatever else fits, nearest to those anchors first.
+
+The invariant this module holds: every run of text an excerpt shows is *exactly*
+``data[byte_start:byte_end]`` of one of its locators, decoded as UTF-8 (undecodable bytes replaced), so a
+locator always rehydrates to the bytes the excerpt claims. Everything else in the text (the header, the
+``… lines 12\u2013480 omitted (N bytes) …`` markers, the footer) is framing that names the artifact and says
+what was left out. The excerpt's exact token count, measured with the caller's counter on the final text,
+is at most ``max_tokens``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ctxledger.errors import BudgetError, ConfigurationError
+from ctxledger.represent._lines import LineIndex, Locator
+from ctxledger.represent._patterns import is_error_line, is_warning_line
+from ctxledger.tokens import TokenCounter
+
+MAX_PIECE_BYTES = 512
+"""Lines longer than this are cut into pieces (at UTF-8 boundaries) so one huge line can be excerpted."""
+
+HEAD_LINES = 3
+TAIL_LINES = 5
+CONTEXT_LINES = 3
+"""Lines within this distance of a focus or error line rank right after the anchors."""
+
+DASH = "\u2013"
+"""The en dash of line ranges in omission markers (``lines 12\u2013480``)."""
+
+_TIER_FOCUS, _TIER_ERROR, _TIER_FRAME, _TIER_CONTEXT, _TIER_REST = range(5)
+
+
+@dataclass(frozen=True, slots=True)
+class Excerpt:
+    """A bounded, model-facing excerpt of one artifact.
+
+    Attributes:
+        text: the excerpt (header, shown runs, omission markers, footer).
+        tokens: exact token count of ``text`` under the counter it was made with (≤ ``max_tokens``).
+        locators: one per shown run, in byte order; run *i* is exactly the bytes of ``locators[i]``.
+    """
+
+    text: str
+    tokens: int
+    locators: tuple[Locator, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    line: int
+    start: int
+    end: int
+
+
+def _cut_points(data: bytes, start: int, end: int) -> list[int]:
+    points = [start]
+    while end - points[-1] > MAX_PIECE_BYTES:
+        cut = points[-1] + MAX_PIECE_BYTES
+        while cut > points[-1] + 1 and (data[cut] & 0xC0) == 0x80:
+            cut -= 1
+        points.append(cut)
+    return [*points, end]
+
+
+def _pieces(index: LineIndex) -> list[_Piece]:
+    pieces: list[_Piece] = []
+    for line in range(1, index.line_count + 1):
+        start, end = index.line_span(line)
+        points = _cut_points(index.data, start, end)
+        pieces.extend(_Piece(line, a, b) for a, b in itertools.pairwise(points))
+    return pieces
+
+
+def _line_tiers(index: LineIndex, focus: Sequence[str]) -> dict[int, int]:
+    """Tier of each anchor line: focus, error, or frame (head, tail, warning)."""
+    needles = [f.casefold() for f in focus if f]
+    n = index.line_count
+    tiers: dict[int, int] = {}
+    for line in range(1, n + 1):
+        text = index.line_text(line)
+        if needles and any(s in text.casefold() for s in needles):
+            tiers[line] = _TIER_FOCUS
+        elif is_error_line(text):
+            tiers[line] = _TIER_ERROR
+        elif line <= HEAD_LINES or line > n - TAIL_LINES or is_warning_line(text):
+            tiers[line] = _TIER_FRAME
+    return tiers
+
+
+def _distances(n: int, anchors: Sequence[int]) -> list[int]:
+    """Distance of every line (index 1..n) to the nearest anchor line (two linear sweeps)."""
+    far = n + 1
+    dist = [far] * (n + 2)
+    for a in anchors:
+        dist[a] = 0
+    for i in range(2, n + 1):
+        dist[i] = min(dist[i], dist[i - 1] + 1)
+    for i in range(n - 1, 0, -1):
+        dist[i] = min(dist[i], dist[i + 1] + 1)
+    return dist
+
+
+def _priority(pieces: Sequence[_Piece], index: LineIndex, focus: Sequence[str]) -> list[int]:
+    """Piece indices, most important first (deterministic)."""
+    tiers = _line_tiers(index, focus)
+    strong = [line for line, t in tiers.items() if t <= _TIER_ERROR]
+    near = _distances(index.line_count, strong)
+    every = _distances(index.line_count, list(tiers))
+
+    def key(i: int) -> tuple[int, int, int]:
+        line = pieces[i].line
+        if line in tiers:
+            return (tiers[line], 0, i)
+        if near[line] <= CONTEXT_LINES:
+            return (_TIER_CONTEXT, near[line], i)
+        return (_TIER_REST, every[line], i)
+
+    return sorted(range(len(pieces)), key=key)
+
+
+def _marker(index: LineIndex, start: int, end: int) -> str:
+    first, last = index.line_of(start), index.line_of(end - 1)
+    whole = index.line_span(first)[0] == start and index.line_span(last)[1] == end
+    nbytes = end - start
+    if whole and first == last:
+        return f"… line {first} omitted ({nbytes} bytes) …"
+    if whole:
+        return f"… lines {first}{DASH}{last} omitted ({nbytes} bytes) …"
+    lines = f"line {first}" if first == last else f"lines {first}{DASH}{last}"
+    return f"… {nbytes} bytes omitted ({lines}, bytes {start}{DASH}{end}) …"
+
+
+class _Renderer:
+    """Renders a chosen set of pieces into excerpt text plus locators."""
+
+    def __init__(
+        self,
+        index: LineIndex,
+        pieces: Sequence[_Piece],
+        *,
+        artifact_id: str,
+        sha256: str,
+        source_version: str | None,
+        ref_uri: str | None,
+    ) -> None:
+        self.index = index
+        self.pieces = pieces
+        self.artifact_id = artifact_id
+        self.sha256 = sha256
+        self.source_version = source_version
+        self.ref_uri = ref_uri
+
+    def header(self, shown_lines: int) -> str:
+        name = f"{self.ref_uri} (artifact {self.artifact_id})" if self.ref_uri else f"artifact {self.artifact_id}"
+        version = f", source version {self.source_version}" if self.source_version else ""
+        return (
+            f"[excerpt of {name}, sha256:{self.sha256[:16]}, {len(self.index.data)} bytes, "
+            f"{self.index.line_count} lines{version}; showing {shown_lines} lines]"
+        )
+
+    def footer(self) -> str:
+        return f"[full output: ctxledger rehydrate {self.artifact_id}; a range: add --bytes START:END]"
+
+    def runs(self, chosen: Sequence[int]) -> list[tuple[int, int]]:
+        runs: list[tuple[int, int]] = []
+        for i in sorted(chosen):
+            piece = self.pieces[i]
+            if runs and runs[-1][1] == piece.start:
+                runs[-1] = (runs[-1][0], piece.end)
+            else:
+                runs.append((piece.start, piece.end))
+        return runs
+
+    def render(self, chosen: Sequence[int]) -> tuple[str, tuple[Locator, ...]]:
+        runs = self.runs(chosen)
+        shown = len({self.pieces[i].line for i in chosen})
+        parts = [self.header(shown), "\n"]
+        cursor = 0
+        for start, end in runs:
+            if start > cursor:
+                parts += [_marker(self.index, cursor, start), "\n"]
+            text = self.index.data[start:end].decode("utf-8", errors="replace")
+            parts += [text, "" if text.endswith("\n") else "\n"]
+            cursor = end
+        if cursor < len(self.index.data):
+            parts += [_marker(self.index, cursor, len(self.index.data)), "\n"]
+        parts.append(self.footer())
+        locators = tuple(self.index.locator(self.artifact_id, self.sha256, a, b, self.source_version) for a, b in runs)
+        return "".join(parts), locators
+
+
+class _Plan:
+    """The chosen pieces and their estimated cost (piece tokens plus one marker per gap)."""
+
+    def __init__(self, costs: Sequence[int], marker_cost: int) -> None:
+        self.costs = costs
+        self.marker_cost = marker_cost
+        self.flags = [False] * (len(costs) + 2)  # padded: piece i lives at i + 1
+        self.picked: list[int] = []
+        self.used = 0
+        self.runs = 0
+
+    def estimate(self, extra_cost: int = 0, extra_runs: int = 0) -> int:
+        """Estimated tokens of pieces and markers (at most one marker per run, plus one)."""
+        return self.used + extra_cost + (self.runs + extra_runs + 1) * self.marker_cost
+
+    def fill(self, order: Sequence[int], budget: int) -> None:
+        """Add unchosen pieces in priority order while the estimate stays within ``budget``."""
+        for i in order:
+            if self.flags[i + 1]:
+                continue
+            delta_runs = 1 - self.flags[i] - self.flags[i + 2]
+            if self.estimate(self.costs[i], delta_runs) <= budget:
+                self.flags[i + 1] = True
+                self.picked.append(i)
+                self.used += self.costs[i]
+                self.runs += delta_runs
+
+    def drop_last(self) -> int:
+        """Remove the most recently added piece; return its cost."""
+        i = self.picked.pop()
+        self.flags[i + 1] = False
+        self.runs -= 1 - self.flags[i] - self.flags[i + 2]
+        self.used -= self.costs[i]
+        return self.costs[i]
+
+
+def make_excerpt(
+    data: bytes,
+    *,
+    artifact_id: str,
+    sha256: str,
+    max_tokens: int,
+    counter: TokenCounter,
+    source_version: str | None = None,
+    focus: Sequence[str] = (),
+    ref_uri: str | None = None,
+) -> Excerpt:
+    """Return a bounded excerpt of an artifact's bytes that keeps what matters (see module docstring).
+
+    Args:
+        data: the artifact's exact bytes (as stored in the blob store).
+        artifact_id: id of the ToolArtifact; named in the text and in every locator's ``fetch``.
+        sha256: bare-hex sha256 of ``data`` (the blob name), copied into the locators.
+        max_tokens: ceiling, in tokens of ``counter``, for the whole excerpt text.
+        counter: the target model's token counter; the final text is counted exactly with it.
+        source_version: version of the source the output observed (commit, ETag …), if known.
+        focus: strings (e.g. from the current goal) whose lines are kept first; case-insensitive.
+        ref_uri: the artifact's external reference (e.g. ``artifact://runs/r-41/call_s1/stdout``),
+            named in the header when given.
+
+    Returns:
+        An :class:`Excerpt` whose ``tokens`` ≤ ``max_tokens``. When everything fits, it shows the whole
+        output with one locator covering all bytes.
+
+    Raises:
+        ConfigurationError: ``max_tokens`` is not positive.
+        BudgetError: not even the header, footer and one omission marker fit in ``max_tokens``.
+    """
+    if max_tokens <= 0:
+        raise ConfigurationError(f"max_tokens must be positive, got {max_tokens}")
+    index = LineIndex(data)
+    pieces = _pieces(index)
+    render = _Renderer(
+        index, pieces, artifact_id=artifact_id, sha256=sha256, source_version=source_version, ref_uri=ref_uri
+    )
+    whole_text, whole_locators = render.render(range(len(pieces)))
+    whole_tokens = counter.count(whole_text)
+    if whole_tokens <= max_tokens:
+        return Excerpt(whole_text, whole_tokens, whole_locators)
+    costs = counter.count_many([data[p.start : p.end].decode("utf-8", errors="replace") for p in pieces])
+    frame = counter.count(render.header(index.line_count) + "\n" + render.footer())
+    plan = _Plan(costs, counter.count(_marker_sample(len(data), index.line_count)))
+    order = _priority(pieces, index, focus)
+    plan.fill(order, max_tokens - frame)
+    excerpt = _fit(render, counter, plan, max_tokens)
+    if excerpt.tokens < max_tokens and len(plan.picked) < len(pieces):
+        plan.fill(order, plan.estimate() + max_tokens - excerpt.tokens)
+        excerpt = _fit(render, counter, plan, max_tokens)
+    return excerpt
+
+
+def _marker_sample(nbytes: int, nlines: int) -> str:
+    return f"… lines {nlines}{DASH}{nlines} omitted ({nbytes} bytes) …\n"
+
+
+def _fit(render: _Renderer, counter: TokenCounter, plan: _Plan, max_tokens: int) -> Excerpt:
+    """Render, count exactly, and drop the most recently added pieces until the text fits."""
+    while True:
+        text, locators = render.render(plan.picked)
+        tokens = counter.count(text)
+        if tokens <= max_tokens:
+            return Excerpt(text, tokens, locators)
+        if not plan.picked:
+            raise BudgetError(
+                f"an excerpt of artifact {render.artifact_id} needs at least {tokens} tokens of framing; "
+                f"max_tokens is {max_tokens}"
+            )
+        over = tokens - max_tokens
+        while plan.picked and over > 0:
+            over -= plan.drop_last()

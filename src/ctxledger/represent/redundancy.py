@@ -1,0 +1,136 @@
+"""Redundancy: repeated calls and near-duplicate tool outputs enter the context once.
+
+DESIGN §3 step 5 subtracts redundancy from utility, and §5 has the omission reason ``redundant``. Two
+detectors, both deterministic and both keeping the *newest* copy (the latest observation is the one that
+describes the current state; the older copies are omitted with a pointer to it):
+
+* :func:`find_repeated_calls`: the same tool, the same arguments (compared as canonical JSON) and the same
+  output sha256;
+* :func:`find_redundant`: texts that are identical, or near-duplicates: Jaccard similarity of their word
+  3-gram shingles at least ``threshold``, estimated with ``datasketch`` MinHash (128 permutations, fixed
+  seed, so the same inputs always give the same answer) and found through MinHash LSH, so long histories
+  are not compared pairwise.
+
+An older item is pointed only at a newer item it is itself similar to (never through a chain), and never
+at another redundant item. Redundancy must not be applied to protected items (failed calls, pending
+operations); that is the assembler's rule, not this module's.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Sequence
+
+from datasketch import MinHash, MinHashLSH
+
+from ctxledger.errors import ConfigurationError
+from ctxledger.hashing import canonical_json, sha256_hex
+from ctxledger.records import ToolArtifact, ToolCall
+
+NUM_PERM = 128
+SEED = 1
+SHINGLE_WORDS = 3
+_TOKEN_RE = re.compile(r"\w+|[^\w\s]")
+
+
+def shingles(text: str) -> set[str]:
+    """Word 3-grams of a text (casefolded; punctuation marks are words); the whole text if shorter."""
+    words = _TOKEN_RE.findall(text.casefold())
+    if len(words) <= SHINGLE_WORDS:
+        return {" ".join(words)}
+    return {" ".join(words[i : i + SHINGLE_WORDS]) for i in range(len(words) - SHINGLE_WORDS + 1)}
+
+
+@functools.lru_cache(maxsize=16)
+def _lsh_params(threshold: float) -> tuple[int, int]:
+    """LSH bands and rows for a threshold (datasketch optimises them numerically; done once per value).
+
+    Above about 0.95 datasketch finds no banding with two or more bands; 4 bands of 32 rows then still
+    propose a pair of similarity 0.99 with probability > 0.99 (candidates are verified anyway).
+    """
+    try:
+        lsh = MinHashLSH(threshold=threshold, num_perm=NUM_PERM)
+    except ValueError:
+        return 4, NUM_PERM // 4
+    return lsh.b, lsh.r
+
+
+def _minhash(text: str) -> MinHash:
+    sketch = MinHash(num_perm=NUM_PERM, seed=SEED)
+    sketch.update_batch([s.encode("utf-8") for s in sorted(shingles(text))])
+    return sketch
+
+
+def find_redundant(items: Sequence[tuple[str, str]], *, threshold: float = 0.9) -> dict[str, str]:
+    """Map each redundant item id to the id of the newer item kept in its place.
+
+    Args:
+        items: ``(id, text)`` pairs in history order, oldest first; ``text`` is what would enter the
+            context (e.g. a tool output). Ids must be unique.
+        threshold: minimum estimated Jaccard similarity (0..1] of word 3-gram shingles for two texts
+            to count as near-duplicates; identical texts are always redundant.
+
+    Returns:
+        ``{redundant id: kept id}``; ids absent from the result are kept. Every kept id is newer than
+        the ids that point to it and is itself kept.
+
+    Raises:
+        ConfigurationError: ``threshold`` outside (0, 1] or duplicate ids.
+    """
+    if not 0 < threshold <= 1:
+        raise ConfigurationError(f"threshold must be in (0, 1], got {threshold}")
+    if len({item_id for item_id, _ in items}) != len(items):
+        raise ConfigurationError("find_redundant: item ids must be unique")
+    lsh = MinHashLSH(num_perm=NUM_PERM, params=_lsh_params(threshold))
+    sketches: dict[str, MinHash] = {}
+    exact: dict[str, str] = {}
+    order = {item_id: i for i, (item_id, _) in enumerate(items)}
+    redundant: dict[str, str] = {}
+    for item_id, text in reversed(items):
+        digest = sha256_hex(text.encode("utf-8"))
+        if digest in exact:
+            redundant[item_id] = exact[digest]
+            continue
+        sketch = _minhash(text)
+        similar = [k for k in lsh.query(sketch) if sketch.jaccard(sketches[k]) >= threshold]
+        if similar:
+            redundant[item_id] = max(similar, key=order.__getitem__)
+            continue
+        exact[digest] = item_id
+        sketches[item_id] = sketch
+        lsh.insert(item_id, sketch)
+    return redundant
+
+
+def call_key(call: ToolCall, artifact: ToolArtifact) -> tuple[str, str, str]:
+    """``(tool name, canonical arguments, output sha256)`` identifying a repeated call."""
+    try:
+        arguments = canonical_json(json.loads(call.arguments))
+    except ValueError:
+        arguments = call.arguments
+    return call.name, arguments, artifact.sha256
+
+
+def find_repeated_calls(calls: Sequence[tuple[ToolCall, ToolArtifact | None]]) -> dict[str, str]:
+    """Map each repeated call's record id to the newest identical call's record id.
+
+    Args:
+        calls: ``(call, its artifact or None)`` in history order, oldest first. Calls without an
+            artifact (pending, deferred) are never redundant.
+
+    Returns:
+        ``{redundant call id: kept call id}`` for calls with the same name, arguments and output hash.
+    """
+    newest: dict[tuple[str, str, str], str] = {}
+    redundant: dict[str, str] = {}
+    for call, artifact in reversed(calls):
+        if artifact is None:
+            continue
+        key = call_key(call, artifact)
+        if key in newest:
+            redundant[call.id] = newest[key]
+        else:
+            newest[key] = call.id
+    return redundant

@@ -1,0 +1,75 @@
+"""Rehydration: from a reference or an excerpt's locator back to the exact stored bytes (DESIGN §3 step 6).
+
+Seed 004 §4.11: raw artifacts come back only after selection, bounded, and exactly. "Exactly" is the
+contract here: a whole blob is returned only if it still hashes to its name, and a range is cut only from
+a parent whose hash has just been checked, so a range can never silently come from altered bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ctxledger.errors import InputError, IntegrityError
+from ctxledger.hashing import sha256_hex
+from ctxledger.represent._lines import Locator
+from ctxledger.store.base import BlobStore
+
+Reference = Locator | Mapping[str, Any] | str
+"""A :class:`Locator`, its dict form (as in ``ToolMemory.locators``), or a sha256 (bare or ``sha256:``)."""
+
+
+def parse_byte_range(text: str, *, source: str = "<api>") -> tuple[int, int]:
+    """Parse ``"START:END"`` (0-based, end exclusive) as used by ``ctxledger rehydrate --bytes``.
+
+    Raises:
+        InputError: not two non-negative integers with ``START <= END``.
+    """
+    start, sep, end = text.partition(":")
+    if not sep or not start.strip().isdigit() or not end.strip().isdigit():
+        raise InputError(f"byte range must look like START:END, got {text!r}", source=source, field="bytes")
+    a, b = int(start), int(end)
+    if a > b:
+        raise InputError(f"byte range start {a} is after end {b}", source=source, field="bytes")
+    return a, b
+
+
+def _target(ref: Reference) -> tuple[str, tuple[int, int] | None]:
+    if isinstance(ref, str):
+        sha = ref.removeprefix("sha256:")
+        return sha, None
+    locator = ref if isinstance(ref, Locator) else Locator.from_dict(ref)
+    return locator.sha256, (locator.byte_start, locator.byte_end)
+
+
+def rehydrate(blobs: BlobStore, locator_or_sha: Reference, *, byte_range: tuple[int, int] | None = None) -> bytes:
+    """Return exactly the stored bytes a reference names, or the requested range of them.
+
+    Args:
+        blobs: the blob store holding the artifact.
+        locator_or_sha: a :class:`Locator` (its own ``[byte_start, byte_end)`` is the default range), a
+            locator dict, or a sha256 (bare hex or ``sha256:<hex>``; default: the whole blob).
+        byte_range: ``(start, end)`` byte offsets into the whole blob (0-based, end exclusive); overrides
+            the locator's range.
+
+    Returns:
+        The bytes. Whole blobs and ranges alike are cut from a parent whose sha256 was verified.
+
+    Raises:
+        RecordNotFound: no blob with that sha256.
+        IntegrityError: the stored bytes no longer hash to their name.
+        InputError: the locator is malformed or the range falls outside the blob.
+    """
+    sha, own_range = _target(locator_or_sha)
+    wanted = byte_range if byte_range is not None else own_range
+    whole = blobs.get(sha)
+    if sha256_hex(whole) != sha:
+        raise IntegrityError(f"blob {sha} no longer matches its sha256")
+    if wanted is None:
+        return whole
+    start, end = wanted
+    if not 0 <= start <= end <= len(whole):
+        raise InputError(
+            f"byte range {start}:{end} is outside blob {sha[:16]} ({len(whole)} bytes)", field="byte_range"
+        )
+    return whole[start:end]
