@@ -106,7 +106,7 @@ def quicktok_tokenizer(encoding: str) -> Any:
         ConfigurationError: ``encoding`` is not supported.
     """
     check_supported(encoding)
-    import quicktok
+    import quicktok  # type: ignore[import-untyped]
 
     return quicktok.get_encoding(encoding)
 
@@ -184,7 +184,7 @@ def call_constructor(encoding: str, loader: Loader) -> dict[str, Any]:
             ranks through ``load_tiktoken_bpe`` (calling it could then touch the network).
     """
     check_supported(encoding)
-    from tiktoken_ext import openai_public
+    from tiktoken_ext import openai_public  # type: ignore[import-untyped]
 
     original = openai_public.ENCODING_CONSTRUCTORS[encoding]
     if not isinstance(original, types.FunctionType) or _LOADER_NAME not in original.__code__.co_names:

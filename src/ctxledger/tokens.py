@@ -173,7 +173,7 @@ class QuicktokCounter:
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text, encoded in parallel native threads (``quicktok.count_batch``)."""
-        import quicktok
+        import quicktok  # type: ignore[import-untyped]
 
         batch = list(texts)
         try:
