@@ -166,6 +166,9 @@ def test_mini_swe_agent_run_pending_call_and_stop_reason(data_dir: Path):
     (pending,) = compaction.body["pending_steps"]
     assert pending["record_id"] == next(r.id for r in reversed(records) if isinstance(r, ToolCall))
     assert compaction.body["stop_reasons"][0]["text"] == "exit_status: Submitted"
+    assert compaction.body["open_questions"] == []  # the agent's musings mid-run are not questions to the user
+    assert "- DO NOT MODIFY: Tests, configuration files (pyproject.toml, setup.cfg, etc.)" in compaction.text
+    assert not any("Inspect patch.txt" in i["text"] for i in compaction.body["approvals"])
     assert len(compaction.body["tool_errors"]) == 11
     replay = sum(len(str(getattr(r, "content", "") or "")) + getattr(r, "size_bytes", 0) for r in records)
     assert len(compaction.text) < replay / 2

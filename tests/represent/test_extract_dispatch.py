@@ -6,9 +6,17 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from represent_helpers import OBSERVED, artifact_for, mini_swe_output, mini_swe_outputs
+from represent_helpers import (
+    OBSERVED,
+    artifact_for,
+    mini_swe_output,
+    mini_swe_outputs,
+    tau_tool_outputs,
+    toolbench_outputs,
+)
 
 from ctxledger.errors import InputError, IntegrityError
+from ctxledger.hashing import content_hash
 from ctxledger.records import ToolArtifact, ToolStatus, Visibility
 from ctxledger.represent import extract, promote, rehydrate
 from ctxledger.testing import MemoryBlobStore
@@ -97,3 +105,24 @@ def test_low_confidence_and_nothing_to_extract(data_dir: Path):
     empty = b""
     memory, decision = promote(artifact_for(empty), empty, memory_id="m", observed_at=OBSERVED)
     assert memory is None and decision["reason"] == "no_extractor"
+
+
+def test_memories_of_all_real_api_results_are_canonical_json(data_dir: Path):
+    """Every memory of the real tau-bench and ToolBench results hashes as canonical JSON (storable, hashable)."""
+    outputs = [
+        (name, c)
+        for name in ("search_direct_flight", "get_reservation_details", "book_reservation")
+        for c in tau_tool_outputs(data_dir, name)
+    ]
+    outputs += [(name, c) for _, name, c in toolbench_outputs(data_dir)]
+    kinds = set()
+    for name, content in outputs:
+        data = content.encode()
+        memory = extract(
+            artifact_for(data, name=name), data, query="HAT069 Gondrand", memory_id="m", observed_at=OBSERVED
+        )
+        if memory is None:
+            continue
+        kinds.add(memory.fields["extractor"])
+        assert content_hash({"fields": dict(memory.fields), "locators": [dict(x) for x in memory.locators]})
+    assert kinds == {"json", "search", "logs"}

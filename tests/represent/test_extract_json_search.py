@@ -6,10 +6,13 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from represent_helpers import OBSERVED, artifact_for, shared_dir, tau_tool_outputs, toolbench_outputs
 
 from ctxledger.records import Freshness, ToolMemory
 from ctxledger.represent import extract, rehydrate
+from ctxledger.represent.extract._truncated import close_truncated
 from ctxledger.testing import MemoryBlobStore
 
 
@@ -134,3 +137,25 @@ def test_toolbench_product_search_cut_short():
     assert memory.fields["results_key"] == "products" and memory.fields["truncated"] is True
     assert results[0]["id"] == "B0BW8Z3N7R" and results[0]["title"].startswith("LEOMAKRON for iPhone 14")
     assert results[0]["url"].startswith("https://www.amazon.com/")
+
+
+_RECORDS = st.lists(
+    st.dictionaries(st.text(max_size=6), st.one_of(st.integers(), st.text(max_size=12), st.none()), max_size=4),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(items=_RECORDS, data=st.data())
+def test_property_cut_json_keeps_a_prefix_of_its_records(items: list[dict], data: st.DataObject):
+    """Cut anywhere, recovered JSON parses and holds only complete leading records (the last may be partial)."""
+    text = json.dumps(items, ensure_ascii=False)
+    cut = data.draw(st.integers(min_value=0, max_value=len(text)))
+    closed = close_truncated(text[:cut])
+    if closed is None:
+        return
+    value = json.loads(closed)
+    assert value[:-1] == items[: len(value) - 1]
+    last = list(value[-1].items()) if value else []
+    assert last == list(items[len(value) - 1].items())[: len(last)]

@@ -19,14 +19,15 @@ user's "do not push").
   ``user_constraint`` (``meta["tags"]``) counts whole;
 * **user_corrections**: user sentences with actually / instead / I meant / correction / that's wrong /
   rather / a leading "No," …; tag ``correction``;
-* **approvals**: user sentences with approve / go ahead / proceed / confirm / lgtm / reject / hold off …;
-  tag ``approval``;
+* **approvals**: short user sentences (≤ 100 characters) with approve / go ahead / proceed / confirm /
+  lgtm / reject / hold off …; tag ``approval``;
 * **completed_steps** / **pending_steps**: tool calls with a succeeded artifact (cited by id) / with
   none (or pending, deferred); **tool_errors**: failed artifacts; **evidence**: tool memories, and
   artifacts that no call in the range answers;
 * **decisions**: assistant sentences with decided / decision / I'll use / we will use / going with /
   chose / the fix is / plan: …; tag ``decision``;
-* **open_questions**: questions asked by the assistant after the last user message;
+* **open_questions**: the questions of the last message with text, when the assistant wrote it (the run
+  is waiting for the user's answer);
 * **contradictions**: tool memories with ``conflicts_with``; records tagged ``contradiction``;
 * **stop_reasons**: ``stop_reason`` or ``exit_status`` in a checkpoint's state, ``stop_reason`` in a
   record's meta, a model run whose ``finish_reason`` is ``length``/``max_tokens``/``content_filter``/
@@ -136,6 +137,9 @@ APPROVAL_RE = re.compile(
     r"|denied|hold off)\b",
     _I,
 )
+APPROVAL_MAX_CHARS = 100
+"""Approvals are short replies ("Yes, please proceed with that booking."); longer sentences that merely
+mention "confirm" or "proceed" are instructions, not approval state."""
 DECISION_RE = re.compile(
     r"\b(?:decided|decision|i(?:'ll| will) (?:use|go with|keep|switch)|we(?:'ll| will) use|going with|chose"
     r"|the fix is|plan:)",
@@ -222,7 +226,8 @@ def _user_items(message: Message) -> list[Item]:
             ("user_corrections", CORRECTION_RE),
             ("approvals", APPROVAL_RE),
         ):
-            if kind not in tagged and pattern.search(sentence):
+            short_enough = kind != "approvals" or len(sentence) <= APPROVAL_MAX_CHARS
+            if kind not in tagged and short_enough and pattern.search(sentence):
                 items.append(Item(kind, message.id, sentence))
     return items
 
@@ -318,14 +323,12 @@ def _meta_items(record: Record) -> list[Item]:
 
 
 def _open_questions(messages: Sequence[Message]) -> list[Item]:
-    last_user = max((i for i, m in enumerate(messages) if m.role == Role.USER), default=-1)
-    return [
-        Item("open_questions", m.id, s)
-        for m in messages[last_user + 1 :]
-        if m.role == Role.ASSISTANT
-        for s in sentences(message_text(m))
-        if s.endswith("?")
-    ]
+    """Questions of the last message with text, when the assistant wrote it (it awaits an answer)."""
+    spoken = [m for m in messages if m.role in (Role.USER, Role.ASSISTANT) and message_text(m).strip()]
+    if not spoken or spoken[-1].role != Role.ASSISTANT:
+        return []
+    last = spoken[-1]
+    return [Item("open_questions", last.id, s) for s in sentences(message_text(last)) if s.endswith("?")]
 
 
 def _current_state(records: Sequence[Record]) -> list[Item]:

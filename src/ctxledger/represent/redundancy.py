@@ -23,7 +23,7 @@ import json
 import re
 from collections.abc import Sequence
 
-from datasketch import MinHash, MinHashLSH
+from datasketch import MinHash, MinHashLSH  # type: ignore[import-untyped]
 
 from ctxledger.errors import ConfigurationError
 from ctxledger.hashing import canonical_json, sha256_hex

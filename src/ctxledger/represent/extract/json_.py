@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -55,9 +56,14 @@ class Parsed:
     truncated: bool = False
 
 
+def _loads(text: str) -> Any:
+    """``json.loads`` that keeps ``NaN``/``Infinity`` (emitted by Python tools) as strings."""
+    return json.loads(text, parse_constant=str)
+
+
 def _literal(text: str) -> Any:
     try:
-        return json.loads(text)
+        return _loads(text)
     except ValueError:
         pass
     try:
@@ -92,7 +98,7 @@ def _parse_cut(text: str) -> Parsed | None:
         return _envelope(*envelope, cut=True)
     closed = close_truncated(text)
     try:
-        return Parsed(json.loads(closed), exact=False, truncated=True) if closed else None
+        return Parsed(_loads(closed), exact=False, truncated=True) if closed else None
     except ValueError:
         return None
 
@@ -105,7 +111,7 @@ def parse_json(data: bytes) -> Parsed | None:
     """
     try:
         text = data.decode("utf-8")
-        value = json.loads(text)
+        value = _loads(text)
     except (UnicodeDecodeError, RecursionError):
         return None
     except ValueError:
@@ -182,10 +188,16 @@ def compact_leaf(value: Any) -> Any:
         return f"<list of {len(value)}>"
     if isinstance(value, dict):
         return f"<object of {len(value)} keys>"
-    return value
+    if value is None or isinstance(value, bool | int) or (isinstance(value, float) and math.isfinite(value)):
+        return value
+    return clip(str(value))  # tuples, sets, bytes from Python literals; NaN and infinities
 
 
-def records(value: Any, path: tuple[str | int, ...] = (), depth: int = 0) -> Iterator[tuple[tuple, dict]]:
+Path = tuple[str | int, ...]
+"""Keys and indexes from the root to a value."""
+
+
+def records(value: Any, path: Path = (), depth: int = 0) -> Iterator[tuple[Path, dict[str, Any]]]:
     """Every object below the root (depth ≤ 4) with its path, in document order."""
     if depth > 4:
         return
@@ -202,7 +214,7 @@ def records(value: Any, path: tuple[str | int, ...] = (), depth: int = 0) -> Ite
             yield from records(child, (*path, key), depth + 1)
 
 
-def record_text(record: dict) -> str:
+def record_text(record: dict[str, Any]) -> str:
     """The scalar values of a record as one searchable string."""
     return " ".join(str(v) for v in record.values() if is_scalar(v))
 

@@ -150,9 +150,8 @@ def _pytest_failures(index: LineIndex) -> list[_Failure]:
         failure.error = failure.error or (clip(message) if message else None)
     sections = _sections(index)
     for title, first, last in sections:
-        failure = next((f for f in found.values() if _same_test(f.test, title)), None)
-        if failure is None:
-            failure = found.setdefault(title, _Failure(title, "failed", first, last))
+        known = next((f for f in found.values() if _same_test(f.test, title)), None)
+        failure = known or found.setdefault(title, _Failure(title, "failed", first, last))
         failure.first, failure.last = first, last
         _read_section(index, failure)
     if not sections and found:
