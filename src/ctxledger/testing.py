@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from ctxledger.errors import BlobNotFound, InputError, IntegrityError, RecordNotFound
 from ctxledger.hashing import sha256_hex
@@ -51,7 +51,7 @@ from ctxledger.records import (
     utcnow,
 )
 from ctxledger.store import _rules
-from ctxledger.store.base import BlobRef, LineageHop
+from ctxledger.store.base import BlobRef, BlobStore, LineageHop
 from ctxledger.store.blobs import check_range, check_sha256
 from ctxledger.store.codec import (
     assembly_from_row,
@@ -143,9 +143,9 @@ class MemoryStore:
         blobs: the blob store to use (a fresh :class:`MemoryBlobStore` by default).
     """
 
-    def __init__(self, blobs: Any = None) -> None:
+    def __init__(self, blobs: BlobStore | None = None) -> None:
         """Start empty."""
-        self.blobs = blobs if blobs is not None else MemoryBlobStore()
+        self.blobs: BlobStore = blobs if blobs is not None else MemoryBlobStore()
         self._tenants: dict[str, _Tenant] = {}
         self._owner: dict[str, str] = {}
         self._token_counts: dict[tuple[str, str], int] = {}
@@ -305,7 +305,7 @@ class MemoryStore:
                 return 0
             for record_id in tenant.records:
                 self._owner.pop(record_id, None)
-            candidates = {_blob_of(r) for r in tenant.records.values()} - {None}
+            candidates = {sha for r in tenant.records.values() if (sha := _blob_of(r))}
             live = {_blob_of(r) for t in self._tenants.values() for r in t.records.values()}
         for sha in sorted(candidates - live):
             self.blobs.delete(sha)
@@ -354,7 +354,7 @@ def every_record_type(tenant: str, conv: str) -> list[Record]:
     The first two are the Conversation and its main Branch (so the list can be appended as is); all
     records belong to conversation ``conv`` of ``tenant``.
     """
-    common = {
+    common: dict[str, Any] = {
         "owner_participant_id": f"{conv}/p-assistant",
         "owner_model_run_id": f"{conv}/run-1",
         "visibility": Visibility.SHARED,
@@ -362,12 +362,12 @@ def every_record_type(tenant: str, conv: str) -> list[Record]:
         "privacy_class": "confidential",
         "trust": Trust.VERIFIED_INTERNAL,
         "meta": {"source": "conformance", "n": 3, "tags": ["a", "b"], "nested": {"x": None, "ok": True}},
+        "scope": {"app": "travel", "user_id": "u-7", "session_id": "s-1"},
+        "provider_scope": "google",
         "seq": 99,
     }
     return [
-        Conversation(
-            id=conv, title="Flight changes ✈", external_id="conv-ext", **common, **_env(tenant, conv, 0)
-        ),
+        Conversation(id=conv, title="Flight changes ✈", external_id="conv-ext", **common, **_env(tenant, conv, 0)),
         Branch(
             id=f"{conv}/main",
             name="main",
@@ -488,10 +488,13 @@ def every_record_type(tenant: str, conv: str) -> list[Record]:
     ]
 
 
+_E = TypeVar("_E", bound=Exception)
+
+
 @contextmanager
-def _raises(error: type[Exception]) -> Iterator[list[Exception]]:
+def _raises(error: type[_E]) -> Iterator[list[_E]]:
     """Like ``pytest.raises`` without needing pytest at import time."""
-    caught: list[Exception] = []
+    caught: list[_E] = []
     try:
         yield caught
     except error as exc:
@@ -563,9 +566,7 @@ class StoreConformance:
             LineageHop("c/main", 3),
         ]
         texts = [
-            r.content
-            for r in store.records("t1", "c", lineage=store.lineage("t1", "c/alt2"))
-            if isinstance(r, Message)
+            r.content for r in store.records("t1", "c", lineage=store.lineage("t1", "c/alt2")) if isinstance(r, Message)
         ]
         assert texts == ["m3", "alt6", "alt2-12"]
         assert store.lineage("t1", "c/main") == [LineageHop("c/main", None)]
@@ -648,7 +649,7 @@ class StoreConformance:
                 1,
                 "created_at",
             ),
-            ([ModelRun(id="r", usage={"prompt_tokens": 1.5}, **_env("t1", "c", 2))], 0, "usage"),
+            ([ModelRun(id="r", usage={"prompt_tokens": 1.5}, **_env("t1", "c", 2))], 0, "usage"),  # type: ignore[dict-item]
             (
                 [_msg("t1", "c", 2, "ok"), dataclasses.replace(_msg("t1", "c", 3, "x"), meta={"b": b"raw"})],
                 1,
@@ -674,9 +675,7 @@ class StoreConformance:
         assert {type(r) for r in records} == set(RECORD_TYPES.values())
         for record in records:
             unset = [
-                f.name
-                for f in dataclasses.fields(record)
-                if f.name != "seq" and getattr(record, f.name) == _default(f)
+                f.name for f in dataclasses.fields(record) if f.name != "seq" and getattr(record, f.name) == _default(f)
             ]
             assert unset == [], f"{type(record).__name__} leaves {unset} at their defaults"
         out = store.append(records)

@@ -17,6 +17,7 @@ import os
 import sys
 import tempfile
 import time
+import timeit
 import uuid
 from itertools import cycle, islice
 from pathlib import Path
@@ -28,9 +29,7 @@ from store_realdata import trajectory_files, trajectory_records
 from ctxledger.records import Branch, Conversation, Participant, Record
 from ctxledger.store import open_store
 
-DATA_DIR = (
-    Path(os.environ.get("CTXLEDGER_SHARED_DIR", Path(__file__).resolve().parents[3] / "shared")) / "data"
-)
+DATA_DIR = Path(os.environ.get("CTXLEDGER_SHARED_DIR", Path(__file__).resolve().parents[3] / "shared")) / "data"
 POSTGRES_URL = os.environ.get("CTXLEDGER_TEST_POSTGRES_URL")
 
 
@@ -59,20 +58,20 @@ def big_conversation(n: int, tenant: str, conv: str) -> list[Record]:
     return head + body
 
 
-def measure(url: str, n: int) -> tuple[float, float]:
-    """Append ``n`` records to a fresh store and return (append seconds, read seconds)."""
+def measure(url: str, n: int) -> tuple[float, float, float]:
+    """Append ``n`` records to a fresh store; return (append s, read wall-clock s, read CPU s of this process)."""
     store = open_store(url, blobs_dir=tempfile.mkdtemp())
     conv = f"bench-{uuid.uuid4().hex[:8]}"
     records = big_conversation(n, "bench", conv)
     t0 = time.perf_counter()
     store.append(records)
-    t1 = time.perf_counter()
+    t1, cpu1 = time.perf_counter(), time.process_time()
     back = store.records("bench", conv)
-    t2 = time.perf_counter()
+    t2, cpu2 = time.perf_counter(), time.process_time()
     assert len(back) == n and back[-1] == records[-1].with_seq(n)
     store.delete_tenant("bench")
     store.close()
-    return t1 - t0, t2 - t1
+    return t1 - t0, t2 - t1, cpu2 - cpu1
 
 
 def main(argv: list[str]) -> None:
@@ -86,11 +85,17 @@ def main(argv: list[str]) -> None:
             url = POSTGRES_URL
         else:
             url = "memory://"
-        append_s, read_s = measure(url, n)
+        append_s, read_s, read_cpu = measure(url, n)
         print(
-            f"{backend:8} n={n:>7}: append {append_s:6.2f} s, read {read_s:6.3f} s "
-            f"({n / read_s:,.0f} records/s)"
+            f"{backend:8} n={n:>7}: append {append_s:6.2f} s, read {read_s:6.3f} s wall "
+            f"({read_cpu:6.3f} s CPU here; {n / read_s:,.0f} records/s); calibration "
+            f"sum(range(1000)) = {_calibration_us():.1f} us"
         )
+
+
+def _calibration_us() -> float:
+    """Microseconds for ``sum(range(1000))`` now (about 8-10 on an idle machine), to judge the load."""
+    return min(timeit.repeat("sum(range(1000))", number=2000, repeat=5)) / 2000 * 1e6
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from ctxledger.errors import InputError, StoreError
 from ctxledger.hashing import canonical_json
-from ctxledger.records import RECORD_TYPES, Message, Role, ToolMemory
+from ctxledger.records import RECORD_TYPES, Message, Role, ToolArtifact, ToolMemory
 from ctxledger.store.codec import (
     ENVELOPE_COLUMNS,
     assembly_from_row,
@@ -92,6 +92,7 @@ def test_unstorable_values_are_refused_naming_index_and_field() -> None:
         (Message(id="m", visibility="everyone", **ENV), "visibility"),  # type: ignore[arg-type]
         (ToolMemory(id="m", confidence="high", **ENV), "confidence"),  # type: ignore[arg-type]
         (ToolMemory(id="m", stale_after=datetime(2030, 1, 1), **ENV), "stale_after"),
+        (ToolArtifact(id="a", sha256="sha256:" + "ab" * 32, **ENV), "sha256"),
     ]
     for record, field in cases:
         with pytest.raises(InputError) as caught:
@@ -106,18 +107,14 @@ def test_unstorable_values_are_refused_naming_index_and_field() -> None:
     ),
     meta=st.dictionaries(st.text(max_size=10), json_values, max_size=5),
     name=st.none() | st.text(max_size=20),
-    created=st.datetimes(
-        timezones=st.just(UTC), min_value=datetime(1970, 1, 2), max_value=datetime(9999, 1, 1)
-    ),
+    created=st.datetimes(timezones=st.just(UTC), min_value=datetime(1970, 1, 2), max_value=datetime(9999, 1, 1)),
 )
 def test_messages_round_trip_exactly(
     content: str | list[dict[str, str]] | None, meta: dict[str, object], name: str | None, created: datetime
 ) -> None:
     """Any text, content parts, JSON metadata and time survive encode -> decode unchanged."""
     parts = tuple(content) if isinstance(content, list) else content
-    record = Message(
-        id="m", role=Role.ASSISTANT, content=parts, name=name, meta=meta, created_at=created, **ENV
-    )
+    record = Message(id="m", role=Role.ASSISTANT, content=parts, name=name, meta=meta, created_at=created, **ENV)
     assert decode_record(encode_record(record)) == record
 
 

@@ -3,7 +3,7 @@
 A record is stored as the envelope columns of the ``records`` table plus ``body``, the canonical JSON
 (``ctxledger.hashing.canonical_json``) of its remaining dataclass fields. The codec is generic: it walks
 ``dataclasses.fields`` of each class in :data:`ctxledger.records.RECORD_TYPES` once, at import, and
-derives one converter per field from its type hint:
+derives one encoder per field from its type hint:
 
 * datetimes -> ISO-8601 UTC strings with microseconds (naive datetimes are refused);
 * enums -> their values (restored to members);
@@ -12,7 +12,7 @@ derives one converter per field from its type hint:
 
 Decoding is ``msgspec``: the body is parsed, the envelope columns are added, and ``msgspec.convert``
 builds the frozen dataclass in C, checking every field against its type hint. That keeps reads fast
-(about 100,000 records per second on one core, see ``tests/store/bench_store_read.py``). The same check
+(``tests/store/bench_store_read.py`` measures them on real records). The same check
 runs on encode, so a record that could not be read back is refused on append with an
 :class:`~ctxledger.errors.InputError` naming the field, instead of failing later on read.
 
@@ -137,6 +137,7 @@ def _kind_codec(cls: type[Record]) -> _KindCodec:
 _CODECS: dict[str, _KindCodec] = {kind.value: _kind_codec(cls) for kind, cls in RECORD_TYPES.items()}
 _JSON = msgspec.json.Decoder()
 _AT_FIELD = re.compile(r"at `\$\.([A-Za-z_][A-Za-z_0-9]*)")
+_BARE_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 def _codec_for(record: Record, index: int) -> _KindCodec:
@@ -203,6 +204,18 @@ def _created_at(record: Record, index: int) -> str:
         ) from exc
 
 
+def _blob_ref(record: Record, index: int) -> str | None:
+    sha = getattr(record, "sha256", None)
+    if sha and not (isinstance(sha, str) and _BARE_SHA256.fullmatch(sha)):
+        raise InputError(
+            f"record {record.id!r}: {sha!r} is not a bare sha256 (64 lowercase hex characters)",
+            source=SOURCE,
+            index=index,
+            field="sha256",
+        )
+    return sha or None
+
+
 def encode_record(record: Record, index: int = 0) -> dict[str, Any]:
     """Return the ``records`` row (column name -> value) of ``record``.
 
@@ -211,8 +224,9 @@ def encode_record(record: Record, index: int = 0) -> dict[str, Any]:
         index: its position in the caller's input, used in error messages.
 
     Raises:
-        InputError: not a record type, a naive ``created_at``, a field that JSON cannot hold, or a
-            value that does not fit its field's type (names the record index and field).
+        InputError: not a record type, a naive ``created_at``, a field that JSON cannot hold, a
+            value that does not fit its field's type, or a blob reference (``sha256``) that is not
+            bare lowercase hex (names the record index and field).
     """
     codec = _codec_for(record, index)
     body = _body(record, codec, index)
@@ -231,15 +245,13 @@ def encode_record(record: Record, index: int = 0) -> dict[str, Any]:
         "privacy_class": record.privacy_class,
         "trust": _enum_value(Trust, record, index, "trust"),
         "external_id": record.external_id,
-        "blob_sha256": getattr(record, "sha256", None) or None,
+        "blob_sha256": _blob_ref(record, index),
     }
     _check_decodable(record, codec, body, row, index)
     return row
 
 
-def _check_decodable(
-    record: Record, codec: _KindCodec, body: dict[str, Any], row: dict[str, Any], index: int
-) -> None:
+def _check_decodable(record: Record, codec: _KindCodec, body: dict[str, Any], row: dict[str, Any], index: int) -> None:
     """Refuse on write what :func:`decode_row` would refuse on read (a value of the wrong type)."""
     try:
         msgspec.convert({**body, **{name: row[name] for name in ENVELOPE_COLUMNS}}, codec.cls)
@@ -285,9 +297,7 @@ def _manifest_time(manifest: Mapping[str, Any]) -> str:
     try:
         return format_time(value if isinstance(value, datetime) else parse_time(str(value)))
     except ValueError as exc:
-        raise InputError(
-            f"not an aware ISO-8601 time: {value!r}", source="<assembly>", field="created_at"
-        ) from exc
+        raise InputError(f"not an aware ISO-8601 time: {value!r}", source="<assembly>", field="created_at") from exc
 
 
 def _optional_int(manifest: Mapping[str, Any], key: str) -> int | None:
