@@ -15,6 +15,7 @@ on them::
     ├── BudgetError
     │   └── RequiredBlocksDoNotFit  required blocks exceed the input budget (itemised)
     ├── PolicyError                 a policy file or stage is invalid
+    │   └── PolicyFileError         a policy file is invalid (names file and field)
     ├── SerializationError
     │   └── ProviderContractError   a payload would break a provider's documented message rules
     ├── IntegrityError              stored bytes no longer match their content hash
@@ -142,6 +143,23 @@ class PolicyError(CtxledgerError):
     """A policy definition or stage is invalid."""
 
 
+class PolicyFileError(PolicyError):
+    """A policy file (TOML) is invalid; nothing of it is used.
+
+    Attributes:
+        source: the file name (or ``"<string>"``).
+        field: the dotted path of the offending key, if known (e.g. ``"stages.privacy.allow"``).
+        problem: what is wrong, in words.
+    """
+
+    def __init__(self, problem: str, *, source: str = "<string>", field: str | None = None) -> None:
+        where = source if field is None else f"{source}, field {field!r}"
+        super().__init__(f"{where}: {problem}")
+        self.source = source
+        self.field = field
+        self.problem = problem
+
+
 class SerializationError(CtxledgerError):
     """A selection could not be serialized into a provider payload."""
 
@@ -168,7 +186,7 @@ class IntegrityError(CtxledgerError):
     """Stored bytes do not match the content hash that names them."""
 
 
-class CompactionRefused(CtxledgerError):  # noqa: N818 - the name reads as the outcome
+class CompactionRefused(CtxledgerError):
     """A compaction lost an invariant, or could not be produced, so it must not become the summary.
 
     A refused compaction never becomes summary text (DESIGN §4; seed 001 "Compactación").

@@ -18,6 +18,7 @@ growing conversation only read and index what was appended since the last one.
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -53,12 +54,21 @@ class Ledger:
             (:func:`ctxledger.tokens.get_counter`).
     """
 
-    def __init__(self, store: GraphStore, *, policy: Policy | None = None, counter: TokenCounter | None = None) -> None:
+    def __init__(
+        self,
+        store: GraphStore,
+        *,
+        policy: Policy | None = None,
+        counter: TokenCounter | None = None,
+        request_defaults: Mapping[str, Any] | None = None,
+    ) -> None:
         self.store = store
         self.policy = policy or default_policy()
         self.counter = counter
+        self.request_defaults = dict(request_defaults or {})
         self.snapshots = SnapshotLoader(store)
         self._costers: dict[tuple[str, str], Coster] = {}
+        self._conversations: OrderedDict[tuple[str, str], list[Record]] = OrderedDict()
 
     @classmethod
     def open(cls, url: str | None = None, **kwargs: Any) -> Ledger:
@@ -196,14 +206,38 @@ class Ledger:
             policy=policy or self.policy,
             coster=coster or self.coster(req.api, req.model),
             serializer=get_serializer(req.api),
+            extra_records=self._off_lineage(snap),
+            read_blob=self.store.blobs.get,
         )
         if persist:
             self.store.put_assembly(asm.manifest)
         return asm
 
+    def _off_lineage(self, snap: Any) -> list[Record]:
+        """Records of the conversation outside the snapshot's lineage, up to its ``seq`` (cached incrementally).
+
+        They let the policy record branch exclusions and let conversation-visible records of other
+        branches fill remaining room (DESIGN §3 step 1).
+        """
+        key = (snap.tenant_id, snap.conversation_id)
+        cached = self._conversations.pop(key, [])
+        after = cached[-1].seq if cached else 0
+        if after < snap.seq:
+            cached += self.store.records(snap.tenant_id, snap.conversation_id, as_of_seq=snap.seq, after_seq=after)
+        self._conversations[key] = cached
+        while len(self._conversations) > 32:
+            self._conversations.popitem(last=False)
+        hops = {h.branch_id: h.max_seq for h in snap.lineage}
+        return [
+            r
+            for r in cached
+            if r.seq <= snap.seq and (r.branch_id not in hops or (hops[r.branch_id] or r.seq) < r.seq)
+        ]
+
     def _request(self, conversation_id: str | AssemblyRequest, tenant_id: str, fields: Mapping[str, Any]) -> AssemblyRequest:
         if isinstance(conversation_id, AssemblyRequest):
             return conversation_id
+        fields = {**self.request_defaults, **fields}
         try:
             return AssemblyRequest(tenant_id=tenant_id, conversation_id=conversation_id, **fields)
         except TypeError as exc:

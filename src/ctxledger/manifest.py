@@ -11,8 +11,14 @@ A manifest is a JSON-able dict persisted for every assembly. Its top-level keys:
 * ``candidates``: every candidate record id; ``included``: ``{ref, unit, kind, role, external_id,
   representation, tokens, stage, reason, utility, transform}``; ``omitted``: ``{ref, unit, external_id,
   reason, stage, detail}``; every candidate is in exactly one of the two;
-* ``decisions``: every policy decision ``{ref, stage, outcome, reason}``;
-* ``rehydrations``: raw artifacts read back after selection;
+* ``omitted_by_reason`` / ``omitted_by_stage``: counts of omitted candidates (branch, visibility, budget …
+  exclusions counted apart, seed 004 §4.10 and §8 R10);
+* ``decisions``: every policy decision ``{ref, stage, outcome, reason, detail}``; ``marks``: the ``mark``
+  decisions (stale, conflict, secret_redacted, delimit …), which changed how a record was shown;
+* ``rehydrations``: phase-two decisions on raw artifacts of selected memories ``{memory, artifact, sha256,
+  bytes, decision: rehydrated | reference, reason, revalidation_tool}``;
+* ``tools`` ``{exposed, withheld}`` (tool exposure by phase and checks); ``lineage`` (the branch hops);
+  ``contract``: the working-set contract bound, if any;
 * ``tokens`` ``{estimated_input, replay, saved, observed_input, observed_output, error}``;
 * ``timings`` (milliseconds), ``turn_refs`` (record id of each turn in payload order),
   ``payload_hash`` and ``payload``.
@@ -23,6 +29,7 @@ The same policy on the same snapshot selects the same items and yields the same 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -38,7 +45,7 @@ if TYPE_CHECKING:
     from ctxledger.budget import Budget, BudgetLedger
     from ctxledger.policy.base import Policy
 
-_STRUCTURAL = {"conversation", "branch", "participant", "model_run", "checkpoint"}
+_STRUCTURAL = {"conversation", "branch", "participant", "model_run", "skill_state"}
 
 
 def build_manifest(
@@ -62,16 +69,21 @@ def build_manifest(
     replay = sum(sum(c) for c in costs)
     tools = request.tools if request.tools is not None else snap.tool_schemas
     replay += coster.base_tokens() + coster.tools_tokens(tools)
-    included = [_entry(u, None, "fixed", "instruction", costs[position[u.id]]) for u in fixed]
+    included = [
+        _entry(u, None, "fixed", "instruction", costs[position[u.id]] if u.id in position else None, coster)
+        for u in fixed
+    ]
     for unit, option in chosen:
         required = plan.required.get(unit.id)
         stage, reason = ("protection", required) if required else ("selection", "selected")
         included.extend(_entry(unit, option, stage, reason, option.turn_tokens or None, coster))
     included = [e for group in included for e in (group if isinstance(group, list) else [group])]
     included_refs = {e["ref"] for e in included}
-    candidates = [r.id for r in snap.records if r.kind.value not in _STRUCTURAL]
-    external = {r.id: r.external_id for r in snap.records}
+    all_records = [*snap.records, *plan.extra_records]
+    candidates = [r.id for r in all_records if r.kind.value not in _STRUCTURAL]
+    external = {r.id: r.external_id for r in all_records}
     cand_pos = {ref: i for i, ref in enumerate(candidates)}
+    by_id = {r.id: r for r in all_records}
     omitted = [
         {
             "ref": ref,
@@ -79,10 +91,13 @@ def build_manifest(
             "reason": reason,
             "stage": stage,
             "detail": detail,
+            **_facts(by_id[ref]),
         }
         for ref, (reason, stage, detail) in plan.omitted.items()
         if ref not in included_refs and ref in cand_pos
     ]
+    by_reason = Counter(e["reason"] for e in omitted)
+    by_stage = Counter(e["stage"] for e in omitted)
     return {
         "id": asm.id,
         "tenant_id": request.tenant_id,
@@ -108,11 +123,21 @@ def build_manifest(
         "candidates": candidates,
         "included": included,
         "omitted": sorted(omitted, key=lambda e: cand_pos[e["ref"]]),
+        "omitted_by_reason": dict(sorted(by_reason.items())),
+        "omitted_by_stage": dict(sorted(by_stage.items())),
         "decisions": [
-            {"ref": d.ref, "stage": d.stage, "outcome": d.outcome.value, "reason": str(d.reason)}
+            {"ref": d.ref, "stage": d.stage, "outcome": d.outcome.value, "reason": str(d.reason), "detail": d.detail}
             for d in plan.decisions
         ],
-        "rehydrations": [],
+        "marks": [
+            {"ref": d.ref, "stage": d.stage, "reason": d.reason, "detail": d.detail}
+            for ds in plan.marks.values()
+            for d in ds
+        ],
+        "rehydrations": list(plan.rehydrations),
+        "tools": dict(plan.tools),
+        "lineage": [{"branch_id": h.branch_id, "max_seq": h.max_seq} for h in snap.lineage],
+        "contract": policy.contract.as_dict() if policy.contract is not None else None,
         "tokens": {
             "estimated_input": asm.input_tokens,
             "replay": replay,
@@ -153,7 +178,6 @@ def _entry(
             {
                 "ref": rec.id,
                 "unit": unit.id,
-                "kind": rec.kind.value,
                 "role": getattr(rec, "role", None) and str(rec.role),
                 "external_id": rec.external_id,
                 "representation": representation,
@@ -163,10 +187,23 @@ def _entry(
                 "utility": option.utility if option is not None else None,
                 "transform": (option.transform if option is not None else None) or unit.transforms.get(rec.id),
                 "source_version": getattr(rec, "source_version", None),
-                "branch_id": rec.branch_id,
+                **_facts(rec),
             }
         )
     return out
+
+
+def _facts(rec: Any) -> dict[str, Any]:
+    """Where a record lives and who may see it (for explanations)."""
+    return {
+        "kind": rec.kind.value,
+        "branch_id": rec.branch_id,
+        "seq": rec.seq,
+        "visibility": rec.visibility.value,
+        "owner": rec.owner_participant_id,
+        "trust": rec.trust.value,
+        "sources": list(getattr(rec, "source_artifact_ids", ()) or getattr(rec, "source_ids", ()) or ()),
+    }
 
 
 def find_entry(manifest: Mapping[str, Any], ref: str) -> tuple[str, dict[str, Any]]:
@@ -190,8 +227,10 @@ def explain(manifest: Mapping[str, Any], ref: str) -> dict[str, Any]:
 
     Returns:
         ``{ref, status, stage, reason, unit, representation, tokens, utility, branch_id, policy,
-        decisions}``: for an included record the stage that admitted it (``fixed``, ``protection`` or
-        ``selection``) with its utility and tokens; for an omitted one the reason code and the stage.
+        decisions, marks, rehydrations, chain}``: for an included record the stage that admitted it
+        (``fixed``, ``protection`` or ``selection``) with its utility and tokens; for an omitted one the
+        reason code and the stage. ``chain`` reads memory → artifact → branch → policy version → stage
+        as sentences (seed 004 §4.4).
 
     Raises:
         RecordNotFound: ``ref`` was not a candidate of this assembly.
@@ -199,8 +238,10 @@ def explain(manifest: Mapping[str, Any], ref: str) -> dict[str, Any]:
     status, entry = find_entry(manifest, ref)
     rid = entry["ref"]
     decisions = [d for d in manifest.get("decisions", []) if d["ref"] in (rid, entry.get("unit"))]
+    marks = [m for m in manifest.get("marks", []) if m["ref"] == rid]
+    rehydrations = [r for r in manifest.get("rehydrations", []) if rid in (r["memory"], r["artifact"])]
     policy = manifest["policy"]
-    return {
+    out = {
         "ref": rid,
         "external_id": entry.get("external_id"),
         "status": status,
@@ -214,5 +255,63 @@ def explain(manifest: Mapping[str, Any], ref: str) -> dict[str, Any]:
         "branch_id": entry.get("branch_id", manifest["branch_id"]),
         "policy": f"{policy['name']}@{policy['version']} ({policy['hash'][:19]})",
         "decisions": decisions,
+        "marks": marks,
+        "rehydrations": rehydrations,
         "detail": entry.get("detail", ""),
     }
+    out["chain"] = _chain(manifest, status, entry, marks, rehydrations)
+    return out
+
+
+def _chain(
+    manifest: Mapping[str, Any],
+    status: str,
+    entry: Mapping[str, Any],
+    marks: Sequence[Mapping[str, Any]],
+    rehydrations: Sequence[Mapping[str, Any]],
+) -> list[str]:
+    """The explanation as a chain of sentences: record → sources → branch → visibility → policy → stage."""
+    policy = manifest["policy"]
+    what = f"{entry.get('kind', 'record')} {entry['ref']}" + (
+        f" ({entry['external_id']})" if entry.get("external_id") else ""
+    )
+    chain = [("included " if status == "included" else "omitted ") + what]
+    if entry.get("sources"):
+        chain.append("derived from " + ", ".join(entry["sources"]))
+    chain.append(_branch_sentence(manifest, entry))
+    if entry.get("visibility"):
+        who = manifest.get("participant_id") or "an anonymous caller"
+        chain.append(f"visibility {entry['visibility']} (owner {entry.get('owner') or 'none'}), requested for {who}")
+    chain.append(f"under policy {policy['name']} version {policy['version']} ({policy['hash'][:19]})")
+    if status == "included":
+        how = f"admitted by stage {entry['stage']} ({entry['reason']}) as {entry.get('representation')}"
+        if entry.get("utility") is not None:
+            how += f", utility {entry['utility']}"
+        chain.append(how + f", {entry.get('tokens')} tokens")
+    else:
+        chain.append(
+            f"left out by stage {entry['stage']}: {entry['reason']}"
+            + (f" ({entry['detail']})" if entry.get("detail") else "")
+        )
+    chain += [f"marked {m['reason']} by {m['stage']}: {m['detail']}" for m in marks]
+    for r in rehydrations:
+        if r["decision"] == "rehydrated":
+            chain.append(
+                f"raw artifact {r['artifact']} rehydrated ({r['bytes']} bytes, sha256 {str(r['sha256'])[:12]})"
+            )
+        else:
+            chain.append(f"raw artifact {r['artifact']} not rehydrated: {r['reason']}; a reference was included")
+    if status == "included" and entry.get("kind") == "tool_memory" and not rehydrations:
+        chain.append("raw artifact not rehydrated: the compact memory was sufficient (no exact evidence asked)")
+    return chain
+
+
+def _branch_sentence(manifest: Mapping[str, Any], entry: Mapping[str, Any]) -> str:
+    branch = entry.get("branch_id") or manifest["branch_id"]
+    if branch == manifest["branch_id"]:
+        return f"on the active branch {branch}"
+    for hop in manifest.get("lineage", []):
+        if hop["branch_id"] == branch:
+            active = manifest["branch_id"]
+            return f"inherited from branch {branch} (up to seq {hop['max_seq']}) by the active branch {active}"
+    return f"from branch {branch}, outside the lineage of the active branch {manifest['branch_id']}"

@@ -12,7 +12,9 @@ the newer records, never written into the old row). Every record carries the sam
 * ``owner_participant_id`` / ``owner_model_run_id``: who produced it;
 * ``visibility`` (+ ``shared_with``), ``privacy_class``, ``trust``;
 * ``external_id``: the id the record had in its source (e.g. ``"m4"`` or LoCoMo ``"D1:3"``);
-* ``meta``: store-only metadata (tags, source paths). Never reaches a provider payload.
+* ``meta``: store-only metadata (tags, source paths). Never reaches a provider payload;
+* ``scope`` (labels such as app / user / session) and ``provider_scope`` (the provider account the data
+  came from), read by the policy's scope and provider-routing stages.
 
 Content lives on the record for messages; raw tool outputs live in the content-addressed blob store
 and :class:`ToolArtifact` points to them by sha256.
@@ -133,6 +135,12 @@ class Record:
     trust: Trust = Trust.USER
     external_id: str | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
+    scope: Mapping[str, str] = field(default_factory=dict)
+    """Scope labels below the conversation (e.g. ``{"app": …, "user_id": …, "session_id": …}``); a request
+    carries the same kind of mapping and the scope stage compares them (case B12)."""
+    provider_scope: str | None = None
+    """The provider whose account or OAuth scope this data was derived from (e.g. ``"google"``); provider
+    routing keeps it away from other model providers unless the policy allows (seed 004 §8 R3)."""
 
     def with_seq(self, seq: int) -> Record:
         """Return a copy of this record with ``seq`` set (used by stores on append)."""

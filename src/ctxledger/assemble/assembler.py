@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -32,12 +33,15 @@ from ctxledger.assemble.costing import Coster
 from ctxledger.assemble.relevance import tokenize
 from ctxledger.assemble.select import Option, SelectionItem, select
 from ctxledger.assemble.snapshot import Snapshot
-from ctxledger.assemble.units import Unit, UnitKind, content_text
+from ctxledger.assemble.units import Unit, UnitKind, build_units, content_text
 from ctxledger.budget import Budget, BudgetLedger
 from ctxledger.errors import BudgetItem, ConfigurationError
 from ctxledger.hashing import content_hash
-from ctxledger.policy.base import Outcome, Policy, PolicyDecision, ReasonCode, StageContext
-from ctxledger.records import Message, Role
+from ctxledger.policy.annotate import annotate
+from ctxledger.policy.base import VERBATIM_REASONS, Outcome, Policy, PolicyDecision, ReasonCode, StageContext
+from ctxledger.policy.contracts import expose_tools, tool_name
+from ctxledger.policy.rehydration import rehydrate, wanted_memories
+from ctxledger.records import Message, Record, Role, Visibility, utcnow
 from ctxledger.serialize.base import Serializer, Turn
 
 ASSEMBLER_VERSION = "1.0"
@@ -48,6 +52,7 @@ KIND_PRIOR: Mapping[str, float] = {
     UnitKind.TOOL_EXCHANGE: 0.5,
     UnitKind.MEMORY: 0.7,
     UnitKind.COMPACTION: 0.8,
+    UnitKind.CHECKPOINT: 0.9,
 }
 """Prior utility of a unit by kind (user turns get +0.1, failed tool exchanges +0.3)."""
 
@@ -66,6 +71,16 @@ class AssemblyRequest:
         window_tokens, output_tokens, margin_tokens: ``W``, ``O``, ``M`` in tokens.
         query: the current goal for relevance (default: the latest user turn's text).
         tools: tool schemas (OpenAI ``tools`` form) overriding those found in the graph.
+        provider: the provider the payload goes to (privacy routing; default: implied by ``api``).
+        scope: scope labels of the caller (``{"app": …, "user_id": …}``) compared with records' ``scope``.
+        agent, call_type: bind the policy's working-set contract for this agent and call type.
+        phase: the phase of the run (``investigation``, ``action`` …) for tool exposure.
+        checks_passed: checks passed so far (``eligibility``, ``approval`` …); write tools need them.
+        now: the request's clock (aware UTC) for freshness; default: the current time.
+        exact_evidence: ``True`` (the most relevant selected memory) or ids / external ids of memories or
+            artifacts whose raw artifact should be read back if policy allows (rehydration phase two).
+        source_versions: current version per source (``{"repo": "d4e5f6"}``); derived records of older
+            versions are stale.
     """
 
     tenant_id: str
@@ -80,6 +95,15 @@ class AssemblyRequest:
     margin_tokens: int = 512
     query: str | None = None
     tools: tuple[Mapping[str, Any], ...] | None = None
+    provider: str | None = None
+    scope: Mapping[str, str] = field(default_factory=dict)
+    agent: str | None = None
+    call_type: str | None = None
+    phase: str | None = None
+    checks_passed: tuple[str, ...] = ()
+    now: datetime | None = None
+    exact_evidence: bool | tuple[str, ...] = ()
+    source_versions: Mapping[str, str] = field(default_factory=dict)
 
     def budget(self) -> Budget:
         """The :class:`Budget` of this request."""
@@ -112,12 +136,36 @@ class _Plan:
     decisions: list[PolicyDecision]
     omitted: dict[str, tuple[str, str, str]]  # record id -> (reason, stage, detail)
     required: dict[str, str]  # unit id -> protection reason
+    marks: dict[str, list[PolicyDecision]] = field(default_factory=dict)  # record id -> mark decisions
+    ctx: StageContext | None = None
+    extra_records: list[Record] = field(default_factory=list)  # candidates from other branches
+    rehydrations: list[dict[str, Any]] = field(default_factory=list)
+    tools: dict[str, Any] = field(default_factory=dict)  # {"exposed": [...], "withheld": [...]}
 
 
-def run_policy(policy: Policy, request: AssemblyRequest, snap: Snapshot) -> _Plan:
-    """Run every stage in order; return decisions, omissions (first reason wins) and requirements."""
-    ctx = StageContext(request, snap.records, snap.units, snap.lineage_branches)
-    plan = _Plan([], {}, {})
+def run_policy(
+    policy: Policy,
+    request: AssemblyRequest,
+    snap: Snapshot,
+    *,
+    records: Sequence[Record] | None = None,
+    units: Sequence[Unit] | None = None,
+) -> _Plan:
+    """Run every stage in order; return decisions, omissions (first reason wins), requirements and marks.
+
+    ``records`` / ``units`` default to the snapshot's; the assembler passes them with the other branches'
+    candidates added.
+    """
+    ctx = StageContext(
+        request,
+        snap.records if records is None else records,
+        snap.units if units is None else units,
+        snap.lineage_branches,
+        lineage=snap.lineage,
+        now=request.now or utcnow(),
+        contract=policy.contract,
+    )
+    plan = _Plan([], {}, {}, marks=ctx.marks, ctx=ctx)
     for stage in policy.stages:
         for d in stage(ctx):
             plan.decisions.append(d)
@@ -126,6 +174,9 @@ def run_policy(policy: Policy, request: AssemblyRequest, snap: Snapshot) -> _Pla
                 ctx.omitted.add(d.ref)
             elif d.outcome is Outcome.REQUIRE:
                 plan.required.setdefault(d.ref, str(d.reason))
+                ctx.required.setdefault(d.ref, str(d.reason))
+            elif d.outcome is Outcome.MARK:
+                ctx.marks.setdefault(d.ref, []).append(d)
     return plan
 
 
@@ -138,18 +189,25 @@ def assemble(
     serializer: Serializer,
     counter_for_payload: Any | None = None,
     options_for: Any | None = None,
+    extra_records: Sequence[Record] = (),
+    read_blob: Callable[[str], bytes] | None = None,
 ) -> Assembly:
     """Assemble the context of the next model call.
 
     Args:
         request: the request (scope, snapshot, budget, API contract).
         snap: the candidate snapshot for ``request`` (from a :class:`SnapshotLoader`).
-        policy: the policy whose stages filter and protect.
+        policy: the policy whose stages filter and protect (bound here to the request's contract, if any).
         coster: costs turns in tokens (serialized form).
         serializer: builds, validates and counts the provider payload.
         counter_for_payload: counter used to recount the built payload (default: the coster's counter).
         options_for: optional ``(unit, verbatim_option, coster) -> list[Option]`` adding cheaper
-            representations of a unit (the representation ladder); default verbatim only.
+            representations of a unit (the representation ladder); default verbatim only. Units whose
+            protection reason is in :data:`~ctxledger.policy.base.VERBATIM_REASONS` never get them.
+        extra_records: records of the conversation outside the snapshot's lineage (other branches, or an
+            ancestor after the fork), up to the snapshot ``seq``: the lineage stage records them as
+            branch exclusions, and conversation-visible or shared ones may fill remaining room.
+        read_blob: bare-hex sha256 → bytes, for rehydration phase two (and other branches' tool results).
 
     Returns:
         The :class:`Assembly`; its manifest is complete but not yet persisted.
@@ -160,26 +218,34 @@ def assemble(
         ProviderContractError: the payload would break the provider's message rules (a bug; never sent).
     """
     t0 = time.perf_counter()
-    budget = request.budget()
-    plan = run_policy(policy, request, snap)
-    units = [u for u in snap.units if not any(r in plan.omitted for r in u.record_ids)]
-    for u in snap.units:
+    policy = policy.for_request(request)
+    budget = _contract_budget(request, policy)
+    records, all_units = _candidates(snap, extra_records, read_blob)
+    plan = run_policy(policy, request, snap, records=records, units=all_units)
+    plan.extra_records = list(extra_records)
+    units = [annotate(u, plan.marks) for u in all_units if not any(r in plan.omitted for r in u.record_ids)]
+    for u in all_units:
         for rid in u.record_ids:
             if rid not in plan.omitted and any(r in plan.omitted for r in u.record_ids):
                 reason, stage, _ = next(plan.omitted[r] for r in u.record_ids if r in plan.omitted)
                 plan.omitted[rid] = (reason, stage, f"unit {u.id} omitted as a whole")
-    costs = _unit_costs(snap, coster)
+    turn_costs = _turn_costs(snap, coster, units)
+    costs = {uid: sum(c) for uid, c in turn_costs.items()}
     tools = tuple(request.tools) if request.tools is not None else snap.tool_schemas
+    tools, withheld = expose_tools(policy.contract, tools, phase=request.phase, checks_passed=request.checks_passed)
+    plan.tools = {"exposed": [tool_name(t) for t in tools], "withheld": withheld}
     fixed, required_units, dynamic = _check_budget(budget, units, plan, costs, coster, tools, options_for)
     t_policy = time.perf_counter()
     ledger = BudgetLedger(dynamic, policy.selection.class_caps)
-    items = _selection_items(request, snap, units, plan, costs, policy, coster, options_for)
+    relevance = _relevance_by_id(request, snap)
+    items = _selection_items(units, plan, turn_costs, relevance, policy, coster, options_for)
     result = select(items, dynamic, ledger)
     by_id = {u.id: u for u in units}
     for uid, reason in result.omitted.items():
         _omit_unit(plan, by_id[uid], reason, "selection")
     chosen_units = [u for u in units if u.id in result.chosen]
     chosen_units = _fix_role_order(chosen_units, plan, result.chosen, required_units)
+    _rehydrate(request, policy, plan, chosen_units, result, relevance, coster, read_blob, dynamic, ledger)
     for unit in fixed:
         ledger.charge(unit.context_class.value, costs[unit.id], required=True)
     t_select = time.perf_counter()
@@ -215,6 +281,74 @@ def assemble(
     return asm
 
 
+def _contract_budget(request: AssemblyRequest, policy: Policy) -> Budget:
+    """The request's budget, with ``B_input`` capped by the bound contract's allocation (seed 001 ledger)."""
+    budget = request.budget()
+    cap = policy.contract.max_input_tokens if policy.contract is not None else None
+    if cap is None or cap >= budget.input_tokens:
+        return budget
+    return Budget(cap + budget.output_tokens + budget.margin_tokens, budget.output_tokens, budget.margin_tokens)
+
+
+def _candidates(
+    snap: Snapshot, extra: Sequence[Record], read_blob: Callable[[str], bytes] | None
+) -> tuple[list[Record], list[Unit]]:
+    """The snapshot's records and units, plus other branches' records (and units for the visible ones)."""
+    if not extra:
+        return snap.records, snap.units
+    records = sorted([*snap.records, *extra], key=lambda r: r.seq)
+    fill = [r for r in extra if r.visibility in (Visibility.CONVERSATION, Visibility.SHARED)]
+    units = list(snap.units)
+    if fill and read_blob is not None:
+        units = sorted([*units, *build_units(fill, read_blob)[0]], key=lambda u: u.seq)
+    return records, units
+
+
+def _turn_costs(snap: Snapshot, coster: Coster, units: Sequence[Unit]) -> dict[str, tuple[int, ...]]:
+    """Per-turn costs of each unit: the snapshot's cache for its own units, counted afresh for others."""
+    own = {u.id: (u, c) for u, c in zip(snap.units, unit_turn_costs(snap, coster), strict=True)}
+    out: dict[str, tuple[int, ...]] = {}
+    for unit in units:
+        cached = own.get(unit.id)
+        if cached is not None and cached[0] is unit:
+            out[unit.id] = cached[1]
+        else:  # annotated by a mark, or from another branch
+            out[unit.id] = tuple(coster.turn_tokens(t) for t in unit.turns)
+    return out
+
+
+def _rehydrate(
+    request: AssemblyRequest,
+    policy: Policy,
+    plan: _Plan,
+    chosen: Sequence[Unit],
+    result: Any,
+    relevance: Mapping[str, float],
+    coster: Coster,
+    read_blob: Callable[[str], bytes] | None,
+    dynamic: int,
+    ledger: BudgetLedger,
+) -> None:
+    """Rehydration phase two (:mod:`ctxledger.policy.rehydration`) on the selected memories."""
+    targets = wanted_memories(request, chosen, relevance)
+    if not targets or plan.ctx is None:
+        return
+    current = {u.id: result.chosen[u.id].tokens for u in targets}
+    remaining = dynamic - sum(o.tokens for o in result.chosen.values())
+    rplan = rehydrate(request, policy, targets, plan.ctx.record, read_blob, coster.turn_tokens, current, remaining)
+    plan.rehydrations = rplan.entries
+    for unit in targets:
+        old = result.chosen[unit.id]
+        turns = rplan.turns[unit.id]
+        turn_tokens = tuple(coster.turn_tokens(t) for t in turns)
+        representation = rplan.representation[unit.id]
+        transform = "rehydrated" if representation == "rehydrated" else "reference_hint"
+        result.chosen[unit.id] = Option(
+            representation, sum(turn_tokens), old.utility, turns, transform, {}, turn_tokens
+        )
+        ledger.charge(unit.context_class.value, sum(turn_tokens) - old.tokens)
+
+
 def unit_turn_costs(snap: Snapshot, coster: Coster) -> list[tuple[int, ...]]:
     """Per-turn token costs of every unit of the snapshot (cached on the snapshot per coster)."""
     cached = snap.costs.setdefault(coster.counter_id, [])
@@ -223,10 +357,6 @@ def unit_turn_costs(snap: Snapshot, coster: Coster) -> list[tuple[int, ...]]:
         coster.prefetch([t for u in todo for t in u.turns])
         cached.extend(tuple(coster.turn_tokens(t) for t in u.turns) for u in todo)
     return cached
-
-
-def _unit_costs(snap: Snapshot, coster: Coster) -> dict[str, int]:
-    return {u.id: sum(c) for u, c in zip(snap.units, unit_turn_costs(snap, coster), strict=True)}
 
 
 def _check_budget(
@@ -247,7 +377,7 @@ def _check_budget(
     fixed_tokens = sum(b.tokens for b in blocks)
     for u in required:
         cheapest = costs[u.id]
-        if options_for is not None:
+        if options_for is not None and plan.required[u.id] not in VERBATIM_REASONS:
             alternatives = options_for(u, _verbatim(u, costs[u.id]), coster)
             cheapest = min([cheapest, *(o.tokens for o in alternatives)])
         ext = _external(u)
@@ -266,39 +396,43 @@ def _verbatim(unit: Unit, tokens: int) -> Option:
 
 
 def _selection_items(
-    request: AssemblyRequest,
-    snap: Snapshot,
     units: Sequence[Unit],
     plan: _Plan,
-    costs: Mapping[str, int],
+    turn_costs: Mapping[str, tuple[int, ...]],
+    relevance: Mapping[str, float],
     policy: Policy,
     coster: Coster,
     options_for: Any,
 ) -> list[SelectionItem]:
     params = policy.selection
-    relevance = _relevance(request, snap)
-    position = {u.id: i for i, u in enumerate(snap.units)}
-    turn_costs = unit_turn_costs(snap, coster)
     dynamic = [u for u in units if u.kind is not UnitKind.INSTRUCTION]
     items = []
     for age, unit in enumerate(reversed(dynamic)):
         recency = 0.5 ** (age / params.recency_half_life)
         utility = (
-            params.w_relevance * float(relevance[position[unit.id]])
+            params.w_relevance * relevance.get(unit.id, 0.0)
             + params.w_recency * recency
             + params.w_kind * _kind_prior(unit)
         )
-        verbatim = Option(
-            "verbatim", costs[unit.id], round(utility, 9), unit.turns, turn_tokens=turn_costs[position[unit.id]]
-        )
+        costs = turn_costs[unit.id]
+        verbatim = Option("verbatim", sum(costs), round(utility, 9), unit.turns, turn_tokens=costs)
         options = [verbatim]
-        if options_for is not None:
-            options += options_for(unit, verbatim, coster)
         required = unit.id in plan.required
+        verbatim_only = plan.required.get(unit.id) in VERBATIM_REASONS
+        if options_for is not None and not verbatim_only:
+            options += options_for(unit, verbatim, coster)
         items.append(
-            SelectionItem(unit.id, unit.seq, unit.context_class.value, options, required, required and len(options) == 1)
+            SelectionItem(
+                unit.id, unit.seq, unit.context_class.value, options, required, required and len(options) == 1
+            )
         )
     return items
+
+
+def _relevance_by_id(request: AssemblyRequest, snap: Snapshot) -> dict[str, float]:
+    """BM25 relevance (normalised to [0, 1]) of the snapshot's units; other branches' units score 0."""
+    scores = _relevance(request, snap)
+    return {u.id: float(scores[i]) for i, u in enumerate(snap.units)}
 
 
 def _relevance(request: AssemblyRequest, snap: Snapshot) -> np.ndarray:

@@ -14,11 +14,13 @@ second", seed 002).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from ctxledger.hashing import content_hash
+from ctxledger.policy.contracts import WorkingSetContract, find_contract
 
 if TYPE_CHECKING:
     from ctxledger.assemble.units import Unit
@@ -47,7 +49,31 @@ class ReasonCode(StrEnum):
     ROLE_ORDER = "role_order"
     """Dropped so the payload starts with a user turn after the instructions (provider role order)."""
     SUMMARIZED = "summarized"
-    """Covered by an included compaction record."""
+    """Covered by an included compaction record (or a checkpoint that restores that history)."""
+    COVERED_BY_MEMORY = "covered_by_memory"
+    """A raw tool exchange whose results a selectable compact memory already carries (rehydration phase 1)."""
+    OUT_OF_CONTRACT = "out_of_contract"
+    """Not a source the agent's working-set contract allows for this call type (seed 001 "Per-Agent Working Sets")."""
+
+
+VERBATIM_REASONS = frozenset(
+    {
+        "instruction",
+        "latest_user_turn",
+        "user_constraint",
+        "user_correction",
+        "approval",
+        "active_goal",
+        "pending_operation",
+        "environment_constraint",
+        "unresolved_tool_call",
+        "retry_critical",
+        "moderator_directive",
+        "checkpoint",
+    }
+)
+"""Protection reasons whose units enter verbatim or not at all: never excerpted, summarised or referenced
+(seed 001 "Compresión": approval state, policy constraints, user corrections … are never compressed)."""
 
 
 class Outcome(StrEnum):
@@ -78,16 +104,23 @@ class PolicyDecision:
     detail: str = ""
 
 
-@dataclass(slots=True)
+@dataclass
 class StageContext:
     """What a stage sees: the request, the candidate records and their atomic units.
 
     Attributes:
         request: the :class:`~ctxledger.assemble.assembler.AssemblyRequest`.
-        records: candidate records in ``seq`` order (already scoped to tenant and conversation).
+        records: candidate records in ``seq`` order (already scoped to tenant and conversation). Besides
+            the active lineage they may hold records of other branches of the conversation, so that the
+            lineage stage can record branch exclusions (DESIGN §3 step 1; seed 004 §4.10).
         units: atomic units built from the records, in ``seq`` order.
         lineage_branches: ids of the branches of the active lineage.
         omitted: ids already omitted by earlier stages (stages may skip them).
+        required: unit id → protection reason, filled as protection decisions arrive.
+        lineage: the lineage hops (branch id and the last ``seq`` it contributes, inclusive).
+        now: the request's clock (aware UTC) for freshness.
+        contract: the working-set contract bound to this call, if any.
+        marks: record id → the ``mark`` decisions about it, in stage order.
     """
 
     request: Any
@@ -95,6 +128,38 @@ class StageContext:
     units: Sequence[Unit]
     lineage_branches: frozenset[str]
     omitted: set[str] = field(default_factory=set)
+    required: dict[str, str] = field(default_factory=dict)
+    lineage: Sequence[Any] = ()
+    now: datetime | None = None
+    contract: Any = None
+    marks: dict[str, list[PolicyDecision]] = field(default_factory=dict)
+    _by_id: dict[str, Record] | None = field(default=None, repr=False)
+    _unit_of: dict[str, Unit] | None = field(default=None, repr=False)
+
+    def record(self, record_id: str) -> Record | None:
+        """The candidate record with that id, or ``None``."""
+        if self._by_id is None:
+            self._by_id = {r.id: r for r in self.records}
+        return self._by_id.get(record_id)
+
+    def unit_of(self, record_id: str) -> Unit | None:
+        """The unit that carries a record, or ``None`` (records that render to no unit)."""
+        if self._unit_of is None:
+            self._unit_of = {rid: u for u in self.units for rid in u.record_ids}
+        return self._unit_of.get(record_id)
+
+    def in_lineage(self, rec: Record) -> bool:
+        """Whether a record lies on the active lineage (its branch is a hop and ``seq`` within the hop's bound)."""
+        if not self.lineage:
+            return rec.branch_id in self.lineage_branches
+        for hop in self.lineage:
+            if hop.branch_id == rec.branch_id:
+                return hop.max_seq is None or rec.seq <= hop.max_seq
+        return False
+
+    def live(self, record_id: str) -> bool:
+        """Whether a record is a candidate not omitted so far."""
+        return record_id not in self.omitted and self.record(record_id) is not None
 
 
 @runtime_checkable
@@ -139,26 +204,77 @@ class SelectionParams:
 
 
 @dataclass(frozen=True, slots=True)
+class RehydrationParams:
+    """Phase two of rehydration: when a selected memory's raw artifact may be read back (DESIGN §3 step 6).
+
+    Attributes:
+        max_bytes: byte budget for raw artifacts read back into one assembly (bytes, all artifacts together).
+        max_artifact_bytes: the largest single artifact that may be read back (bytes).
+    """
+
+    max_bytes: int = 65_536
+    max_artifact_bytes: int = 32_768
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-able form (part of the policy hash)."""
+        return {"max_bytes": self.max_bytes, "max_artifact_bytes": self.max_artifact_bytes}
+
+
+@dataclass(frozen=True, slots=True)
 class Policy:
-    """A named, versioned, ordered set of stages plus selection parameters."""
+    """A named, versioned, ordered set of stages plus selection, rehydration and working-set settings.
+
+    Attributes:
+        name, version: the policy's identity (a file's ``[policy]`` table).
+        stages: the ordered stages (hard filters, then protection, then representation preferences).
+        selection: utility weights and class caps.
+        rehydration: the byte budget of phase-two rehydration.
+        contracts: working-set contracts (agent × call type) this policy can be bound to.
+        contract: the contract bound for one call (set by :meth:`for_request`; ``None`` when unbound).
+    """
 
     name: str
     version: str
     stages: tuple[Stage, ...]
     selection: SelectionParams = field(default_factory=SelectionParams)
+    rehydration: RehydrationParams = field(default_factory=RehydrationParams)
+    contracts: tuple[WorkingSetContract, ...] = ()
+    contract: WorkingSetContract | None = None
 
     def describe(self) -> dict[str, Any]:
-        """The canonical description whose hash identifies the policy."""
-        return {
+        """The canonical description whose hash identifies the policy (and the contract bound, if any)."""
+        out: dict[str, Any] = {
             "name": self.name,
             "version": self.version,
-            "stages": [
-                {"name": s.name, "version": s.version, "config": dict(s.config())} for s in self.stages
-            ],
+            "stages": [{"name": s.name, "version": s.version, "config": dict(s.config())} for s in self.stages],
             "selection": self.selection.as_dict(),
+            "rehydration": self.rehydration.as_dict(),
         }
+        if self.contracts:
+            out["contracts"] = [c.as_dict() for c in self.contracts]
+        if self.contract is not None:
+            out["contract"] = self.contract.as_dict()
+        return out
 
     @property
     def hash(self) -> str:
         """``"sha256:<hex>"`` of :meth:`describe` in canonical JSON."""
         return content_hash(self.describe())
+
+    def stage(self, name: str) -> Stage | None:
+        """The first stage with that name, or ``None``."""
+        return next((s for s in self.stages if s.name == name), None)
+
+    def for_request(self, request: Any) -> Policy:
+        """Bind the most specific contract for the request's ``agent`` and ``call_type`` (seed 001).
+
+        The bound policy carries the contract (so it is part of the hash in the manifest) and uses the
+        contract's class caps when it names any. Unbound requests get the policy unchanged.
+        """
+        contract = find_contract(self.contracts, getattr(request, "agent", None), getattr(request, "call_type", None))
+        if contract is None:
+            return self
+        selection = self.selection
+        if contract.class_caps:
+            selection = replace(selection, class_caps=dict(contract.class_caps))
+        return replace(self, selection=selection, contract=contract)

@@ -1,0 +1,124 @@
+"""Render the policy's marks onto units: stale flags, conflict flags, redactions, data delimiting.
+
+Marks keep a record in play but change how it may be shown (DESIGN §3 steps 2 and 7; seed 004 §3: "a
+stale record may appear only as a staleness mark and a revalidation hint"):
+
+* ``stale`` → a data block gets ``status="stale"`` plus the reason and the revalidation tool; a tool
+  result is prefixed with a ``[stale: …]`` line (transform ``stale_marked``);
+* ``conflict`` → ``conflict="…"`` on the data block, or a ``[conflict: …]`` line (``conflict_flagged``);
+* ``provenance_repaired`` → ``provenance="…"`` (``provenance_repaired``);
+* ``secret_redacted`` → every line holding a secret is replaced (``secret_redacted``); tool-call
+  arguments holding one are replaced by ``{"withheld_by_policy": …}``;
+* ``delimit`` → the content is wrapped in a data block with its metadata (``delimited``);
+* ``demote`` → an instruction-role message of low trust becomes a delimited user turn (``demoted``).
+
+The result is a new :class:`~ctxledger.assemble.units.Unit` (units of a snapshot are shared and never
+changed in place); the transform of each touched record is recorded for the manifest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+
+from ctxledger.assemble.units import Unit, UnitKind, render_data_block
+from ctxledger.policy.base import PolicyDecision
+from ctxledger.policy.secrets import default_scanner, redact
+from ctxledger.records import Record
+from ctxledger.serialize.base import CallView, Turn
+
+_DATA_KINDS = (UnitKind.MEMORY, UnitKind.COMPACTION, UnitKind.CHECKPOINT)
+_TRANSFORM = {
+    "stale": "stale_marked",
+    "conflict": "conflict_flagged",
+    "provenance_repaired": "provenance_repaired",
+    "secret_redacted": "secret_redacted",
+    "delimit": "delimited",
+    "demote": "demoted",
+}
+
+
+def annotate(unit: Unit, marks: Mapping[str, Sequence[PolicyDecision]]) -> Unit:
+    """Return ``unit`` with the marks on its records rendered (``unit`` itself when none apply)."""
+    mine = {rid: list(marks[rid]) for rid in unit.record_ids if rid in marks}
+    if not any(d.reason in _TRANSFORM for ds in mine.values() for d in ds):
+        return unit
+    records = {r.id: r for r in unit.records}
+    turns = [_turn(t, unit, records, mine.get(t.ref, ())) for t in unit.turns]
+    transforms = dict(unit.transforms)
+    for rid, ds in mine.items():
+        names = [_TRANSFORM[d.reason] for d in ds if d.reason in _TRANSFORM]
+        if names:
+            transforms[rid] = "+".join(dict.fromkeys([*filter(None, [transforms.get(rid)]), *names]))
+    kind = unit.kind
+    if any(d.reason == "demote" for d in mine.get(unit.id, ())):
+        kind = UnitKind.MESSAGE
+    return dataclasses.replace(unit, turns=tuple(turns), transforms=transforms, kind=kind)
+
+
+def _turn(turn: Turn, unit: Unit, records: Mapping[str, Record], marks: Sequence[PolicyDecision]) -> Turn:
+    reasons = {d.reason: d.detail for d in marks}
+    rec = records.get(turn.ref)
+    if not reasons or rec is None:
+        return turn
+    if "secret_redacted" in reasons:
+        turn = _redacted(turn)
+    if unit.kind in _DATA_KINDS:
+        return dataclasses.replace(turn, content=render_data_block(rec, _data_text(unit, rec), _attrs(reasons)))
+    text = turn.content if isinstance(turn.content, str) else None
+    if "demote" in reasons and text is not None:
+        return Turn(ref=turn.ref, role="user", content=render_data_block(rec, text, _attrs(reasons)), name=turn.name)
+    if "delimit" in reasons and text is not None:
+        return dataclasses.replace(turn, content=render_data_block(rec, text, _attrs(reasons)))
+    flags = _flag_lines(reasons)
+    if flags and text is not None:
+        return dataclasses.replace(turn, content=flags + text)
+    return turn
+
+
+def _data_text(unit: Unit, rec: Record) -> str:
+    """The unit's model-facing text for ``rec``, re-derived and redacted when its block is re-rendered."""
+    return redact(unit.text, default_scanner().scan(unit.text))
+
+
+def _attrs(reasons: Mapping[str, str]) -> dict[str, str]:
+    attrs: dict[str, str] = {}
+    if "stale" in reasons:
+        attrs["status"] = "stale"
+        attrs["stale_reason"] = reasons["stale"]
+    if "conflict" in reasons:
+        attrs["conflict"] = reasons["conflict"]
+    if "provenance_repaired" in reasons:
+        attrs["provenance"] = reasons["provenance_repaired"]
+    if "secret_redacted" in reasons:
+        attrs["withheld"] = reasons["secret_redacted"]
+    return attrs
+
+
+def _flag_lines(reasons: Mapping[str, str]) -> str:
+    lines = []
+    if "stale" in reasons:
+        lines.append(f"[stale: {reasons['stale']}]")
+    if "conflict" in reasons:
+        lines.append(f"[conflict: {reasons['conflict']}]")
+    return "".join(line + "\n" for line in lines)
+
+
+def _redacted(turn: Turn) -> Turn:
+    scanner = default_scanner()
+    content = turn.content
+    if isinstance(content, str):
+        content = redact(content, scanner.scan(content))
+    elif content:
+        content = tuple(
+            {**p, "text": redact(str(p["text"]), scanner.scan(str(p["text"])))} if p.get("type") == "text" else p
+            for p in content
+        )
+    calls = tuple(
+        CallView(c.call_id, c.name, json.dumps({"withheld_by_policy": "arguments held a secret"}))
+        if scanner.scan(c.arguments)
+        else c
+        for c in turn.tool_calls
+    )
+    return dataclasses.replace(turn, content=content, tool_calls=calls)

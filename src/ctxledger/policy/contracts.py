@@ -1,0 +1,131 @@
+"""Working-set contracts: what one agent may see for one kind of call.
+
+Seed 001 "Per-Agent Working Sets", "Context Budget Ledger", "Divulgación Progresiva", "Minimización".
+
+A multi-agent system should not hand every agent the same prompt, memory, tools and history. A
+:class:`WorkingSetContract` binds a policy to an ``agent`` and a ``call_type`` (``routing``,
+``tool_selection``, ``synthesis`` …) and names:
+
+* the **sources** the call may draw from (``instructions``, ``conversation``, ``latest_user_turn``,
+  ``tool_results``, ``memory``, ``compaction``, ``checkpoint``, ``typed_request``, or ``tag:<name>`` for
+  records carrying that tag in ``meta["tags"]``); anything else is omitted with ``out_of_contract``;
+* its own **budget allocation**: ``max_input_tokens`` caps ``B_input`` and ``class_caps`` replace the
+  policy's per-class caps (fractions of ``B_dynamic``);
+* the **tools exposed by phase**: ``tools[phase]`` lists the tools a phase may see (read-only tools for
+  investigation); ``write_tools`` are exposed only once every check in ``write_requires`` (eligibility,
+  approval …) is in the request's ``checks_passed``. Withheld tools are recorded in the manifest.
+
+Contracts are plain data and part of the policy hash, so "which contract shaped this call" is provable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+SOURCES = (
+    "instructions",
+    "conversation",
+    "latest_user_turn",
+    "tool_results",
+    "memory",
+    "compaction",
+    "checkpoint",
+    "typed_request",
+)
+"""Source categories a contract may name (besides ``tag:<name>``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkingSetContract:
+    """The working set one agent gets for one call type.
+
+    Attributes:
+        agent: the agent (participant id or name) the contract binds; ``None`` matches any agent.
+        call_type: the call type it binds (``routing``, ``tool_selection``, ``synthesis`` …); ``None`` any.
+        sources: allowed source categories (see :data:`SOURCES`); empty = every source.
+        max_input_tokens: cap on ``B_input`` in tokens for this call type (its ledger allocation).
+        class_caps: per-class caps (fractions of ``B_dynamic``) replacing the policy's.
+        tools: phase → names of the tools exposed in that phase (empty = no phase filtering).
+        write_tools: tools that change the world; exposed only after ``write_requires`` checks pass.
+        write_requires: checks that must be in the request's ``checks_passed`` before write tools show.
+    """
+
+    agent: str | None = None
+    call_type: str | None = None
+    sources: tuple[str, ...] = ()
+    max_input_tokens: int | None = None
+    class_caps: Mapping[str, float] = field(default_factory=dict)
+    tools: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    write_tools: tuple[str, ...] = ()
+    write_requires: tuple[str, ...] = ("eligibility", "approval")
+
+    def matches(self, agent: str | None, call_type: str | None) -> bool:
+        """Whether the contract binds this agent and call type (``None`` on the contract matches anything)."""
+        return (self.agent is None or self.agent == agent) and (self.call_type is None or self.call_type == call_type)
+
+    def specificity(self) -> int:
+        """How specific the binding is (2 = agent and call type), so the most specific contract wins."""
+        return int(self.agent is not None) + int(self.call_type is not None)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-able form (part of the policy hash)."""
+        return {
+            "agent": self.agent,
+            "call_type": self.call_type,
+            "sources": list(self.sources),
+            "max_input_tokens": self.max_input_tokens,
+            "class_caps": dict(sorted(self.class_caps.items())),
+            "tools": {k: list(v) for k, v in sorted(self.tools.items())},
+            "write_tools": list(self.write_tools),
+            "write_requires": list(self.write_requires),
+        }
+
+
+def find_contract(
+    contracts: Sequence[WorkingSetContract], agent: str | None, call_type: str | None
+) -> WorkingSetContract | None:
+    """The most specific contract binding ``agent`` and ``call_type`` (first listed wins a tie), or ``None``."""
+    matching = [c for c in contracts if c.matches(agent, call_type)]
+    if not matching:
+        return None
+    best = max(c.specificity() for c in matching)
+    return next(c for c in matching if c.specificity() == best)
+
+
+def tool_name(schema: Mapping[str, Any]) -> str:
+    """Name of a tool schema in OpenAI (``{"function": {"name"}}``) or flat (``{"name"}``) form."""
+    function = schema.get("function")
+    return str(function.get("name") if isinstance(function, Mapping) else schema.get("name", ""))
+
+
+def expose_tools(
+    contract: WorkingSetContract | None,
+    tools: Sequence[Mapping[str, Any]],
+    *,
+    phase: str | None,
+    checks_passed: Sequence[str],
+) -> tuple[tuple[Mapping[str, Any], ...], list[dict[str, str]]]:
+    """Filter tool schemas by the contract's phases and write-tool checks (seed 001 "Divulgación Progresiva").
+
+    Returns:
+        ``(exposed, withheld)``: the schemas to send, and ``{name, reason}`` for each one held back
+        (``reason`` is ``"phase"`` or ``"checks:<missing,…>"``).
+    """
+    if contract is None:
+        return tuple(tools), []
+    exposed: list[Mapping[str, Any]] = []
+    withheld: list[dict[str, str]] = []
+    allowed = contract.tools.get(phase or "", None) if contract.tools else None
+    missing = [c for c in contract.write_requires if c not in checks_passed]
+    for schema in tools:
+        name = tool_name(schema)
+        is_write = name in contract.write_tools
+        if is_write and missing:
+            withheld.append({"name": name, "reason": "checks:" + ",".join(missing)})
+        elif allowed is not None and name not in allowed:
+            withheld.append({"name": name, "reason": "phase"})
+        else:
+            exposed.append(schema)
+    return tuple(exposed), withheld

@@ -1,0 +1,206 @@
+"""Policies from TOML files, with custom stages loaded by import path (issue 3 §1; DESIGN §3).
+
+A policy file is a versioned, declarative value users can write and review::
+
+    [policy]
+    name = "support-desk"
+    version = "7"
+    # order of the stages; built-in names or names declared in [stage_classes]
+    stages = ["scope", "lineage", "visibility", "privacy", "validity", "trust",
+              "working_set", "protection", "no_pii_in_routing", "secrets", "compaction", "memory_first"]
+
+    [stage_classes]                     # the Python extension point: name = "module:Class"
+    no_pii_in_routing = "acme.ctx:NoPiiInRouting"
+
+    [stages.scope]                      # keyword arguments of each stage's constructor
+    keys = ["app", "user_id"]
+
+    [stages.privacy]
+    allow = { "*" = ["public", "internal"], google = ["public", "internal", "confidential"] }
+    routes = { google = ["vertex"] }
+
+    [selection]                         # utility weights, class caps (fractions of B_dynamic)
+    w_relevance = 0.5
+    class_caps = { operational = 0.5 }
+
+    [rehydration]
+    max_bytes = 65536
+
+    [[contracts]]                       # working-set contracts (seed 001)
+    agent = "router"
+    call_type = "routing"
+    sources = ["instructions", "latest_user_turn", "typed_request"]
+    max_input_tokens = 2000
+    tools = { investigation = ["search_orders"] }
+    write_tools = ["issue_refund"]
+
+Without ``[policy].stages`` every built-in stage runs in the default order. A custom stage class must
+have ``name`` and ``version`` class attributes, a ``config()`` method and ``__call__(ctx)`` (the
+:class:`~ctxledger.policy.base.Stage` protocol); its configuration is part of the policy hash. Every
+problem raises :class:`~ctxledger.errors.PolicyFileError` naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import importlib
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ctxledger.errors import PolicyFileError
+from ctxledger.policy.base import Policy, RehydrationParams, SelectionParams, Stage
+from ctxledger.policy.contracts import SOURCES, WorkingSetContract
+from ctxledger.policy.stages import STAGES
+
+_TOP_KEYS = {"policy", "stage_classes", "stages", "selection", "rehydration", "contracts"}
+
+
+def load_policy(path: str | Path) -> Policy:
+    """Read a policy file (TOML).
+
+    Raises:
+        PolicyFileError: unreadable file, invalid TOML, or an invalid policy (names file and field).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PolicyFileError(f"cannot read policy file: {exc.strerror or exc}", source=str(path)) from exc
+    return loads_policy(text, source=str(path))
+
+
+def loads_policy(text: str, *, source: str = "<string>") -> Policy:
+    """Parse a policy from TOML text (``source`` names it in errors).
+
+    Raises:
+        PolicyFileError: invalid TOML or an invalid policy.
+    """
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PolicyFileError(f"invalid TOML: {exc}", source=source) from exc
+    return policy_from_dict(data, source=source)
+
+
+def policy_from_dict(data: Mapping[str, Any], *, source: str = "<dict>") -> Policy:
+    """Build a :class:`Policy` from the parsed form of a policy file.
+
+    Raises:
+        PolicyFileError: a missing or invalid field (named in the error).
+    """
+    unknown = sorted(set(data) - _TOP_KEYS)
+    if unknown:
+        raise PolicyFileError(
+            f"unknown table(s) {unknown}; expected {sorted(_TOP_KEYS)}", source=source, field=unknown[0]
+        )
+    head = _table(data, "policy", source, required=True)
+    name = _string(head, "name", source, "policy.name")
+    version = _string(head, "version", source, "policy.version")
+    classes = _stage_classes(_table(data, "stage_classes", source), source)
+    configs = _table(data, "stages", source)
+    order = head.get("stages", list(STAGES))
+    if not isinstance(order, list) or not all(isinstance(s, str) for s in order):
+        raise PolicyFileError("must be a list of stage names", source=source, field="policy.stages")
+    extra = sorted(set(configs) - set(order))
+    if extra:
+        raise PolicyFileError(
+            f"configures stage {extra[0]!r}, which policy.stages does not list",
+            source=source,
+            field=f"stages.{extra[0]}",
+        )
+    stages = tuple(_stage(n, classes, configs.get(n, {}), source) for n in order)
+    return Policy(
+        name=name,
+        version=version,
+        stages=stages,
+        selection=_build(SelectionParams, _table(data, "selection", source), source, "selection"),
+        rehydration=_build(RehydrationParams, _table(data, "rehydration", source), source, "rehydration"),
+        contracts=_contracts(data.get("contracts", []), source),
+    )
+
+
+def _table(data: Mapping[str, Any], key: str, source: str, required: bool = False) -> Mapping[str, Any]:
+    value = data.get(key)
+    if value is None:
+        if required:
+            raise PolicyFileError(f"missing [{key}] table", source=source, field=key)
+        return {}
+    if not isinstance(value, Mapping):
+        raise PolicyFileError("must be a table", source=source, field=key)
+    return value
+
+
+def _string(table: Mapping[str, Any], key: str, source: str, field: str) -> str:
+    value = table.get(key)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not value:
+        raise PolicyFileError("must be a non-empty string", source=source, field=field)
+    return value
+
+
+def _stage_classes(table: Mapping[str, Any], source: str) -> dict[str, type]:
+    out: dict[str, type] = dict(STAGES)
+    for name, target in table.items():
+        field = f"stage_classes.{name}"
+        if not isinstance(target, str) or ":" not in target:
+            raise PolicyFileError("must be an import path 'module:Class'", source=source, field=field)
+        module_name, _, attr = target.partition(":")
+        try:
+            cls = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise PolicyFileError(f"cannot import {target!r}: {exc}", source=source, field=field) from exc
+        missing = [a for a in ("name", "version", "config", "__call__") if not hasattr(cls, a)]
+        if missing:
+            raise PolicyFileError(f"{target} is not a Stage (lacks {', '.join(missing)})", source=source, field=field)
+        out[name] = cls
+    return out
+
+
+def _stage(name: str, classes: Mapping[str, type], config: Any, source: str) -> Stage:
+    field = f"stages.{name}"
+    cls = classes.get(name)
+    if cls is None:
+        known = ", ".join(sorted(classes))
+        raise PolicyFileError(
+            f"unknown stage {name!r}; known: {known} (or declare it in [stage_classes])",
+            source=source,
+            field="policy.stages",
+        )
+    if not isinstance(config, Mapping):
+        raise PolicyFileError("must be a table of the stage's settings", source=source, field=field)
+    stage: Stage = _build(cls, config, source, field)
+    return stage
+
+
+def _build(cls: type, config: Mapping[str, Any], source: str, field: str) -> Any:
+    try:
+        return cls(**dict(config))
+    except TypeError as exc:
+        raise PolicyFileError(f"invalid settings for {cls.__name__}: {exc}", source=source, field=field) from exc
+
+
+def _contracts(value: Any, source: str) -> tuple[WorkingSetContract, ...]:
+    if not isinstance(value, list):
+        raise PolicyFileError("must be an array of tables ([[contracts]])", source=source, field="contracts")
+    out = []
+    for i, raw in enumerate(value):
+        field = f"contracts[{i}]"
+        if not isinstance(raw, Mapping):
+            raise PolicyFileError("must be a table", source=source, field=field)
+        bad = [s for s in raw.get("sources", []) if s not in SOURCES and not str(s).startswith("tag:")]
+        if bad:
+            raise PolicyFileError(
+                f"unknown source {bad[0]!r}; known: {', '.join(SOURCES)} or tag:<name>",
+                source=source,
+                field=f"{field}.sources",
+            )
+        fields = dict(raw)
+        for key in ("sources", "write_tools", "write_requires"):
+            if key in fields:
+                fields[key] = tuple(fields[key])
+        if "tools" in fields:
+            fields["tools"] = {str(k): tuple(v) for k, v in fields["tools"].items()}
+        out.append(_build(WorkingSetContract, fields, source, field))
+    return tuple(out)

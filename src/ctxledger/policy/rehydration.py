@@ -1,0 +1,189 @@
+"""Rehydration, phase two: reading a selected memory's raw artifact back, only when allowed (DESIGN §3 step 6).
+
+Seed 004 §4.11 ("usa el CSV exacto de antes": a summary is not enough, but raw data comes back only
+*after* policy selection, bounded) and §8 R12 (rehydration must not become a hidden path for large or
+sensitive data). Phase one (:mod:`ctxledger.policy.stages.memory_first`) put the compact memory in place
+of the raw exchange. Here, after selection, for each selected memory the request asks exact evidence of
+(``exact_evidence``: ``True`` for the most relevant selected memory, or ids / external ids of memories or
+artifacts), every source artifact is checked, in order:
+
+1. it exists among the candidates and its bytes still hash to its sha256 (else ``missing``);
+2. the privacy stage lets it go to the request's provider (else ``privacy_restricted`` /
+   ``provider_restricted``), and it is not ``audit_only`` for this participant;
+3. it fits the policy's byte budget: ``max_artifact_bytes`` each, ``max_bytes`` for the assembly
+   (else ``byte_budget``);
+4. secrets in it are redacted line by line;
+5. the memory plus the raw block fits the tokens selection left (else ``budget``).
+
+When all pass, the memory is rendered with the exact raw content appended (representation
+``rehydrated``); otherwise with a reference (artifact id, sha256, size) and the revalidation hint
+(transform ``reference_hint``). Every decision is returned for the manifest's ``rehydrations``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxledger.assemble.units import Unit, UnitKind, render_data_block
+from ctxledger.hashing import sha256_hex
+from ctxledger.policy.base import Policy, ReasonCode
+from ctxledger.policy.secrets import default_scanner, redact
+from ctxledger.policy.stages._common import request_provider
+from ctxledger.policy.stages.visibility import visible_to
+from ctxledger.records import Record, ToolArtifact, ToolMemory
+
+
+@dataclass(slots=True)
+class RehydrationPlan:
+    """What phase two decided: new turns per memory unit id, and the manifest entries."""
+
+    turns: dict[str, tuple[Any, ...]]
+    entries: list[dict[str, Any]]
+    representation: dict[str, str]
+
+
+def wanted_memories(request: Any, chosen: Sequence[Unit], relevance: Mapping[str, float]) -> list[Unit]:
+    """The selected memory units whose raw evidence the request asks for (see the module docstring)."""
+    asked = getattr(request, "exact_evidence", ())
+    memories = [u for u in chosen if u.kind is UnitKind.MEMORY and isinstance(u.records[0], ToolMemory)]
+    if asked is True:
+        ranked = sorted(memories, key=lambda u: (-relevance.get(u.id, 0.0), -u.seq, u.id))
+        return ranked[:1]
+    names = set(asked or ())
+    out = []
+    for unit in memories:
+        mem = unit.records[0]
+        keys = {mem.id, mem.external_id, *mem.source_artifact_ids}
+        if names & {k for k in keys if k}:
+            out.append(unit)
+    return out
+
+
+def rehydrate(
+    request: Any,
+    policy: Policy,
+    targets: Sequence[Unit],
+    lookup: Callable[[str], Record | None],
+    read_blob: Callable[[str], bytes] | None,
+    turn_tokens: Callable[[Any], int],
+    current_tokens: Mapping[str, int],
+    remaining_tokens: int,
+) -> RehydrationPlan:
+    """Decide phase two for each target memory unit (see the module docstring).
+
+    Args:
+        request: the assembly request (provider, participant, exact evidence).
+        policy: the bound policy (byte budget; its ``privacy`` stage decides routing).
+        targets: selected memory units whose raw evidence is asked for.
+        lookup: record id → candidate record (``None`` when not a candidate).
+        read_blob: bare-hex sha256 → bytes from the blob store.
+        turn_tokens: costs a turn in tokens (the assembler's coster).
+        current_tokens: unit id → tokens of the option selection chose.
+        remaining_tokens: tokens of ``B_dynamic`` selection left unused.
+
+    Returns:
+        The new turns per unit id, their representation, and one manifest entry per artifact.
+    """
+    plan = RehydrationPlan({}, [], {})
+    bytes_left = policy.rehydration.max_bytes
+    for unit in targets:
+        mem = unit.records[0]
+        assert isinstance(mem, ToolMemory)
+        raw_parts: list[tuple[ToolArtifact, str]] = []
+        refs: list[tuple[ToolArtifact | None, str, str]] = []
+        for aid in mem.source_artifact_ids:
+            art = lookup(aid)
+            reason, detail, text = _check(art, request, policy, read_blob, bytes_left)
+            if reason is None and isinstance(art, ToolArtifact):
+                bytes_left -= art.size_bytes
+                raw_parts.append((art, text))
+            else:
+                refs.append((art if isinstance(art, ToolArtifact) else None, aid, f"{reason}: {detail}"))
+        turn = _render(unit, mem, raw_parts, refs)
+        extra = turn_tokens(turn) - current_tokens.get(unit.id, 0)
+        if raw_parts and extra > remaining_tokens:
+            refs += [
+                (a, a.id, f"{ReasonCode.BUDGET}: {extra} more tokens than the {remaining_tokens} left")
+                for a, _ in raw_parts
+            ]
+            bytes_left += sum(a.size_bytes for a, _ in raw_parts)
+            raw_parts = []
+            turn = _render(unit, mem, raw_parts, refs)
+            extra = turn_tokens(turn) - current_tokens.get(unit.id, 0)
+        remaining_tokens -= max(extra, 0)
+        plan.turns[unit.id] = (turn,)
+        plan.representation[unit.id] = "rehydrated" if raw_parts else "memory"
+        plan.entries += _entries(mem, raw_parts, refs)
+    return plan
+
+
+def _check(
+    art: Record | None, request: Any, policy: Policy, read_blob: Callable[[str], bytes] | None, bytes_left: int
+) -> tuple[str | None, str, str]:
+    if not isinstance(art, ToolArtifact):
+        return "missing", "the source artifact is not a candidate of this assembly", ""
+    if not visible_to(art, getattr(request, "participant_id", None)):
+        return (
+            str(ReasonCode.AUDIT_ONLY if art.visibility.value == "audit_only" else ReasonCode.PRIVATE_TO_PARTICIPANT),
+            ("the raw artifact is not visible to this participant"),
+            "",
+        )
+    privacy = policy.stage("privacy")
+    if privacy is not None:
+        reason, detail = privacy.allows(art, request_provider(request))  # type: ignore[attr-defined]
+        if reason is not None:
+            return str(reason), detail, ""
+    limit = min(policy.rehydration.max_artifact_bytes, bytes_left)
+    if art.size_bytes > limit:
+        return str(ReasonCode.BYTE_BUDGET), f"{art.size_bytes} bytes > {limit} bytes left in the byte budget", ""
+    if read_blob is None:
+        return "missing", "no blob store to read from", ""
+    data = read_blob(art.sha256)
+    if sha256_hex(data) != art.sha256:
+        return "missing", "stored bytes no longer match the artifact's sha256", ""
+    text = data.decode("utf-8", errors="replace")
+    return None, "", redact(text, default_scanner().scan(text))
+
+
+def _render(unit: Unit, mem: ToolMemory, raw: Sequence[tuple[ToolArtifact, str]], refs: Sequence[Any]) -> Any:
+    body = unit.text
+    for art, text in raw:
+        body += (
+            f"\n--- exact raw content of {art.id} ({art.media_type}, {art.size_bytes} bytes, sha256:{art.sha256}) ---\n"
+            + text
+        )
+    attrs: dict[str, str] = {}
+    if refs:
+        attrs["raw"] = ", ".join(
+            f"{aid} (sha256:{a.sha256[:16]}…, {a.size_bytes} bytes)" if a is not None else aid for a, aid, _ in refs
+        )
+        attrs["raw_withheld"] = "; ".join(why for _, _, why in refs)
+        if mem.revalidation_tool:
+            attrs["revalidate_with"] = mem.revalidation_tool
+    base = unit.turns[0]
+    return dataclasses.replace(base, content=render_data_block(mem, body, attrs))
+
+
+def _entries(mem: ToolMemory, raw: Sequence[tuple[ToolArtifact, str]], refs: Sequence[Any]) -> list[dict[str, Any]]:
+    out = [
+        {"memory": mem.id, "artifact": a.id, "sha256": a.sha256, "bytes": a.size_bytes, "decision": "rehydrated",
+         "reason": None, "revalidation_tool": mem.revalidation_tool}
+        for a, _ in raw
+    ]  # fmt: skip
+    for art, aid, why in refs:
+        out.append(
+            {
+                "memory": mem.id,
+                "artifact": aid,
+                "sha256": art.sha256 if art is not None else None,
+                "bytes": art.size_bytes if art is not None else None,
+                "decision": "reference",
+                "reason": why.split(":", 1)[0],
+                "detail": why.split(":", 1)[1].strip(),
+                "revalidation_tool": mem.revalidation_tool,
+            }
+        )
+    return out

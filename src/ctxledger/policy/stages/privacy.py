@@ -1,0 +1,88 @@
+"""Privacy classes and provider routing, failing closed (seed 004 §4.5, §8 R3 and R12; DESIGN §3 step 2).
+
+Every record carries a ``privacy_class`` and may carry a ``provider_scope`` (the provider account or OAuth
+scope its data came from, e.g. ``"google"``). For the provider the payload goes to (the request's
+``provider``, else the one its ``api`` implies):
+
+* a privacy class not in ``classes`` is unknown and omitted (``privacy_restricted``): fail closed;
+* a known class must be allowed for that provider by ``allow[provider]`` (else ``allow["*"]``);
+  otherwise ``privacy_restricted``;
+* data with a ``provider_scope`` goes only to that same provider or to the providers ``routes`` lists for
+  it (``provider_restricted``); when the request's provider is unknown, scoped data never goes.
+
+A safe summary derived from restricted data (a memory without the provider scope, in an allowed class)
+stays selectable, with its revalidation hint; the raw data stays out. :meth:`PrivacyStage.allows` is
+also what phase-two rehydration asks before it reads a raw artifact back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar
+
+from ctxledger.policy.base import PolicyDecision, ReasonCode, StageContext
+from ctxledger.policy.stages._common import omit, request_provider
+from ctxledger.records import Branch, Conversation, Participant, Record
+
+DEFAULT_CLASSES = ("public", "internal", "confidential", "restricted", "secret")
+"""Privacy classes, least to most sensitive."""
+
+DEFAULT_ALLOW: Mapping[str, Sequence[str]] = {"*": ("public", "internal", "confidential")}
+"""By default ``restricted`` and ``secret`` data go to no provider."""
+
+
+class PrivacyStage:
+    """Omit what the target provider may not receive.
+
+    Args:
+        classes: known privacy classes (others fail closed).
+        allow: provider → classes it may receive; ``"*"`` is the default for unnamed providers.
+        routes: provider scope → extra providers that may receive data of that scope.
+    """
+
+    name: ClassVar[str] = "privacy"
+    version: ClassVar[str] = "1"
+
+    def __init__(
+        self,
+        classes: Iterable[str] = DEFAULT_CLASSES,
+        allow: Mapping[str, Iterable[str]] | None = None,
+        routes: Mapping[str, Iterable[str]] | None = None,
+    ) -> None:
+        self.classes = tuple(classes)
+        self.allow = {k: tuple(v) for k, v in (DEFAULT_ALLOW if allow is None else allow).items()}
+        self.routes = {k: tuple(v) for k, v in (routes or {}).items()}
+
+    def config(self) -> Mapping[str, Any]:
+        """Classes, allow-lists and routes."""
+        return {
+            "classes": list(self.classes),
+            "allow": {k: list(v) for k, v in sorted(self.allow.items())},
+            "routes": {k: list(v) for k, v in sorted(self.routes.items())},
+        }
+
+    def allows(self, rec: Record, provider: str | None) -> tuple[ReasonCode | None, str]:
+        """``(None, "")`` when ``rec`` may go to ``provider``, else the reason code and a detail (no content)."""
+        cls = rec.privacy_class
+        if cls not in self.classes:
+            return ReasonCode.PRIVACY_RESTRICTED, f"unknown privacy class {cls!r} (fail closed)"
+        allowed = self.allow.get(provider or "", self.allow.get("*", ()))
+        if cls not in allowed:
+            return ReasonCode.PRIVACY_RESTRICTED, f"privacy class {cls!r} may not go to provider {provider!r}"
+        origin = rec.provider_scope
+        if origin and (provider is None or (provider != origin and provider not in self.routes.get(origin, ()))):
+            return (
+                ReasonCode.PROVIDER_RESTRICTED,
+                f"derived from {origin} data; provider {provider!r} may not receive it",
+            )
+        return None, ""
+
+    def __call__(self, ctx: StageContext) -> Iterable[PolicyDecision]:
+        """Omit records the request's provider may not receive."""
+        provider = request_provider(ctx.request)
+        for rec in ctx.records:
+            if rec.id in ctx.omitted or isinstance(rec, Conversation | Branch | Participant):
+                continue
+            reason, detail = self.allows(rec, provider)
+            if reason is not None:
+                yield omit(self.name, rec.id, reason, detail)

@@ -1,0 +1,139 @@
+"""Protection of recovery state: what must be kept, verbatim, never summarised away.
+
+DESIGN §3 step 3; seed 000 "Lo que merece protección"; seed 001 "Compresión" (approval state, tool
+errors, policy constraints, user corrections, open questions … are never compressed); seed 004 §4.6
+(recovery context is not trimmed while unresolved); cases B02, B09, B10.
+
+Required, with the reason recorded on the unit:
+
+* ``instruction``: system and developer instructions;
+* ``latest_user_turn``; ``latest_step``: the newest message or tool exchange when it follows that turn
+  (the step the model continues from). Older steps of a long tool loop are not pinned: in an agent
+  trajectory the only user turn is often the task itself;
+* ``unresolved_tool_call``: a pending or deferred call (an attempted send must not be forgotten);
+  ``unresolved_tool_error``: a failed exchange not yet followed by a success of the same tool;
+* by tag (``meta["tags"]``): ``user_constraint`` / ``constraint``, ``correction`` / ``user_correction``,
+  ``approval``, ``goal`` / ``active_goal``, ``pending_operation``, ``environment_constraint`` (a read-only
+  environment found forty steps back is still read-only), ``retry_critical``, ``moderator_directive``;
+* ``user_constraint`` / ``user_correction`` also by wording, for user messages (``detect_wording``):
+  prohibitions ("do not", "don't", "never", "must not" …) and corrections ("No,", "actually", "I meant" …);
+* ``moderator_directive``: messages of a participant whose role is ``moderator`` (autonomous discussion);
+* ``checkpoint``: every live checkpoint (older ones of a run were superseded by validity): the restored
+  run state of a continuation or a parent resume.
+
+Reasons in :data:`~ctxledger.policy.base.VERBATIM_REASONS` admit only the verbatim representation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
+
+from ctxledger.assemble.units import Unit, UnitKind
+from ctxledger.policy.base import PolicyDecision, StageContext
+from ctxledger.policy.stages._common import live_units, participants, require, unit_tags
+from ctxledger.records import Message, Role, ToolStatus
+
+TAG_REASONS: Mapping[str, str] = {
+    "user_constraint": "user_constraint",
+    "constraint": "user_constraint",
+    "correction": "user_correction",
+    "user_correction": "user_correction",
+    "approval": "approval",
+    "goal": "active_goal",
+    "active_goal": "active_goal",
+    "pending_operation": "pending_operation",
+    "environment_constraint": "environment_constraint",
+    "retry_critical": "retry_critical",
+    "moderator_directive": "moderator_directive",
+}
+"""Tag → protection reason (first matching tag in this order wins)."""
+
+_PROHIBITION = re.compile(
+    r"\b(do not|don't|dont|never|must not|mustn't|may not|not allowed|under no circumstances|avoid)\b", re.I
+)
+_CORRECTION = re.compile(r"^\s*(no[,.!]|actually\b|correction\b|i meant\b|that's wrong|that is wrong)", re.I)
+_STEP_KINDS = (UnitKind.MESSAGE, UnitKind.TOOL_EXCHANGE)
+
+
+class ProtectionStage:
+    """Require recovery state, constraints and the turn in progress (see the module docstring).
+
+    Args:
+        detect_wording: also protect user prohibitions and corrections found by wording, not only by tag.
+    """
+
+    name: ClassVar[str] = "protection"
+    version: ClassVar[str] = "2"
+
+    def __init__(self, detect_wording: bool = True) -> None:
+        self.detect_wording = detect_wording
+
+    def config(self) -> Mapping[str, Any]:
+        """Whether wording detection is on, and the tag table."""
+        return {"detect_wording": self.detect_wording, "tags": dict(TAG_REASONS)}
+
+    def __call__(self, ctx: StageContext) -> Iterable[PolicyDecision]:
+        """Emit ``require`` decisions for protected units (on the unit id), newest first."""
+        units = live_units(ctx)
+        moderators = {p.id for p in participants(ctx).values() if p.role == "moderator"}
+        last_user = _latest_user_index(units)
+        newest_step = max((i for i, u in enumerate(units) if u.kind in _STEP_KINDS), default=None)
+        succeeded_after: set[str] = set()
+        for i in range(len(units) - 1, -1, -1):
+            unit = units[i]
+            reason = _position_reason(unit, i, last_user, newest_step) or _state_reason(unit, succeeded_after)
+            reason = reason or self._content_reason(unit, moderators)
+            if unit.kind is UnitKind.TOOL_EXCHANGE and unit.status is ToolStatus.SUCCEEDED:
+                succeeded_after.update(unit.tool_names)
+            if reason:
+                yield require(self.name, unit.id, reason)
+
+    def _content_reason(self, unit: Unit, moderators: set[str]) -> str | None:
+        found = unit_tags(unit)
+        for tag, reason in TAG_REASONS.items():
+            if tag in found:
+                return reason
+        first = unit.records[0]
+        if unit.kind is UnitKind.MESSAGE and first.owner_participant_id in moderators:
+            return "moderator_directive"
+        if unit.kind is UnitKind.CHECKPOINT:
+            return "checkpoint"
+        if self.detect_wording and unit.kind is UnitKind.MESSAGE and _is_user(first):
+            if _CORRECTION.search(unit.text):
+                return "user_correction"
+            if _PROHIBITION.search(unit.text):
+                return "user_constraint"
+        return None
+
+
+def _is_user(rec: Any) -> bool:
+    return isinstance(rec, Message) and rec.role is Role.USER
+
+
+def _latest_user_index(units: list[Unit]) -> int | None:
+    for i in range(len(units) - 1, -1, -1):
+        if units[i].kind is UnitKind.MESSAGE and _is_user(units[i].records[0]):
+            return i
+    return None
+
+
+def _position_reason(unit: Unit, index: int, last_user: int | None, newest_step: int | None) -> str | None:
+    if unit.kind is UnitKind.INSTRUCTION:
+        return "instruction"
+    if last_user is not None and index == last_user:
+        return "latest_user_turn"
+    if last_user is not None and newest_step is not None and index == newest_step > last_user:
+        return "latest_step"
+    return None
+
+
+def _state_reason(unit: Unit, succeeded_after: set[str]) -> str | None:
+    if unit.kind is not UnitKind.TOOL_EXCHANGE:
+        return None
+    if unit.status in (ToolStatus.PENDING, ToolStatus.DEFERRED):
+        return "unresolved_tool_call"
+    if unit.status is ToolStatus.FAILED and not set(unit.tool_names) & succeeded_after:
+        return "unresolved_tool_error"
+    return None

@@ -1,0 +1,60 @@
+"""Scope: nothing outside the request's tenant, conversation and scope labels is ever selected.
+
+DESIGN §3 step 2; seed 002 "Primero restricciones, después relevancia" (step 1: exclude what does not
+belong to the tenant or scope); case B12 (a memory search filtered by session only returned another
+user's facts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
+
+from ctxledger.policy.base import PolicyDecision, ReasonCode, StageContext
+from ctxledger.policy.stages._common import omit, request_attr
+
+
+class ScopeStage:
+    """Omit records of another tenant or conversation, or whose scope labels differ from the request's.
+
+    Records and requests carry a ``scope`` mapping (``{"app": …, "user_id": …, "session_id": …}``). For
+    each key in ``keys`` that a record carries, the request must carry the same value; a request that
+    lacks the key fails closed (``out_of_scope``). Keys not listed (by default ``session_id``) are
+    provenance, not a boundary: a user's memory from an earlier session stays in scope, as in ADK's
+    memory service, whose memories belong to an app and a user across sessions.
+
+    Args:
+        keys: scope keys that must match (default ``("app", "user_id")``).
+    """
+
+    name: ClassVar[str] = "scope"
+    version: ClassVar[str] = "2"
+
+    def __init__(self, keys: Iterable[str] = ("app", "user_id")) -> None:
+        self.keys = tuple(keys)
+
+    def config(self) -> Mapping[str, Any]:
+        """The keys that must match."""
+        return {"keys": list(self.keys)}
+
+    def __call__(self, ctx: StageContext) -> Iterable[PolicyDecision]:
+        """Omit out-of-scope records with ``out_of_scope`` and the mismatching key in the detail."""
+        req = ctx.request
+        scope: Mapping[str, str] = request_attr(ctx, "scope", None) or {}
+        for rec in ctx.records:
+            if rec.tenant_id != req.tenant_id or rec.conversation_id != req.conversation_id:
+                yield omit(self.name, rec.id, ReasonCode.OUT_OF_SCOPE, "another tenant or conversation")
+                continue
+            detail = self._mismatch(rec.scope, scope)
+            if detail:
+                yield omit(self.name, rec.id, ReasonCode.OUT_OF_SCOPE, detail)
+
+    def _mismatch(self, have: Mapping[str, str], want: Mapping[str, str]) -> str:
+        for key in self.keys:
+            if key not in have:
+                continue
+            if key not in want:
+                return f"record is scoped by {key!r}; the request names no {key!r}"
+            if str(have[key]) != str(want[key]):
+                return f"{key} {have[key]!r} is not the request's {want[key]!r}"
+        return ""

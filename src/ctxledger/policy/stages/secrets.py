@@ -1,0 +1,82 @@
+"""Secrets never enter a payload; what was withheld is recorded without its content.
+
+Seed 000 "Instrucciones y evidencia no tienen la misma autoridad" (a credential stays with the server
+that uses it); seed 004 §8 R3. Every live unit's model-facing text (message content, tool arguments, tool
+results, memory and compaction text) is scanned with :class:`~ctxledger.policy.secrets.SecretScanner`
+(detect-secrets). For each record holding a secret:
+
+* if its unit is required (the turn in progress, an unresolved call …) or ``action`` is ``"redact"``, the
+  record is marked ``secret_redacted`` and the assembler replaces each affected line with
+  ``[withheld by policy: <type> on line N]``;
+* otherwise (``action = "omit"``, the default) the unit is left out with reason ``secret``.
+
+The decision's detail lists the secret types and line numbers, never the values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar
+
+from ctxledger.assemble.units import Unit
+from ctxledger.policy.base import PolicyDecision, ReasonCode, StageContext
+from ctxledger.policy.secrets import DEFAULT_PLUGINS, Finding, SecretScanner, default_scanner, describe
+from ctxledger.policy.stages._common import live_units, mark, omit
+from ctxledger.serialize.base import Turn
+
+
+def turn_texts(turn: Turn) -> list[str]:
+    """Every model-facing string of a turn: its text content and its tool-call arguments."""
+    out: list[str] = []
+    if isinstance(turn.content, str):
+        out.append(turn.content)
+    elif turn.content:
+        out += [str(p.get("text", "")) for p in turn.content if p.get("type") == "text"]
+    out += [c.arguments for c in turn.tool_calls]
+    return out
+
+
+def unit_findings(unit: Unit, scanner: SecretScanner) -> dict[str, tuple[Finding, ...]]:
+    """Record id → findings, over the unit's rendered turns (a turn's ``ref`` names its record)."""
+    found: dict[str, list[Finding]] = {}
+    for turn in unit.turns:
+        for text in turn_texts(turn):
+            hits = scanner.scan(text)
+            if hits:
+                found.setdefault(turn.ref, []).extend(hits)
+    return {ref: tuple(v) for ref, v in found.items()}
+
+
+class SecretsStage:
+    """Omit (or, for required units, redact) records whose text holds a secret.
+
+    Args:
+        action: ``"omit"`` (optional units leave with ``secret``) or ``"redact"`` (always redact lines).
+        plugins: detect-secrets plugin names (default: :data:`~ctxledger.policy.secrets.DEFAULT_PLUGINS`).
+    """
+
+    name: ClassVar[str] = "secrets"
+    version: ClassVar[str] = "1"
+
+    def __init__(self, action: str = "omit", plugins: Sequence[str] | None = None) -> None:
+        self.action = action
+        self.plugins = tuple(plugins) if plugins is not None else DEFAULT_PLUGINS
+        self.scanner = default_scanner() if plugins is None else SecretScanner(self.plugins)
+
+    def config(self) -> Mapping[str, Any]:
+        """Action and plugins."""
+        return {"action": self.action, "plugins": list(self.plugins)}
+
+    def __call__(self, ctx: StageContext) -> Iterable[PolicyDecision]:
+        """Scan every live unit; decide per record."""
+        for unit in live_units(ctx):
+            findings = unit_findings(unit, self.scanner)
+            if not findings:
+                continue
+            redact = self.action == "redact" or unit.id in ctx.required
+            for ref, hits in findings.items():
+                detail = describe(hits)
+                if redact:
+                    yield mark(self.name, ref, "secret_redacted", detail)
+                else:
+                    yield omit(self.name, ref, ReasonCode.SECRET, detail)

@@ -1,0 +1,247 @@
+"""Validity: supersession, staleness, source-version invalidation, conflicts and provenance.
+
+Seed 004 §4.7 (freshness classes), §4.8 (contradiction and supersession), §9.4 (broken provenance);
+seed 002 "Freshness no es una timestamp" and "Provenance"; DESIGN §3 step 2.
+
+* **Supersession has a direction.** ``supersedes`` on the *new* record names the old ones; the old record
+  is omitted (``superseded``, detail ``superseded by <new>``) and the new one stays selectable. The link
+  is honoured only while the new record is itself a live candidate, and only when the new record's trust
+  is at least the old one's: lower trust never overrides higher, so such a claim leaves both records in,
+  flagged as a conflict. A newer checkpoint of the same run and owner supersedes the older ones.
+* **Staleness.** A record is stale when ``stale_after`` has passed at the request's ``now``; when it has
+  no ``stale_after`` but an ``observed_at``, when the ``ttl_seconds`` of its freshness class has passed
+  (``permanent`` never goes stale); when it was derived from an older version of a source than the
+  current one (``source_version`` ``"<source>@<version>"``; the current version is the request's
+  ``source_versions[source]`` or else the newest version recorded for that source among the candidates:
+  a summary and test results tied to ``repo@a1b2c3`` are stale once ``repo@d4e5f6`` is seen); or when its
+  provenance is broken and cannot be repaired. ``stale_actions[freshness]`` says what happens: ``omit``
+  (``stale``) or ``mark`` (kept, rendered with ``status="stale"`` and the revalidation tool).
+* **Conflicts** (``conflicts_with``) stay separate records. ``conflicts="flag"`` keeps both and flags both;
+  ``"prefer_trusted"`` omits the side with lower trust (then lower confidence) as ``conflict_suppressed``
+  and flags the other; equal sides are both kept and flagged.
+* **Provenance.** A memory whose source artifact is missing, or whose locator's sha256 differs from the
+  artifact it names, is repaired only by content: when a candidate artifact has the locator's sha256 the
+  memory is marked ``provenance_repaired`` naming it; otherwise it is marked stale (``provenance_broken``).
+  No substitute id is ever made up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import timedelta
+from typing import Any, ClassVar
+
+from ctxledger.policy.base import Outcome, PolicyDecision, ReasonCode, StageContext
+from ctxledger.policy.stages._common import mark, omit, request_attr
+from ctxledger.records import Checkpoint, Freshness, Record, ToolArtifact, ToolMemory, utcnow
+
+DEFAULT_STALE_ACTIONS: Mapping[str, str] = {
+    "volatile": "omit",
+    "session": "mark",
+    "bounded": "mark",
+    "durable": "mark",
+    "permanent": "mark",
+    "default": "mark",
+}
+"""What happens to a stale record, by freshness class (``default``: records without a class)."""
+
+DEFAULT_TTL_SECONDS: Mapping[str, int] = {"volatile": 900, "session": 86_400, "bounded": 7 * 86_400}
+"""Age after which a record with ``observed_at`` but no ``stale_after`` is stale (durable: never by age)."""
+
+
+def split_version(value: str) -> tuple[str, str]:
+    """``"repo@d4e5f6"`` → ``("repo", "d4e5f6")``; a bare version belongs to source ``""``."""
+    source, sep, version = value.rpartition("@")
+    return (source, version) if sep else ("", value)
+
+
+class ValidityStage:
+    """Omit superseded records; mark or omit stale ones; flag conflicts; repair or mark broken provenance.
+
+    Args:
+        stale_actions: freshness class → ``"omit"`` or ``"mark"``.
+        ttl_seconds: freshness class → maximum age in seconds when ``stale_after`` is absent.
+        conflicts: ``"flag"`` (keep both sides) or ``"prefer_trusted"``.
+    """
+
+    name: ClassVar[str] = "validity"
+    version: ClassVar[str] = "1"
+
+    def __init__(
+        self,
+        stale_actions: Mapping[str, str] | None = None,
+        ttl_seconds: Mapping[str, int] | None = None,
+        conflicts: str = "flag",
+    ) -> None:
+        self.stale_actions = {**DEFAULT_STALE_ACTIONS, **(stale_actions or {})}
+        self.ttl_seconds = dict(DEFAULT_TTL_SECONDS if ttl_seconds is None else ttl_seconds)
+        self.conflicts = conflicts
+
+    def config(self) -> Mapping[str, Any]:
+        """Stale actions, TTLs and the conflict rule."""
+        return {
+            "stale_actions": dict(sorted(self.stale_actions.items())),
+            "ttl_seconds": dict(sorted(self.ttl_seconds.items())),
+            "conflicts": self.conflicts,
+        }
+
+    def __call__(self, ctx: StageContext) -> Iterable[PolicyDecision]:
+        """Run supersession first (its omissions decide what is left), then staleness, provenance, conflicts."""
+        out: list[PolicyDecision] = []
+        for d in self._supersession(ctx):
+            out.append(d)
+            if d.outcome is Outcome.OMIT:
+                ctx.omitted.add(d.ref)
+        out += self._staleness(ctx)
+        out += self._conflicts(ctx, {d.ref for d in out if d.outcome is Outcome.OMIT})
+        return out
+
+    # -- supersession ----------------------------------------------------------------------------
+
+    def _supersession(self, ctx: StageContext) -> Iterable[PolicyDecision]:
+        done: set[str] = set()
+        for new in sorted(ctx.records, key=lambda r: -r.seq):
+            if not ctx.live(new.id):
+                continue
+            for old_id in _supersedes(new, ctx):
+                old = ctx.record(old_id)
+                if old is None or old_id in done or old_id in ctx.omitted:
+                    continue
+                if new.trust.rank > old.trust.rank:
+                    detail = f"{new.id} ({new.trust.value}) claims to supersede {old.id} ({old.trust.value})"
+                    yield mark(self.name, new.id, "conflict", detail + "; lower trust does not override higher")
+                    yield mark(self.name, old.id, "conflict", detail + "; not honoured")
+                    continue
+                done.add(old_id)
+                yield omit(self.name, old_id, ReasonCode.SUPERSEDED, f"superseded by {new.id}")
+
+    # -- staleness -------------------------------------------------------------------------------
+
+    def _staleness(self, ctx: StageContext) -> list[PolicyDecision]:
+        now = ctx.now or utcnow()
+        current = _current_versions(ctx)
+        out: list[PolicyDecision] = []
+        for rec in ctx.records:
+            if rec.id in ctx.omitted:
+                continue
+            why = _stale_by_time(rec, now, self.ttl_seconds) or _stale_by_version(rec, current)
+            repair = _provenance(rec, ctx) if isinstance(rec, ToolMemory) else None
+            if repair is not None and repair[0] == "provenance_repaired":
+                out.append(mark(self.name, rec.id, "provenance_repaired", repair[1]))
+            elif repair is not None:
+                why = why or repair[1]
+            if why:
+                out.append(self._stale(rec, why))
+        return out
+
+    def _stale(self, rec: Record, why: str) -> PolicyDecision:
+        freshness = getattr(rec, "freshness", None)
+        action = self.stale_actions.get(freshness.value if freshness else "default", "mark")
+        tool = getattr(rec, "revalidation_tool", None)
+        detail = why + (f"; revalidate with {tool}" if tool else "")
+        if action == "omit":
+            return omit(self.name, rec.id, ReasonCode.STALE, detail)
+        return mark(self.name, rec.id, "stale", detail)
+
+    # -- conflicts -------------------------------------------------------------------------------
+
+    def _conflicts(self, ctx: StageContext, omitted_now: set[str]) -> list[PolicyDecision]:
+        out: list[PolicyDecision] = []
+        seen: set[tuple[str, str]] = set()
+        for rec in ctx.records:
+            for other_id in getattr(rec, "conflicts_with", ()) or ():
+                other = ctx.record(other_id)
+                pair = tuple(sorted((rec.id, other_id)))
+                if other is None or pair in seen or not ctx.live(rec.id) or not ctx.live(other_id):
+                    continue
+                if rec.id in omitted_now or other_id in omitted_now:
+                    continue
+                seen.add(pair)  # type: ignore[arg-type]
+                out += self._resolve(rec, other)
+        return out
+
+    def _resolve(self, a: Record, b: Record) -> list[PolicyDecision]:
+        key_a, key_b = _strength(a), _strength(b)
+        if self.conflicts == "prefer_trusted" and key_a != key_b:
+            win, lose = (a, b) if key_a > key_b else (b, a)
+            return [
+                omit(self.name, lose.id, ReasonCode.CONFLICT_SUPPRESSED, f"conflicts with {win.id} (higher trust)"),
+                mark(self.name, win.id, "conflict", f"conflicts with {lose.id} (suppressed)"),
+            ]
+        return [
+            mark(self.name, a.id, "conflict", f"conflicts with {b.id}"),
+            mark(self.name, b.id, "conflict", f"conflicts with {a.id}"),
+        ]
+
+
+def _strength(rec: Record) -> tuple[int, float]:
+    return (-rec.trust.rank, float(getattr(rec, "confidence", 1.0)))
+
+
+def _supersedes(new: Record, ctx: StageContext) -> list[str]:
+    ids = list(getattr(new, "supersedes", ()) or ())
+    if isinstance(new, Checkpoint):
+        ids += [
+            r.id
+            for r in ctx.records
+            if isinstance(r, Checkpoint)
+            and r.seq < new.seq
+            and r.run_id == new.run_id
+            and r.owner_participant_id == new.owner_participant_id
+        ]
+    return ids
+
+
+def _stale_by_time(rec: Record, now: Any, ttl: Mapping[str, int]) -> str:
+    freshness = getattr(rec, "freshness", None)
+    if freshness is Freshness.PERMANENT:
+        return ""
+    stale_after = getattr(rec, "stale_after", None)
+    if stale_after is not None:
+        return f"stale since {stale_after.isoformat()}" if now > stale_after else ""
+    observed = getattr(rec, "observed_at", None)
+    limit = ttl.get(freshness.value) if freshness is not None else None
+    if observed is not None and limit is not None and now > observed + timedelta(seconds=limit):
+        return f"{freshness.value} observation from {observed.isoformat()} is older than {limit} s"
+    return ""
+
+
+def _current_versions(ctx: StageContext) -> dict[str, str]:
+    current: dict[str, str] = {}
+    for rec in ctx.records:  # seq order: the newest observation of a source wins
+        value = getattr(rec, "source_version", None)
+        if value and ctx.in_lineage(rec):
+            source, version = split_version(value)
+            current[source] = version
+    current.update({str(k): str(v) for k, v in (request_attr(ctx, "source_versions", None) or {}).items()})
+    return current
+
+
+def _stale_by_version(rec: Record, current: Mapping[str, str]) -> str:
+    value = getattr(rec, "source_version", None)
+    if not value:
+        return ""
+    source, version = split_version(value)
+    now = current.get(source)
+    if now is None or now == version:
+        return ""
+    label = f"{source}@" if source else ""
+    return f"derived from {label}{version}; current is {label}{now}"
+
+
+def _provenance(mem: ToolMemory, ctx: StageContext) -> tuple[str, str] | None:
+    """``None`` when intact; ``("provenance_repaired", detail)`` or ``("provenance_broken", detail)``."""
+    by_sha = {r.sha256: r.id for r in ctx.records if isinstance(r, ToolArtifact)}
+    locator_sha = {str(loc.get("artifact_id", "")): str(loc.get("sha256", "")) for loc in mem.locators}
+    for aid in mem.source_artifact_ids:
+        art = ctx.record(aid)
+        want = locator_sha.get(aid, "").removeprefix("sha256:")
+        if isinstance(art, ToolArtifact) and (not want or want == art.sha256):
+            continue
+        problem = (
+            f"source artifact {aid} is missing" if art is None else f"artifact {aid} no longer has sha256 {want[:12]}"
+        )
+        if want and want in by_sha and by_sha[want] != aid:
+            return "provenance_repaired", f"{problem}; its locator's sha256 matches artifact {by_sha[want]}"
+        return "provenance_broken", f"{problem}; provenance cannot be repaired"
+    return None

@@ -1,0 +1,188 @@
+"""Policies as versioned values: TOML files, custom stages by import path, hashes, reason codes in manifests."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from ctxledger.errors import PolicyFileError
+from ctxledger.eval.cases import load_case, run_case
+from ctxledger.ledger import Ledger
+from ctxledger.policy import ReasonCode, default_policy, load_policy, loads_policy
+from ctxledger.policy.stages import STAGES, PrivacyStage, ScopeStage
+from ctxledger.testing import MemoryStore
+
+POLICY = textwrap.dedent(
+    """
+    [policy]
+    name = "support-desk"
+    version = "7"
+    stages = ["scope", "lineage", "visibility", "privacy", "validity", "protection", "memory_first"]
+
+    [stages.scope]
+    keys = ["app", "user_id", "org"]
+
+    [stages.privacy]
+    allow = { "*" = ["public", "internal"], google = ["public", "internal", "confidential"] }
+    routes = { google = ["vertex"] }
+
+    [selection]
+    w_relevance = 0.5
+    class_caps = { operational = 0.5 }
+
+    [rehydration]
+    max_bytes = 4096
+
+    [[contracts]]
+    agent = "router"
+    call_type = "routing"
+    sources = ["instructions", "latest_user_turn", "typed_request"]
+    max_input_tokens = 2000
+    tools = { investigation = ["search_orders"] }
+    write_tools = ["issue_refund"]
+    """
+)
+
+CUSTOM = textwrap.dedent(
+    '''
+    from ctxledger.policy.base import Outcome, PolicyDecision
+
+
+    class DropWeekendNotes:
+        """Omit records tagged weekend."""
+
+        name = "drop_weekend"
+        version = "3"
+
+        def __init__(self, tag="weekend"):
+            self.tag = tag
+
+        def config(self):
+            return {"tag": self.tag}
+
+        def __call__(self, ctx):
+            for rec in ctx.records:
+                if self.tag in (rec.meta.get("tags") or ()):
+                    yield PolicyDecision(rec.id, self.name, Outcome.OMIT, "out_of_scope", "weekend note")
+    '''
+)
+
+
+def test_reason_codes_are_pinned():
+    """Reason codes only grow: DESIGN §5's values (and the later additions) keep their exact spelling."""
+    assert [c.value for c in ReasonCode] == [
+        "out_of_scope", "not_in_lineage", "private_to_participant", "audit_only", "not_promoted",
+        "privacy_restricted", "provider_restricted", "secret", "superseded", "stale", "conflict_suppressed",
+        "untrusted_non_evidence", "redundant", "budget", "class_cap", "byte_budget", "role_order", "summarized",
+        "covered_by_memory", "out_of_contract",
+    ]  # fmt: skip
+
+
+def test_toml_policy_loads_stages_config_selection_and_contracts(tmp_path):
+    """A policy file gives a named, versioned policy whose stages, settings and contracts are the file's."""
+    path = tmp_path / "support.toml"
+    path.write_text(POLICY, encoding="utf-8")
+    policy = load_policy(path)
+    assert (policy.name, policy.version) == ("support-desk", "7")
+    assert [s.name for s in policy.stages] == [
+        "scope", "lineage", "visibility", "privacy", "validity", "protection", "memory_first",
+    ]  # fmt: skip
+    scope = policy.stages[0]
+    assert isinstance(scope, ScopeStage) and scope.keys == ("app", "user_id", "org")
+    privacy = policy.stage("privacy")
+    assert isinstance(privacy, PrivacyStage) and privacy.routes == {"google": ("vertex",)}
+    assert policy.selection.w_relevance == 0.5 and policy.selection.class_caps == {"operational": 0.5}
+    assert policy.rehydration.max_bytes == 4096
+    (contract,) = policy.contracts
+    assert contract.max_input_tokens == 2000 and contract.write_tools == ("issue_refund",)
+
+
+def test_policy_hash_is_stable_and_changes_with_any_setting():
+    """The same file hashes the same; changing one stage setting changes the hash; the version is in it."""
+    a, b = loads_policy(POLICY), loads_policy(POLICY)
+    assert a.hash == b.hash and a.hash.startswith("sha256:")
+    changed = loads_policy(POLICY.replace('"org"]', '"tenant"]'))
+    bumped = loads_policy(POLICY.replace('version = "7"', 'version = "8"'))
+    assert len({a.hash, changed.hash, bumped.hash}) == 3
+
+
+def test_default_policy_runs_every_builtin_stage_in_order():
+    """Without a stage list a policy file runs every built-in stage, like the default policy."""
+    policy = loads_policy('[policy]\nname = "p"\nversion = 1\n')
+    assert [s.name for s in policy.stages] == list(STAGES) == [s.name for s in default_policy().stages]
+    assert policy.version == "1"
+
+
+def test_custom_stage_by_import_path_runs_and_is_hashed(tmp_path, monkeypatch, cases_dir):
+    """A stage class named by 'module:Class' is imported, configured, hashed, and its decisions reach the manifest."""
+    (tmp_path / "acme_stages.py").write_text(CUSTOM, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    text = textwrap.dedent(
+        """
+        [policy]
+        name = "acme"
+        version = "1"
+        stages = ["scope", "drop_weekend", "protection"]
+        [stage_classes]
+        drop_weekend = "acme_stages:DropWeekendNotes"
+        [stages.drop_weekend]
+        tag = "user_constraint"
+        """
+    )
+    policy = loads_policy(text, source="acme.toml")
+    assert policy.describe()["stages"][1] == {
+        "name": "drop_weekend",
+        "version": "3",
+        "config": {"tag": "user_constraint"},
+    }
+    run = run_case(load_case(cases_dir / "B09.json"), Ledger(MemoryStore(), policy=policy))
+    manifest = run.assembly.manifest
+    assert manifest["policy"] == {"name": "acme", "version": "1", "hash": policy.hash}
+    dropped = [e for e in manifest["omitted"] if e["stage"] == "drop_weekend"]
+    assert [e["external_id"] for e in dropped] == ["m2"]
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "words"),
+    [
+        ('[policy]\nname = "p"\n', "policy.version", "non-empty string"),
+        ('[policy]\nname = "p"\nversion = "1"\nstages = ["scope", "nope"]\n', "policy.stages", "unknown stage 'nope'"),
+        ('[policy]\nname = "p"\nversion = "1"\n[stages.scope]\nbogus = 1\n', "stages.scope", "invalid settings"),
+        (
+            '[policy]\nname = "p"\nversion = "1"\n[stage_classes]\nx = "no_such_module_xyz:Stage"\n',
+            "stage_classes.x",
+            "cannot import",
+        ),
+        (
+            '[policy]\nname = "p"\nversion = "1"\n[[contracts]]\nsources = ["everything"]\n',
+            "contracts[0].sources",
+            "unknown source",
+        ),
+        ('[policy]\nname = "p"\nversion = "1"\n[budget]\nx = 1\n', "budget", "unknown table"),
+        ("[stages.scope]\nkeys = []\n", "policy", "missing [policy]"),
+    ],
+)
+def test_invalid_policy_files_name_file_and_field(text, field, words):
+    """Every problem in a policy file raises PolicyFileError naming the file and the offending field."""
+    with pytest.raises(PolicyFileError) as info:
+        loads_policy(text, source="bad.toml")
+    assert info.value.field == field and info.value.source == "bad.toml"
+    assert words in str(info.value) and "bad.toml" in str(info.value)
+
+
+def test_invalid_toml_and_missing_file_are_policy_file_errors(tmp_path):
+    """Broken TOML and unreadable files are reported as PolicyFileError with the file name."""
+    with pytest.raises(PolicyFileError, match="invalid TOML"):
+        loads_policy("[policy\nname=", source="broken.toml")
+    with pytest.raises(PolicyFileError, match="cannot read"):
+        load_policy(tmp_path / "absent.toml")
+
+
+def test_manifest_counts_omissions_by_reason_and_stage(cases_dir):
+    """The manifest counts omitted candidates per reason and per stage, and the counts match the entries."""
+    run = run_case(load_case(cases_dir / "B09.json"), Ledger(MemoryStore()))
+    manifest = run.assembly.manifest
+    assert manifest["omitted_by_reason"] == {"summarized": len(manifest["omitted"])}
+    assert manifest["omitted_by_stage"] == {"compaction": len(manifest["omitted"])}
+    assert manifest["policy"]["name"] == "ctxledger-default" and manifest["policy"]["version"] == "2"
