@@ -29,9 +29,10 @@ class Recorded:
 
 @dataclass
 class FakeProvider:
-    """The running server: its base URL and the requests it has seen."""
+    """The running server: its base URL, the requests it has seen, and its (replaceable) ``reply``."""
 
     port: int
+    reply: Reply
     requests: list[Recorded] = field(default_factory=list)
 
     @property
@@ -82,7 +83,7 @@ def _error_body(path: str) -> dict[str, Any]:
     return {"error": {"message": "local server error", "type": "server_error", "param": None, "code": None}}
 
 
-def _handler(provider: FakeProvider, reply: Reply) -> type[BaseHTTPRequestHandler]:
+def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -90,7 +91,7 @@ def _handler(provider: FakeProvider, reply: Reply) -> type[BaseHTTPRequestHandle
             if self.path not in ("/v1/chat/completions", "/v1/messages"):
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
                 return
-            text = reply(self.path, body)
+            text = provider.reply(self.path, body)
             if text is None:
                 self._send(500, _error_body(self.path))
             elif self.path == "/v1/messages":
@@ -115,8 +116,8 @@ def _handler(provider: FakeProvider, reply: Reply) -> type[BaseHTTPRequestHandle
 @contextmanager
 def serve(reply: Reply) -> Iterator[FakeProvider]:
     """Run the fake provider on 127.0.0.1 (random port) until the block ends."""
-    provider = FakeProvider(port=0)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(provider, reply))
+    provider = FakeProvider(port=0, reply=reply)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(provider))
     provider.port = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

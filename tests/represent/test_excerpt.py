@@ -158,7 +158,7 @@ _OUTPUTS = st.one_of(
 _COUNTER = get_counter("o200k_base")
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     data=_OUTPUTS,
     max_tokens=st.integers(min_value=150, max_value=900),

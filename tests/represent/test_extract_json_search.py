@@ -146,7 +146,7 @@ _RECORDS = st.lists(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(items=_RECORDS, data=st.data())
 def test_property_cut_json_keeps_a_prefix_of_its_records(items: list[dict], data: st.DataObject):
     """Cut anywhere, recovered JSON parses and holds only complete leading records (the last may be partial)."""

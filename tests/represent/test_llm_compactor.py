@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_provider import serve
+from fake_provider import FakeProvider, Reply, serve
 from represent_helpers import read_json
 
 from ctxledger.errors import CompactionRefused, ConfigurationError
@@ -43,17 +44,38 @@ def faithful(path: str, body: dict[str, Any]) -> str:
     return "The invoicing module was split and committed locally.\n" + verbatim + "\nSources: " + " ".join(cited)
 
 
-def _compactor(kind: str, provider, **kw: Any) -> LLMCompactor:
+@pytest.fixture(scope="module")
+def provider() -> Iterator[FakeProvider]:
+    """One local provider server for the module; each test sets its ``reply`` and clears its requests."""
+    with serve(faithful) as running:
+        yield running
+
+
+def _make(kind: str, provider: FakeProvider, **kw: Any) -> LLMCompactor:
     base = provider.openai_base if kind == "openai" else provider.root
     return LLMCompactor(kind, base_url=base, model="summarizer-1", api_key="sk-local-test", max_retries=0, **kw)
 
 
+@pytest.fixture(scope="module")
+def compactors(provider: FakeProvider) -> Iterator[dict[str, LLMCompactor]]:
+    """One SDK-backed compactor per wire protocol, pointed at the local server."""
+    made = {kind: _make(kind, provider) for kind in ("openai", "anthropic")}
+    yield made
+    for compactor in made.values():
+        compactor.close()
+
+
+def _use(provider: FakeProvider, reply: Reply) -> None:
+    provider.reply = reply
+    provider.requests.clear()
+
+
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
-def test_faithful_model_output_is_accepted(kind: str, b09_span):
+def test_faithful_model_output_is_accepted(kind: str, b09_span, provider, compactors):
     """A summary that keeps the prohibition verbatim passes the fidelity check and records its model."""
     span, m2_id, _ = b09_span
-    with serve(faithful) as provider, _compactor(kind, provider) as compactor:
-        compaction = compact_checked(span, compaction_id="c-llm", policy_version="p1", compactor=compactor)
+    _use(provider, faithful)
+    compaction = compact_checked(span, compaction_id="c-llm", policy_version="p1", compactor=compactors[kind])
     assert PROHIBITION in compaction.text
     assert compaction.text.startswith("The invoicing module was split")
     assert compaction.meta == {"compactor": "llm", "client_kind": kind, "model": "summarizer-1"}
@@ -61,11 +83,11 @@ def test_faithful_model_output_is_accepted(kind: str, b09_span):
     assert compaction.body["fidelity"]["ok"] is True
 
 
-def test_openai_request_shape(b09_span):
+def test_openai_request_shape(b09_span, provider, compactors):
     """The OpenAI SDK posts Chat Completions with a bearer key, a system prompt and the invariants."""
     span, m2_id, _ = b09_span
-    with serve(faithful) as provider, _compactor("openai", provider) as compactor:
-        compactor(span, compaction_id="c", policy_version="p")
+    _use(provider, faithful)
+    compactors["openai"](span, compaction_id="c", policy_version="p")
     (request,) = provider.requests
     assert request.path == "/v1/chat/completions"
     assert request.headers["authorization"] == "Bearer sk-local-test"
@@ -75,10 +97,11 @@ def test_openai_request_shape(b09_span):
     assert f"[{m2_id}] Refactor the invoicing module" in user["content"]
 
 
-def test_anthropic_request_shape(b09_span):
+def test_anthropic_request_shape(b09_span, provider):
     """The Anthropic SDK posts Messages with the key, a version header and a top-level system prompt."""
     span, _, _ = b09_span
-    with serve(faithful) as provider, _compactor("anthropic", provider, max_tokens=512) as compactor:
+    _use(provider, faithful)
+    with _make("anthropic", provider, max_tokens=512) as compactor:
         compactor(span, compaction_id="c", policy_version="p")
     (request,) = provider.requests
     assert request.path == "/v1/messages"
@@ -89,31 +112,26 @@ def test_anthropic_request_shape(b09_span):
 
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
-def test_model_that_drops_the_constraint_is_refused(kind: str, b09_span):
+def test_model_that_drops_the_constraint_is_refused(kind: str, b09_span, provider, compactors):
     """A model answering with B09's lossy summary is refused: it never becomes summary text."""
     span, m2_id, summary = b09_span
-    with (
-        serve(lambda path, body: summary) as provider,
-        _compactor(kind, provider) as compactor,
-        pytest.raises(CompactionRefused) as refused,
-    ):
-        compact_checked(span, compaction_id="c-bad", policy_version="p1", compactor=compactor)
+    _use(provider, lambda path, body: summary)
+    with pytest.raises(CompactionRefused) as refused:
+        compact_checked(span, compaction_id="c-bad", policy_version="p1", compactor=compactors[kind])
     assert refused.value.reason == "lost_invariants"
     assert any(i.kind == "user_constraints" and i.record_id == m2_id for i in refused.value.missing)
 
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
-def test_provider_failure_and_empty_answer_are_refused(kind: str, b09_span):
+@pytest.mark.parametrize("reply", [lambda path, body: None, lambda path, body: ""], ids=["http-500", "empty"])
+def test_provider_failure_and_empty_answer_are_refused(kind: str, reply: Reply, b09_span, provider, compactors):
     """An HTTP 500 and an empty answer both refuse the compaction as ``compactor_failed``."""
     span, _, _ = b09_span
-    for reply in (lambda path, body: None, lambda path, body: ""):
-        with (
-            serve(reply) as provider,
-            _compactor(kind, provider) as compactor,
-            pytest.raises(CompactionRefused) as refused,
-        ):
-            compact_checked(span, compaction_id="c", policy_version="p", compactor=compactor)
-        assert refused.value.reason == "compactor_failed"
+    _use(provider, reply)
+    with pytest.raises(CompactionRefused) as refused:
+        compact_checked(span, compaction_id="c", policy_version="p", compactor=compactors[kind])
+    assert refused.value.reason == "compactor_failed"
+    assert len(provider.requests) == 1  # max_retries=0: the SDK did not retry
 
 
 def test_unknown_client_kind():
