@@ -1,0 +1,785 @@
+"""Real datasets as evaluation cases (issue 5 items 4–6; the READMEs under ``shared/data/<dataset>/``).
+
+Each loader reads one dataset's files as they are published and turns them into :class:`EvalCase`
+values: the candidate turns (one :class:`EvalItem` per dialogue turn or chat message, costed in tokens
+on the OpenAI Chat Completions form), the current query, and the gold annotations.
+
+* **LoCoMo** (evidence): each question becomes the current user turn of its conversation; the
+  annotated ``evidence`` dia_ids are the required evidence. Malformed ids are repaired when the intent
+  is unambiguous (``"D8:6; D9:17"`` is split, ``"D:11:26"`` read as ``D11:26``), otherwise counted as
+  unresolvable and left out of the required set; every case is counted in ``quirks``. Category 5
+  (adversarial: the question presupposes something the other speaker said) is kept, labelled
+  ``5-adversarial`` and reported apart from the headline recall.
+* **BFCL v4 memory** (evidence): each question is the current user turn after all prerequisite
+  conversations of its scenario; the required evidence is the turn that contains the answer's
+  ``source`` quote. Quotes are abridged (``"…"``, a ``"Label: "`` heading taken from another place of
+  the note) and typographically normalised, so they are matched piecewise after normalisation; quotes
+  that match no turn are counted in ``quirks``.
+* **Trajectories** (tau-bench, mini-swe-agent, SWE-agent, ToolBench): one case per model call, i.e. per
+  assistant message at position ``k``: the candidates are the messages before it, the query is the
+  latest of them, and the recovery state (goal, constraints, latest error, unresolved calls, system
+  instructions) is annotated. mini-swe-agent records the provider's prompt tokens for each call.
+
+Token costs follow :func:`chat_tokens`. Bad input raises :class:`ctxledger.errors.InputError` naming the
+file, the record index and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ctxledger.errors import ConfigurationError, InputError
+from ctxledger.eval.base import EvalCase, EvalDataset, EvalItem, ItemRole
+from ctxledger.hashing import canonical_json
+from ctxledger.serialize.base import CallView
+from ctxledger.tokens import TokenCounter
+
+EVIDENCE_BUDGETS = (1000, 2000, 4000, 8000)
+"""Budgets (tokens) for the evidence datasets (issue 5 item 4)."""
+TRAJECTORY_BUDGETS = (4000, 8000, 16000)
+"""Budgets (tokens) for the agent trajectories (issue 5 item 6)."""
+
+LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+"""LoCoMo ``category`` numbers to names, as used by the LoCoMo repo's evaluation code. Checked on the
+data: category 1 questions cite 2.9 evidence turns on average (multi-hop), category 2 ask "When …"
+(temporal), category 3 ask what someone "would likely" do (open-domain), category 4 cite one turn
+(single-hop), category 5 carry ``adversarial_answer``."""
+ADVERSARIAL = "5-adversarial"
+"""The category label of LoCoMo's adversarial questions, reported apart from the headline recall."""
+
+MESSAGE_FRAMING_TOKENS = 3
+"""Tokens each chat message costs besides its fields (``<|start|>{role}<|message|>…<|end|>``), as in
+OpenAI's cookbook "How to count tokens with tiktoken"."""
+
+
+def chat_tokens(
+    counter: TokenCounter,
+    role: str,
+    text: str,
+    *,
+    tool_calls: Sequence[CallView] = (),
+    name: str | None = None,
+) -> int:
+    """Tokens one message adds to an OpenAI Chat Completions request.
+
+    ``3 + count(role) + count(text) [+ count(name) + 1] + Σ count(canonical JSON of {name, arguments})``
+    over the tool calls: the cookbook rule, with each tool call costed on its serialized JSON.
+    """
+    total = MESSAGE_FRAMING_TOKENS + counter.count(role) + counter.count(text)
+    if name:
+        total += counter.count(name) + 1
+    for call in tool_calls:
+        total += counter.count(canonical_json({"name": call.name, "arguments": call.arguments}))
+    return total
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise InputError("file not found", source=str(path)) from exc
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc}", source=str(path)) from exc
+
+
+def _read_jsonl(path: Path) -> list[Any]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError as exc:
+        raise InputError("file not found", source=str(path)) from exc
+    out = []
+    for index, line in enumerate(lines):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise InputError(f"invalid JSON line: {exc}", source=str(path), index=index) from exc
+    return out
+
+
+def _field(record: Any, key: str, kind: type | tuple[type, ...], source: Path, index: int, prefix: str = "") -> Any:
+    """``record[key]`` checked to be of ``kind``; else an InputError naming file, record and field."""
+    where = f"{prefix}{key}"
+    if not isinstance(record, Mapping):
+        raise InputError("expected a JSON object", source=str(source), index=index, field=prefix.rstrip(".") or None)
+    if key not in record:
+        raise InputError("missing field", source=str(source), index=index, field=where)
+    value = record[key]
+    if not isinstance(value, kind):
+        raise InputError(
+            f"expected {getattr(kind, '__name__', kind)}, got {type(value).__name__}",
+            source=str(source),
+            index=index,
+            field=where,
+        )
+    return value
+
+
+# --- LoCoMo -------------------------------------------------------------------------------------
+
+_DIA_ID = re.compile(r"^D(\d+):(\d+)$")
+_DIA_ID_EXTRA_COLON = re.compile(r"^D:(\d+):(\d+)$")
+
+
+def resolve_evidence_ids(
+    raw: Sequence[str], known: Collection[str], quirks: Counter[str]
+) -> tuple[set[str], list[str]]:
+    """Map LoCoMo evidence strings to turn ids, repairing the README's known quirks.
+
+    ``"D8:6; D9:17"`` → both ids (``evidence_ids_split``); ``"D:11:26"`` → ``D11:26``
+    (``evidence_ids_repaired``); an id naming no turn, or unreadable (``"D"``), is dropped and counted
+    (``evidence_ids_unresolvable``). Returns the resolved ids and a note per repair or drop.
+    """
+    resolved: set[str] = set()
+    notes: list[str] = []
+    for entry in raw:
+        parts = [p.strip() for p in str(entry).split(";") if p.strip()]
+        if len(parts) > 1:
+            quirks["evidence_ids_split"] += 1
+            notes.append(f"evidence {entry!r} split into {parts}")
+        for part in parts or [str(entry)]:
+            fixed = _DIA_ID_EXTRA_COLON.sub(r"D\1:\2", part)
+            if fixed != part:
+                quirks["evidence_ids_repaired"] += 1
+                notes.append(f"evidence {part!r} read as {fixed!r}")
+            if _DIA_ID.match(fixed) and fixed in known:
+                resolved.add(fixed)
+            else:
+                quirks["evidence_ids_unresolvable"] += 1
+                notes.append(f"evidence {part!r} names no turn; dropped")
+    return resolved, notes
+
+
+def _locomo_turn_text(turn: Mapping[str, Any]) -> str:
+    text = f"{turn['speaker']}: {turn['text']}"
+    caption = turn.get("blip_caption")
+    return f"{text} [shares a photo: {caption}]" if caption else text
+
+
+def _locomo_items(conv: Mapping[str, Any], counter: TokenCounter, source: Path, index: int) -> tuple[EvalItem, ...]:
+    speaker_a = _field(conv, "speaker_a", str, source, index, "conversation.")
+    sessions = sorted(
+        (int(k.split("_")[1]), k) for k, v in conv.items() if re.fullmatch(r"session_\d+", k) and isinstance(v, list)
+    )
+    items: list[EvalItem] = []
+    for number, key in sessions:
+        date = conv.get(f"{key}_date_time", "")
+        for t_index, turn in enumerate(conv[key]):
+            prefix = f"conversation.{key}[{t_index}]."
+            dia_id = _field(turn, "dia_id", str, source, index, prefix)
+            _field(turn, "speaker", str, source, index, prefix)
+            _field(turn, "text", str, source, index, prefix)
+            role: ItemRole = "user" if turn["speaker"] == speaker_a else "assistant"
+            text = _locomo_turn_text(turn)
+            items.append(
+                EvalItem(
+                    id=dia_id,
+                    role=role,
+                    text=text,
+                    seq=len(items),
+                    tokens=chat_tokens(counter, role, text),
+                    meta={"session": number, "session_date": date, "speaker": turn["speaker"]},
+                )
+            )
+    return tuple(items)
+
+
+def load_locomo(
+    directory: Path, counter: TokenCounter, *, limit: int | None = None, file_name: str = "locomo10_conv0-6.json"
+) -> EvalDataset:
+    """LoCoMo evidence recall cases (issue 5 item 4; ``shared/data/locomo/README.md``).
+
+    Args:
+        directory: the dataset folder.
+        counter: the exact counter (item and question costs in tokens).
+        limit: read only the first ``limit`` conversations.
+        file_name: the JSON list inside ``directory``.
+
+    Returns:
+        One case per question, ``category`` ``"<n>-<name>"`` (see :data:`LOCOMO_CATEGORIES`), quirks
+        counted under ``evidence_ids_split``, ``evidence_ids_repaired``, ``evidence_ids_unresolvable``,
+        ``questions_without_evidence`` and ``questions_adversarial``.
+
+    Raises:
+        InputError: a record or field is missing or of the wrong type (names file, index and field).
+    """
+    path = directory / file_name
+    records = _read_json(path)
+    if not isinstance(records, list):
+        raise InputError("expected a JSON list of conversations", source=str(path))
+    quirks: Counter[str] = Counter()
+    cases: list[EvalCase] = []
+    for index, record in enumerate(records[:limit]):
+        sample_id = _field(record, "sample_id", str, path, index)
+        conv = _field(record, "conversation", dict, path, index)
+        items = _locomo_items(conv, counter, path, index)
+        known = {item.id for item in items}
+        for q_index, qa in enumerate(_field(record, "qa", list, path, index)):
+            cases.append(_locomo_case(sample_id, q_index, qa, items, known, counter, quirks, path, index))
+    return EvalDataset(
+        name="locomo",
+        kind="evidence",
+        cases=tuple(cases),
+        default_budgets=EVIDENCE_BUDGETS,
+        quirks=dict(quirks),
+        source=str(directory),
+    )
+
+
+def _locomo_case(
+    sample_id: str,
+    q_index: int,
+    qa: Any,
+    items: tuple[EvalItem, ...],
+    known: set[str],
+    counter: TokenCounter,
+    quirks: Counter[str],
+    path: Path,
+    index: int,
+) -> EvalCase:
+    prefix = f"qa[{q_index}]."
+    question = _field(qa, "question", str, path, index, prefix)
+    number = _field(qa, "category", int, path, index, prefix)
+    if number not in LOCOMO_CATEGORIES:
+        raise InputError(f"unknown category {number}", source=str(path), index=index, field=f"{prefix}category")
+    evidence = _field(qa, "evidence", list, path, index, prefix)
+    required, notes = resolve_evidence_ids(evidence, known, quirks)
+    if not required:
+        quirks["questions_without_evidence"] += 1
+        notes.append("no resolvable evidence; left out of recall")
+    if number == 5:
+        quirks["questions_adversarial"] += 1
+    return EvalCase(
+        case_id=f"{sample_id}/q{q_index}",
+        dataset="locomo",
+        items=items,
+        query=question,
+        query_tokens=chat_tokens(counter, "user", question),
+        required_ids=frozenset(required),
+        category=f"{number}-{LOCOMO_CATEGORIES[number]}",
+        notes=tuple(notes),
+    )
+
+
+# --- BFCL v4 memory --------------------------------------------------------------------------------
+
+_QUOTE_MAP = str.maketrans({"‘": "'", "’": "'", "“": "'", "”": "'", '"': "'", "–": "-", "—": "-", "…": "..."})
+_LABEL = re.compile(r"^([^:.!?]{1,40}:)\s+(.+)$")
+
+
+def normalize_quote(text: str) -> str:
+    """Case-folded, NFKC, every quote mark as ``'``, dashes as ``-`` without surrounding spaces, whitespace collapsed.
+
+    The quotes in BFCL's ``source`` fields swap single and double quotes and curly and straight ones
+    relative to the conversations, so quote marks are not told apart.
+    """
+    text = unicodedata.normalize("NFKC", text).translate(_QUOTE_MAP).casefold()
+    text = re.sub(r"\s*-\s*", "-", text)
+    return " ".join(text.split())
+
+
+def quote_pieces(quote: str) -> list[str]:
+    """The normalised pieces of an abridged quote: split at ``...``; a leading ``"Label:"`` is its own piece."""
+    pieces: list[str] = []
+    for raw in normalize_quote(quote).split("..."):
+        piece = raw.strip()
+        match = _LABEL.match(piece)
+        pieces.extend([match.group(1), match.group(2)] if match else [piece] if piece else [])
+    return pieces
+
+
+def locate_quote(quote: str, items: Iterable[EvalItem]) -> list[str]:
+    """Ids of the items whose normalised text contains every piece of ``quote`` (see :func:`quote_pieces`)."""
+    pieces = quote_pieces(quote)
+    if not pieces:
+        return []
+    return [item.id for item in items if all(p in normalize_quote(item.text) for p in pieces)]
+
+
+BFCL_SCENARIOS = ("customer", "finance", "notetaker", "student")
+"""The scenarios present in the development subset (healthcare is held out)."""
+
+
+def _bfcl_items(directory: Path, scenario: str, counter: TokenCounter) -> tuple[EvalItem, ...]:
+    path = directory / "memory_prereq_conversation" / f"memory_{scenario}.json"
+    items: list[EvalItem] = []
+    for index, record in enumerate(_read_jsonl(path)):
+        conv_id = _field(record, "id", str, path, index)
+        for t_index, turn in enumerate(_field(record, "question", list, path, index)):
+            if not isinstance(turn, list):
+                raise InputError(
+                    "expected a list of messages", source=str(path), index=index, field=f"question[{t_index}]"
+                )
+            for m_index, message in enumerate(turn):
+                prefix = f"question[{t_index}][{m_index}]."
+                content = _field(message, "content", str, path, index, prefix)
+                role = _field(message, "role", str, path, index, prefix)
+                if role not in ("user", "assistant", "system"):
+                    raise InputError(f"unexpected role {role!r}", source=str(path), index=index, field=f"{prefix}role")
+                items.append(
+                    EvalItem(
+                        id=f"{conv_id}#{t_index}.{m_index}",
+                        role=role,
+                        text=content,
+                        seq=len(items),
+                        tokens=chat_tokens(counter, role, content),
+                        meta={"conversation": conv_id},
+                    )
+                )
+    return tuple(items)
+
+
+def load_bfcl_memory(directory: Path, counter: TokenCounter, *, limit: int | None = None) -> EvalDataset:
+    """BFCL v4 memory cases (issue 5 item 5; ``shared/data/bfcl-memory/README.md``).
+
+    Args:
+        directory: the dataset folder (``BFCL_v4_memory.json``, ``possible_answer/``,
+            ``memory_prereq_conversation/``).
+        counter: the exact counter.
+        limit: keep only the first ``limit`` questions.
+
+    Returns:
+        One case per question, ``category`` = scenario; quotes that match no turn are counted under
+        ``quotes_unlocated`` (their case has no required evidence), quotes matching several turns under
+        ``quotes_ambiguous`` (every matching turn is required).
+
+    Raises:
+        InputError: a record or field is missing or malformed (names file, index and field).
+    """
+    q_path = directory / "BFCL_v4_memory.json"
+    a_path = directory / "possible_answer" / "BFCL_v4_memory.json"
+    answers = {}
+    for index, record in enumerate(_read_jsonl(a_path)):
+        answers[_field(record, "id", str, a_path, index)] = _field(record, "source", str, a_path, index)
+    quirks: Counter[str] = Counter()
+    conversations: dict[str, tuple[EvalItem, ...]] = {}
+    cases: list[EvalCase] = []
+    for index, record in enumerate(_read_jsonl(q_path)[:limit]):
+        qid = _field(record, "id", str, q_path, index)
+        scenario = _field(record, "scenario", str, q_path, index)
+        if scenario not in conversations:
+            conversations[scenario] = _bfcl_items(directory, scenario, counter)
+        question = _bfcl_question(record, q_path, index)
+        if qid not in answers:
+            raise InputError("no possible answer for this id", source=str(a_path), field=f"id={qid}")
+        cases.append(_bfcl_case(qid, scenario, question, answers[qid], conversations[scenario], counter, quirks))
+    return EvalDataset(
+        name="bfcl-memory",
+        kind="evidence",
+        cases=tuple(cases),
+        default_budgets=EVIDENCE_BUDGETS,
+        quirks=dict(quirks),
+        source=str(directory),
+    )
+
+
+def _bfcl_question(record: Mapping[str, Any], path: Path, index: int) -> str:
+    turns = _field(record, "question", list, path, index)
+    try:
+        return str(turns[-1][-1]["content"])
+    except (IndexError, KeyError, TypeError) as exc:
+        raise InputError("expected [[{role, content}]]", source=str(path), index=index, field="question") from exc
+
+
+def _bfcl_case(
+    qid: str,
+    scenario: str,
+    question: str,
+    source: str,
+    items: tuple[EvalItem, ...],
+    counter: TokenCounter,
+    quirks: Counter[str],
+) -> EvalCase:
+    hits = locate_quote(source, items)
+    notes: list[str] = []
+    if not hits:
+        quirks["quotes_unlocated"] += 1
+        notes.append(f"source quote {source!r} matches no turn; left out of recall")
+    elif len(hits) > 1:
+        quirks["quotes_ambiguous"] += 1
+        notes.append(f"source quote matches {len(hits)} turns; all required")
+    return EvalCase(
+        case_id=qid,
+        dataset="bfcl-memory",
+        items=items,
+        query=question,
+        query_tokens=chat_tokens(counter, "user", question),
+        required_ids=frozenset(hits),
+        category=scenario,
+        notes=tuple(notes),
+    )
+
+
+# --- Agent trajectories ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One agent trajectory as candidate items plus what the steps need.
+
+    Attributes:
+        run_id: unique within its dataset.
+        items: every model-visible message, in order.
+        constraint_ids: ids of user turns that state the goal or constraints (the first is the goal).
+        prompt_tokens: provider-reported prompt tokens by assistant item id, when recorded.
+    """
+
+    run_id: str
+    items: tuple[EvalItem, ...]
+    constraint_ids: tuple[str, ...]
+    prompt_tokens: Mapping[str, int]
+
+
+def _text_of(content: Any) -> str:
+    """Message content as text: a string as is, OpenAI content parts joined, ``None`` as ``""``."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+    return str(content)
+
+
+def _openai_calls(raw: Any, path: Path, index: int) -> tuple[CallView, ...]:
+    """OpenAI ``tool_calls`` (``[{id, function: {name, arguments}}]``) as CallViews."""
+    if not raw:
+        return ()
+    if not isinstance(raw, list):
+        raise InputError("expected a list", source=str(path), index=index, field="tool_calls")
+    calls = []
+    for c_index, call in enumerate(raw):
+        prefix = f"tool_calls[{c_index}]."
+        function = _field(call, "function", dict, path, index, prefix)
+        arguments = function.get("arguments", "")
+        calls.append(
+            CallView(
+                call_id=_field(call, "id", str, path, index, prefix),
+                name=_field(function, "name", str, path, index, f"{prefix}function."),
+                arguments=arguments if isinstance(arguments, str) else canonical_json(arguments),
+            )
+        )
+    return tuple(calls)
+
+
+def _item(run_id: str, index: int, seq: int, role: ItemRole, text: str, counter: TokenCounter, **kw: Any) -> EvalItem:
+    tokens = chat_tokens(counter, role, text, tool_calls=kw.get("tool_calls", ()), name=kw.pop("name", None))
+    return EvalItem(id=f"{run_id}#{index}", role=role, text=text, seq=seq, tokens=tokens, **kw)
+
+
+def _openai_run(
+    run_id: str,
+    messages: Sequence[Any],
+    counter: TokenCounter,
+    path: Path,
+    quirks: Counter[str],
+    *,
+    is_error: Callable[[Mapping[str, Any], str], bool],
+    constraints: str = "first_user",
+) -> Run:
+    """OpenAI-format messages (tau-bench, mini-swe-agent, SWE-agent) as a :class:`Run`.
+
+    ``constraints`` is ``"first_user"`` (only the task message) or ``"all_user"`` (every user turn is
+    the human's word: tau-bench's simulated customer).
+    """
+    items: list[EvalItem] = []
+    prompt_tokens: dict[str, int] = {}
+    for index, message in enumerate(messages):
+        role = _field(message, "role", str, path, index)
+        text = _text_of(message.get("content"))
+        if role == "exit":  # mini-swe-agent's end marker holds the patch; never sent to the model
+            quirks["non_model_messages_skipped"] += 1
+            continue
+        if role == "tool":
+            call_id = _tool_call_id(message, path, index)
+            items.append(
+                _item(
+                    run_id,
+                    index,
+                    len(items),
+                    "tool",
+                    text,
+                    counter,
+                    tool_call_id=call_id,
+                    is_error=is_error(message, text),
+                )
+            )
+        elif role in ("system", "developer", "user", "assistant"):
+            calls = _openai_calls(message.get("tool_calls"), path, index) if role == "assistant" else ()
+            items.append(_item(run_id, index, len(items), role, text, counter, tool_calls=calls))
+            usage = _usage(message)
+            if usage is not None:
+                prompt_tokens[items[-1].id] = usage
+        else:
+            raise InputError(f"unexpected role {role!r}", source=str(path), index=index, field="role")
+    users = [i.id for i in items if i.role == "user"]
+    return Run(run_id, tuple(items), tuple(users if constraints == "all_user" else users[:1]), prompt_tokens)
+
+
+def _tool_call_id(message: Mapping[str, Any], path: Path, index: int) -> str:
+    if isinstance(message.get("tool_call_id"), str):
+        return str(message["tool_call_id"])
+    ids = message.get("tool_call_ids")
+    if isinstance(ids, list) and len(ids) == 1 and isinstance(ids[0], str):
+        return ids[0]
+    raise InputError("a tool message needs one tool_call_id", source=str(path), index=index, field="tool_call_id")
+
+
+def _usage(message: Mapping[str, Any]) -> int | None:
+    try:
+        value = message["extra"]["response"]["usage"]["prompt_tokens"]
+    except (KeyError, TypeError):
+        return None
+    return value if isinstance(value, int) else None
+
+
+def _tau_error(message: Mapping[str, Any], text: str) -> bool:
+    return text.startswith("Error")
+
+
+def _returncode_error(message: Mapping[str, Any], text: str) -> bool:
+    extra = message.get("extra")
+    code = extra.get("returncode") if isinstance(extra, Mapping) else None
+    if code is None:
+        match = re.match(r"<returncode>(-?\d+)</returncode>", text)
+        code = int(match.group(1)) if match else 0
+    return code != 0
+
+
+def _no_error(message: Mapping[str, Any], text: str) -> bool:
+    return False
+
+
+def _toolbench_error(message: Mapping[str, Any], text: str) -> bool:
+    try:
+        body = json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(body, Mapping) and bool(body.get("error"))
+
+
+def _toolbench_messages(messages: Sequence[Any], run_id: str, path: Path) -> list[dict[str, Any]]:
+    """Legacy ``function_call`` / ``role: function`` messages in OpenAI tool form with synthesized ids.
+
+    ToolBench has no call ids: each function result answers the latest call, named ``<run>/call<k>``.
+    """
+    out: list[dict[str, Any]] = []
+    last_call: str | None = None
+    for index, message in enumerate(messages):
+        role = _field(message, "role", str, path, index)
+        if role == "assistant" and isinstance(message.get("function_call"), Mapping):
+            fc = message["function_call"]
+            last_call = f"{run_id}/call{index}"
+            call = {"id": last_call, "function": {"name": fc.get("name", ""), "arguments": fc.get("arguments", "")}}
+            out.append({"role": "assistant", "content": message.get("content"), "tool_calls": [call]})
+        elif role == "function":
+            if last_call is None:
+                raise InputError("function result with no preceding call", source=str(path), index=index, field="role")
+            out.append({"role": "tool", "tool_call_id": last_call, "content": message.get("content")})
+            last_call = None
+        else:
+            out.append(dict(message))
+    return out
+
+
+def _tau_runs(directory: Path, counter: TokenCounter, quirks: Counter[str], limit: int | None) -> list[Run]:
+    path = directory / "gpt-4o-airline_tasks0-39.json"
+    records = _read_json(path)
+    if not isinstance(records, list):
+        raise InputError("expected a JSON list", source=str(path))
+    runs = []
+    for index, record in enumerate(records[:limit]):
+        run_id = f"task{_field(record, 'task_id', int, path, index)}-trial{_field(record, 'trial', int, path, index)}"
+        traj = _field(record, "traj", list, path, index)
+        runs.append(_openai_run(run_id, traj, counter, path, quirks, is_error=_tau_error, constraints="all_user"))
+    return runs
+
+
+def _mini_swe_runs(directory: Path, counter: TokenCounter, quirks: Counter[str], limit: int | None) -> list[Run]:
+    runs = []
+    for path in sorted(directory.glob("*.traj.json"))[:limit]:
+        record = _read_json(path)
+        messages = _field(record, "messages", list, path, 0)
+        run_id = path.name.removesuffix(".traj.json")
+        runs.append(_openai_run(run_id, messages, counter, path, quirks, is_error=_returncode_error))
+    return runs
+
+
+def _swe_agent_runs(directory: Path, counter: TokenCounter, quirks: Counter[str], limit: int | None) -> list[Run]:
+    runs = []
+    for path in sorted(directory.rglob("*.traj"))[:limit]:
+        record = _read_json(path)
+        history = _field(record, "history", list, path, 0)
+        run_id = str(path.relative_to(directory).with_suffix(""))
+        runs.append(_openai_run(run_id, history, counter, path, quirks, is_error=_no_error))
+    return runs
+
+
+def _toolbench_runs(directory: Path, counter: TokenCounter, quirks: Counter[str], limit: int | None) -> list[Run]:
+    runs = []
+    for path in sorted(directory.rglob("*.json"))[:limit]:
+        record = _read_json(path)
+        generation = _field(record, "answer_generation", dict, path, 0)
+        train = _field(generation, "train_messages", list, path, 0, "answer_generation.")
+        if not train or not isinstance(train[-1], list):
+            raise InputError(
+                "expected a non-empty list of message lists", source=str(path), field="answer_generation.train_messages"
+            )
+        run_id = str(path.relative_to(directory).with_suffix(""))
+        messages = _toolbench_messages(train[-1], run_id, path)
+        runs.append(_openai_run(run_id, messages, counter, path, quirks, is_error=_toolbench_error))
+    return runs
+
+
+def trajectory_cases(run: Run, dataset: str, *, step_stride: int = 1) -> list[EvalCase]:
+    """One case per model call of ``run`` (see :func:`recovery_state` for its annotations).
+
+    Every assistant item at position ``k ≥ 1`` (every ``step_stride``-th one) is a call; its candidates
+    are the ``k`` items before it and its query is the latest of them.
+    """
+    cases = []
+    steps = [k for k, item in enumerate(run.items) if item.role == "assistant" and k > 0]
+    for k in steps[::step_stride]:
+        prefix = run.items[:k]
+        cases.append(
+            EvalCase(
+                case_id=f"{run.run_id}@{k}",
+                dataset=dataset,
+                items=prefix,
+                query=prefix[-1].text,
+                query_tokens=0,
+                category=dataset,
+                recovery=recovery_state(prefix, run.constraint_ids),
+                provider_prompt_tokens=run.prompt_tokens.get(run.items[k].id),
+            )
+        )
+    return cases
+
+
+def recovery_state(prefix: Sequence[EvalItem], constraint_ids: Sequence[str]) -> dict[str, frozenset[str]]:
+    """Recovery state a resumed call needs (DESIGN §3 step 3; issue 5 item 6), by kind.
+
+    ``goal``: the first user turn; ``constraints``: the run's later constraint turns seen so far;
+    ``latest_error``: the latest error result; ``unresolved_calls``: assistant items with a call that
+    has no result yet; ``system``: system and developer instructions. Empty kinds are left out.
+    """
+    ids = {item.id for item in prefix}
+    seen_constraints = [i for i in constraint_ids if i in ids]
+    answered = {item.tool_call_id for item in prefix if item.role == "tool"}
+    errors = [item.id for item in prefix if item.is_error]
+    state = {
+        "goal": frozenset(seen_constraints[:1]),
+        "constraints": frozenset(seen_constraints[1:]),
+        "latest_error": frozenset(errors[-1:]),
+        "unresolved_calls": frozenset(
+            item.id for item in prefix if any(c.call_id not in answered for c in item.tool_calls)
+        ),
+        "system": frozenset(item.id for item in prefix if item.role in ("system", "developer")),
+    }
+    return {kind: value for kind, value in state.items() if value}
+
+
+_RunLoader = Callable[[Path, TokenCounter, Counter[str], int | None], list[Run]]
+
+
+@dataclass(frozen=True, slots=True)
+class _Spec:
+    folder: str
+    runs: _RunLoader | None = None
+
+
+_SPECS: dict[str, _Spec] = {
+    "locomo": _Spec("locomo"),
+    "bfcl-memory": _Spec("bfcl-memory"),
+    "tau-bench": _Spec("tau-bench", _tau_runs),
+    "mini-swe-agent": _Spec("mini-swe-agent-deepseek", _mini_swe_runs),
+    "swe-agent": _Spec("swe-agent-demos", _swe_agent_runs),
+    "toolbench": _Spec("toolbench-examples", _toolbench_runs),
+}
+
+
+def dataset_names() -> list[str]:
+    """The names :func:`load_dataset` accepts, sorted."""
+    return sorted(_SPECS)
+
+
+def load_trajectories(
+    name: str, directory: Path, counter: TokenCounter, *, limit: int | None = None, step_stride: int = 1
+) -> EvalDataset:
+    """One agent-trajectory dataset as next-call cases (issue 5 item 6).
+
+    Args:
+        name: ``tau-bench``, ``mini-swe-agent``, ``swe-agent`` or ``toolbench``.
+        directory: the dataset folder.
+        counter: the exact counter.
+        limit: read only the first ``limit`` trajectories (files sorted by path; tau-bench records in
+            file order).
+        step_stride: keep every ``step_stride``-th call of each trajectory (1 = every call).
+
+    Raises:
+        ConfigurationError: ``name`` is not a trajectory dataset or ``step_stride < 1``.
+        InputError: a file, record or field is malformed (names file, index and field).
+    """
+    spec = _SPECS.get(name)
+    if spec is None or spec.runs is None:
+        raise ConfigurationError(f"{name!r} is not a trajectory dataset; known: {dataset_names()}")
+    if step_stride < 1:
+        raise ConfigurationError(f"step_stride must be >= 1, got {step_stride}")
+    quirks: Counter[str] = Counter()
+    runs = spec.runs(directory, counter, quirks, limit)
+    if not runs:
+        raise InputError("no trajectories found", source=str(directory))
+    cases = [case for run in runs for case in trajectory_cases(run, name, step_stride=step_stride)]
+    return EvalDataset(
+        name=name,
+        kind="trajectory",
+        cases=tuple(cases),
+        default_budgets=TRAJECTORY_BUDGETS,
+        quirks=dict(quirks),
+        source=str(directory),
+    )
+
+
+def load_dataset(
+    name: str,
+    data_dir: Path,
+    counter: TokenCounter,
+    *,
+    limit: int | None = None,
+    max_cases: int | None = None,
+    step_stride: int = 1,
+) -> EvalDataset:
+    """Load a dataset by name from ``data_dir/<its folder>`` (see :func:`dataset_names`).
+
+    Args:
+        name: the dataset name.
+        data_dir: the folder holding every dataset (``shared/data``).
+        counter: the exact counter (costs in tokens).
+        limit: source records to read (conversations, questions or trajectories; see each loader).
+        max_cases: keep only the first ``max_cases`` cases (a slice for smoke runs).
+        step_stride: for trajectories, keep every ``step_stride``-th call.
+
+    Raises:
+        ConfigurationError: unknown dataset name.
+        InputError: malformed data (names file, record index and field).
+    """
+    spec = _SPECS.get(name)
+    if spec is None:
+        raise ConfigurationError(f"unknown dataset {name!r}; known: {dataset_names()}")
+    directory = data_dir / spec.folder
+    if name == "locomo":
+        dataset = load_locomo(directory, counter, limit=limit)
+    elif name == "bfcl-memory":
+        dataset = load_bfcl_memory(directory, counter, limit=limit)
+    else:
+        dataset = load_trajectories(name, directory, counter, limit=limit, step_stride=step_stride)
+    if max_cases is not None:
+        dataset = replace(dataset, cases=dataset.cases[:max_cases])
+    return dataset

@@ -1,0 +1,543 @@
+"""The evaluation harness: every selector on the same cases and budgets in one run (issue 5 item 1).
+
+``run_eval`` gives each :class:`Selector` (ctxledger's policy, the baselines, the peers) the same
+:class:`SelectionTask` for every case and budget, checks each answer against the case's gold
+annotations with :mod:`ctxledger.eval.metrics`, and aggregates per dataset, selector and budget, so
+every comparison in the report is a ratio within one run. The harness, not the selector, is the judge:
+it measures wall-clock latency itself, recounts the payload from the items' exact costs, checks the
+provider's message rules, and re-runs a sample of selections to test determinism.
+
+ctxledger's default policy is plugged in with ``register_selector(OURS, factory)``; baselines and peers
+are built in (peers need ``pip install 'ctxledger[bench]'``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ctxledger.errors import ConfigurationError
+from ctxledger.eval import metrics
+from ctxledger.eval.base import (
+    REQUEST_BASE_TOKENS,
+    EvalCase,
+    EvalDataset,
+    EvalItem,
+    Selection,
+    SelectionTask,
+    Selector,
+)
+from ctxledger.eval.datasets import ADVERSARIAL, load_dataset
+from ctxledger.hashing import content_hash
+from ctxledger.tokens import TokenCounter, get_counter
+
+__all__ = [
+    "BASELINE_NAMES",
+    "OURS",
+    "PEER_NAMES",
+    "CaseResult",
+    "DatasetInfo",
+    "EvalItem",
+    "EvalResults",
+    "ProgressFn",
+    "Selection",
+    "SelectionTask",
+    "Selector",
+    "aggregate",
+    "evaluate_case",
+    "make_selectors",
+    "register_selector",
+    "rich_progress",
+    "run_eval",
+    "run_named",
+    "selector_names",
+]
+
+OURS = "ctxledger-default"
+"""The name under which ctxledger's default policy registers itself (the hook for the lead)."""
+BASELINE_NAMES = ("full-replay", "newest-fit", "head-tail", "bm25")
+"""Built-in baselines (:mod:`ctxledger.eval.baselines`), in report order."""
+PEER_NAMES = ("langchain-trim-exact", "langchain-trim-approx", "llamaindex-memory")
+"""Built-in peers (:mod:`ctxledger.eval.peers`), in report order."""
+HEADLINE_EXCLUDED = frozenset({ADVERSARIAL})
+"""Categories left out of the headline recall (reported on their own): LoCoMo's adversarial questions."""
+
+SelectorFactory = Callable[[TokenCounter], Selector]
+ProgressFn = Callable[[str, int, int], None]
+"""Called as ``progress(dataset_name, selections_done, selections_total)`` after every case."""
+
+_FACTORIES: dict[str, SelectorFactory] = {}
+
+
+def register_selector(name: str, factory: SelectorFactory, *, replace: bool = False) -> None:
+    """Make ``name`` available to :func:`make_selectors` (``register_selector(OURS, …)`` for the policy).
+
+    Raises:
+        ConfigurationError: ``name`` is already taken (built in, or registered without ``replace``).
+    """
+    if name in BASELINE_NAMES or name in PEER_NAMES or (name in _FACTORIES and not replace):
+        raise ConfigurationError(f"selector name {name!r} is already registered")
+    _FACTORIES[name] = factory
+
+
+def selector_names() -> list[str]:
+    """Every selector name available now: registered ones (``OURS`` first), then baselines, then peers."""
+    registered = sorted(_FACTORIES, key=lambda n: (n != OURS, n))
+    return [*registered, *BASELINE_NAMES, *PEER_NAMES]
+
+
+def make_selectors(names: Iterable[str], counter: TokenCounter) -> list[Selector]:
+    """Build the named selectors, in the given order.
+
+    Raises:
+        ConfigurationError: an unknown name (the message lists the known ones; ``OURS`` until the policy
+            registers itself), or a peer whose library is not installed.
+    """
+    from ctxledger.eval import baselines, peers
+
+    builtin: dict[str, Callable[[], Selector]] = {
+        "full-replay": baselines.FullReplay,
+        "newest-fit": baselines.NewestThatFits,
+        "head-tail": baselines.HeadTail,
+        "bm25": baselines.BM25Only,
+    }
+    out: list[Selector] = []
+    for name in names:
+        if name in _FACTORIES:
+            out.append(_FACTORIES[name](counter))
+        elif name in builtin:
+            out.append(builtin[name]())
+        elif name in PEER_NAMES:
+            out.append(peers.make_peer(name, counter))
+        else:
+            raise ConfigurationError(f"unknown selector {name!r}; available: {selector_names()}")
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class CaseResult:
+    """The judged outcome of one selector on one case at one budget (a row of ``rows.jsonl``).
+
+    Token fields are tokens under the exact counter. ``None`` marks a metric undefined for the case.
+    """
+
+    dataset: str
+    case_id: str
+    category: str
+    selector: str
+    budget: int
+    fits: bool
+    included: int
+    payload_tokens: int
+    claimed_tokens: int
+    replay_tokens: int
+    overflow: bool
+    recall: float | None
+    omission: bool | None
+    precision: float | None
+    stale: bool | None
+    pairs_touched: int
+    pairs_broken: int
+    violations: tuple[str, ...]
+    occupancy: Mapping[str, float]
+    recovery: Mapping[str, bool]
+    latency_s: float
+    payload_hash: str
+    deterministic: bool | None
+    provenance: float | None = None
+    rehydration: float | None = None
+    fidelity: float | None = None
+    self_reported: tuple[str, ...] = ()
+
+
+def payload_hash(kept: Sequence[EvalItem], case: EvalCase) -> str:
+    """Hash of the payload the kept items and the query form, in ``seq`` order (canonical JSON).
+
+    Used when a selector does not hash its own payload; two selections hash alike iff they send the
+    same turns with the same content.
+    """
+    turns = [
+        {
+            "role": i.role,
+            "content": i.text,
+            "tool_call_id": i.tool_call_id,
+            "tool_calls": [[c.call_id, c.name, c.arguments] for c in i.tool_calls],
+        }
+        for i in sorted(kept, key=lambda i: i.seq)
+    ]
+    return content_hash({"turns": turns, "query": case.query if case.query_tokens else None})
+
+
+def _kept(case: EvalCase, selection: Selection) -> list[EvalItem]:
+    included = set(selection.included_ids) if selection.fits else set()
+    return [item for item in case.items if item.id in included]
+
+
+def _hash(case: EvalCase, selection: Selection) -> str:
+    return selection.payload_hash or payload_hash(_kept(case, selection), case)
+
+
+def _fidelity(case: EvalCase, selection: Selection, included: set[str]) -> float | None:
+    """Compaction fidelity: recovery items left out verbatim must be cited by an included summary."""
+    summaries = selection.details.get("summaries") or ()
+    if not summaries:
+        return None
+    invariants = {kind: [i for i in sorted(ids) if i not in included] for kind, ids in case.recovery.items()}
+    text = "\n".join(str(s.get("text", "")) for s in summaries)
+    cited = {str(i) for s in summaries for i in s.get("evidence_ids", ())}
+    return metrics.compaction_fidelity(invariants, text, cited).score
+
+
+def _occupancy(case: EvalCase, selection: Selection, included: set[str], budget: int) -> dict[str, float]:
+    ledger = selection.details.get("occupancy_tokens")
+    if isinstance(ledger, Mapping):
+        return {str(k): float(v) / budget for k, v in ledger.items()}
+    return metrics.occupancy(case.items, included, budget, case.query_tokens)
+
+
+def evaluate_case(
+    case: EvalCase, selector: Selector, budget: int, counter: TokenCounter, *, check_determinism: bool = False
+) -> CaseResult:
+    """Run ``selector`` on ``case`` at ``budget`` tokens and judge the answer (see the module docstring).
+
+    With ``check_determinism`` the selection is made a second time and its payload hash compared.
+    """
+    task = SelectionTask(
+        items=case.items, query=case.query, budget_tokens=budget, counter=counter, query_tokens=case.query_tokens
+    )
+    started = time.perf_counter()
+    selection = selector.select(task)
+    latency = time.perf_counter() - started
+    kept = _kept(case, selection)
+    included = {item.id for item in kept}
+    payload = task.base_tokens + case.query_tokens + sum(item.tokens for item in kept)
+    chosen = set(selection.included_ids) if selection.fits else set()
+    pairs = metrics.tool_pair_integrity(case.items, chosen)
+    first_hash = _hash(case, selection)
+    deterministic = _hash(case, selector.select(task)) == first_hash if check_determinism else None
+    return CaseResult(
+        dataset=case.dataset,
+        case_id=case.case_id,
+        category=case.category,
+        selector=selector.name,
+        budget=budget,
+        fits=selection.fits,
+        included=len(included),
+        payload_tokens=payload if selection.fits else 0,
+        claimed_tokens=selection.payload_tokens,
+        replay_tokens=task.base_tokens + case.query_tokens + sum(item.tokens for item in case.items),
+        overflow=selection.fits and metrics.budget_overflow(payload, budget),
+        recall=metrics.evidence_recall(included, case.required_ids),
+        omission=metrics.critical_omission(included, case.required_ids),
+        precision=metrics.context_precision(included, case.required_ids),
+        stale=metrics.stale_incidence(included, case.stale_ids),
+        pairs_touched=pairs.touched,
+        pairs_broken=pairs.broken,
+        violations=tuple(metrics.provider_violations(case.items, chosen)),
+        occupancy=_occupancy(case, selection, included, budget),
+        recovery=metrics.recovery_preservation(included, case.recovery),
+        latency_s=latency,
+        payload_hash=first_hash,
+        deterministic=deterministic,
+        provenance=metrics.provenance_coverage(selection.details.get("derived") or ()),
+        rehydration=metrics.rehydration_success(selection.details.get("rehydrations") or ()),
+        fidelity=_fidelity(case, selection, included),
+        self_reported=tuple(selection.violations),
+    )
+
+
+def _group_means(
+    rows: Sequence[CaseResult], key: Callable[[CaseResult], str], value: Callable[[CaseResult], Any]
+) -> dict[str, float | None]:
+    keys = sorted({key(r) for r in rows})
+    return {k: metrics.mean(value(r) for r in rows if key(r) == k) for k in keys}
+
+
+def _latency(rows: Sequence[CaseResult]) -> dict[str, float | None]:
+    ms = [r.latency_s * 1000.0 for r in rows]
+    return {
+        "mean": metrics.mean(ms),
+        "p50": metrics.percentile(ms, 50),
+        "p95": metrics.percentile(ms, 95),
+        "max": max(ms) if ms else None,
+    }
+
+
+def _summarize(rows: Sequence[CaseResult], excluded: frozenset[str]) -> dict[str, Any]:
+    """One aggregate (see :func:`aggregate`) over the rows of one dataset, selector and budget."""
+    head = [r for r in rows if r.category not in excluded]
+    sent = [r for r in rows if r.fits]
+    touched = sum(r.pairs_touched for r in rows)
+    classes = sorted({c for r in rows for c in r.occupancy})
+    kinds = sorted({k for r in rows for k in r.recovery})
+    return {
+        "dataset": rows[0].dataset,
+        "selector": rows[0].selector,
+        "budget": rows[0].budget,
+        "cases": len(rows),
+        "fit_rate": metrics.mean(r.fits for r in rows),
+        "recall": metrics.mean(r.recall for r in head),
+        "recall_all": metrics.mean(r.recall for r in rows),
+        "recall_by_category": _group_means(rows, lambda r: r.category, lambda r: r.recall),
+        "omission_rate": metrics.mean(r.omission for r in head),
+        "precision": metrics.mean(r.precision for r in head),
+        "irrelevant_inclusion": _complement(metrics.mean(r.precision for r in head)),
+        "stale_incidence": metrics.mean(r.stale for r in rows),
+        "tool_pair_integrity": None if touched == 0 else 1.0 - sum(r.pairs_broken for r in rows) / touched,
+        "violation_rate": metrics.mean(bool(r.violations) for r in sent),
+        "violations": sum(len(r.violations) for r in rows),
+        "overflow_rate": metrics.mean(r.overflow for r in sent),
+        "occupancy": {c: metrics.mean(r.occupancy.get(c, 0.0) for r in rows) for c in classes},
+        "payload_tokens_mean": metrics.mean(r.payload_tokens for r in sent),
+        "replay_tokens_mean": metrics.mean(r.replay_tokens for r in rows),
+        "replay_ratio": metrics.mean(metrics.replay_ratio(r.payload_tokens, r.replay_tokens) for r in sent),
+        "latency_ms": _latency(rows),
+        "determinism": metrics.mean(r.deterministic for r in rows),
+        "recovery": {k: metrics.mean(r.recovery.get(k) for r in rows) for k in kinds},
+        "provenance_coverage": metrics.mean(r.provenance for r in rows),
+        "rehydration_success": metrics.mean(r.rehydration for r in rows),
+        "compaction_fidelity": metrics.mean(r.fidelity for r in rows),
+    }
+
+
+def _complement(value: float | None) -> float | None:
+    return None if value is None else 1.0 - value
+
+
+def aggregate(rows: Sequence[CaseResult], excluded: frozenset[str] = HEADLINE_EXCLUDED) -> list[dict[str, Any]]:
+    """Aggregate rows per (dataset, selector, budget), in first-seen order.
+
+    Each aggregate holds: ``recall`` (mean per-case evidence recall over cases with evidence, categories
+    in ``excluded`` left out), ``recall_all``, ``recall_by_category``, ``omission_rate``, ``precision``,
+    ``irrelevant_inclusion``, ``stale_incidence``, ``tool_pair_integrity`` (1 − Σ broken / Σ touched),
+    ``violation_rate`` and ``violations`` (provider rules), ``overflow_rate``, ``fit_rate``,
+    ``occupancy`` (mean share of the budget per class), ``payload_tokens_mean``,
+    ``replay_tokens_mean``, ``replay_ratio`` (mean payload/replay over sent payloads), ``latency_ms``
+    (mean, p50, p95, max of wall time), ``determinism``, ``recovery`` (share of calls keeping each kind),
+    ``provenance_coverage``, ``rehydration_success`` and ``compaction_fidelity`` (``None`` when no
+    selection reported the details they need).
+    """
+    groups: dict[tuple[str, str, int], list[CaseResult]] = {}
+    for row in rows:
+        groups.setdefault((row.dataset, row.selector, row.budget), []).append(row)
+    return [_summarize(group, excluded) for group in groups.values()]
+
+
+def counter_error_summary(dataset: EvalDataset) -> dict[str, Any] | None:
+    """Our count of each recorded call's full prompt against the provider's reported prompt tokens.
+
+    The estimate is the replayed prefix (every item, as the recording agent sent it) plus the request
+    base; tool schemas are not in the recordings and are not counted. Returns ``n`` and the mean signed,
+    mean absolute, p50 and p95 absolute relative errors (see :func:`metrics.counter_error`), or ``None``
+    when the dataset records no provider usage.
+    """
+    errors = [
+        metrics.counter_error(REQUEST_BASE_TOKENS + sum(i.tokens for i in case.items), case.provider_prompt_tokens)
+        for case in dataset.cases
+        if case.provider_prompt_tokens
+    ]
+    if not errors:
+        return None
+    absolute = [abs(e) for e in errors]
+    return {
+        "n": len(errors),
+        "mean_signed": metrics.mean(errors),
+        "mean_abs": metrics.mean(absolute),
+        "p50_abs": metrics.percentile(absolute, 50),
+        "p95_abs": metrics.percentile(absolute, 95),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetInfo:
+    """What the report says about a dataset: size, budgets, quirks handled, counter error."""
+
+    name: str
+    kind: str
+    cases: int
+    budgets: tuple[int, ...]
+    quirks: Mapping[str, int]
+    source: str
+    counter_error: Mapping[str, Any] | None
+
+
+@dataclass
+class EvalResults:
+    """Everything one run produced.
+
+    Attributes:
+        config: counter id, selectors, budgets, start time, determinism sampling.
+        datasets: one :class:`DatasetInfo` per dataset.
+        aggregates: see :func:`aggregate`.
+        rows: every :class:`CaseResult` (empty when the run kept no rows).
+    """
+
+    config: dict[str, Any]
+    datasets: list[DatasetInfo]
+    aggregates: list[dict[str, Any]]
+    rows: list[CaseResult] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The machine-readable summary (``results.json``): config, datasets and aggregates."""
+        return {"config": self.config, "datasets": [asdict(d) for d in self.datasets], "aggregates": self.aggregates}
+
+
+def _budgets_for(dataset: EvalDataset, budgets: Mapping[str, Sequence[int]] | Sequence[int] | None) -> tuple[int, ...]:
+    if budgets is None:
+        chosen: Sequence[int] = dataset.default_budgets
+    elif isinstance(budgets, Mapping):
+        chosen = budgets.get(dataset.name, dataset.default_budgets)
+    else:
+        chosen = budgets
+    if not chosen or any(b <= 0 for b in chosen):
+        raise ConfigurationError(f"budgets for {dataset.name!r} must be positive token counts, got {list(chosen)}")
+    return tuple(chosen)
+
+
+def run_eval(
+    datasets: Sequence[EvalDataset],
+    selectors: Sequence[Selector],
+    budgets: Mapping[str, Sequence[int]] | Sequence[int] | None,
+    out_dir: Path | None,
+    *,
+    counter: TokenCounter,
+    progress: ProgressFn | None = None,
+    determinism_every: int = 10,
+    keep_rows: bool = True,
+    plots: bool = True,
+) -> EvalResults:
+    """Evaluate every selector on every case of every dataset at every budget, in one run.
+
+    Args:
+        datasets: loaded datasets (:func:`ctxledger.eval.datasets.load_dataset`).
+        selectors: the selectors; names must be unique.
+        budgets: token budgets for all datasets, per dataset name, or ``None`` for each dataset's
+            ``default_budgets`` (1k–8k for evidence, 4k–16k for trajectories).
+        out_dir: where :func:`ctxledger.eval.report.write_report` writes the report; ``None`` writes nothing.
+        counter: the exact counter the datasets were costed with.
+        progress: called after every case (see :data:`ProgressFn`).
+        determinism_every: re-run every n-th case of each dataset to compare payload hashes (0: never).
+        keep_rows: keep every per-case row in the results (and ``rows.jsonl``).
+        plots: write PNG plots (needs the ``eval`` extra).
+
+    Raises:
+        ConfigurationError: duplicate selector names, empty or non-positive budgets, or (with plots)
+            matplotlib missing.
+    """
+    names = [s.name for s in selectors]
+    if len(set(names)) != len(names):
+        raise ConfigurationError(f"selector names must be unique, got {names}")
+    plan = [(d, _budgets_for(d, budgets)) for d in datasets]
+    total = sum(len(d.cases) * len(b) * len(selectors) for d, b in plan)
+    rows: list[CaseResult] = []
+    aggregates: list[dict[str, Any]] = []
+    done = 0
+    for dataset, dataset_budgets in plan:
+        dataset_rows = []
+        for index, case in enumerate(dataset.cases):
+            check = determinism_every > 0 and index % determinism_every == 0
+            for budget in dataset_budgets:
+                for selector in selectors:
+                    dataset_rows.append(evaluate_case(case, selector, budget, counter, check_determinism=check))
+            done += len(dataset_budgets) * len(selectors)
+            if progress is not None:
+                progress(dataset.name, done, total)
+        aggregates.extend(aggregate(dataset_rows))
+        if keep_rows:
+            rows.extend(dataset_rows)
+    results = EvalResults(
+        config={
+            "counter": counter.id,
+            "counter_is_estimate": counter.is_estimate,
+            "selectors": names,
+            "budgets": {d.name: list(b) for d, b in plan},
+            "determinism_every": determinism_every,
+            "started_at": datetime.now(UTC).isoformat(),
+            "headline_excludes": sorted(HEADLINE_EXCLUDED),
+        },
+        datasets=[_info(d, b) for d, b in plan],
+        aggregates=aggregates,
+        rows=rows,
+    )
+    if out_dir is not None:
+        from ctxledger.eval.report import write_report
+
+        write_report(results, out_dir, plots=plots)
+    return results
+
+
+def _info(dataset: EvalDataset, budgets: tuple[int, ...]) -> DatasetInfo:
+    return DatasetInfo(
+        name=dataset.name,
+        kind=dataset.kind,
+        cases=len(dataset.cases),
+        budgets=budgets,
+        quirks=dict(dataset.quirks),
+        source=dataset.source,
+        counter_error=counter_error_summary(dataset),
+    )
+
+
+def run_named(
+    dataset_names: Sequence[str],
+    selector_names_: Sequence[str],
+    budgets: Mapping[str, Sequence[int]] | Sequence[int] | None,
+    out_dir: Path | None,
+    *,
+    data_dir: Path,
+    counter: TokenCounter | None = None,
+    limit: int | None = None,
+    max_cases: int | None = None,
+    step_stride: int = 1,
+    progress: ProgressFn | None = None,
+    determinism_every: int = 10,
+    plots: bool = True,
+) -> EvalResults:
+    """The CLI's entry point: load datasets and build selectors by name, then :func:`run_eval`.
+
+    ``counter`` defaults to ``ctxledger.tokens.get_counter("cl100k_base")``; ``limit``, ``max_cases``
+    and ``step_stride`` are passed to :func:`ctxledger.eval.datasets.load_dataset`.
+
+    Raises:
+        ConfigurationError: unknown dataset or selector name, bad budgets, missing optional extra.
+        InputError: malformed data (names file, record index and field).
+    """
+    counter = counter or get_counter("cl100k_base")
+    datasets = [
+        load_dataset(n, data_dir, counter, limit=limit, max_cases=max_cases, step_stride=step_stride)
+        for n in dataset_names
+    ]
+    selectors = make_selectors(selector_names_, counter)
+    return run_eval(
+        datasets,
+        selectors,
+        budgets,
+        out_dir,
+        counter=counter,
+        progress=progress,
+        determinism_every=determinism_every,
+        plots=plots,
+    )
+
+
+@contextmanager
+def rich_progress() -> Iterator[ProgressFn]:
+    """Yield a progress callback that drives a rich progress bar.
+
+    Use as ``with rich_progress() as p: run_eval(..., progress=p)``.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns) as bar:
+        task_id = bar.add_task("eval", total=None)
+
+        def update(name: str, done: int, total: int) -> None:
+            bar.update(task_id, description=name, completed=done, total=total)
+
+        yield update
