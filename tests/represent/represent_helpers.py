@@ -86,3 +86,10 @@ def toolbench_outputs(data_dir: Path) -> list[tuple[str, str, str]]:
             if message["role"] == "function":
                 out.append((answer["query"], message["name"], message["content"]))
     return out
+
+
+def swe_agent_observation(data_dir: Path, path_part: str, step: int) -> bytes:
+    """The observation of trajectory step ``step`` of the SWE-agent demo whose path contains ``path_part``."""
+    root = data_dir / "swe-agent-demos"
+    (path,) = [p for p in sorted(root.rglob("*.traj")) if path_part in str(p)]
+    return read_json(path)["trajectory"][step]["observation"].encode("utf-8")

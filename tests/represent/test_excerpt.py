@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from represent_helpers import mini_swe_output, read_json, tau_tool_outputs
+from represent_helpers import mini_swe_output, read_json, swe_agent_observation, tau_tool_outputs
 
 from ctxledger.errors import BudgetError, ConfigurationError
 from ctxledger.hashing import sha256_hex
@@ -175,4 +175,14 @@ def test_property_every_locator_rehydrates_to_the_bytes_it_claims(data: bytes, m
         assert exact == data[loc.byte_start : loc.byte_end]
         assert exact.decode("utf-8", errors="replace") in excerpt.text
         assert loc.line_start == data[: loc.byte_start].count(b"\n") + 1
+    _check_runs(excerpt, data)
+
+
+def test_grep_output_keeps_the_flag_at_its_end(data_dir: Path, counter: TokenCounter):
+    """SWE-agent CTF demo: 24 KB of ``strings | grep flag`` shrinks to 200 tokens and keeps the flag line."""
+    data = swe_agent_observation(data_dir, "forensics/flash", 2)
+    assert len(data) > 20000
+    excerpt = _excerpt(data, counter, 200)
+    assert excerpt.tokens <= 200
+    assert "flag{b3l0w_th3_r4dar}" in excerpt.text
     _check_runs(excerpt, data)

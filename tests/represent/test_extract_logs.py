@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from represent_helpers import OBSERVED, artifact_for, mini_swe_output, read_json, tau_tool_outputs
+from represent_helpers import (
+    OBSERVED,
+    artifact_for,
+    mini_swe_output,
+    read_json,
+    swe_agent_observation,
+    tau_tool_outputs,
+)
 
 from ctxledger.records import Freshness, ToolStatus, Trust
 from ctxledger.represent import extract, rehydrate
@@ -86,3 +93,22 @@ def test_clean_output_has_no_errors(data_dir: Path):
     assert memory.fields["exit_status"] == 0 and memory.fields["error_count"] == 0
     assert memory.fields["warning_count"] == 1
     assert "no error lines" in memory.summary
+
+
+def test_editor_lint_errors_but_not_code_that_mentions_errors(data_dir: Path):
+    """SWE-agent demo: the editor's lint failure is reported; a file view with ``raise ValueError`` is not."""
+    demo = "marshmallow-1867__function_calling__install-1"
+    lint = swe_agent_observation(data_dir, demo, 6)
+    memory = extract(artifact_for(lint, name="str_replace_editor"), lint, memory_id="m", observed_at=OBSERVED)
+    assert memory is not None
+    assert [e["text"] for e in memory.fields["errors"]] == [
+        "Your proposed edit has introduced new syntax error(s). Please read this error message carefully and then "
+        "retry editing the file.",
+        "ERRORS:",
+        "- E999 IndentationError: unexpected indent",
+        "DO NOT re-run the same failed edit command. Running it again will lead to the same error.",
+    ]
+    view = swe_agent_observation(data_dir, demo, 5)
+    assert b"raise ValueError(msg)" in view
+    memory = extract(artifact_for(view, name="str_replace_editor"), view, memory_id="m", observed_at=OBSERVED)
+    assert memory is not None and memory.fields["error_count"] == 0

@@ -12,13 +12,14 @@ import re
 
 ERROR_RE = re.compile(
     r"\b(?:error|errors|fatal|exception|traceback|failed|failure|panic|segmentation fault|abort(?:ed)?"
-    r"|denied|timed out|timeout|could not|cannot|unable to|no such file|not found|refused|unreachable"
-    r"|killed)\b"
+    r"|denied|timed out|timeout|could not|cannot|unable to|no such file|not found|refused|unreachable)\b"
+    r"|^Killed\b"
     r"|^E {3}"
     r"|\b\w+(?:Error|Exception):",
     re.IGNORECASE | re.MULTILINE,
 )
-"""A line that reports an error (case-insensitive words, pytest ``E   `` lines, ``FooError:``)."""
+"""A line that reports an error (case-insensitive words, pytest ``E   `` lines, ``FooError:``, the shell's
+``Killed`` for a process it killed)."""
 
 BENIGN_RE = re.compile(
     r"\b(?:0|no) (?:errors?|failures?|failed)\b"
@@ -27,6 +28,15 @@ BENIGN_RE = re.compile(
 )
 """Lines that name errors only to say there were none: ``0 errors``, ``no failures``, and JSON-ish
 records that open with an empty error field (``{"error": "", "response": …}``)."""
+
+CODE_RE = re.compile(
+    r"^\s*\d+(?::\s|\t)"
+    r"|^\s*(?:raise|except|def|class|return|if|elif|else|import|from|try|with|for|while|assert|yield|await)\b"
+    r"|^\s*(?:#|//)"
+)
+"""Source code rather than a log line: a numbered listing line (``1507:    …`` from an editor or
+``grep -n``, ``  42<TAB>…`` from ``cat -n``/``nl``; a timestamp such as ``12:34:56`` is not one), or a line
+that opens with a Python keyword or a comment. Code that mentions an error type reports nothing."""
 
 WARNING_RE = re.compile(r"\bwarn(?:ing|ings)?\b|\b\w+Warning\b", re.IGNORECASE)
 """A line that reports a warning."""
@@ -41,13 +51,13 @@ EXIT_STATUS_RES: tuple[re.Pattern[str], ...] = (
 
 
 def is_error_line(line: str) -> bool:
-    """Whether a line reports an error (and is not a "0 errors" line)."""
-    return bool(ERROR_RE.search(line)) and not BENIGN_RE.search(line)
+    """Whether a line reports an error (not a "0 errors" line, not a line of source code)."""
+    return bool(ERROR_RE.search(line)) and not BENIGN_RE.search(line) and not CODE_RE.match(line)
 
 
 def is_warning_line(line: str) -> bool:
-    """Whether a line reports a warning (and is not an error line)."""
-    return bool(WARNING_RE.search(line)) and not is_error_line(line)
+    """Whether a line reports a warning (and is neither an error line nor source code)."""
+    return bool(WARNING_RE.search(line)) and not is_error_line(line) and not CODE_RE.match(line)
 
 
 def exit_status(text: str) -> int | None:

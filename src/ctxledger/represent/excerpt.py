@@ -3,8 +3,9 @@
 Seed 000 ("Lo que merece protección"): for a large result, send "lines 480-510, timeout connecting to db,
 file X and hash Y", not "full log: 20 MB". Seed 002 names the risk of this representation ("Selección":
 omitting an exception), so an excerpt keeps, in priority order: lines matching the caller's ``focus``
-strings; error lines (tracebacks, ``fatal:``, failing tests); the head and tail of the output and warning
-lines; the lines around the errors; then whatever else fits, nearest to those anchors first.
+strings; error lines (tracebacks, ``fatal:``, failing tests); the last lines (where summaries, exit
+statuses and final answers are printed), from the end; the first lines and warning lines; the lines
+around the errors; then whatever else fits, nearest to those anchors first.
 
 The invariant this module holds: every run of text an excerpt shows is *exactly*
 ``data[byte_start:byte_end]`` of one of its locators, decoded as UTF-8 (undecodable bytes replaced), so a
@@ -36,7 +37,7 @@ CONTEXT_LINES = 3
 DASH = "\u2013"
 """The en dash of line ranges in omission markers (``lines 12\u2013480``)."""
 
-_TIER_FOCUS, _TIER_ERROR, _TIER_FRAME, _TIER_CONTEXT, _TIER_REST = range(5)
+_TIER_FOCUS, _TIER_ERROR, _TIER_TAIL, _TIER_FRAME, _TIER_CONTEXT, _TIER_REST = range(6)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +82,7 @@ def _pieces(index: LineIndex) -> list[_Piece]:
 
 
 def _line_tiers(index: LineIndex, focus: Sequence[str]) -> dict[int, int]:
-    """Tier of each anchor line: focus, error, or frame (head, tail, warning)."""
+    """Tier of each anchor line: focus, error, tail, or frame (head, warning)."""
     needles = [f.casefold() for f in focus if f]
     n = index.line_count
     tiers: dict[int, int] = {}
@@ -91,7 +92,9 @@ def _line_tiers(index: LineIndex, focus: Sequence[str]) -> dict[int, int]:
             tiers[line] = _TIER_FOCUS
         elif is_error_line(text):
             tiers[line] = _TIER_ERROR
-        elif line <= HEAD_LINES or line > n - TAIL_LINES or is_warning_line(text):
+        elif line > n - TAIL_LINES:
+            tiers[line] = _TIER_TAIL
+        elif line <= HEAD_LINES or is_warning_line(text):
             tiers[line] = _TIER_FRAME
     return tiers
 
@@ -119,7 +122,7 @@ def _priority(pieces: Sequence[_Piece], index: LineIndex, focus: Sequence[str]) 
     def key(i: int) -> tuple[int, int, int]:
         line = pieces[i].line
         if line in tiers:
-            return (tiers[line], 0, i)
+            return (tiers[line], -i if tiers[line] == _TIER_TAIL else 0, i)  # the tail from its end
         if near[line] <= CONTEXT_LINES:
             return (_TIER_CONTEXT, near[line], i)
         return (_TIER_REST, every[line], i)
