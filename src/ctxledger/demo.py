@@ -1,0 +1,215 @@
+"""The main job on a real trajectory: what ``ctxledger demo`` runs (ctxledger issue 2, "main job").
+
+The bundled trajectory is tau-bench's airline task 2, trial 1 (gpt-4o; MIT, Copyright (c) 2024
+Sierra; see ``ctxledger/_demo/NOTICE``): the longest of the 160 development trajectories and the one
+with the most tool calls. The user asks the agent to downgrade all of their business reservations to
+economy; over 62 messages the agent makes 27 tool calls (user and reservation lookups, twelve flight
+searches, a calculation, five reservation updates), about 10.1k tokens when replayed whole as one
+gpt-4o request.
+
+**Which model call is assembled.** The trajectory ends on a tool result: the run hit tau-bench's
+30-step limit (``max_num_steps``; 62 = 2 + 30 × 2 messages) while the agent was still working on the
+user's request, so the call the agent would make next (read that result and continue) never happened.
+That is the call the demo assembles, on the whole trajectory as recorded (no cut). The long airline
+policy is the system instruction (a fixed block); the latest user turn and what the policy protects
+of the turn in progress are required.
+
+**Why 8,000 tokens.** With ``W = 8000``, ``O = 1000`` and ``M = 200`` the input budget is 6,800
+tokens, less than the full replay, so the policy has to choose: older exchanges are omitted with
+reason ``budget`` while every required item is kept. (Under the default policy only the newest tool
+exchange of the running turn is pinned; a policy that pinned the whole turn would need a larger window
+here, and ``RequiredBlocksDoNotFit`` would list why.)
+
+LoCoMo is licensed for non-commercial use only and is never bundled.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib.resources import as_file, files
+from pathlib import Path
+from typing import Any
+
+from ctxledger.assemble.assembler import Assembly
+from ctxledger.errors import RecordNotFound
+from ctxledger.ledger import Ledger
+
+DEMO_FILE = "tau_bench_airline_task2.json"
+"""The bundled trajectory, in ``ctxledger/_demo/`` next to its ``NOTICE``."""
+
+DEMO_PREFIX = "tau-bench-airline"
+"""Conversation-id prefix given at import (tau-bench ids are ``<prefix>-task<id>-trial<n>``)."""
+
+DEMO_CONVERSATION = f"{DEMO_PREFIX}-task2-trial1"
+"""Id of the demo conversation once imported."""
+
+DEMO_TASK = (2, 1)
+"""``(task_id, trial)`` of the bundled tau-bench record."""
+
+DEMO_ATTRIBUTION = "tau-bench airline task 2, trial 1 (MIT, Copyright (c) 2024 Sierra)"
+"""One line naming the data and its licence, printed by the demo."""
+
+DEFAULT_MODELS: Mapping[str, str] = {"openai-chat": "gpt-4o", "anthropic-messages": "claude-sonnet-4-5"}
+"""The model the demo assembles for, per API contract (Claude counts are flagged as estimates)."""
+
+
+@contextmanager
+def demo_source() -> Iterator[Path]:
+    """Yield a filesystem path of the bundled trajectory (extracted first if the package is zipped)."""
+    with as_file(files("ctxledger._demo").joinpath(DEMO_FILE)) as path:
+        yield Path(path)
+
+
+@dataclass(frozen=True, slots=True)
+class RequiredItems:
+    """Required units of an assembly and which of them the payload kept.
+
+    Attributes:
+        required: unit ids the policy required (``require`` decisions: instructions, the latest user
+            turn, the turn in progress, unresolved tool calls and errors), in decision order.
+        kept: those of them whose records are in the manifest's ``included`` list.
+    """
+
+    required: tuple[str, ...]
+    kept: tuple[str, ...]
+
+    @property
+    def lost(self) -> tuple[str, ...]:
+        """Required units missing from the payload (always empty for a successful assembly)."""
+        kept = set(self.kept)
+        return tuple(u for u in self.required if u not in kept)
+
+
+def required_items(manifest: Mapping[str, Any]) -> RequiredItems:
+    """Count the required units of a manifest and those kept (DESIGN §3 step 3; seed 000 "protección").
+
+    Args:
+        manifest: a manifest as returned by ``Ledger.get_assembly`` (see :mod:`ctxledger.manifest`).
+    """
+    required = tuple(dict.fromkeys(d["ref"] for d in manifest["decisions"] if d["outcome"] == "require"))
+    included_units = {e["unit"] for e in manifest["included"]}
+    return RequiredItems(required, tuple(u for u in required if u in included_units))
+
+
+@dataclass(frozen=True, slots=True)
+class DemoResult:
+    """What :func:`run_demo` did.
+
+    Attributes:
+        conversation_id: the demo conversation.
+        imported: whether this run imported it (``False``: it was already in the store).
+        history: records of the conversation by kind (``{"message": 62, "tool_call": 23, …}``).
+        assembly: the persisted assembly of the next model call.
+        payload_path: where the payload JSON was written, if anywhere.
+        required: required units and those kept.
+    """
+
+    conversation_id: str
+    imported: bool
+    history: Mapping[str, int]
+    assembly: Assembly
+    payload_path: Path | None
+    required: RequiredItems
+
+    @property
+    def replay_tokens(self) -> int:
+        """Tokens of the whole history replayed as one request (same counter and serializer)."""
+        return int(self.assembly.manifest["tokens"]["replay"])
+
+    @property
+    def assembled_tokens(self) -> int:
+        """Tokens of the assembled payload, counted on its serialized form."""
+        return self.assembly.input_tokens
+
+    @property
+    def saved_pct(self) -> float:
+        """Tokens saved against full replay, in percent of the replay (0 when nothing to replay)."""
+        replay = self.replay_tokens
+        return 100.0 * (replay - self.assembled_tokens) / replay if replay else 0.0
+
+
+def ensure_imported(ledger: Ledger, *, tenant_id: str = "default") -> bool:
+    """Import the bundled trajectory unless the store already holds it; return whether it imported.
+
+    Raises:
+        InputError: the bundled file is damaged (names the file, record and field).
+    """
+    try:
+        ledger.store.get(tenant_id, DEMO_CONVERSATION)
+        return False
+    except RecordNotFound:
+        pass
+    with demo_source() as path:
+        ledger.import_file(path, "tau-bench", tenant_id=tenant_id, conversation_id=DEMO_PREFIX)
+    return True
+
+
+def history_counts(ledger: Ledger, conversation_id: str, *, tenant_id: str = "default") -> dict[str, int]:
+    """Records of a conversation by kind value (all branches), e.g. ``{"message": 39, …}``."""
+    counts: dict[str, int] = {}
+    for rec in ledger.store.records(tenant_id, conversation_id):
+        counts[rec.kind.value] = counts.get(rec.kind.value, 0) + 1
+    return counts
+
+
+def run_demo(
+    ledger: Ledger,
+    *,
+    tenant_id: str = "default",
+    window_tokens: int = 8_000,
+    output_tokens: int = 1_000,
+    margin_tokens: int = 200,
+    api: str = "openai-chat",
+    model: str | None = None,
+    payload_path: Path | None = None,
+) -> DemoResult:
+    """Import the bundled trajectory (once) and assemble its next model call under the budget.
+
+    Args:
+        ledger: where to import and assemble (the CLI passes a temporary SQLite store).
+        tenant_id: the tenant.
+        window_tokens: ``W``, the context window, in tokens (DESIGN §2).
+        output_tokens: ``O``, tokens reserved for the reply.
+        margin_tokens: ``M``, the safety margin in tokens.
+        api: ``openai-chat`` or ``anthropic-messages``.
+        model: the model (default per ``api``: :data:`DEFAULT_MODELS`).
+        payload_path: write the payload JSON there (UTF-8, indented) if given.
+
+    Returns:
+        The :class:`DemoResult`; its assembly is persisted, so ``explain`` works on its id.
+
+    Raises:
+        RequiredBlocksDoNotFit: the budget is too small for the required items (itemised).
+        ConfigurationError: an unknown ``api``/``model`` or a budget with no room for input.
+    """
+    imported = ensure_imported(ledger, tenant_id=tenant_id)
+    asm = ledger.assemble(
+        DEMO_CONVERSATION,
+        tenant_id=tenant_id,
+        window_tokens=window_tokens,
+        output_tokens=output_tokens,
+        margin_tokens=margin_tokens,
+        api=api,
+        model=model or DEFAULT_MODELS.get(api, "gpt-4o"),
+    )
+    if payload_path is not None:
+        write_payload(asm.payload, payload_path)
+    return DemoResult(
+        conversation_id=DEMO_CONVERSATION,
+        imported=imported,
+        history=history_counts(ledger, DEMO_CONVERSATION, tenant_id=tenant_id),
+        assembly=asm,
+        payload_path=payload_path,
+        required=required_items(asm.manifest),
+    )
+
+
+def write_payload(payload: Mapping[str, Any], path: Path) -> int:
+    """Write a provider payload as indented UTF-8 JSON (parent folders created); return its bytes."""
+    data = (json.dumps(payload, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return len(data)
