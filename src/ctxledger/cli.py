@@ -1,0 +1,1075 @@
+"""The ``ctxledger`` command line (ctxledger issue 2, item 9).
+
+Commands: ``migrate``, ``import``, ``conversations``, ``assemble``, ``explain``, ``usage``, ``demo``
+and ``rehydrate``; each ``--help`` explains what it does with an example. Global options choose the
+store (``--db``, env ``CTXLEDGER_URL``, default the embedded SQLite file
+``.ctxledger/ctxledger.db``) and the tenant (``--tenant``).
+
+Exit codes: ``0`` success; ``2`` a user error (bad input, an unknown id, a budget the required items do
+not fit, a bad option), printed as one clear message, never a traceback; ``1`` any other ctxledger
+error (a store or integrity failure), also without a traceback.
+
+This module is presentation only: it calls the :class:`~ctxledger.ledger.Ledger` facade and renders
+its manifests with rich. The core never imports it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ctxledger.errors import (
+    BudgetError,
+    ConfigurationError,
+    CtxledgerError,
+    InputError,
+    PolicyError,
+    RecordNotFound,
+    RequiredBlocksDoNotFit,
+)
+from ctxledger.ledger import DEFAULT_URL, Ledger
+from ctxledger.manifest import explain as explain_manifest
+from ctxledger.records import Compaction, Message, Record, ToolArtifact, ToolCall, ToolMemory
+
+USER_ERRORS = (InputError, ConfigurationError, BudgetError, PolicyError, RecordNotFound)
+"""Errors caused by what the user asked; they exit with code 2."""
+
+IMPORT_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
+"""Files a directory import picks up (others, such as READMEs, are skipped)."""
+
+LARGE_INPUT_BYTES = 1 << 20
+"""Files at least this large (bytes) get a progress bar while they are parsed."""
+
+REASONS: Mapping[str, str] = {
+    "instruction": "a system/developer instruction: a fixed block, always sent first",
+    "latest_user_turn": "the latest user turn: always kept",
+    "current_turn": "part of the turn in progress (after the latest user turn): always kept",
+    "latest_step": "the agent's latest step (its newest tool exchange): always kept",
+    "unresolved_tool_call": "a tool call still pending or deferred: always kept",
+    "unresolved_tool_error": "a failed tool call not yet retried successfully: always kept",
+    "selected": "chosen by utility (relevance, recency, kind) within B_dynamic",
+    "budget": "did not fit what was left of B_dynamic after higher-utility items",
+    "class_cap": "its context class had used its cap of B_dynamic",
+    "role_order": "dropped so the payload starts with a user turn after the instructions",
+    "out_of_scope": "belongs to another tenant or conversation",
+    "not_in_lineage": "on a branch outside the active branch's lineage",
+    "private_to_participant": "visible only to another participant",
+    "audit_only": "kept for audit; never sent to a model",
+    "not_promoted": "a subagent's record not promoted to the parent",
+    "privacy_restricted": "its privacy class may not go to this provider",
+    "provider_restricted": "the provider route does not allow it",
+    "secret": "holds a secret; secrets never enter context",
+    "superseded": "replaced by a newer record",
+    "stale": "past its stale_after time or its source changed",
+    "conflict_suppressed": "conflicts with a more trusted record",
+    "untrusted_non_evidence": "untrusted content that is not evidence",
+    "redundant": "repeats content already included",
+    "byte_budget": "rehydrating it would exceed the byte budget",
+    "summarized": "covered by an included compaction (or a checkpoint that restores that history)",
+    "covered_by_memory": "a compact memory already carries its results",
+    "out_of_contract": "not a source the agent's working-set contract allows for this call",
+    "user_constraint": "a user constraint (by tag, or wording such as 'do not'): always kept verbatim",
+    "user_correction": "a user correction: always kept verbatim",
+    "approval": "approval state: always kept",
+    "active_goal": "the active goal: always kept",
+    "pending_operation": "a pending operation: always kept",
+    "environment_constraint": "a constraint of the environment: always kept",
+    "retry_critical": "an error a retry depends on: always kept",
+    "moderator_directive": "a moderator's directive: always kept",
+    "checkpoint": "the live checkpoint that restores the run state: always kept",
+}
+"""One line per reason code or protection reason, shown by ``explain``."""
+
+app = typer.Typer(
+    name="ctxledger",
+    help=(
+        "Record an agent's history and assemble each model call's context under a token budget, "
+        "with a manifest of what was included or omitted and why.\n\n"
+        "Start with [bold]ctxledger demo[/bold]: it imports a real tau-bench trajectory, assembles its "
+        "next model call at 8,000 tokens and explains every choice."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+)
+
+
+class ApiFormat(StrEnum):
+    """Provider payload formats."""
+
+    OPENAI_CHAT = "openai-chat"
+    ANTHROPIC_MESSAGES = "anthropic-messages"
+
+
+class ImportFormat(StrEnum):
+    """Import formats (``auto`` tells them apart by content)."""
+
+    AUTO = "auto"
+    OPENAI_CHAT = "openai-chat"
+    ANTHROPIC_MESSAGES = "anthropic-messages"
+    TAU_BENCH = "tau-bench"
+    MINI_SWE_AGENT = "mini-swe-agent"
+    SWE_AGENT = "swe-agent"
+    TOOLBENCH = "toolbench"
+    LOCOMO = "locomo"
+    BFCL_MEMORY = "bfcl-memory"
+
+
+class Show(StrEnum):
+    """Extra sections ``assemble`` can print."""
+
+    INCLUDED = "included"
+    OMITTED = "omitted"
+    CLASSES = "classes"
+    PAYLOAD = "payload"
+    ALL = "all"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Global options: the store URL, whether the user chose it, and the tenant."""
+
+    db: str
+    db_given: bool
+    tenant: str
+
+
+# -- plumbing ------------------------------------------------------------------------------------------
+
+
+PIPE_WIDTH = 120
+"""Columns used when output is not a terminal and ``COLUMNS`` is unset (rich would use 80)."""
+
+
+def _console(*, stderr: bool = False) -> Console:
+    console = Console(stderr=stderr, highlight=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = PIPE_WIDTH
+    return console
+
+
+def _out() -> Console:
+    return _console()
+
+
+def _err() -> Console:
+    return _console(stderr=True)
+
+
+def _settings(ctx: typer.Context) -> Settings:
+    obj = ctx.find_root().obj
+    return obj if isinstance(obj, Settings) else Settings(DEFAULT_URL, False, "default")
+
+
+@contextmanager
+def _handled() -> Iterator[None]:
+    """Turn ctxledger errors into one message and an exit code (2 for user errors, 1 otherwise)."""
+    try:
+        yield
+    except RequiredBlocksDoNotFit as exc:
+        _err().print(_required_table(exc))
+        _err().print(
+            f"[red]error:[/] the required blocks need {exc.required_tokens} tokens but B_input is "
+            f"{exc.budget_tokens}. Raise --window, or lower --output / --margin."
+        )
+        raise typer.Exit(2) from None
+    except USER_ERRORS as exc:
+        _err().print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    except CtxledgerError as exc:
+        _err().print(f"[red]error ({type(exc).__name__}):[/] {escape(str(exc))}")
+        raise typer.Exit(1) from None
+
+
+@contextmanager
+def _open(settings: Settings) -> Iterator[Ledger]:
+    with Ledger.open(settings.db) as ledger:
+        yield ledger
+
+
+def _short(ref: str | None, conversation_id: str) -> str:
+    if ref is None:
+        return ""
+    return ref.removeprefix(f"{conversation_id}/")
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind == "text":
+            parts.append(str(part.get("text", "")))
+        elif kind in ("image", "image_url"):
+            parts.append("[image]")
+    return " ".join(parts)
+
+
+def _size(n: int) -> str:
+    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} kB"
+
+
+def _record_text(rec: Record | None) -> str:
+    if isinstance(rec, Message):
+        return _text(rec.content)
+    if isinstance(rec, ToolCall):
+        return f"{rec.name}({rec.arguments})"
+    if isinstance(rec, ToolArtifact):
+        status = "" if rec.status.value == "succeeded" else f"{rec.status.value} "
+        return f"→ {status}{_size(rec.size_bytes)}"
+    if isinstance(rec, ToolMemory):
+        return rec.summary
+    if isinstance(rec, Compaction):
+        return rec.text
+    return ""
+
+
+def _unit_of(rec: Record, records: Mapping[str, Record]) -> str:
+    """The unit a record belongs to: a tool call's and artifact's unit is the assistant message."""
+    if isinstance(rec, ToolCall) and rec.message_id:
+        return rec.message_id
+    if isinstance(rec, ToolArtifact):
+        call = records.get(rec.tool_call_id)
+        if isinstance(call, ToolCall) and call.message_id:
+            return call.message_id
+    return rec.id
+
+
+def _records(ledger: Ledger, settings: Settings, conversation_id: str) -> dict[str, Record]:
+    return {r.id: r for r in ledger.store.records(settings.tenant, conversation_id)}
+
+
+def _role(entry: Mapping[str, Any]) -> str:
+    if entry.get("kind") == "message" and entry.get("role"):
+        return str(entry["role"])
+    return str(entry.get("kind", "")).replace("_", " ")
+
+
+def _units(entries: Iterable[Mapping[str, Any]], key: Any) -> list[list[Mapping[str, Any]]]:
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for entry in entries:
+        groups.setdefault(key(entry), []).append(entry)
+    return list(groups.values())
+
+
+# -- rendering -----------------------------------------------------------------------------------------
+
+
+def _budget_table(manifest: Mapping[str, Any]) -> Table:
+    b = manifest["budget"]
+    table = Table(title="Budget (tokens, DESIGN §2)", title_justify="left", show_header=False)
+    table.add_column("term", style="bold")
+    table.add_column("tokens", justify="right")
+    table.add_column("meaning", style="dim")
+    table.add_row("W", f"{b['window']:,}", "the model's context window")
+    table.add_row("O", f"{b['output']:,}", "reserved for the reply")
+    table.add_row("M", f"{b['margin']:,}", "safety margin")
+    table.add_row("B_input", f"{b['input']:,}", "= W − O − M: what the request may carry")
+    table.add_row("F", f"{b['fixed']:,}", "fixed blocks: instructions, tool schemas, reply priming")
+    table.add_row("B_dynamic", f"{b['dynamic']:,}", "= B_input − F: left for the history")
+    return table
+
+
+def _class_table(manifest: Mapping[str, Any]) -> Table:
+    ledger = manifest["ledger"]
+    table = Table(title="Budget ledger per context class (tokens)", title_justify="left")
+    table.add_column("class")
+    table.add_column("cap", justify="right")
+    table.add_column("used", justify="right")
+    table.add_column("of which required", justify="right")
+    for name, row in ledger["classes"].items():
+        cap = "—" if row["cap"] is None else f"{row['cap']:,}"
+        table.add_row(name, cap, f"{row['used']:,}", f"{row['required']:,}")
+    table.add_row("total", "", f"{ledger['used_tokens']:,}", "", style="bold")
+    table.caption = "used includes the fixed instructions (class policy)"
+    return table
+
+
+def _span(refs: Sequence[str], conversation_id: str) -> str:
+    """Short refs of a unit's records: ``"82–84"`` when they are consecutive numbers, else comma-joined."""
+    short = [_short(r, conversation_id) for r in refs]
+    if len(short) > 2 and all(s.isdigit() for s in short):
+        nums = [int(s) for s in short]
+        if nums == list(range(nums[0], nums[0] + len(nums))):
+            return f"{nums[0]}–{nums[-1]}"
+    return ",".join(short)
+
+
+def _fitted(console: Console, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], free: int) -> Table:
+    """A table of plain-text cells on one line each; column ``free`` is clipped to the width left over.
+
+    Columns whose name starts with ``>`` are right-aligned (the ``>`` is not shown).
+    """
+    names = [c.lstrip(">") for c in columns]
+    widths = [max([len(n), *(len(r[i]) for r in rows)]) for i, n in enumerate(names)]
+    left = console.width - sum(w for i, w in enumerate(widths) if i != free) - 3 * len(names) - 1
+    room = max(24, min(widths[free], left))
+    table = Table(title=title, title_justify="left")
+    for name, column in zip(names, columns, strict=True):
+        table.add_column(name, no_wrap=True, justify="right" if column.startswith(">") else "left")
+    for row in rows:
+        table.add_row(*(escape(_clip(c, room) if i == free else c) for i, c in enumerate(row)))
+    return table
+
+
+def _included_table(manifest: Mapping[str, Any], records: Mapping[str, Record], console: Console) -> Table:
+    conv = manifest["conversation_id"]
+    rows = []
+    for group in _units(manifest["included"], lambda e: e["unit"]):
+        head = group[0]
+        utility = head.get("utility")
+        rows.append(
+            [
+                _span([e["ref"] for e in group], conv),
+                _role(head),
+                " ".join(_record_text(records.get(e["ref"])) for e in group),
+                str(head.get("representation", "")),
+                f"{sum(int(e.get('tokens') or 0) for e in group):,}",
+                str(head["stage"]),
+                str(head["reason"]),
+                "" if utility is None else f"{utility:.3f}",
+            ]
+        )
+    columns = ("records", "role/kind", "what", "repr", ">tokens", "stage", "reason", ">utility")
+    table = _fitted(console, f"Included items ({len(manifest['included'])} records)", columns, rows, free=2)
+    table.caption = (
+        f"One row per unit (a tool exchange enters whole); record ids are {conv}/<n>.\n"
+        "stage: fixed = instructions (F); protection = required by the policy; selection = chosen by utility."
+    )
+    return table
+
+
+def _omitted_table(manifest: Mapping[str, Any], records: Mapping[str, Record], console: Console) -> Table:
+    conv = manifest["conversation_id"]
+
+    def unit_key(entry: Mapping[str, Any]) -> str:
+        rec = records.get(entry["ref"])
+        return entry["ref"] if rec is None else _unit_of(rec, records)
+
+    rows = []
+    for group in _units(manifest["omitted"], unit_key):
+        head = group[0]
+        rec = records.get(head["ref"])
+        role = str(getattr(rec, "role", "")) if isinstance(rec, Message) else (rec.kind.value if rec else "")
+        if isinstance(rec, Message) and len(group) > 1:
+            role = "tool exchange"
+        what = " ".join(_record_text(records.get(e["ref"])) for e in group)
+        rows.append([_span([e["ref"] for e in group], conv), role, what, str(head["reason"]), str(head["stage"])])
+    columns = ("records", "role/kind", "what", "reason", "stage")
+    table = _fitted(console, f"Omitted items ({len(manifest['omitted'])} records)", columns, rows, free=2)
+    reasons = dict.fromkeys(str(e["reason"]) for e in manifest["omitted"])
+    table.caption = "; ".join(_reason_text(r) for r in reasons)
+    return table
+
+
+def _counts_table(manifest: Mapping[str, Any]) -> Table:
+    table = Table(title="Items by stage and reason (records)", title_justify="left")
+    table.add_column("status")
+    table.add_column("stage")
+    table.add_column("reason")
+    table.add_column("records", justify="right")
+    for status in ("included", "omitted"):
+        counts: dict[tuple[str, str], int] = {}
+        for entry in manifest[status]:
+            key = (str(entry["stage"]), str(entry["reason"]))
+            counts[key] = counts.get(key, 0) + 1
+        for (stage, reason), n in counts.items():
+            table.add_row(status, stage, reason, str(n))
+    return table
+
+
+def _saving_lines(manifest: Mapping[str, Any]) -> list[str]:
+    tokens, budget = manifest["tokens"], manifest["budget"]
+    replay, assembled = int(tokens["replay"]), int(tokens["estimated_input"])
+    pct = 100.0 * (replay - assembled) / replay if replay else 0.0
+    lines = [
+        f"full replay of the history: [bold]{replay:,}[/] tokens",
+        f"assembled payload:          [bold]{assembled:,}[/] tokens (B_input {budget['input']:,})",
+        f"saved:                      [bold green]{replay - assembled:,}[/] tokens ({pct:.1f}%)",
+    ]
+    if replay > budget["input"]:
+        lines.append(f"replaying everything would not even fit this budget ({replay:,} > {budget['input']:,}).")
+    counter = manifest["counter"]
+    if counter.get("is_estimate"):
+        lines.append(f"[yellow]counts are estimates[/] (counter {counter['id']}); the margin must cover them.")
+    return lines
+
+
+def _payload_rows(payload: Mapping[str, Any]) -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    if "system" in payload:
+        rows.append(("system", _text(payload["system"])))
+    for msg in payload.get("messages", []):
+        rows.append((str(msg.get("role", "")), _message_text(msg)))
+    return rows
+
+
+def _message_text(msg: Mapping[str, Any]) -> str:
+    content = msg.get("content")
+    parts = [_block_text(b) for b in content] if isinstance(content, list) else [_text(content)]
+    for call in msg.get("tool_calls") or []:
+        fn = call.get("function", {})
+        parts.append(f"→ {fn.get('name')}({fn.get('arguments')})")
+    if msg.get("role") == "tool":
+        parts.insert(0, f"[{msg.get('tool_call_id')}]")
+    return " ".join(p for p in parts if p)
+
+
+def _block_text(block: Any) -> str:
+    if not isinstance(block, Mapping):
+        return str(block)
+    kind = block.get("type")
+    if kind == "tool_use":
+        return f"→ {block.get('name')}({json.dumps(block.get('input'), ensure_ascii=False)})"
+    if kind == "tool_result":
+        inner = block.get("content")
+        text = _text(inner) if not isinstance(inner, list) else " ".join(_block_text(b) for b in inner)
+        return f"[{block.get('tool_use_id')}] {text}"
+    return _text([block])
+
+
+def _payload_table(payload: Mapping[str, Any], console: Console, head: int = 4, tail: int = 6) -> Table:
+    rows = [[str(i), role, text] for i, (role, text) in enumerate(_payload_rows(payload))]
+    if len(rows) > head + tail:
+        rows = [*rows[:head], ["", "…", f"{len(rows) - head - tail} more messages"], *rows[-tail:]]
+    title = f"Payload preview ({len(_payload_rows(payload))} messages, truncated)"
+    return _fitted(console, title, (">#", "role", "content"), rows, free=2)
+
+
+def _required_table(exc: RequiredBlocksDoNotFit) -> Table:
+    table = Table(title="Required blocks (they must all fit B_input)", title_justify="left")
+    table.add_column("block")
+    table.add_column("what")
+    table.add_column("tokens", justify="right")
+    for block in exc.blocks:
+        table.add_row(escape(block.ref), block.what, f"{block.tokens:,}")
+    table.add_row("total", f"B_input = {exc.budget_tokens:,}", f"{exc.required_tokens:,}", style="bold")
+    return table
+
+
+def _print_summary(console: Console, manifest: Mapping[str, Any]) -> None:
+    policy = manifest["policy"]
+    console.print(
+        f"assembly [bold cyan]{manifest['id']}[/] of [bold]{escape(manifest['conversation_id'])}[/] "
+        f"at seq {manifest['snapshot_seq']} · {manifest['api']} · {manifest['model']} · "
+        f"policy {policy['name']}@{policy['version']} · counter {manifest['counter']['id']}"
+    )
+    console.print(_budget_table(manifest))
+    console.print(_counts_table(manifest))
+    for line in _saving_lines(manifest):
+        console.print(line)
+
+
+def _print_manifest(console: Console, manifest: Mapping[str, Any], records: Mapping[str, Record]) -> None:
+    _print_summary(console, manifest)
+    console.print(_class_table(manifest))
+    console.print(_included_table(manifest, records, console))
+    console.print(_omitted_table(manifest, records, console))
+    usage = manifest["tokens"]
+    if usage.get("observed_input") is not None:
+        console.print(_usage_line(manifest))
+
+
+def _usage_line(manifest: Mapping[str, Any]) -> str:
+    t = manifest["tokens"]
+    pct = "" if t.get("error_pct") is None else f" ({t['error_pct']:+.2f}%)"
+    return (
+        f"estimated input {t['estimated_input']:,} · observed input {t['observed_input']:,} · "
+        f"observed output {t['observed_output']:,} · estimate error {t['error']:+,} tokens{pct}"
+    )
+
+
+def _reason_text(code: str) -> str:
+    meaning = REASONS.get(code)
+    return f"{code}: {meaning}" if meaning else code
+
+
+def _print_explanation(console: Console, why: Mapping[str, Any], conv: str) -> None:
+    status = why["status"]
+    colour = "green" if status == "included" else "red"
+    console.print(f"[bold {colour}]{status.upper()}[/] {escape(why['ref'])}")
+    rows = [
+        ("external id", why.get("external_id")),
+        ("unit", _short(why.get("unit"), conv) or None),
+        ("stage", why["stage"]),
+        ("reason", _reason_text(str(why["reason"]))),
+        ("representation", why.get("representation")),
+        ("tokens", why.get("tokens")),
+        ("utility", None if why.get("utility") is None else f"{why['utility']:.4f}"),
+        ("transform", why.get("transform")),
+        ("detail", why.get("detail") or None),
+        ("branch", why.get("branch_id")),
+        ("policy", why.get("policy")),
+    ]
+    table = Table(show_header=False, box=None)
+    table.add_column(style="bold")
+    table.add_column()
+    for name, value in rows:
+        if value is not None and value != "":
+            table.add_row(name, escape(str(value)))
+    console.print(table)
+    for d in why.get("decisions", []):
+        console.print(f"  decision: stage {d['stage']} → {d['outcome']} ({d['reason']})")
+
+
+# -- commands ------------------------------------------------------------------------------------------
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            envvar="CTXLEDGER_URL",
+            help="Store URL: sqlite:///path.db, postgresql+psycopg://user@host/db or memory://. "
+            f"\\[default: {DEFAULT_URL}]",
+            show_default=False,
+        ),
+    ] = None,
+    tenant: Annotated[str, typer.Option("--tenant", help="Tenant whose records are read and written.")] = "default",
+) -> None:
+    """Record an agent's history and assemble budgeted, explained contexts from it."""
+    ctx.obj = Settings(db or DEFAULT_URL, db is not None, tenant)
+
+
+@app.command()
+def migrate(ctx: typer.Context) -> None:
+    """Create the store's schema, or upgrade it to the newest revision (safe to repeat).
+
+    SQLite and PostgreSQL share one schema and one migration history. Other commands migrate on
+    open too; run this once when a deployment wants the schema change to be an explicit step.
+
+    Example: [bold]ctxledger --db postgresql+psycopg://postgres@127.0.0.1/test migrate[/bold]
+    """
+    from ctxledger.store import migrate as run_migrate
+
+    settings = _settings(ctx)
+    with _handled():
+        revision = run_migrate(settings.db)
+    _out().print(f"schema of {escape(settings.db)} is at revision [bold]{revision}[/]")
+
+
+def _input_files(paths: Sequence[Path]) -> list[tuple[Path, str | None]]:
+    """Files to import, each with its conversation id for directory imports (else ``None``)."""
+    files: list[tuple[Path, str | None]] = []
+    for path in paths:
+        if not path.exists():
+            raise InputError("no such file or directory", source=str(path))
+        if path.is_dir():
+            for f in sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in IMPORT_SUFFIXES):
+                files.append((f, _relative_id(f, path)))
+        else:
+            files.append((path, None))
+    if not files:
+        raise InputError(f"no {'/'.join(IMPORT_SUFFIXES)} files found", source=", ".join(map(str, paths)))
+    return files
+
+
+def _relative_id(file: Path, root: Path) -> str:
+    from ctxledger.ingest._load import stem_of
+
+    rel = file.relative_to(root)
+    return "/".join([*rel.parent.parts, stem_of(rel)])
+
+
+def _conversation_id(given: str | None, from_dir: str | None) -> str | None:
+    if given and from_dir:
+        return f"{given}/{from_dir}"
+    return given or from_dir
+
+
+def _parse_all(files: Sequence[tuple[Path, str | None]], fmt: str, tenant: str, given: str | None) -> list[Any]:
+    from ctxledger.ingest import parse_file, rich_progress
+
+    batches = []
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=_err(), transient=True, disable=len(files) < 2) as progress:
+        task = progress.add_task("files", total=len(files))
+        for path, rel in files:
+            cid = _conversation_id(given, rel)
+            if path.stat().st_size >= LARGE_INPUT_BYTES and len(files) == 1:
+                with rich_progress(f"parsing {path.name}", console=_err()) as on_progress:
+                    batches.append(
+                        parse_file(path, fmt, tenant_id=tenant, conversation_id=cid, on_progress=on_progress)
+                    )
+            else:
+                batches.append(parse_file(path, fmt, tenant_id=tenant, conversation_id=cid))
+            progress.advance(task)
+    return batches
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Files or directories (every .json/.jsonl/.ndjson/.traj file below them).", show_default=False
+        ),
+    ],
+    fmt: Annotated[
+        ImportFormat, typer.Option("--format", help="Input format; auto tells them apart by content.")
+    ] = ImportFormat.AUTO,
+    conversation_id: Annotated[
+        str | None,
+        typer.Option(
+            "--conversation-id",
+            help="Conversation id (default: the file stem; for multi-conversation files, the prefix of their ids; "
+            "for directories, prefixed to each file's relative path).",
+        ),
+    ] = None,
+    count_tokens_for: Annotated[
+        str, typer.Option("--model", help="Count and cache token counts for this model while importing ('' skips).")
+    ] = "gpt-4o",
+) -> None:
+    """Import agent transcripts or trajectories into the execution graph.
+
+    Formats: OpenAI Chat Completions and Anthropic Messages transcripts (JSON or JSONL), tau-bench,
+    mini-swe-agent, SWE-agent .traj, ToolBench, LoCoMo and BFCL memory files. Every input is parsed
+    and validated [italic]before[/italic] anything is written: bad input prints the file, record index
+    and field at fault, exits with code 2 and writes nothing. Importing the same source twice is
+    refused (ids are deterministic). In a directory each file's conversation id is its relative path
+    without the suffix (stems collide across folders).
+
+    Example: [bold]ctxledger import ../shared/data/tau-bench/gpt-4o-airline_tasks0-39.json[/bold]
+    """
+    settings = _settings(ctx)
+    with _handled():
+        start = time.perf_counter()
+        batches = _parse_all(_input_files(paths), fmt.value, settings.tenant, conversation_id)
+        with _open(settings) as ledger:
+            results = _write_all(ledger, batches, count_tokens_for or None)
+        elapsed = time.perf_counter() - start
+    _out().print(_import_table(batches, results, elapsed))
+
+
+def _write_all(ledger: Ledger, batches: Sequence[Any], model: str | None) -> list[Any]:
+    """Refuse duplicate or already stored conversation ids across all batches, then write each batch.
+
+    Checking every id first means a re-import refuses the whole set before anything is written. Each
+    batch is then one transaction (:func:`ctxledger.ingest.write_batch`); token counts of its turns are
+    computed and cached for ``model`` (``None`` skips), so the first assembly is warm.
+
+    Raises:
+        InputError: a conversation id is already stored or comes from two inputs (names the file).
+    """
+    from ctxledger.ingest import write_batch
+
+    _refuse_duplicates(ledger, batches)
+    results = []
+    for batch in batches:
+        results.append(write_batch(ledger.store, batch))
+        if model:
+            _warm_counts(ledger, batch, model)
+    return results
+
+
+def _refuse_duplicates(ledger: Ledger, batches: Sequence[Any]) -> None:
+    seen: dict[str, str] = {}
+    for batch in batches:
+        for conv in batch.conversations:
+            cid, tenant = conv.conversation_id, conv.records[0].tenant_id
+            if cid in seen:
+                problem = f"conversation {cid!r} also comes from {seen[cid]}; give the inputs distinct ids"
+                raise InputError(problem, source=batch.source, field="conversation_id")
+            seen[cid] = batch.source
+            try:
+                ledger.store.get(tenant, cid)
+            except RecordNotFound:
+                continue
+            problem = (
+                f"conversation {cid!r} is already in tenant {tenant!r} (re-import of the same source); "
+                "pass --conversation-id to import it again under another id"
+            )
+            raise InputError(problem, source=batch.source, field="conversation_id")
+
+
+def _warm_counts(ledger: Ledger, batch: Any, model: str) -> None:
+    coster = ledger.coster("openai-chat", model)
+    for conv in batch.conversations:
+        head = conv.records[0]
+        snap = ledger.snapshots.load(head.tenant_id, conv.conversation_id, head.branch_id)
+        coster.prefetch([t for u in snap.units for t in u.turns])
+
+
+def _import_table(batches: Sequence[Any], results: Sequence[Any], elapsed: float) -> Table:
+    table = Table(title="Imported", title_justify="left")
+    for name in ("file", "format", "conversations", "messages", "tool calls", "artifacts", "records"):
+        table.add_column(name, justify="left" if name in ("file", "format") else "right")
+    totals = [0, 0, 0, 0, 0]
+    for batch, result in zip(batches, results, strict=True):
+        row = [len(result.conversation_ids), result.messages, result.tool_calls, result.artifacts, len(result.records)]
+        totals = [a + b for a, b in zip(totals, row, strict=True)]
+        table.add_row(escape(batch.source), batch.format, *(f"{n:,}" for n in row))
+    if len(batches) > 1:
+        table.add_row("total", "", *(f"{n:,}" for n in totals), style="bold")
+    rate = totals[4] / elapsed if elapsed > 0 else 0.0
+    table.caption = f"{totals[4]:,} events in {elapsed:.2f} s ({rate:,.0f} events/s, parse + write + token counts)"
+    return table
+
+
+@app.command()
+def conversations(ctx: typer.Context) -> None:
+    """List the tenant's conversations with their number of events (records), oldest first.
+
+    Example: [bold]ctxledger conversations[/bold]
+    """
+    settings = _settings(ctx)
+    with _handled(), _open(settings) as ledger:
+        ids = ledger.store.conversations(settings.tenant)
+        table = Table(title=f"Conversations of tenant {escape(settings.tenant)}", title_justify="left")
+        table.add_column("conversation")
+        table.add_column("events", justify="right")
+        table.add_column("title")
+        for cid in ids:
+            head = ledger.store.get(settings.tenant, cid)
+            table.add_row(
+                escape(cid), f"{ledger.store.head_seq(settings.tenant, cid):,}", escape(getattr(head, "title", ""))
+            )
+    _out().print(
+        table if ids else "no conversations yet: try [bold]ctxledger import PATH[/] or [bold]ctxledger demo[/]"
+    )
+
+
+@app.command()
+def assemble(
+    ctx: typer.Context,
+    conversation: Annotated[
+        str, typer.Argument(help="Conversation id (see `ctxledger conversations`).", show_default=False)
+    ],
+    window: Annotated[int, typer.Option("--window", help="W: the model's context window, in tokens.")] = 8_000,
+    output: Annotated[int, typer.Option("--output", help="O: tokens reserved for the reply.")] = 1_000,
+    margin: Annotated[int, typer.Option("--margin", help="M: safety margin in tokens (covers estimate error).")] = 200,
+    api: Annotated[ApiFormat, typer.Option("--format", help="Provider payload format.")] = ApiFormat.OPENAI_CHAT,
+    model: Annotated[
+        str, typer.Option("--model", help="Model name; also picks the tokenizer (claude-* counts are estimates).")
+    ] = "gpt-4o",
+    snapshot: Annotated[
+        int | None, typer.Option("--snapshot", help="Assemble as of this seq (inclusive); default the head.")
+    ] = None,
+    branch: Annotated[str | None, typer.Option("--branch", help="Active branch id (default the main branch).")] = None,
+    participant: Annotated[
+        str | None, typer.Option("--participant", help="Participant the call is for (visibility).")
+    ] = None,
+    query: Annotated[
+        str | None, typer.Option("--query", help="Current goal for relevance (default the latest user turn).")
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the payload JSON here instead of stdout.")] = None,
+    show: Annotated[
+        list[Show] | None,
+        typer.Option("--show", help="Also print: included, omitted, classes, payload or all (repeatable)."),
+    ] = None,
+) -> None:
+    """Assemble the context of the conversation's next model call under a token budget.
+
+    The budget is B_input = W − O − M (window − output reserve − margin). Instructions, tool
+    schemas, the latest user turn and the turn in progress are required; the rest of the history is
+    chosen by utility until B_dynamic = B_input − F is spent. Tool calls enter with all their results
+    or not at all. The manifest is persisted: pass the printed assembly id to [bold]explain[/bold].
+
+    The payload JSON (the provider request body) goes to stdout, the report to stderr; with --out the
+    payload goes to the file and the report to stdout. If the required blocks alone exceed B_input,
+    they are listed with their tokens and the command exits with code 2.
+
+    Example:
+    [bold]ctxledger assemble tau-bench-airline-task2-trial1 --window 8000 --out payload.json --show omitted[/bold]
+    """
+    settings = _settings(ctx)
+    with _handled(), _open(settings) as ledger:
+        asm = ledger.assemble(
+            conversation,
+            tenant_id=settings.tenant,
+            window_tokens=window,
+            output_tokens=output,
+            margin_tokens=margin,
+            api=api.value,
+            model=model,
+            as_of_seq=snapshot,
+            branch_id=branch,
+            participant_id=participant,
+            query=query,
+        )
+        records = _records(ledger, settings, conversation) if show else {}
+    report = _out() if out is not None else _err()
+    if out is not None:
+        from ctxledger.demo import write_payload
+
+        size = write_payload(asm.payload, out)
+    else:
+        typer.echo(json.dumps(asm.payload, indent=2, ensure_ascii=False))
+    _print_summary(report, asm.manifest)
+    _print_sections(report, asm.manifest, records, set(show or ()))
+    if out is not None:
+        where = escape(str(out))
+        report.print(f"payload ({size:,} bytes, hash {asm.payload_hash[:23]}…) written to {where}", soft_wrap=True)
+    report.print(f"explain it: [bold]ctxledger explain {asm.id}[/] [dim][REF][/]")
+
+
+def _print_sections(
+    console: Console, manifest: Mapping[str, Any], records: Mapping[str, Record], show: set[Show]
+) -> None:
+    every = Show.ALL in show
+    if every or Show.CLASSES in show:
+        console.print(_class_table(manifest))
+    if every or Show.INCLUDED in show:
+        console.print(_included_table(manifest, records, console))
+    if every or Show.OMITTED in show:
+        console.print(_omitted_table(manifest, records, console))
+    if every or Show.PAYLOAD in show:
+        console.print(_payload_table(manifest["payload"], console))
+
+
+@app.command()
+def explain(
+    ctx: typer.Context,
+    assembly_id: Annotated[str, typer.Argument(help="Assembly id printed by assemble or demo.", show_default=False)],
+    ref: Annotated[
+        str | None,
+        typer.Argument(
+            help="A record id, its number within the conversation, or an external id (e.g. a tool call id).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Explain an assembly: why the model saw each item, and why it did not see the others.
+
+    Without REF: the budget and the budget ledger per context class, every included item (stage that
+    admitted it, utility, tokens) and every omitted item (reason code and stage). With REF: the answer
+    for that one record.
+
+    Example: [bold]ctxledger explain asm_0123… tau-bench-airline-task2-trial1/12[/bold] (or just [bold]12[/bold])
+    """
+    settings = _settings(ctx)
+    with _handled(), _open(settings) as ledger:
+        manifest = ledger.get_assembly(assembly_id, tenant_id=settings.tenant)
+        conv = manifest["conversation_id"]
+        if ref is None:
+            _print_manifest(_out(), manifest, _records(ledger, settings, conv))
+            return
+        why = _explain_ref(ledger, settings, manifest, ref)
+    _print_explanation(_out(), why, conv)
+
+
+def _explain_ref(ledger: Ledger, settings: Settings, manifest: Mapping[str, Any], ref: str) -> dict[str, Any]:
+    """Explain ``ref`` read as a record id or external id, then ``<conversation>/<ref>``, then a tool call id.
+
+    Raises:
+        RecordNotFound: no candidate of the assembly matches.
+        InputError: ``ref`` is a provider call id that several tool calls share (real traces reuse them).
+    """
+    conv = manifest["conversation_id"]
+    for candidate in (ref, f"{conv}/{ref}"):
+        try:
+            return explain_manifest(manifest, candidate)
+        except RecordNotFound:
+            continue
+    calls = [r.id for r in _records(ledger, settings, conv).values() if isinstance(r, ToolCall) and r.call_id == ref]
+    if len(calls) > 1:
+        listing = ", ".join(calls)
+        raise InputError(
+            f"tool call id {ref!r} is shared by {len(calls)} tool calls ({listing}); name one by its record id",
+            source="<cli>",
+            field="REF",
+        )
+    if calls:
+        return explain_manifest(manifest, calls[0])
+    raise RecordNotFound(settings.tenant, ref, what=f"candidate of assembly {manifest['id']}")
+
+
+@app.command()
+def usage(
+    ctx: typer.Context,
+    assembly_id: Annotated[str, typer.Argument(help="Assembly id the model call was made with.", show_default=False)],
+    input_tokens: Annotated[
+        int, typer.Option("--input", min=0, help="Input (prompt) tokens the provider reported.", show_default=False)
+    ],
+    output_tokens: Annotated[
+        int,
+        typer.Option("--output", min=0, help="Output (completion) tokens the provider reported.", show_default=False),
+    ],
+) -> None:
+    """Record the token usage the provider reported for an assembly's call, and show the estimate error.
+
+    The error (estimated − observed input tokens) is how the margin M is calibrated: a positive error
+    means the count was cautious, a negative one means M must grow.
+
+    Example: [bold]ctxledger usage asm_0123… --input 6790 --output 212[/bold]
+    """
+    settings = _settings(ctx)
+    with _handled(), _open(settings) as ledger:
+        ledger.record_usage(assembly_id, input_tokens, output_tokens, tenant_id=settings.tenant)
+        manifest = ledger.get_assembly(assembly_id, tenant_id=settings.tenant)
+    _out().print(_usage_line(manifest))
+
+
+@app.command()
+def rehydrate(
+    ctx: typer.Context,
+    artifact: Annotated[
+        str, typer.Argument(help="A tool artifact's record id, or a blob's sha256:<hex>.", show_default=False)
+    ],
+    byte_range: Annotated[
+        str | None, typer.Option("--bytes", help="Only bytes START:END (0-based, end exclusive).")
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the bytes here instead of stdout.")] = None,
+) -> None:
+    """Print the exact raw bytes of a tool result, checked against its sha256.
+
+    Tool results are stored whole, before any truncation, in a content-addressed blob store; this
+    gives them back byte for byte (or a range of them), refusing bytes that no longer match their hash.
+
+    Example: [bold]ctxledger rehydrate tau-bench-airline-task2-trial1/30 --bytes 0:200[/bold]
+    """
+    from ctxledger.represent.rehydrate import parse_byte_range
+    from ctxledger.represent.rehydrate import rehydrate as read_exact
+
+    settings = _settings(ctx)
+    with _handled(), _open(settings) as ledger:
+        span = parse_byte_range(byte_range, source="--bytes") if byte_range else None
+        sha = artifact if artifact.startswith("sha256:") else _artifact_sha(ledger, settings.tenant, artifact)
+        data = read_exact(ledger.store.blobs, sha, byte_range=span)
+    if out is None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    else:
+        out.write_bytes(data)
+        _err().print(f"{len(data):,} bytes written to {escape(str(out))}")
+
+
+def _artifact_sha(ledger: Ledger, tenant: str, ref: str) -> str:
+    rec = ledger.store.get(tenant, ref)
+    if not isinstance(rec, ToolArtifact):
+        raise InputError(
+            f"record {ref!r} is a {rec.kind.value}, not a tool artifact", source="<cli>", field="ARTIFACT_ID"
+        )
+    return rec.sha256
+
+
+@app.command()
+def demo(
+    ctx: typer.Context,
+    budget: Annotated[int, typer.Option("--budget", help="W: the context window to assemble for, in tokens.")] = 8_000,
+    output: Annotated[int, typer.Option("--output", help="O: tokens reserved for the reply.")] = 1_000,
+    margin: Annotated[int, typer.Option("--margin", help="M: safety margin in tokens.")] = 200,
+    api: Annotated[ApiFormat, typer.Option("--format", help="Provider payload format.")] = ApiFormat.OPENAI_CHAT,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Where to write the payload JSON (default: next to the demo store).")
+    ] = None,
+) -> None:
+    """Run the main job on a real agent trajectory bundled with ctxledger.
+
+    Imports tau-bench airline task 2 (trial 1, gpt-4o: 62 messages, 27 tool calls; MIT, Copyright
+    (c) 2024 Sierra) into a temporary SQLite store (or --db), assembles the agent's next model call
+    for a BUDGET-token window, and prints: the budget, the budget ledger per context class, the
+    included items with the stage and reason that admitted them, the omitted items with their reason
+    codes, a preview of the provider payload (the full JSON is written to a file), the token saving
+    against replaying the whole history, and how many required items were kept.
+
+    Example: [bold]ctxledger demo --budget 8000 --format anthropic-messages[/bold]
+    """
+    from ctxledger.demo import DEMO_ATTRIBUTION, run_demo
+
+    settings = _settings(ctx)
+    folder = None if settings.db_given else Path(tempfile.mkdtemp(prefix="ctxledger-demo-"))
+    url = settings.db if folder is None else f"sqlite:///{folder / 'demo.db'}"
+    payload_path = out or (folder or Path(".ctxledger")) / "demo-payload.json"
+    console = _out()
+    with _handled(), Ledger.open(url) as ledger:
+        result = run_demo(
+            ledger,
+            tenant_id=settings.tenant,
+            window_tokens=budget,
+            output_tokens=output,
+            margin_tokens=margin,
+            api=api.value,
+            payload_path=payload_path,
+        )
+        records = _records(ledger, settings, result.conversation_id)
+    _print_demo(console, result, records, url, DEMO_ATTRIBUTION)
+
+
+def _rule(console: Console, title: str) -> None:
+    console.rule(f"[bold]{title}[/]", align="left")
+
+
+def _print_demo(console: Console, result: Any, records: Mapping[str, Record], url: str, attribution: str) -> None:
+    m = result.assembly.manifest
+    h = result.history
+    _rule(console, "1. The trajectory")
+    verb = "imported" if result.imported else "already in the store:"
+    console.print(
+        f"{verb} {attribution}\nas [bold]{result.conversation_id}[/] into {escape(url)}:\n"
+        f"{h.get('message', 0)} messages, {h.get('tool_call', 0)} tool calls and their {h.get('tool_artifact', 0)} "
+        "raw results (stored whole, named by sha256).\n"
+        "The run hit tau-bench's 30-step limit right after a tool result, with the agent still at work,\n"
+        "so the model call it would make next never happened. That is the call assembled here."
+    )
+    _rule(console, "2. The budget")
+    console.print(_budget_table(m))
+    console.print(_class_table(m))
+    _rule(console, "3. What the model sees, and why")
+    console.print(_included_table(m, records, console))
+    _rule(console, "4. What it does not see, and why")
+    console.print(
+        _omitted_table(m, records, console) if m["omitted"] else "nothing omitted: the whole history fits this budget."
+    )
+    _rule(console, "5. The provider payload")
+    console.print(_payload_table(m["payload"], console))
+    size = result.payload_path.stat().st_size if result.payload_path else 0
+    where = escape(str(result.payload_path))
+    console.print(
+        f"full {m['api']} request body ({size:,} bytes, {m['payload_hash'][:23]}…) written to {where}", soft_wrap=True
+    )
+    _rule(console, "6. Tokens against replaying the whole history")
+    for line in _saving_lines(m):
+        console.print(line)
+    req = result.required
+    colour = "green" if not req.lost else "red"
+    kinds = ", ".join(dict.fromkeys(d["reason"] for d in m["decisions"] if d["outcome"] == "require"))
+    console.print(f"[bold {colour}]required items kept: {len(req.kept)}/{len(req.required)}[/] ({kinds})")
+    _rule(console, "Next")
+    prefix = escape(f"ctxledger --db {url}")
+    omitted = next((e["ref"] for e in m["omitted"]), None)
+    steps = [("# the whole manifest", f"{prefix} explain {m['id']}")]
+    if omitted:
+        short = _short(omitted, m["conversation_id"])
+        steps.append(("# why one item was left out", f"{prefix} explain {m['id']} {short}"))
+    steps.append(("# a bigger window", f"{prefix} assemble {result.conversation_id} --window 16000 --out payload.json"))
+    for comment, command in steps:
+        console.print(f"[dim]{comment}[/]")
+        console.print(command, soft_wrap=True)
+
+
+def run() -> None:
+    """Entry point for ``python -m ctxledger.cli``."""
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    run()
