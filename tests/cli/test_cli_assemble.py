@@ -1,0 +1,235 @@
+"""`assemble`, `explain`, `usage`, `rehydrate` and `migrate` on the store the demo filled."""
+
+from __future__ import annotations
+
+import json
+from importlib.resources import files
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from typer.testing import CliRunner
+
+from ctxledger.cli import REASONS, app
+from ctxledger.demo import DEMO_CONVERSATION, DEMO_FILE, DEMO_TASK
+from ctxledger.hashing import content_hash
+from ctxledger.ledger import Ledger
+from ctxledger.records import ToolArtifact, ToolCall
+
+if TYPE_CHECKING:
+    from conftest import DemoStore
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_assemble_prints_payload_json_on_stdout_and_the_report_on_stderr(
+    runner: CliRunner, demo_store: DemoStore
+) -> None:
+    """Without --out, stdout is exactly the payload JSON (pipeable); the assembly id and ledger go to stderr."""
+    result = runner.invoke(app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--window", "6000"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["model"] == "gpt-4o"
+    assert [m["role"] for m in payload["messages"][:2]] == ["system", "user"]
+    flat = _flat(result.stderr)
+    assert "assembly asm_" in flat
+    assert "B_input │ 4,800" in flat
+    assert "omitted │ selection │ budget" in flat
+
+
+def test_assemble_out_writes_the_persisted_payload(runner: CliRunner, demo_store: DemoStore, tmp_path: Path) -> None:
+    """--out writes the payload whose hash the persisted manifest records; --show prints the omitted table."""
+    out = tmp_path / "payload.json"
+    args = ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--out", str(out), "--show", "omitted"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    payload = json.loads(out.read_text(encoding="utf-8"))
+    asm_id = next(w for w in result.stdout.split() if w.startswith("asm_"))
+    with Ledger.open(demo_store.url) as ledger:
+        manifest = ledger.get_assembly(asm_id)
+    assert manifest["payload_hash"] == content_hash(payload)
+    assert "Omitted items" in result.stdout
+    assert f"written to {out}" in result.stdout
+
+
+def test_assemble_at_a_snapshot_sees_only_the_history_up_to_it(runner: CliRunner, demo_store: DemoStore) -> None:
+    """--snapshot 10 assembles as of seq 10: no payload turn comes from a later record."""
+    result = runner.invoke(app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--snapshot", "10"])
+    assert result.exit_code == 0, result.output
+    asm_id = next(w for w in result.stderr.split() if w.startswith("asm_"))
+    with Ledger.open(demo_store.url) as ledger:
+        manifest = ledger.get_assembly(asm_id)
+        seqs = [ledger.store.get("default", ref).seq for ref in manifest["turn_refs"]]
+    assert manifest["snapshot_seq"] == 10
+    assert max(seqs) <= 10
+
+
+def test_assemble_when_required_blocks_do_not_fit_lists_them_and_exits_2(
+    runner: CliRunner, demo_store: DemoStore
+) -> None:
+    """A 1,500-token window cannot hold the 1,252-token policy plus the rest: itemised table, exit 2."""
+    result = runner.invoke(app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--window", "1500"])
+    assert result.exit_code == 2
+    flat = _flat(result.stderr)
+    assert "Required blocks" in flat
+    assert f"{DEMO_CONVERSATION}/0 │ instruction │ 1,252" in flat
+    assert "B_input = 300" in flat
+    assert result.stdout == ""
+
+
+def test_assemble_unknown_conversation_is_a_user_error(runner: CliRunner, demo_store: DemoStore) -> None:
+    """A conversation id that does not exist exits 2 with the id in the message."""
+    result = runner.invoke(app, ["--db", demo_store.url, "assemble", "no-such-conversation"])
+    assert result.exit_code == 2
+    assert "no-such-conversation" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_explain_without_ref_prints_the_whole_manifest(runner: CliRunner, demo_store: DemoStore) -> None:
+    """explain ASSEMBLY shows the budget, the ledger per class, and the included and omitted tables."""
+    result = runner.invoke(app, ["--db", demo_store.url, "explain", demo_store.manifest["id"]])
+    assert result.exit_code == 0, result.output
+    flat = _flat(result.stdout)
+    for text in ("B_dynamic", "Budget ledger per context class", "Included items", "Omitted items", "protection"):
+        assert text in flat
+    assert f"Included items ({len(demo_store.manifest['included'])} records)" in flat
+    assert f"Omitted items ({len(demo_store.manifest['omitted'])} records)" in flat
+
+
+def test_explain_an_included_item_gives_stage_utility_and_tokens(runner: CliRunner, demo_store: DemoStore) -> None:
+    """For an item selected by utility, explain says INCLUDED, its stage, utility and tokens."""
+    entry = next(e for e in demo_store.manifest["included"] if e["stage"] == "selection" and e["tokens"])
+    result = runner.invoke(app, ["--db", demo_store.url, "explain", demo_store.manifest["id"], entry["ref"]])
+    assert result.exit_code == 0, result.output
+    flat = _flat(result.stdout)
+    assert f"INCLUDED {entry['ref']}" in flat
+    assert "stage selection" in flat
+    assert f"utility {entry['utility']:.4f}" in flat
+    assert f"tokens {entry['tokens']}" in flat
+
+
+def test_explain_an_omitted_item_by_its_short_number(runner: CliRunner, demo_store: DemoStore) -> None:
+    """An omitted record named by its number within the conversation gets its reason code and the stage."""
+    entry = demo_store.manifest["omitted"][0]
+    short = entry["ref"].removeprefix(f"{DEMO_CONVERSATION}/")
+    result = runner.invoke(app, ["--db", demo_store.url, "explain", demo_store.manifest["id"], short])
+    assert result.exit_code == 0, result.output
+    flat = _flat(result.stdout)
+    assert f"OMITTED {entry['ref']}" in flat
+    assert "reason budget: did not fit" in flat
+    assert "stage selection" in flat
+
+
+def test_explain_by_tool_call_id_and_a_shared_call_id(runner: CliRunner, demo_store: DemoStore) -> None:
+    """A provider call id finds its tool call; one the trace reuses for several calls asks for a record id."""
+    with Ledger.open(demo_store.url) as ledger:
+        calls = [r for r in ledger.store.records("default", DEMO_CONVERSATION) if isinstance(r, ToolCall)]
+    by_call_id: dict[str, list[str]] = {}
+    for call in calls:
+        by_call_id.setdefault(call.call_id, []).append(call.id)
+    unique = next(c for c, ids in by_call_id.items() if len(ids) == 1)
+    shared = next(c for c, ids in by_call_id.items() if len(ids) > 1)
+    asm = demo_store.manifest["id"]
+    found = runner.invoke(app, ["--db", demo_store.url, "explain", asm, unique])
+    assert found.exit_code == 0, found.output
+    assert f"{by_call_id[unique][0]} " in _flat(found.stdout) + " "
+    ambiguous = runner.invoke(app, ["--db", demo_store.url, "explain", asm, shared])
+    assert ambiguous.exit_code == 2
+    assert all(ref in _flat(ambiguous.stderr) for ref in by_call_id[shared])
+
+
+def test_explain_a_protected_item(runner: CliRunner, demo_store: DemoStore) -> None:
+    """A required record is INCLUDED by the protection stage, with the policy reason that protects it."""
+    entry = next(e for e in demo_store.manifest["included"] if e["stage"] == "protection")
+    result = runner.invoke(app, ["--db", demo_store.url, "explain", demo_store.manifest["id"], entry["ref"]])
+    assert result.exit_code == 0, result.output
+    flat = _flat(result.stdout)
+    assert f"INCLUDED {entry['ref']}" in flat
+    assert f"reason {entry['reason']}: {REASONS[entry['reason']]}" in flat
+    assert "stage protection" in flat
+    assert "decision: stage protection → require" in flat
+
+
+def test_explain_unknown_ref_or_assembly_exits_2(runner: CliRunner, demo_store: DemoStore) -> None:
+    """A ref that was no candidate, or an assembly that does not exist, is a user error."""
+    bad_ref = runner.invoke(app, ["--db", demo_store.url, "explain", demo_store.manifest["id"], "9999"])
+    bad_asm = runner.invoke(app, ["--db", demo_store.url, "explain", "asm_missing"])
+    assert (bad_ref.exit_code, bad_asm.exit_code) == (2, 2)
+    assert "asm_missing" in bad_asm.stderr
+
+
+def test_usage_records_observed_tokens_and_shows_the_estimate_error(
+    runner: CliRunner, demo_store: DemoStore, tmp_path: Path
+) -> None:
+    """usage stores what the provider reported; the error printed is estimated minus observed input tokens."""
+    result = runner.invoke(
+        app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--out", str(tmp_path / "p.json")]
+    )
+    asm_id = next(w for w in result.stdout.split() if w.startswith("asm_"))
+    with Ledger.open(demo_store.url) as ledger:
+        estimated = ledger.get_assembly(asm_id)["tokens"]["estimated_input"]
+    observed = estimated + 7
+    usage = runner.invoke(app, ["--db", demo_store.url, "usage", asm_id, "--input", str(observed), "--output", "120"])
+    assert usage.exit_code == 0, usage.output
+    flat = _flat(usage.stdout)
+    assert f"observed input {observed:,}" in flat
+    assert "estimate error -7 tokens" in flat
+    with Ledger.open(demo_store.url) as ledger:
+        assert ledger.get_assembly(asm_id)["tokens"]["observed_output"] == 120
+
+
+def test_rehydrate_returns_the_exact_raw_tool_output(runner: CliRunner, demo_store: DemoStore, tmp_path: Path) -> None:
+    """The stored bytes of an omitted tool result equal tau-bench's raw `content`, whole and by byte range."""
+    (record,) = json.loads(files("ctxledger._demo").joinpath(DEMO_FILE).read_text(encoding="utf-8"))
+    assert (record["task_id"], record["trial"]) == DEMO_TASK
+    traj = record["traj"]
+    results = [m["content"].encode("utf-8") for m in traj if m["role"] == "tool"]
+    with Ledger.open(demo_store.url) as ledger:
+        artifacts = [r for r in ledger.store.records("default", DEMO_CONVERSATION) if isinstance(r, ToolArtifact)]
+    assert len(artifacts) == len(results)  # call ids repeat in this trace, so results are matched by order
+    raw = {a.id: data for a, data in zip(sorted(artifacts, key=lambda a: a.seq), results, strict=True)}
+    omitted = {e["ref"] for e in demo_store.manifest["omitted"]}
+    artifact = next(a for a in artifacts if a.id in omitted and a.size_bytes > 100)
+    whole = runner.invoke(app, ["--db", demo_store.url, "rehydrate", artifact.id])
+    assert whole.exit_code == 0, whole.output
+    assert whole.stdout_bytes == raw[artifact.id]
+    out = tmp_path / "part.bin"
+    part = runner.invoke(app, ["--db", demo_store.url, "rehydrate", artifact.id, "--bytes", "10:50", "--out", str(out)])
+    assert part.exit_code == 0, part.output
+    assert out.read_bytes() == raw[artifact.id][10:50]
+
+
+def test_rehydrate_refuses_a_record_that_is_no_artifact_and_a_bad_range(
+    runner: CliRunner, demo_store: DemoStore
+) -> None:
+    """A message id, or a range past the end of the blob, exits 2 naming the problem."""
+    message = runner.invoke(app, ["--db", demo_store.url, "rehydrate", f"{DEMO_CONVERSATION}/1"])
+    assert message.exit_code == 2
+    assert "not a tool artifact" in message.stderr
+    with Ledger.open(demo_store.url) as ledger:
+        refs = [e["ref"] for e in demo_store.manifest["omitted"]]
+        artifact = next(r for r in refs if isinstance(ledger.store.get("default", r), ToolArtifact))
+    past = runner.invoke(app, ["--db", demo_store.url, "rehydrate", artifact, "--bytes", "0:99999999"])
+    assert past.exit_code == 2
+    assert "outside blob" in past.stderr
+
+
+def test_migrate_creates_the_schema_and_is_idempotent(runner: CliRunner, tmp_path: Path) -> None:
+    """migrate on a new SQLite file prints the revision, and a second run prints the same one."""
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    first = runner.invoke(app, ["--db", url, "migrate"])
+    second = runner.invoke(app, ["--db", url, "migrate"])
+    assert first.exit_code == second.exit_code == 0, first.output
+    assert "revision" in first.stdout
+    assert first.stdout.split()[-1] == second.stdout.split()[-1]
+    assert (tmp_path / "new.db").exists()
+
+
+def test_db_comes_from_the_environment(runner: CliRunner, tmp_path: Path, monkeypatch) -> None:
+    """CTXLEDGER_URL chooses the store when --db is absent."""
+    url = f"sqlite:///{tmp_path / 'env.db'}"
+    monkeypatch.setenv("CTXLEDGER_URL", url)
+    result = runner.invoke(app, ["migrate"])
+    assert result.exit_code == 0, result.output
+    assert str(tmp_path / "env.db") in _flat(result.stdout).replace(" ", "")

@@ -1,0 +1,127 @@
+"""`ctxledger import` and `conversations`: real files and folders in, bad input refused whole."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from ctxledger.cli import app
+from ctxledger.ingest import parse_file
+from ctxledger.ledger import Ledger
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _db(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'ctx.db'}"
+
+
+def _conversations(url: str) -> list[str]:
+    with Ledger.open(url) as ledger:
+        return ledger.store.conversations("default")
+
+
+def test_import_a_real_trajectory_prints_its_counts(runner: CliRunner, tmp_path: Path, data_dir: Path) -> None:
+    """A mini-swe-agent file imports as one conversation; the table shows the parser's counts and events/s."""
+    path = data_dir / "mini-swe-agent-deepseek" / "sqlfluff__sqlfluff-2419.traj.json"
+    batch = parse_file(path)
+    result = runner.invoke(app, ["--db", _db(tmp_path), "import", str(path)])
+    assert result.exit_code == 0, result.output
+    flat = _flat(result.stdout)
+    assert (
+        f"mini-swe-agent │ 1 │ {batch.messages:,} │ {batch.tool_calls:,} │ {batch.artifacts:,} │ {batch.records:,}"
+        in flat
+    )
+    assert "events/s" in flat
+    assert _conversations(_db(tmp_path)) == ["sqlfluff__sqlfluff-2419"]
+
+
+def test_import_a_folder_names_conversations_by_relative_path(
+    runner: CliRunner, tmp_path: Path, data_dir: Path
+) -> None:
+    """Files with the same stem in different folders become distinct conversations named by relative path."""
+    root = data_dir / "swe-agent-demos" / "trajectories" / "demonstrations"
+    files = sorted(p for p in root.rglob("*.traj"))
+    stems = [p.stem for p in files]
+    assert len(set(stems)) < len(stems), "the folder must hold colliding stems for this test to mean anything"
+    result = runner.invoke(app, ["--db", _db(tmp_path), "import", str(root), "--model", ""])
+    assert result.exit_code == 0, result.output
+    ids = _conversations(_db(tmp_path))
+    assert len(ids) == len(files)
+    expected = {p.relative_to(root).with_suffix("").as_posix() for p in files}
+    assert set(ids) == expected
+    listing = runner.invoke(app, ["--db", _db(tmp_path), "conversations"])
+    assert listing.exit_code == 0
+    assert "ctf/crypto/katy" in listing.stdout
+
+
+def test_bad_input_exits_2_naming_file_record_and_field_and_writes_nothing(
+    runner: CliRunner, tmp_path: Path, data_dir: Path
+) -> None:
+    """A real tau-bench file with one broken field is refused whole: exit 2, file/record/field named, store empty."""
+    records = json.loads((data_dir / "tau-bench" / "gpt-4o-airline_tasks0-39.json").read_text(encoding="utf-8"))[:3]
+    del records[2]["traj"][3]["role"]
+    bad = tmp_path / "broken.json"
+    bad.write_text(json.dumps(records), encoding="utf-8")
+    result = runner.invoke(app, ["--db", _db(tmp_path), "import", str(bad)])
+    assert result.exit_code == 2
+    flat = _flat(result.stderr)
+    assert str(bad) in flat
+    assert "record 2" in flat
+    assert "traj[3].role" in flat
+    assert "Traceback" not in result.output
+    assert _conversations(_db(tmp_path)) == []
+
+
+def test_one_bad_file_in_a_folder_refuses_the_whole_folder(runner: CliRunner, tmp_path: Path, data_dir: Path) -> None:
+    """Every file is parsed before any is written, so the good file of the folder is not imported either."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    records = json.loads((data_dir / "tau-bench" / "gpt-4o-airline_tasks0-39.json").read_text(encoding="utf-8"))[:2]
+    (folder / "a_good.json").write_text(json.dumps(records[:1]), encoding="utf-8")
+    broken = records[1:]
+    broken[0]["traj"][2]["tool_calls"] = "not a list"
+    (folder / "b_bad.json").write_text(json.dumps(broken), encoding="utf-8")
+    result = runner.invoke(app, ["--db", _db(tmp_path), "import", str(folder)])
+    assert result.exit_code == 2
+    assert "b_bad.json" in result.stderr
+    assert _conversations(_db(tmp_path)) == []
+
+
+def test_reimporting_the_same_source_is_refused(runner: CliRunner, tmp_path: Path, data_dir: Path) -> None:
+    """Ids are deterministic, so a second import of a file exits 2 and says how to import it again."""
+    path = data_dir / "mini-swe-agent-deepseek" / "sqlfluff__sqlfluff-2419.traj.json"
+    assert runner.invoke(app, ["--db", _db(tmp_path), "import", str(path), "--model", ""]).exit_code == 0
+    again = runner.invoke(app, ["--db", _db(tmp_path), "import", str(path)])
+    assert again.exit_code == 2
+    assert "already in tenant" in _flat(again.stderr)
+    renamed = runner.invoke(
+        app, ["--db", _db(tmp_path), "import", str(path), "--conversation-id", "second", "--model", ""]
+    )
+    assert renamed.exit_code == 0, renamed.output
+    assert sorted(_conversations(_db(tmp_path))) == ["second", "sqlfluff__sqlfluff-2419"]
+
+
+def test_missing_path_and_unknown_format_are_user_errors(runner: CliRunner, tmp_path: Path) -> None:
+    """A path that does not exist, or a format name that is not one, exits 2 without a traceback."""
+    missing = runner.invoke(app, ["--db", _db(tmp_path), "import", str(tmp_path / "nope.json")])
+    assert missing.exit_code == 2
+    assert "no such file" in missing.stderr
+    wrong = runner.invoke(app, ["--db", _db(tmp_path), "import", str(tmp_path), "--format", "csv"])
+    assert wrong.exit_code == 2
+    assert "Traceback" not in missing.output + wrong.output
+
+
+def test_tenants_are_separate(runner: CliRunner, tmp_path: Path, data_dir: Path) -> None:
+    """--tenant scopes import and listing: another tenant sees no conversations."""
+    path = data_dir / "mini-swe-agent-deepseek" / "sqlfluff__sqlfluff-2419.traj.json"
+    ok = runner.invoke(app, ["--db", _db(tmp_path), "--tenant", "acme", "import", str(path), "--model", ""])
+    assert ok.exit_code == 0, ok.output
+    other = runner.invoke(app, ["--db", _db(tmp_path), "conversations"])
+    assert "no conversations yet" in other.stdout
+    mine = runner.invoke(app, ["--db", _db(tmp_path), "--tenant", "acme", "conversations"])
+    assert "sqlfluff__sqlfluff-2419" in mine.stdout
