@@ -245,7 +245,7 @@ def assemble(
         _omit_unit(plan, by_id[uid], reason, "selection")
     chosen_units = [u for u in units if u.id in result.chosen]
     chosen_units = _fix_role_order(chosen_units, plan, result.chosen, required_units)
-    _rehydrate(request, policy, plan, chosen_units, result, relevance, coster, read_blob, dynamic, ledger)
+    _rehydrate(request, policy, plan, chosen_units, result, coster, read_blob, dynamic, ledger)
     for unit in fixed:
         ledger.charge(unit.context_class.value, costs[unit.id], required=True)
     t_select = time.perf_counter()
@@ -323,15 +323,17 @@ def _rehydrate(
     plan: _Plan,
     chosen: Sequence[Unit],
     result: Any,
-    relevance: Mapping[str, float],
     coster: Coster,
     read_blob: Callable[[str], bytes] | None,
     dynamic: int,
     ledger: BudgetLedger,
 ) -> None:
     """Rehydration phase two (:mod:`ctxledger.policy.rehydration`) on the selected memories."""
-    targets = wanted_memories(request, chosen, relevance)
-    if not targets or plan.ctx is None:
+    if plan.ctx is None:
+        return
+    query = request.query if request.query is not None else _latest_user_text(chosen)
+    targets = wanted_memories(request, chosen, query, plan.ctx.record)
+    if not targets:
         return
     current = {u.id: result.chosen[u.id].tokens for u in targets}
     remaining = dynamic - sum(o.tokens for o in result.chosen.values())

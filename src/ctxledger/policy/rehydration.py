@@ -23,6 +23,8 @@ When all pass, the memory is rendered with the exact raw content appended (repre
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,13 +47,23 @@ class RehydrationPlan:
     representation: dict[str, str]
 
 
-def wanted_memories(request: Any, chosen: Sequence[Unit], relevance: Mapping[str, float]) -> list[Unit]:
-    """The selected memory units whose raw evidence the request asks for (see the module docstring)."""
+def wanted_memories(
+    request: Any, chosen: Sequence[Unit], query: str, lookup: Callable[[str], Record | None]
+) -> list[Unit]:
+    """The selected memory units whose raw evidence the request asks for (see the module docstring).
+
+    With ``exact_evidence=True`` the memory is the one sharing the most words with the query (its
+    summary, fields, source tool names and media types count, so "the exact CSV" finds a memory of a
+    ``text/csv`` artifact); ties go to the newest; no shared word means no rehydration.
+    """
     asked = getattr(request, "exact_evidence", ())
     memories = [u for u in chosen if u.kind is UnitKind.MEMORY and isinstance(u.records[0], ToolMemory)]
     if asked is True:
-        ranked = sorted(memories, key=lambda u: (-relevance.get(u.id, 0.0), -u.seq, u.id))
-        return ranked[:1]
+        words = _words(query)
+        scored = [(len(words & _memory_words(u.records[0], lookup)), u) for u in memories]
+        scored = [(n, u) for n, u in scored if n > 0]
+        scored.sort(key=lambda p: (-p[0], -p[1].seq, p[1].id))
+        return [scored[0][1]] if scored else []
     names = set(asked or ())
     out = []
     for unit in memories:
@@ -60,6 +72,19 @@ def wanted_memories(request: Any, chosen: Sequence[Unit], relevance: Mapping[str
         if names & {k for k in keys if k}:
             out.append(unit)
     return out
+
+
+def _words(text: str) -> set[str]:
+    return {w.rstrip("s") for w in re.findall(r"[a-z0-9]{3,}", text.lower())}
+
+
+def _memory_words(mem: Any, lookup: Callable[[str], Record | None]) -> set[str]:
+    parts = [mem.summary, json.dumps(dict(mem.fields), default=str)]
+    for aid in mem.source_artifact_ids:
+        art = lookup(aid)
+        if isinstance(art, ToolArtifact):
+            parts += [art.name.replace(".", " ").replace("_", " "), art.media_type.replace("/", " ")]
+    return _words(" ".join(parts))
 
 
 def rehydrate(
@@ -169,10 +194,17 @@ def _render(unit: Unit, mem: ToolMemory, raw: Sequence[tuple[ToolArtifact, str]]
 
 def _entries(mem: ToolMemory, raw: Sequence[tuple[ToolArtifact, str]], refs: Sequence[Any]) -> list[dict[str, Any]]:
     out = [
-        {"memory": mem.id, "artifact": a.id, "sha256": a.sha256, "bytes": a.size_bytes, "decision": "rehydrated",
-         "reason": None, "revalidation_tool": mem.revalidation_tool}
+        {
+            "memory": mem.id,
+            "artifact": a.id,
+            "sha256": a.sha256,
+            "bytes": a.size_bytes,
+            "decision": "rehydrated",
+            "reason": None,
+            "revalidation_tool": mem.revalidation_tool,
+        }
         for a, _ in raw
-    ]  # fmt: skip
+    ]
     for art, aid, why in refs:
         out.append(
             {

@@ -7,8 +7,8 @@ errors, policy constraints, user corrections, open questions … are never compr
 Required, with the reason recorded on the unit:
 
 * ``instruction``: system and developer instructions;
-* ``latest_user_turn``; ``latest_step``: the newest message or tool exchange when it follows that turn
-  (the step the model continues from). Older steps of a long tool loop are not pinned: in an agent
+* ``latest_user_turn``; ``latest_step``: the newest message, tool exchange or checkpoint when it follows
+  that turn (the step the model continues from). Older steps of a long tool loop are not pinned: in an agent
   trajectory the only user turn is often the task itself;
 * ``unresolved_tool_call``: a pending or deferred call (an attempted send must not be forgotten);
   ``unresolved_tool_error``: a failed exchange not yet followed by a success of the same tool;
@@ -54,7 +54,7 @@ _PROHIBITION = re.compile(
     r"\b(do not|don't|dont|never|must not|mustn't|may not|not allowed|under no circumstances|avoid)\b", re.I
 )
 _CORRECTION = re.compile(r"^\s*(no[,.!]|actually\b|correction\b|i meant\b|that's wrong|that is wrong)", re.I)
-_STEP_KINDS = (UnitKind.MESSAGE, UnitKind.TOOL_EXCHANGE)
+_STEP_KINDS = (UnitKind.MESSAGE, UnitKind.TOOL_EXCHANGE, UnitKind.CHECKPOINT)
 
 
 class ProtectionStage:

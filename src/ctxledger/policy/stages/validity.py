@@ -94,6 +94,35 @@ class ValidityStage:
                 ctx.omitted.add(d.ref)
         out += self._staleness(ctx)
         out += self._conflicts(ctx, {d.ref for d in out if d.outcome is Outcome.OMIT})
+        out += self._dead_sources(ctx, out)
+        return out
+
+    def _dead_sources(self, ctx: StageContext, decided: list[PolicyDecision]) -> list[PolicyDecision]:
+        """Raw artifacts whose every memory was omitted as stale or superseded share that fate.
+
+        The raw observation is as old as the memory made from it: when the memory may not be shown as
+        current truth, neither may its source (unless another live memory still stands on it).
+        """
+        dead = {
+            d.ref: d.reason
+            for d in decided
+            if d.outcome is Outcome.OMIT and d.reason in (ReasonCode.STALE, ReasonCode.SUPERSEDED)
+        }
+        dead_memories = [m for m in (ctx.record(r) for r in dead) if isinstance(m, ToolMemory)]
+        if not dead_memories:
+            return []
+        standing = {
+            aid
+            for r in ctx.records
+            if isinstance(r, ToolMemory) and r.id not in dead and ctx.live(r.id)
+            for aid in r.source_artifact_ids
+        }
+        out: list[PolicyDecision] = []
+        for mem in dead_memories:
+            for aid in mem.source_artifact_ids:
+                if aid in standing or not ctx.live(aid) or any(d.ref == aid for d in out):
+                    continue
+                out.append(omit(self.name, aid, dead[mem.id], f"raw source of {dead[mem.id]} memory {mem.id}"))
         return out
 
     # -- supersession ----------------------------------------------------------------------------
