@@ -32,12 +32,15 @@ so it cannot give o200k_base, the encoding of current OpenAI models.
 from __future__ import annotations
 
 import base64
+import contextlib
+import hashlib
 import functools
 import itertools
 import os
 import re
 import types
 import unicodedata
+from pathlib import Path
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -154,8 +157,39 @@ def verified_quicktok(encoding: str) -> Any:
         IntegrityError: the bundled ranks do not match tiktoken's sha256 pin.
     """
     tokenizer = quicktok_tokenizer(encoding)
-    verify_ranks(encoding, quicktok_ranks(encoding), official_pin(encoding), source=quicktok_source())
+    pin = official_pin(encoding)
+    marker = _verified_marker(encoding, pin)
+    if marker is not None and marker.exists():
+        return tokenizer
+    verify_ranks(encoding, quicktok_ranks(encoding), pin, source=quicktok_source())
+    if marker is not None:
+        with contextlib.suppress(OSError):
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_text(f"{quicktok_source()} verified against {pin}\n", encoding="utf-8")
     return tokenizer
+
+
+def _verified_marker(encoding: str, pin: str) -> Path | None:
+    """Where a past verification of exactly these quicktok data files against ``pin`` is remembered.
+
+    The marker's name holds the sha256 of quicktok's data files for ``encoding`` and tiktoken's pin, so a
+    changed data file or pin never matches an old marker; hashing the files (a few MB) is much cheaper than
+    decoding and re-encoding every rank. ``CTXLEDGER_CACHE_DIR`` (default ``~/.cache/ctxledger``) holds it;
+    ``None`` when the data files cannot be found.
+    """
+    import quicktok
+
+    data = Path(quicktok.__file__).parent / "data"
+    prefix = encoding.removesuffix("_base")
+    files = sorted(data.glob(f"{prefix}.*"))
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for f in files:
+        digest.update(f.name.encode())
+        digest.update(f.read_bytes())
+    root = Path(os.environ.get("CTXLEDGER_CACHE_DIR", Path.home() / ".cache" / "ctxledger"))
+    return root / "verified" / f"{encoding}-{digest.hexdigest()[:32]}-{pin[:16]}"
 
 
 def _verifying_loader(encoding: str) -> Loader:
