@@ -186,14 +186,33 @@ def test_verify_ranks_rejects_a_tampered_table() -> None:
         _encodings.verify_ranks("cl100k_base", _swap_two_ranks(ranks), pin, source="test")
 
 
-def test_tampered_ranks_stop_both_backends(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tampered_ranks_stop_both_backends(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A bundled table that no longer matches tiktoken's pin raises IntegrityError before any counter exists."""
+    monkeypatch.setenv("CTXLEDGER_CACHE_DIR", str(tmp_path))
     ranks = _encodings.quicktok_ranks("cl100k_base")
     monkeypatch.setattr(_encodings, "quicktok_ranks", lambda encoding: _swap_two_ranks(ranks))
     with pytest.raises(IntegrityError):
         _encodings.tiktoken_encoding.__wrapped__("cl100k_base")
     with pytest.raises(IntegrityError):
         _encodings.verified_quicktok.__wrapped__("cl100k_base")
+
+
+def test_verification_is_remembered_only_for_the_same_data(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A verified table leaves a marker named by its data files' hash; without it, ranks are checked again."""
+    monkeypatch.setenv("CTXLEDGER_CACHE_DIR", str(tmp_path))
+    pin = _encodings.official_pin("cl100k_base")
+    marker = _encodings._verified_marker("cl100k_base", pin)
+    assert marker is not None and not marker.exists()
+    _encodings.verified_quicktok.__wrapped__("cl100k_base")
+    assert marker.exists()
+    checked: list[str] = []
+    real = _encodings.quicktok_ranks
+    monkeypatch.setattr(_encodings, "quicktok_ranks", lambda enc: checked.append(enc) or real(enc))
+    _encodings.verified_quicktok.__wrapped__("cl100k_base")
+    assert checked == []
+    marker.unlink()
+    _encodings.verified_quicktok.__wrapped__("cl100k_base")
+    assert checked == ["cl100k_base"]
 
 
 def test_encodings_build_with_the_network_off(monkeypatch: pytest.MonkeyPatch) -> None:
