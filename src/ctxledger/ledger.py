@@ -25,12 +25,14 @@ from typing import Any
 
 from ctxledger.assemble.assembler import Assembly, AssemblyRequest, assemble
 from ctxledger.assemble.costing import Coster, SerializerCoster
+from ctxledger.assemble.represent import Ladder
 from ctxledger.assemble.snapshot import SnapshotLoader
 from ctxledger.errors import ConfigurationError
 from ctxledger.manifest import explain
 from ctxledger.policy.base import Policy
 from ctxledger.policy.default import default_policy
-from ctxledger.records import Conversation, Record
+from ctxledger.records import Compaction, Conversation, Record
+from ctxledger.represent.compaction import Compactor
 from ctxledger.serialize import get_serializer
 from ctxledger.store.base import GraphStore
 from ctxledger.tokens import TokenCounter, get_counter
@@ -67,6 +69,8 @@ class Ledger:
         self.counter = counter
         self.request_defaults = dict(request_defaults or {})
         self.snapshots = SnapshotLoader(store)
+        self.ladder = Ladder(store.blobs.get)
+        """The representation ladder (its option cache lives as long as the ledger)."""
         self._costers: dict[tuple[str, str], Coster] = {}
         self._conversations: OrderedDict[tuple[str, str], list[Record]] = OrderedDict()
 
@@ -156,11 +160,15 @@ class Ledger:
         return write_batch(self.store, batch)
 
     def _warm_counts(self, batch: Any, tenant_id: str, model: str) -> None:
+        """Count every imported turn once (one store round trip) from the parsed batch, not from the store."""
+        from ctxledger.assemble.units import build_units
+
+        turns = []
         for conv in batch.conversations:
-            main = next(r for r in conv.records if isinstance(r, Conversation)).branch_id
-            snap = self.snapshots.load(tenant_id, conv.conversation_id, main)
-            coster = self.coster("openai-chat", model)
-            coster.prefetch([t for u in snap.units for t in u.turns])
+            blobs = conv.blobs
+            units, _ = build_units(conv.records, lambda sha, blobs=blobs: blobs[sha][0])
+            turns.extend(t for u in units for t in u.turns)
+        self.coster("openai-chat", model).prefetch(turns)
 
     # -- assembling --------------------------------------------------------------------------------
 
@@ -200,6 +208,7 @@ class Ledger:
         req = self._request(conversation_id, tenant_id, request)
         branch = req.branch_id or self._main_branch(req.tenant_id, req.conversation_id)
         snap = self.snapshots.load(req.tenant_id, req.conversation_id, branch, req.as_of_seq)
+        ladder = self.ladder.bind(req.query)
         asm = assemble(
             req,
             snap,
@@ -208,6 +217,8 @@ class Ledger:
             serializer=get_serializer(req.api),
             extra_records=self._off_lineage(snap),
             read_blob=self.store.blobs.get,
+            options_for=ladder,
+            redundancy=ladder.redundant,
         )
         if persist:
             self.store.put_assembly(asm.manifest)
@@ -246,6 +257,73 @@ class Ledger:
     def _main_branch(self, tenant_id: str, conversation_id: str) -> str:
         conv = self.store.get(tenant_id, conversation_id)
         return conv.branch_id
+
+    # -- compacting and rehydrating -----------------------------------------------------------------
+
+    def compact(
+        self,
+        conversation_id: str,
+        through_seq: int | None = None,
+        compactor: Compactor | None = None,
+        *,
+        tenant_id: str = "default",
+        branch_id: str | None = None,
+        policy: Policy | None = None,
+    ) -> Compaction:
+        """Compact the history up to a stable boundary and write the Compaction, only if it is faithful.
+
+        The compaction carries lineage (``through_seq``, ``source_ids``, ``policy_version``) and its
+        fidelity report; later assemblies include it and leave the history it covers out as
+        ``summarized``, except protected records (user constraints, corrections …), which stay verbatim
+        (DESIGN §4; seed 001 "Compactación"; case B09). See :mod:`ctxledger.assemble.compaction`.
+
+        Args:
+            conversation_id: the conversation.
+            through_seq: last ``seq`` covered, inclusive; default: the end of the last unit before the
+                latest user turn.
+            compactor: default the deterministic offline compactor; e.g. an ``LLMCompactor``.
+            tenant_id, branch_id: scope (default: the conversation's main branch).
+            policy: the policy whose version is recorded (default: the ledger's).
+
+        Returns:
+            The Compaction as written (``seq`` assigned).
+
+        Raises:
+            CompactionRefused: an invariant was lost (or the compactor failed); nothing was written.
+            InputError: ``through_seq`` splits a tool exchange, lies beyond the head, or covers nothing.
+            RecordNotFound: no such conversation or branch in the tenant.
+        """
+        from ctxledger.assemble.compaction import build_compaction
+
+        branch = branch_id or self._main_branch(tenant_id, conversation_id)
+        snap = self.snapshots.load(tenant_id, conversation_id, branch)
+        rec = build_compaction(snap, policy=policy or self.policy, through_seq=through_seq, compactor=compactor)
+        written = self.store.append([rec])[0]
+        assert isinstance(written, Compaction)
+        return written
+
+    def rehydrate(
+        self, ref: str | Mapping[str, Any], byte_range: tuple[int, int] | None = None, *, tenant_id: str = "default"
+    ) -> bytes:
+        """Exactly the stored bytes behind a reference or an excerpt's locator, or a range of them.
+
+        Args:
+            ref: a tool artifact's record id, ``sha256:<hex>`` of a blob, a message id (its text as UTF-8,
+                as excerpts of long messages locate it), or a locator dict (its own range by default).
+            byte_range: ``(start, end)`` byte offsets (0-based, end exclusive) into the whole content.
+            tenant_id: the tenant.
+
+        Returns:
+            The bytes; whole blobs and ranges alike come from content whose sha256 was verified.
+
+        Raises:
+            RecordNotFound: no such record or blob in the tenant.
+            IntegrityError: the stored bytes no longer match their hash (or the locator's).
+            InputError: the range falls outside the content, or the record holds no content.
+        """
+        from ctxledger.assemble.represent import rehydrate_ref
+
+        return rehydrate_ref(self.store, tenant_id, ref, byte_range)
 
     # -- explaining --------------------------------------------------------------------------------
 

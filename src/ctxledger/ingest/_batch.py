@@ -122,8 +122,12 @@ def write_batch(store: GraphStore, batch: ImportBatch) -> ImportResult:
     """
     _refuse_reimport(store, batch)
     blobs = _merged_blobs(batch)
-    for sha256, (data, media_type) in blobs.items():
-        ref = store.blobs.put(data, media_type)
+    put_many = getattr(store.blobs, "put_many", None)
+    if put_many is not None:
+        refs = put_many(list(blobs.values()))
+    else:
+        refs = [store.blobs.put(data, media_type) for data, media_type in blobs.values()]
+    for sha256, ref in zip(blobs, refs, strict=True):
         if ref.sha256 != sha256:
             raise IntegrityError(f"blob store named bytes {ref.sha256}, the importer computed {sha256}")
     records = [record for conv in batch.conversations for record in conv.records]

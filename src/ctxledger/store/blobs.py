@@ -20,6 +20,7 @@ import hashlib
 import os
 import re
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -88,14 +89,42 @@ class LocalBlobStore:
             self._write_atomically(target, blob)
         return BlobRef(sha256=sha, size_bytes=len(blob), media_type=media_type)
 
-    def _write_atomically(self, target: Path, blob: bytes) -> None:
+    def put_many(self, items: Iterable[tuple[bytes, str]]) -> list[BlobRef]:
+        """Store many blobs (idempotent) and make them durable with one ``os.sync()`` at the end.
+
+        One filesystem sync for a whole import instead of one ``fsync`` per file: an import of a few
+        hundred tool results otherwise spends most of its time waiting on the disk. Every blob is still
+        written to a temporary file and renamed into place, so a reader never sees a partial blob.
+
+        Args:
+            items: ``(data, media_type)`` pairs.
+
+        Returns:
+            Their references, in input order.
+        """
+        refs = []
+        wrote = False
+        for data, media_type in items:
+            blob = bytes(data)
+            sha = sha256_hex(blob)
+            target = self.path(sha)
+            if not target.exists():
+                self._write_atomically(target, blob, fsync=False)
+                wrote = True
+            refs.append(BlobRef(sha256=sha, size_bytes=len(blob), media_type=media_type))
+        if wrote:
+            os.sync()
+        return refs
+
+    def _write_atomically(self, target: Path, blob: bytes, *, fsync: bool = True) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(blob)
                 handle.flush()
-                os.fsync(handle.fileno())
+                if fsync:
+                    os.fsync(handle.fileno())
             os.replace(tmp, target)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
