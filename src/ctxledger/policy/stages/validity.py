@@ -130,8 +130,8 @@ class ValidityStage:
     def _supersession(self, ctx: StageContext) -> Iterable[PolicyDecision]:
         done: set[str] = set()
         for new in sorted(ctx.records, key=lambda r: -r.seq):
-            if not ctx.live(new.id):
-                continue
+            if not ctx.live(new.id) and new.id not in done:
+                continue  # a record superseded itself still outdates what it superseded (chains)
             for old_id in _supersedes(new, ctx):
                 old = ctx.record(old_id)
                 if old is None or old_id in done or old_id in ctx.omitted:

@@ -52,7 +52,7 @@ class VisibilityStage:
         for rec in ctx.records:
             if rec.id in ctx.omitted or isinstance(rec, Participant):
                 continue
-            if promoted.get(rec.id, "") == (rec.owner_participant_id or ""):
+            if rec.id in promoted and promoted[rec.id] == (rec.owner_participant_id or ""):
                 continue  # promoted by its own owner
             if rec.visibility is Visibility.AUDIT_ONLY:
                 yield omit(self.name, rec.id, ReasonCode.AUDIT_ONLY, "kept for audit; never sent to a model")
