@@ -121,7 +121,7 @@ def test_hard_filters_hold_and_every_omission_has_one_reason(items, req):
     for i, it in enumerate(items):
         if not _passes_filters(it, req):
             assert f"tok{i}x" not in body, f"record r{i} {it} reached the payload"
-    for i, it in enumerate(items):
+    for it in items:
         old = it.get("superseded")
         if old is not None and _passes_filters(it, req) and TRUST_RANK[it["trust"]] <= TRUST_RANK[items[old]["trust"]]:
             assert f"tok{old}x" not in body, f"superseded r{old} reached the payload"
