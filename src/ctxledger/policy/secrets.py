@@ -9,8 +9,8 @@ does not know yet (OpenAI ``sk-proj-``/Anthropic ``sk-ant-`` keys, Google API ke
 
 Speed: detect-secrets costs about a millisecond per line, so only *candidate* lines are scanned: lines
 that a cheap prefilter (:data:`PREFILTER`) says could hold a credential (a keyword such as ``password``
-or ``token``, a known key prefix, a PEM header, a URL with a password). Results are cached by the text's
-content hash, so a history is scanned once, not once per model call.
+or ``token``, a known key prefix, a PEM header, a URL with a password). Results are cached by the text
+itself, so a history is scanned once, not once per model call.
 
 Findings carry the line number and the secret *type*, never the secret itself; :func:`redact` replaces
 each affected line whole (detect-secrets does not always report the full secret span, so cutting only
@@ -25,8 +25,6 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-from ctxledger.hashing import text_hash
 
 DEFAULT_PLUGINS = (
     "ArtifactoryDetector",
@@ -92,7 +90,7 @@ class Finding:
 
 
 class SecretScanner:
-    """Scans text for secrets with detect-secrets, caching results by content hash.
+    """Scans text for secrets with detect-secrets, caching results per text.
 
     Args:
         plugins: detect-secrets plugin class names.
@@ -111,24 +109,31 @@ class SecretScanner:
             k: re.compile(v) for k, v in (EXTRA_PATTERNS if extra_patterns is None else extra_patterns).items()
         }
         self.cache_size = cache_size
-        self._cache: OrderedDict[str, tuple[Finding, ...]] = OrderedDict()
+        self._cache: OrderedDict[str, tuple[Finding, ...]] = OrderedDict()  # text -> findings
         self._lock = threading.Lock()
 
     def scan(self, text: str) -> tuple[Finding, ...]:
-        """Findings in ``text`` (line numbers 1-based), cached by the text's sha256."""
-        if not text or not _maybe(text):
+        """Findings in ``text`` (line numbers 1-based), cached by the text itself.
+
+        The cache is keyed by the string (Python keeps a string's hash on the object), so scanning the
+        same unit text again on the next assembly costs one dictionary lookup.
+        """
+        if not text:
             return ()
-        key = text_hash(text)
         with self._lock:
-            hit = self._cache.get(key)
+            hit = self._cache.get(text)
             if hit is not None:
-                self._cache.move_to_end(key)
+                self._cache.move_to_end(text)
                 return hit
-            found = tuple(self._scan_lines(text.splitlines()))
-            self._cache[key] = found
+        found: tuple[Finding, ...] = ()
+        if _maybe(text):
+            with _SCAN_LOCK:  # detect-secrets keeps its plugin settings in a process-wide singleton
+                found = tuple(self._scan_lines(text.splitlines()))
+        with self._lock:
+            self._cache[text] = found
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
-            return found
+        return found
 
     def _scan_lines(self, lines: Sequence[str]) -> Iterable[Finding]:
         candidates = [(i, line) for i, line in enumerate(lines, 1) if _maybe(line) and PREFILTER.search(line)]
@@ -155,6 +160,7 @@ class SecretScanner:
 
 
 _CONFIGURED: tuple[str, ...] | None = None
+_SCAN_LOCK = threading.Lock()
 
 
 def redact(text: str, findings: Sequence[Finding]) -> str:
