@@ -54,6 +54,8 @@ class Ledger:
         policy: the policy to assemble under (default: :func:`default_policy`).
         counter: the token counter; default: chosen per request from the model name
             (:func:`ctxledger.tokens.get_counter`).
+        request_defaults: :class:`AssemblyRequest` fields applied to every :meth:`assemble` call unless
+            the call names them (e.g. a service's ``scope`` ``{"app": …, "user_id": …}`` or ``provider``).
     """
 
     def __init__(
@@ -200,7 +202,8 @@ class Ledger:
             coster: override how turns are costed (e.g. :class:`~ctxledger.assemble.costing.FixedCoster`).
             **request: other :class:`AssemblyRequest` fields (``window_tokens``, ``output_tokens``,
                 ``margin_tokens``, ``api``, ``model``, ``branch_id``, ``as_of_seq``, ``participant_id``,
-                ``query``, ``tools``).
+                ``query``, ``tools``, ``provider``, ``scope``, ``agent``, ``call_type``, ``phase``,
+                ``checks_passed``, ``now``, ``exact_evidence``, ``source_versions``).
 
         Raises:
             RequiredBlocksDoNotFit, ConfigurationError, RecordNotFound: see :func:`assemble`.
