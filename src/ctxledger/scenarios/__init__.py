@@ -7,7 +7,8 @@ report.
 
 from __future__ import annotations
 
+from ctxledger.scenarios._graph import GraphBuilder
 from ctxledger.scenarios.base import Expect, Scenario
 from ctxledger.scenarios.runner import ScenarioResult, format_report, run_scenario, run_scenarios
 
-__all__ = ["Expect", "Scenario", "ScenarioResult", "format_report", "run_scenario", "run_scenarios"]
+__all__ = ["Expect", "GraphBuilder", "Scenario", "ScenarioResult", "format_report", "run_scenario", "run_scenarios"]
