@@ -68,6 +68,7 @@ def wanted_memories(
     out = []
     for unit in memories:
         mem = unit.records[0]
+        assert isinstance(mem, ToolMemory)
         keys = {mem.id, mem.external_id, *mem.source_artifact_ids}
         if names & {k for k in keys if k}:
             out.append(unit)

@@ -209,10 +209,10 @@ def _multi_skill(g: GraphBuilder) -> dict[str, Any]:
 def _participants(g: GraphBuilder) -> dict[str, Any]:
     a = g.participant("analyst-a", model="gpt-4o")
     b = g.participant("analyst-b", model="claude-sonnet")
-    shared = {"visibility": "conversation"}
+    shared: dict[str, Any] = {"visibility": "conversation"}
     g.system("sys", SYSTEM, **shared)
     g.user("u1", "Both of you: estimate Q4 churn from the renewal list.", **shared)
-    mine_a = {"owner": a, "visibility": "participant_private"}
+    mine_a: dict[str, Any] = {"owner": a, "visibility": "participant_private"}
     g.tool(
         "a-export", "crm.export_renewals", {"quarter": "Q4"}, P.crm_company(11, "Renewals Q4", "2026-12-31"), **mine_a
     )
@@ -229,7 +229,7 @@ def _participants(g: GraphBuilder) -> dict[str, Any]:
         owner=a,
         visibility="conversation",
     )
-    mine_b = {"owner": b, "visibility": "participant_private"}
+    mine_b: dict[str, Any] = {"owner": b, "visibility": "participant_private"}
     g.tool(
         "b-export",
         "crm.export_renewals",
@@ -462,7 +462,7 @@ def _gmail(g: GraphBuilder) -> dict[str, Any]:
 
 
 def _gmail_body(g: GraphBuilder) -> str:
-    return json.loads(P.gmail_messages(22, 12))["messages"][0]["payload"]["body"]["data"][:60]
+    return str(json.loads(P.gmail_messages(22, 12))["messages"][0]["payload"]["body"]["data"])[:60]
 
 
 # -- 12. subagent continuation state -------------------------------------------------------------------
@@ -480,7 +480,7 @@ def _subagent_continuation(g: GraphBuilder) -> dict[str, Any]:
         owner=parent,
         visibility="participant_private",
     )
-    mine = {"owner": child, "visibility": "participant_private"}
+    mine: dict[str, Any] = {"owner": child, "visibility": "participant_private"}
     g.tool(
         "c-search",
         "web.search",
@@ -516,7 +516,7 @@ def _discussion(g: GraphBuilder) -> dict[str, Any]:
     mod = g.participant("moderator", "moderator")
     a = g.participant("debater-a", model="gpt-4o")
     b = g.participant("debater-b", model="claude-sonnet")
-    shared = {"visibility": "conversation"}
+    shared: dict[str, Any] = {"visibility": "conversation"}
     g.system("sys", "Autonomous debate. Speak only as yourself; follow the moderator.", **shared)
     g.user(
         "dir-1",

@@ -180,12 +180,12 @@ class ValidityStage:
         for rec in ctx.records:
             for other_id in getattr(rec, "conflicts_with", ()) or ():
                 other = ctx.record(other_id)
-                pair = tuple(sorted((rec.id, other_id)))
+                pair = (min(rec.id, other_id), max(rec.id, other_id))
                 if other is None or pair in seen or not ctx.live(rec.id) or not ctx.live(other_id):
                     continue
                 if rec.id in omitted_now or other_id in omitted_now:
                     continue
-                seen.add(pair)  # type: ignore[arg-type]
+                seen.add((pair[0], pair[1]))
                 out += self._resolve(rec, other)
         return out
 
@@ -229,8 +229,10 @@ def _stale_by_time(rec: Record, now: Any, ttl: Mapping[str, int]) -> str:
     if stale_after is not None:
         return f"stale since {stale_after.isoformat()}" if now > stale_after else ""
     observed = getattr(rec, "observed_at", None)
-    limit = ttl.get(freshness.value) if freshness is not None else None
-    if observed is not None and limit is not None and now > observed + timedelta(seconds=limit):
+    if freshness is None or observed is None:
+        return ""
+    limit = ttl.get(freshness.value)
+    if limit is not None and now > observed + timedelta(seconds=limit):
         return f"{freshness.value} observation from {observed.isoformat()} is older than {limit} s"
     return ""
 
