@@ -56,6 +56,9 @@ KIND_PRIOR: Mapping[str, float] = {
 }
 """Prior utility of a unit by kind (user turns get +0.1, failed tool exchanges +0.3)."""
 
+FILL_FACTOR = 0.25
+"""Utility scale of conversation-visible or shared units of other branches: they rank below the lineage's."""
+
 
 @dataclass(frozen=True, slots=True)
 class AssemblyRequest:
@@ -416,6 +419,8 @@ def _selection_items(
             + params.w_recency * recency
             + params.w_kind * _kind_prior(unit)
         )
+        if unit.id not in relevance:  # from another branch: it only fills what the lineage leaves (DESIGN §3.1)
+            utility *= FILL_FACTOR
         costs = turn_costs[unit.id]
         verbatim = Option("verbatim", sum(costs), round(utility, 9), unit.turns, turn_tokens=costs)
         options = [verbatim]
