@@ -271,3 +271,26 @@ def test_rehydration_by_id_checks_visibility_and_token_room(api):
     assert decisions[g.id("art-csv")] == ("rehydrated", None)
     assert decisions[g.id("art-log")] == ("reference", "audit_only")
     assert "1,2\\n3,4" in canonical_json(asm.payload)
+
+
+def test_other_branch_records_only_fill_room_the_lineage_leaves():
+    """Under a tight budget the lineage's own memory wins over a newer conversation-visible sibling one."""
+    ledger, g = _graph()
+    g.user("u1", "Start.")
+    b1 = g.branch("b1", fork_after="u1")
+    g.on(g.main)
+    b2 = g.branch("b2", fork_after="u1")
+    g.memory("own", "own note " + "detail " * 40)
+    g.on(b1)
+    g.memory("sib", "sibling note " + "detail " * 40, visibility="conversation")
+    g.on(b2)
+    g.user("u2", "Go.")
+    roomy = ledger.assemble(g.conversation_id, branch_id=b2, now=g.now)
+    assert {"own", "sib"} <= _fates(roomy, g)[0]
+    own = next(e["tokens"] for e in roomy.manifest["included"] if e["external_id"] == "own")
+    window = roomy.input_tokens - own + 5
+    tight = ledger.assemble(
+        g.conversation_id, branch_id=b2, now=g.now, window_tokens=window, output_tokens=0, margin_tokens=0
+    )
+    inc, out = _fates(tight, g)
+    assert "own" in inc and out["sib"] == "budget"
