@@ -1,0 +1,13 @@
+"""The ctxledger benchmark (issue 2, item 11 and its "Targets"): a script, not a test.
+
+Run ``python bench/run.py --help`` (or ``python -m bench.run``). Modules:
+
+* :mod:`bench.stats`: median / p95 of repeated timings;
+* :mod:`bench.workloads`: synthetic traces from ``../shared/tools/gen_trace.py`` and real trajectories
+  from ``../shared/data`` (tau-bench, mini-swe-agent), chained into one long OpenAI-format conversation;
+* :mod:`bench.backends`: throw-away SQLite files and a throw-away PostgreSQL database;
+* :mod:`bench.ours`: import throughput and assembly latency (cold, restart, warm, append-one) of ctxledger;
+* :mod:`bench.peers`: the same-run comparisons (newest-messages-that-fit, langchain-core ``trim_messages``);
+* :mod:`bench.quality`: token reduction against full replay on tau-bench at an 8k input budget;
+* :mod:`bench.report`: the printed table and the JSON file.
+"""

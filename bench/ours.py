@@ -1,0 +1,186 @@
+"""ctxledger itself: import throughput and assembly latency, through the public :class:`Ledger` API.
+
+Scenarios (ctxledger issue 2, "Targets"), all with ``persist=True`` (the manifest is written, as in use):
+
+* **import**: ``Ledger.import_file(path, "openai-chat", count_tokens_for=model)`` into a fresh store:
+  parse, blobs, one append transaction, and the token counts of every turn counted and stored.
+* **cold**: a fresh :class:`Ledger` on the store (nothing cached in the process) with the store's
+  token-count table emptied, so the assembly reads, builds, indexes *and counts* the whole history.
+  The tokenizer itself is loaded before timing (once per process; reported separately).
+* **restart**: a fresh :class:`Ledger` with the counts in the store (a new process after import).
+* **warm**: the same :class:`Ledger` again (snapshot cached in process, counts cached).
+* **append-one**: append one user message to the assembled conversation, then assemble; the time of
+  the assembly (the append is reported beside it).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import text
+
+from bench.backends import Backend
+from bench.stats import Timing, summarize, time_ms
+from bench.workloads import Workload
+from ctxledger.ledger import Ledger
+from ctxledger.records import Message, Role, Trust
+from ctxledger.store import open_store
+
+TENANT = "default"
+PHASES = ("graph_query_ms", "policy_ms", "selection_ms", "serialization_ms")
+
+
+@dataclass(frozen=True, slots=True)
+class AssemblyParams:
+    """The request every measured assembly makes (tokens).
+
+    Attributes:
+        model: the model name (selects the counter; gpt-4o → o200k_base).
+        window_tokens, output_tokens, margin_tokens: ``W``, ``O``, ``M``.
+    """
+
+    model: str = "gpt-4o"
+    window_tokens: int = 128_000
+    output_tokens: int = 4_096
+    margin_tokens: int = 512
+
+    @property
+    def input_tokens(self) -> int:
+        """``B_input = W − O − M``."""
+        return self.window_tokens - self.output_tokens - self.margin_tokens
+
+    def request(self) -> dict[str, Any]:
+        """Keyword arguments for :meth:`Ledger.assemble`."""
+        return {
+            "model": self.model,
+            "window_tokens": self.window_tokens,
+            "output_tokens": self.output_tokens,
+            "margin_tokens": self.margin_tokens,
+        }
+
+
+@dataclass(slots=True)
+class LatencySeries:
+    """Timings of one scenario plus the median of each manifest timing phase.
+
+    Attributes:
+        timing: wall clock of ``Ledger.assemble`` (ms).
+        phases: median of the manifest's ``timings`` per phase, plus ``persist_other_ms`` (the rest).
+        input_tokens: tokens of the last payload.
+        extra: scenario-specific numbers (e.g. the append time).
+    """
+
+    timing: Timing
+    phases: dict[str, float]
+    input_tokens: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def open_ledger(backend: Backend) -> Ledger:
+    """A fresh :class:`Ledger` on the backend's store (its own blob folder)."""
+    return Ledger(open_store(backend.url, blobs_dir=backend.blobs_dir))
+
+
+def import_workload(backend: Backend, workload: Workload, model: str) -> tuple[float, str]:
+    """Import ``workload`` into a fresh conversation; return (milliseconds, conversation id)."""
+    conversation_id = f"bench-{workload.name}"
+    with open_ledger(backend) as ledger:
+        ms, _ = time_ms(
+            lambda: ledger.import_file(
+                workload.path, "openai-chat", conversation_id=conversation_id, count_tokens_for=model
+            )
+        )
+    return ms, conversation_id
+
+
+def _series(samples: list[tuple[float, Any]], extra: dict[str, Any] | None = None) -> LatencySeries:
+    phases = {p: _median([asm.manifest["timings"][p] for _, asm in samples]) for p in PHASES}
+    rest = [ms - sum(asm.manifest["timings"][p] for p in PHASES) for ms, asm in samples]
+    phases["persist_other_ms"] = _median(rest)
+    last = samples[-1][1]
+    extra = dict(extra or {}) | {"omitted_by_reason": omitted_by_reason(last.manifest)}
+    return LatencySeries(summarize([ms for ms, _ in samples]), phases, last.input_tokens, extra)
+
+
+def omitted_by_reason(manifest: Mapping[str, Any]) -> dict[str, int]:
+    """How many records the assembly omitted, per reason code (most frequent first)."""
+    return dict(Counter(str(e["reason"]) for e in manifest["omitted"]).most_common())
+
+
+def _median(values: list[float]) -> float:
+    return summarize(values).median_ms
+
+
+def _assemble(ledger: Ledger, conversation_id: str, params: AssemblyParams) -> Callable[[], Any]:
+    return lambda: ledger.assemble(conversation_id, tenant_id=TENANT, **params.request())
+
+
+def clear_counts(backend: Backend) -> None:
+    """Empty the store's token-count cache (``token_counts`` table of the SQL store)."""
+    store = open_store(backend.url, blobs_dir=backend.blobs_dir)
+    try:
+        with store.engine.begin() as conn:  # type: ignore[attr-defined]
+            conn.execute(text("DELETE FROM token_counts"))
+    finally:
+        store.close()
+
+
+def cold(backend: Backend, conversation_id: str, params: AssemblyParams, repeats: int) -> LatencySeries:
+    """Assemble from a fresh Ledger with no counts in the store, ``repeats`` times."""
+    samples = []
+    for _ in range(repeats):
+        clear_counts(backend)
+        gc.collect()
+        with open_ledger(backend) as ledger:
+            samples.append(time_ms(_assemble(ledger, conversation_id, params)))
+    return _series(samples)
+
+
+def restart(backend: Backend, conversation_id: str, params: AssemblyParams, repeats: int) -> LatencySeries:
+    """Assemble from a fresh Ledger with the counts in the store, ``repeats`` times."""
+    samples = []
+    for _ in range(repeats):
+        gc.collect()
+        with open_ledger(backend) as ledger:
+            samples.append(time_ms(_assemble(ledger, conversation_id, params)))
+    return _series(samples)
+
+
+def warm(ledger: Ledger, conversation_id: str, params: AssemblyParams, repeats: int) -> LatencySeries:
+    """Assemble ``repeats`` times on a Ledger that has assembled the conversation already."""
+    run = _assemble(ledger, conversation_id, params)
+    run()
+    return _series([time_ms(run) for _ in range(repeats)])
+
+
+def user_message(ledger: Ledger, conversation_id: str, k: int) -> Message:
+    """The ``k``-th appended user turn of the append-one scenario (a new record id each time)."""
+    branch = ledger.store.get(TENANT, conversation_id).branch_id
+    return Message(
+        id=f"{conversation_id}/bench-append-{os.getpid()}-{k}",
+        tenant_id=TENANT,
+        conversation_id=conversation_id,
+        branch_id=branch,
+        owner_participant_id=f"{conversation_id}/participant/user",
+        role=Role.USER,
+        trust=Trust.USER,
+        content=f"Follow-up {k}: re-run the failing tests and summarize the database timeout errors.",
+    )
+
+
+def append_one(ledger: Ledger, conversation_id: str, params: AssemblyParams, repeats: int) -> LatencySeries:
+    """Append one user message then assemble, ``repeats`` times, on an already-assembled conversation."""
+    run = _assemble(ledger, conversation_id, params)
+    run()
+    samples, appends = [], []
+    for k in range(repeats):
+        message = user_message(ledger, conversation_id, k)
+        append_ms, _ = time_ms(lambda message=message: ledger.append([message]))
+        appends.append(append_ms)
+        samples.append(time_ms(run))
+    return _series(samples, {"append": summarize(appends).as_dict()})

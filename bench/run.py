@@ -1,0 +1,365 @@
+"""ctxledger benchmark: assembly latency, import throughput and same-run ratios against peers.
+
+A script, not a test (ctxledger issue 2, item 11 and its "Targets"). It measures, on this machine:
+
+* assembly latency (median, p95) of synthetic conversations of 1,000 / 10,000 / 100,000 events and of
+  real chained trajectories (tau-bench, mini-swe-agent), on SQLite and PostgreSQL, cold / restart /
+  warm / append-one (definitions in :mod:`bench.ours`);
+* import throughput (events/s, counting tokens on the way);
+* the same-run ratio against a plain newest-messages-that-fit window and langchain-core
+  ``trim_messages`` with an exact tiktoken counter on the same messages (:mod:`bench.peers`);
+* the token reduction against full replay on tau-bench at an 8k input budget (:mod:`bench.quality`);
+
+then prints Markdown tables and the issue's targets beside the measurements, and writes everything as
+JSON with ``--json``. Examples::
+
+    python bench/run.py --quick                       # 1k and 10k, fewer repeats (~5 min)
+    python bench/run.py --json bench/results/full.json
+    python bench/run.py --sizes 10000 --backends sqlite --no-real
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make ``bench`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import ours, peers, profiling, quality, report, targets
+from bench.backends import DEFAULT_POSTGRES_DB, DEFAULT_POSTGRES_URL, Backend, postgres_backend, sqlite_backend
+from bench.stats import time_ms
+from bench.workloads import Workload, mini_swe_agent, shared_dir, synthetic, tau_bench
+from ctxledger.tokens import get_counter
+
+QUALITY_PARAMS = ours.AssemblyParams(window_tokens=8_000, output_tokens=1_000, margin_tokens=200)
+"""The tau-bench check's budget, the demo's (``ctxledger.demo.run_demo``): ``B_input = 6,800`` tokens."""
+
+
+@dataclass(frozen=True, slots=True)
+class Repeats:
+    """How many times each scenario runs for one conversation size."""
+
+    cold: int
+    restart: int
+    warm: int
+    append: int
+    peers: int
+
+
+def repeats_for(events: int, quick: bool) -> Repeats:
+    """Fewer repeats for bigger conversations (cold at 100k reads the whole history every time)."""
+    if events <= 5_000:
+        return Repeats(3, 3, 10, 10, 3) if quick else Repeats(5, 5, 30, 30, 5)
+    if events <= 20_000:
+        return Repeats(1, 1, 10, 10, 1) if quick else Repeats(3, 3, 20, 20, 3)
+    return Repeats(1, 1, 5, 5, 1) if quick else Repeats(1, 1, 10, 10, 1)
+
+
+class Log:
+    """Progress lines on stderr with the elapsed time."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+
+    def __call__(self, message: str) -> None:
+        """Print ``message`` with the seconds since the run started."""
+        print(f"[{time.perf_counter() - self.started:7.1f}s] {message}", file=sys.stderr, flush=True)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line (see ``--help``)."""
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n", 2)[2],
+    )
+    p.add_argument("--quick", action="store_true", help="1,000 and 10,000 events only, fewer repeats")
+    p.add_argument("--sizes", type=int, nargs="+", help="synthetic sizes in events (default 1000 10000 100000)")
+    p.add_argument("--backends", nargs="+", choices=("sqlite", "postgres"), default=["sqlite", "postgres"])
+    p.add_argument("--no-real", action="store_true", help="skip the real chained trajectories")
+    p.add_argument("--no-quality", action="store_true", help="skip the tau-bench 8k check")
+    p.add_argument("--no-trim", action="store_true", help="skip langchain-core trim_messages")
+    p.add_argument(
+        "--trim-max-events",
+        type=int,
+        default=10_000,
+        help="run trim_messages only up to this size (it takes ~1 min per call at 100k)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="gen_trace seed")
+    p.add_argument("--model", default="gpt-4o", help="model of every request (selects the tokenizer)")
+    p.add_argument("--window", type=int, default=128_000, help="window W in tokens (O = 4,096, M = 512)")
+    p.add_argument(
+        "--postgres-url",
+        default=os.environ.get("CTXLEDGER_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL),
+        help="maintenance URL of the PostgreSQL server (a database is created and dropped there)",
+    )
+    p.add_argument("--postgres-db", default=DEFAULT_POSTGRES_DB, help="name of the throw-away database")
+    p.add_argument(
+        "--tau-file",
+        type=Path,
+        help="tau-bench trajectory to headline in the 8k check (default: the one bundled for the demo)",
+    )
+    p.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "ctxledger-bench-cache",
+        help="where generated traces are kept between runs",
+    )
+    p.add_argument("--work-dir", type=Path, help="stores go here (default: a temporary folder, removed after)")
+    p.add_argument("--json", type=Path, help="write all results to this JSON file")
+    p.add_argument(
+        "--profile",
+        type=Path,
+        metavar="DIR",
+        help="also run import/cold/warm/append-one once under cProfile and dump .prof files to DIR",
+    )
+    return p.parse_args(argv)
+
+
+def environment() -> dict[str, Any]:
+    """Machine, versions and the commit measured."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def ver(name: str) -> str | None:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
+    def git(*args: str) -> str:
+        out = subprocess.run(["git", *args], cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True)
+        return out.stdout.strip()
+
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+        "commit": git("rev-parse", "--short", "HEAD"),
+        "uncommitted_src_files": len(git("status", "--porcelain", "--", "src").splitlines()),
+        "versions": {
+            n: ver(n) for n in ("sqlalchemy", "psycopg", "tiktoken", "quicktok-v1", "bm25s", "langchain-core")
+        },
+    }
+
+
+@contextmanager
+def work_folder(path: Path | None) -> Iterator[Path]:
+    """``path`` (kept), or a temporary folder removed on exit."""
+    if path is not None:
+        path.mkdir(parents=True, exist_ok=True)
+        yield path
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="ctxledger-bench-"))
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def load_workloads(args: argparse.Namespace, log: Log) -> list[Workload]:
+    """Synthetic traces of every size, then the real chained trajectories."""
+    sizes = args.sizes or ([1_000, 10_000] if args.quick else [1_000, 10_000, 100_000])
+    loaded = []
+    for n in sizes:
+        ms, wl = time_ms(lambda n=n: synthetic(n, args.cache_dir, seed=args.seed))
+        log(f"workload {wl.name}: {wl.events:,} messages ({ms / 1000:.1f} s to load or generate)")
+        loaded.append(wl)
+    if not args.no_real:
+        for make in (tau_bench, mini_swe_agent):
+            wl = make(args.cache_dir)
+            log(f"workload {wl.name}: {wl.events:,} messages ({wl.source})")
+            loaded.append(wl)
+    return loaded
+
+
+def _latency_row(wl: Workload, backend: Backend, scenario: str, series: ours.LatencySeries) -> dict[str, Any]:
+    return {
+        "workload": wl.name,
+        "kind": wl.kind,
+        "events": wl.events,
+        "backend": backend.name,
+        "scenario": scenario,
+        "timing": series.timing.as_dict(),
+        "phases": {k: round(v, 3) for k, v in series.phases.items()},
+        "input_tokens": series.input_tokens,
+        "extra": series.extra,
+        "target": targets.latency_target(wl.kind, backend.name, scenario, wl.events),
+    }
+
+
+def measure_ours(wl: Workload, backend: Backend, params: ours.AssemblyParams, rep: Repeats, log: Log) -> dict[str, Any]:
+    """Import, then every latency scenario, on one backend."""
+    import_ms, conversation = ours.import_workload(backend, wl, params.model)
+    with ours.open_ledger(backend) as ledger:
+        records = len(ledger.store.records(ours.TENANT, conversation))
+    log(f"  {backend.name}: imported {wl.events:,} events ({records:,} records) in {import_ms / 1000:.1f} s")
+    imported = {
+        "workload": wl.name,
+        "kind": wl.kind,
+        "events": wl.events,
+        "backend": backend.name,
+        "seconds": import_ms / 1000,
+        "events_per_s": wl.events / (import_ms / 1000),
+        "records": records,
+    }
+    rows = []
+    for scenario, run, n in (("cold", ours.cold, rep.cold), ("restart", ours.restart, rep.restart)):
+        rows.append(_latency_row(wl, backend, scenario, run(backend, conversation, params, n)))
+        log(f"  {backend.name}: {scenario} median {report.ms(rows[-1]['timing']['median_ms'])} ms")
+    with ours.open_ledger(backend) as ledger:
+        for scenario, run, n in (("warm", ours.warm, rep.warm), ("append-one", ours.append_one, rep.append)):
+            rows.append(_latency_row(wl, backend, scenario, run(ledger, conversation, params, n)))
+            log(f"  {backend.name}: {scenario} median {report.ms(rows[-1]['timing']['median_ms'])} ms")
+    return {"import": imported, "latency": rows, "conversation_id": conversation}
+
+
+def measure_peers(
+    wl: Workload,
+    params: ours.AssemblyParams,
+    rep: Repeats,
+    latency: Sequence[dict[str, Any]],
+    args: argparse.Namespace,
+    log: Log,
+) -> dict[str, Any]:
+    """The peers on ``wl``'s messages, beside ctxledger's SQLite cold and warm medians."""
+    count = peers.tiktoken_count()
+    budget = params.input_tokens
+    mine = {r["scenario"]: r for r in latency if r["backend"] == "sqlite"}
+    nf = peers.time_newest_fit(wl.messages, budget, count, rep.peers)
+    row: dict[str, Any] = {
+        "workload": wl.name,
+        "kind": wl.kind,
+        "events": wl.events,
+        "budget_tokens": budget,
+        "ours_cold_ms": mine["cold"]["timing"]["median_ms"],
+        "ours_warm_ms": mine["warm"]["timing"]["median_ms"],
+        "ours_tokens": mine["warm"]["input_tokens"],
+        "ours_omitted_by_reason": mine["warm"]["extra"]["omitted_by_reason"],
+        "newest_fit_counting_ms": nf["counting"].median_ms,
+        "newest_fit_cached_ms": nf["cached"].median_ms,
+        "newest_fit_tokens": nf["kept_tokens"],
+        "newest_fit_messages": nf["kept_messages"],
+        "replay_tokens": nf["replay_tokens"],
+        "trim_ms": None,
+    }
+    if not args.no_trim and wl.events <= args.trim_max_events and peers.langchain_available():
+        trim = peers.time_trim_messages(wl.messages, budget, count, rep.peers)
+        row |= {
+            "trim_ms": trim["timing"].median_ms,
+            "trim_p95_ms": trim["timing"].p95_ms,
+            "trim_tokens": trim["kept_tokens"],
+            "trim_messages": trim["kept_messages"],
+        }
+    nf, trim = report.ms(row["newest_fit_counting_ms"]), report.ms(row["trim_ms"])
+    log(f"  peers: newest-fit {nf} ms, trim_messages {trim} ms")
+    return row
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Run every measurement; return the results dict (also what ``--json`` writes)."""
+    log = Log()
+    params = ours.AssemblyParams(model=args.model, window_tokens=args.window)
+    load_ms, _ = time_ms(lambda: (get_counter(args.model), peers.tiktoken_count()))
+    log(f"tokenizers loaded and verified in {load_ms / 1000:.1f} s (once per process, not in any timing)")
+    workloads = load_workloads(args, log)
+    results: dict[str, Any] = {
+        "environment": environment(),
+        "params": dataclasses.asdict(params) | {"input_tokens": params.input_tokens},
+        "tokenizer_load_ms": load_ms,
+        "workloads": [],
+        "import": [],
+        "latency": [],
+        "peers": [],
+    }
+    with work_folder(args.work_dir) as work, ExitStack() as stack:
+        pg = None
+        if "postgres" in args.backends:
+            pg = stack.enter_context(postgres_backend(work / "postgres", args.postgres_url, args.postgres_db))
+        for wl in workloads:
+            log(f"{wl.name} ({wl.events:,} events)")
+            results["workloads"].append({"name": wl.name, "kind": wl.kind, "events": wl.events, "source": wl.source})
+            rep = repeats_for(wl.events, args.quick)
+            for name in args.backends:
+                backend = sqlite_backend(work / f"sqlite-{wl.name}") if name == "sqlite" else pg
+                assert backend is not None
+                measured = measure_ours(wl, backend, params, rep, log)
+                if args.profile:
+                    done = profiling.profile_scenarios(
+                        wl, backend, measured["conversation_id"], params, args.profile, work
+                    )
+                    log(f"  {backend.name}: profiles written: {', '.join(p.name for p in done)}")
+                results["import"].append(measured["import"])
+                results["latency"].extend(measured["latency"])
+            if "sqlite" in args.backends:
+                mine = [r for r in results["latency"] if r["workload"] == wl.name]
+                results["peers"].append(measure_peers(wl, params, rep, mine, args, log))
+        if not args.no_quality:
+            tau = shared_dir() / "data" / "tau-bench" / "gpt-4o-airline_tasks0-39.json"
+            headline = args.tau_file or quality.bundled_trajectory()
+            results["quality"] = quality.tau_bench_quality(
+                sqlite_backend(work / "sqlite-quality"), tau, QUALITY_PARAMS, headline
+            )
+            log(f"tau-bench 8k: {results['quality']['summary']}")
+    results["elapsed_s"] = round(time.perf_counter() - log.started, 1)
+    results["environment"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    return results
+
+
+def render(results: dict[str, Any]) -> str:
+    """Every table, titled, as one Markdown text."""
+    env = results["environment"]
+    parts = [
+        f"# ctxledger benchmark — commit {env['commit']}, Python {env['python']}, {env['cpus']} CPUs, "
+        f"{results['elapsed_s']} s; load average (1 min) {env['load_average_at_start'][0]} at start, "
+        f"{env['load_average_at_end'][0]} at end",
+        f"Requests: model {results['params']['model']}, W {results['params']['window_tokens']:,}, "
+        f"B_input {results['params']['input_tokens']:,} tokens; manifests persisted.",
+        "## Targets (issue 2)",
+        report.targets_table(targets.check_targets(results)),
+        "## Assembly latency",
+        report.latency_table(results["latency"]),
+        "## Import (counting tokens on the way)",
+        report.import_table(results["import"]),
+        "## Same run, same messages: ctxledger (SQLite) vs peers (ms; ratio = peer ÷ ours, > 1 means ours is faster)",
+        report.peers_table(results["peers"]),
+        report.omitted_table(results["peers"]),
+    ]
+    if results.get("quality"):
+        q = results["quality"]["budget"]
+        parts += [
+            f"## tau-bench, the demo's budget: W {q['window']:,}, O {q['output']:,}, M {q['margin']:,} → "
+            f"B_input {q['input']:,} tokens (headline: {results['quality']['headline_source']})",
+            report.quality_table(results["quality"]),
+        ]
+    return "\n\n".join(parts)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark, print the tables, write the JSON if asked."""
+    args = parse_args(argv)
+    results = run(args)
+    print(render(results))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
+        print(f"\nresults written to {args.json}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
