@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gc
 import os
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -130,10 +131,26 @@ def clear_counts(backend: Backend) -> None:
         store.close()
 
 
-def cold(backend: Backend, conversation_id: str, params: AssemblyParams, repeats: int) -> LatencySeries:
-    """Assemble from a fresh Ledger with no counts in the store, ``repeats`` times."""
-    samples = []
-    for _ in range(repeats):
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    """How long one scenario runs: up to ``times`` samples, but no new sample after ``seconds``.
+
+    At least one sample is always taken; the table shows how many were.
+    """
+
+    times: int
+    seconds: float = 120.0
+
+    def more(self, samples: int, started: float) -> bool:
+        """Whether to take another sample after ``samples`` taken since ``started`` (``perf_counter``)."""
+        return samples < self.times and (samples == 0 or time.perf_counter() - started < self.seconds)
+
+
+def cold(backend: Backend, conversation_id: str, params: AssemblyParams, repeat: Repeat) -> LatencySeries:
+    """Assemble from a fresh Ledger with no counts in the store, as often as ``repeat`` allows."""
+    samples: list[tuple[float, Any]] = []
+    started = time.perf_counter()
+    while repeat.more(len(samples), started):
         clear_counts(backend)
         gc.collect()
         with open_ledger(backend) as ledger:
@@ -141,21 +158,26 @@ def cold(backend: Backend, conversation_id: str, params: AssemblyParams, repeats
     return _series(samples)
 
 
-def restart(backend: Backend, conversation_id: str, params: AssemblyParams, repeats: int) -> LatencySeries:
-    """Assemble from a fresh Ledger with the counts in the store, ``repeats`` times."""
-    samples = []
-    for _ in range(repeats):
+def restart(backend: Backend, conversation_id: str, params: AssemblyParams, repeat: Repeat) -> LatencySeries:
+    """Assemble from a fresh Ledger with the counts in the store, as often as ``repeat`` allows."""
+    samples: list[tuple[float, Any]] = []
+    started = time.perf_counter()
+    while repeat.more(len(samples), started):
         gc.collect()
         with open_ledger(backend) as ledger:
             samples.append(time_ms(_assemble(ledger, conversation_id, params)))
     return _series(samples)
 
 
-def warm(ledger: Ledger, conversation_id: str, params: AssemblyParams, repeats: int) -> LatencySeries:
-    """Assemble ``repeats`` times on a Ledger that has assembled the conversation already."""
+def warm(ledger: Ledger, conversation_id: str, params: AssemblyParams, repeat: Repeat) -> LatencySeries:
+    """Assemble again and again on a Ledger that has assembled the conversation already."""
     run = _assemble(ledger, conversation_id, params)
     run()
-    return _series([time_ms(run) for _ in range(repeats)])
+    samples: list[tuple[float, Any]] = []
+    started = time.perf_counter()
+    while repeat.more(len(samples), started):
+        samples.append(time_ms(run))
+    return _series(samples)
 
 
 def user_message(ledger: Ledger, conversation_id: str, k: int) -> Message:
@@ -173,13 +195,15 @@ def user_message(ledger: Ledger, conversation_id: str, k: int) -> Message:
     )
 
 
-def append_one(ledger: Ledger, conversation_id: str, params: AssemblyParams, repeats: int) -> LatencySeries:
-    """Append one user message then assemble, ``repeats`` times, on an already-assembled conversation."""
+def append_one(ledger: Ledger, conversation_id: str, params: AssemblyParams, repeat: Repeat) -> LatencySeries:
+    """Append one user message then assemble (timed), again and again, on an assembled conversation."""
     run = _assemble(ledger, conversation_id, params)
     run()
-    samples, appends = [], []
-    for k in range(repeats):
-        message = user_message(ledger, conversation_id, k)
+    samples: list[tuple[float, Any]] = []
+    appends: list[float] = []
+    started = time.perf_counter()
+    while repeat.more(len(samples), started):
+        message = user_message(ledger, conversation_id, len(samples))
         append_ms, _ = time_ms(lambda message=message: ledger.append([message]))
         appends.append(append_ms)
         samples.append(time_ms(run))

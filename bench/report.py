@@ -62,24 +62,18 @@ def _phases(phases: Mapping[str, float]) -> str:
     return " ".join(f"{short[k]} {ms(v)}" for k, v in phases.items())
 
 
+def _latency_cells(r: Mapping[str, Any]) -> tuple[str, ...]:
+    head = (r["workload"], f"{r['events']:,}", r["backend"], r["scenario"])
+    if r["timing"] is None:
+        return (*head, "skipped", "—", "0", r.get("target", ""), r.get("skipped") or "")
+    t = r["timing"]
+    return (*head, ms(t["median_ms"]), ms(t["p95_ms"]), str(t["n"]), r.get("target", ""), _phases(r["phases"]))
+
+
 def latency_table(latency: Sequence[Mapping[str, Any]]) -> str:
-    """Assembly latency per workload, backend and scenario."""
-    rows = [
-        (
-            r["workload"],
-            f"{r['events']:,}",
-            r["backend"],
-            r["scenario"],
-            ms(r["timing"]["median_ms"]),
-            ms(r["timing"]["p95_ms"]),
-            str(r["timing"]["n"]),
-            r.get("target", ""),
-            _phases(r["phases"]),
-        )
-        for r in latency
-    ]
+    """Assembly latency per workload, backend and scenario (skipped scenarios say why)."""
     headers = ("workload", "events", "backend", "scenario", "median ms", "p95 ms", "n", "target", "median phases (ms)")
-    return table(headers, rows)
+    return table(headers, [_latency_cells(r) for r in latency])
 
 
 def import_table(imports: Sequence[Mapping[str, Any]]) -> str:
@@ -106,8 +100,12 @@ def _ratio(baseline: float | None, ours: float | None) -> str:
     return f"{ratio:.2f}×" if ratio >= 0.1 else f"{ratio:.2g}×"
 
 
-def _pct(part: int, whole: int) -> str:
-    return f"{100 * part / whole:.0f}%" if whole else "—"
+def _pct(part: int | None, whole: int) -> str:
+    return f"{100 * part / whole:.0f}%" if whole and part is not None else "—"
+
+
+def _num(value: int | None) -> str:
+    return "—" if value is None else f"{value:,}"
 
 
 def peers_table(peers: Sequence[Mapping[str, Any]]) -> str:
@@ -127,7 +125,7 @@ def peers_table(peers: Sequence[Mapping[str, Any]]) -> str:
                 _ratio(trim, r["ours_cold_ms"]),
                 _ratio(r["newest_fit_counting_ms"], r["ours_cold_ms"]),
                 _ratio(r["newest_fit_cached_ms"], r["ours_warm_ms"]),
-                f"{r['ours_tokens']:,} / {r['newest_fit_tokens']:,} / {r['replay_tokens']:,}",
+                f"{_num(r['ours_tokens'])} / {r['newest_fit_tokens']:,} / {r['replay_tokens']:,}",
                 f"{_pct(r['ours_tokens'], r['budget_tokens'])} / {_pct(r['newest_fit_tokens'], r['budget_tokens'])}",
             )
         )
@@ -148,12 +146,15 @@ def peers_table(peers: Sequence[Mapping[str, Any]]) -> str:
     return table(headers, rows)
 
 
+def _reasons(counts: Mapping[str, int] | None) -> str:
+    if counts is None:
+        return "— (not measured)"
+    return ", ".join(f"{k} {v:,}" for k, v in counts.items()) or "none"
+
+
 def omitted_table(peers: Sequence[Mapping[str, Any]]) -> str:
     """Records the warm SQLite assembly left out, per reason code (why the payload is as full as it is)."""
-    rows = [
-        (r["workload"], ", ".join(f"{k} {v:,}" for k, v in r["ours_omitted_by_reason"].items()) or "none")
-        for r in peers
-    ]
+    rows = [(r["workload"], _reasons(r["ours_omitted_by_reason"])) for r in peers]
     return table(("workload", "omitted records by reason (warm, SQLite)"), rows)
 
 

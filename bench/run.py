@@ -32,41 +32,20 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import ours, peers, profiling, quality, report, targets
-from bench.backends import DEFAULT_POSTGRES_DB, DEFAULT_POSTGRES_URL, Backend, postgres_backend, sqlite_backend
+from bench import measure, ours, peers, plan, profiling, quality, report, targets
+from bench.backends import DEFAULT_POSTGRES_DB, DEFAULT_POSTGRES_URL, postgres_backend, sqlite_backend
 from bench.stats import time_ms
 from bench.workloads import Workload, mini_swe_agent, shared_dir, synthetic, tau_bench
 from ctxledger.tokens import get_counter
 
 QUALITY_PARAMS = ours.AssemblyParams(window_tokens=8_000, output_tokens=1_000, margin_tokens=200)
 """The tau-bench check's budget, the demo's (``ctxledger.demo.run_demo``): ``B_input = 6,800`` tokens."""
-
-
-@dataclass(frozen=True, slots=True)
-class Repeats:
-    """How many times each scenario runs for one conversation size."""
-
-    cold: int
-    restart: int
-    warm: int
-    append: int
-    peers: int
-
-
-def repeats_for(events: int, quick: bool) -> Repeats:
-    """Fewer repeats for bigger conversations (cold at 100k reads the whole history every time)."""
-    if events <= 5_000:
-        return Repeats(3, 3, 10, 10, 3) if quick else Repeats(5, 5, 30, 30, 5)
-    if events <= 20_000:
-        return Repeats(1, 1, 10, 10, 1) if quick else Repeats(3, 3, 20, 20, 3)
-    return Repeats(1, 1, 5, 5, 1) if quick else Repeats(1, 1, 10, 10, 1)
 
 
 class Log:
@@ -91,6 +70,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--sizes", type=int, nargs="+", help="synthetic sizes in events (default 1000 10000 100000)")
     p.add_argument("--backends", nargs="+", choices=("sqlite", "postgres"), default=["sqlite", "postgres"])
     p.add_argument("--no-real", action="store_true", help="skip the real chained trajectories")
+    p.add_argument("--real-on-postgres", action="store_true", help="also run the real trajectories on PostgreSQL")
     p.add_argument("--no-quality", action="store_true", help="skip the tau-bench 8k check")
     p.add_argument("--no-trim", action="store_true", help="skip langchain-core trim_messages")
     p.add_argument(
@@ -120,6 +100,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="where generated traces are kept between runs",
     )
     p.add_argument("--work-dir", type=Path, help="stores go here (default: a temporary folder, removed after)")
+    p.add_argument(
+        "--scenario-seconds",
+        type=float,
+        default=45.0,
+        help="stop sampling a scenario after this many seconds (at least one sample is taken)",
+    )
+    p.add_argument(
+        "--max-call-seconds",
+        type=float,
+        default=120.0,
+        help="skip a scenario whose time per call, extrapolated from the smaller size, exceeds this",
+    )
+    p.add_argument(
+        "--max-import-seconds",
+        type=float,
+        default=600.0,
+        help="skip a backend at a size whose import, extrapolated from the smaller size, exceeds this",
+    )
     p.add_argument("--json", type=Path, help="write all results to this JSON file")
     p.add_argument(
         "--profile",
@@ -187,93 +185,12 @@ def load_workloads(args: argparse.Namespace, log: Log) -> list[Workload]:
     return loaded
 
 
-def _latency_row(wl: Workload, backend: Backend, scenario: str, series: ours.LatencySeries) -> dict[str, Any]:
-    return {
-        "workload": wl.name,
-        "kind": wl.kind,
-        "events": wl.events,
-        "backend": backend.name,
-        "scenario": scenario,
-        "timing": series.timing.as_dict(),
-        "phases": {k: round(v, 3) for k, v in series.phases.items()},
-        "input_tokens": series.input_tokens,
-        "extra": series.extra,
-        "target": targets.latency_target(wl.kind, backend.name, scenario, wl.events),
-    }
-
-
-def measure_ours(wl: Workload, backend: Backend, params: ours.AssemblyParams, rep: Repeats, log: Log) -> dict[str, Any]:
-    """Import, then every latency scenario, on one backend."""
-    import_ms, conversation = ours.import_workload(backend, wl, params.model)
-    with ours.open_ledger(backend) as ledger:
-        records = len(ledger.store.records(ours.TENANT, conversation))
-    log(f"  {backend.name}: imported {wl.events:,} events ({records:,} records) in {import_ms / 1000:.1f} s")
-    imported = {
-        "workload": wl.name,
-        "kind": wl.kind,
-        "events": wl.events,
-        "backend": backend.name,
-        "seconds": import_ms / 1000,
-        "events_per_s": wl.events / (import_ms / 1000),
-        "records": records,
-    }
-    rows = []
-    for scenario, run, n in (("cold", ours.cold, rep.cold), ("restart", ours.restart, rep.restart)):
-        rows.append(_latency_row(wl, backend, scenario, run(backend, conversation, params, n)))
-        log(f"  {backend.name}: {scenario} median {report.ms(rows[-1]['timing']['median_ms'])} ms")
-    with ours.open_ledger(backend) as ledger:
-        for scenario, run, n in (("warm", ours.warm, rep.warm), ("append-one", ours.append_one, rep.append)):
-            rows.append(_latency_row(wl, backend, scenario, run(ledger, conversation, params, n)))
-            log(f"  {backend.name}: {scenario} median {report.ms(rows[-1]['timing']['median_ms'])} ms")
-    return {"import": imported, "latency": rows, "conversation_id": conversation}
-
-
-def measure_peers(
-    wl: Workload,
-    params: ours.AssemblyParams,
-    rep: Repeats,
-    latency: Sequence[dict[str, Any]],
-    args: argparse.Namespace,
-    log: Log,
-) -> dict[str, Any]:
-    """The peers on ``wl``'s messages, beside ctxledger's SQLite cold and warm medians."""
-    count = peers.tiktoken_count()
-    budget = params.input_tokens
-    mine = {r["scenario"]: r for r in latency if r["backend"] == "sqlite"}
-    nf = peers.time_newest_fit(wl.messages, budget, count, rep.peers)
-    row: dict[str, Any] = {
-        "workload": wl.name,
-        "kind": wl.kind,
-        "events": wl.events,
-        "budget_tokens": budget,
-        "ours_cold_ms": mine["cold"]["timing"]["median_ms"],
-        "ours_warm_ms": mine["warm"]["timing"]["median_ms"],
-        "ours_tokens": mine["warm"]["input_tokens"],
-        "ours_omitted_by_reason": mine["warm"]["extra"]["omitted_by_reason"],
-        "newest_fit_counting_ms": nf["counting"].median_ms,
-        "newest_fit_cached_ms": nf["cached"].median_ms,
-        "newest_fit_tokens": nf["kept_tokens"],
-        "newest_fit_messages": nf["kept_messages"],
-        "replay_tokens": nf["replay_tokens"],
-        "trim_ms": None,
-    }
-    if not args.no_trim and wl.events <= args.trim_max_events and peers.langchain_available():
-        trim = peers.time_trim_messages(wl.messages, budget, count, rep.peers)
-        row |= {
-            "trim_ms": trim["timing"].median_ms,
-            "trim_p95_ms": trim["timing"].p95_ms,
-            "trim_tokens": trim["kept_tokens"],
-            "trim_messages": trim["kept_messages"],
-        }
-    nf, trim = report.ms(row["newest_fit_counting_ms"]), report.ms(row["trim_ms"])
-    log(f"  peers: newest-fit {nf} ms, trim_messages {trim} ms")
-    return row
-
-
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run every measurement; return the results dict (also what ``--json`` writes)."""
     log = Log()
     params = ours.AssemblyParams(model=args.model, window_tokens=args.window)
+    limits = plan.Limits(args.scenario_seconds, args.max_call_seconds, args.max_import_seconds)
+    predictor = plan.Predictor()
     load_ms, _ = time_ms(lambda: (get_counter(args.model), peers.tiktoken_count()))
     log(f"tokenizers loaded and verified in {load_ms / 1000:.1f} s (once per process, not in any timing)")
     workloads = load_workloads(args, log)
@@ -281,6 +198,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "environment": environment(),
         "params": dataclasses.asdict(params) | {"input_tokens": params.input_tokens},
         "tokenizer_load_ms": load_ms,
+        "limits": dataclasses.asdict(limits),
         "workloads": [],
         "import": [],
         "latency": [],
@@ -293,21 +211,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for wl in workloads:
             log(f"{wl.name} ({wl.events:,} events)")
             results["workloads"].append({"name": wl.name, "kind": wl.kind, "events": wl.events, "source": wl.source})
-            rep = repeats_for(wl.events, args.quick)
-            for name in args.backends:
+            rep = plan.repeats_for(wl.events, args.quick, limits)
+            for name in args.backends if wl.kind == "synthetic" or args.real_on_postgres else ["sqlite"]:
                 backend = sqlite_backend(work / f"sqlite-{wl.name}") if name == "sqlite" else pg
                 assert backend is not None
-                measured = measure_ours(wl, backend, params, rep, log)
-                if args.profile:
+                measured = measure.measure_ours(wl, backend, params, rep, predictor, limits, log)
+                if args.profile and measured["conversation_id"]:
                     done = profiling.profile_scenarios(
                         wl, backend, measured["conversation_id"], params, args.profile, work
                     )
                     log(f"  {backend.name}: profiles written: {', '.join(p.name for p in done)}")
-                results["import"].append(measured["import"])
+                if measured["import"]:
+                    results["import"].append(measured["import"])
                 results["latency"].extend(measured["latency"])
             if "sqlite" in args.backends:
-                mine = [r for r in results["latency"] if r["workload"] == wl.name]
-                results["peers"].append(measure_peers(wl, params, rep, mine, args, log))
+                trim = not args.no_trim and wl.events <= args.trim_max_events and peers.langchain_available()
+                results["peers"].append(measure.measure_peers(wl, params, rep["peers"], results["latency"], trim, log))
         if not args.no_quality:
             tau = shared_dir() / "data" / "tau-bench" / "gpt-4o-airline_tasks0-39.json"
             headline = args.tau_file or quality.bundled_trajectory()

@@ -51,6 +51,8 @@ def _warm(latency: Sequence[Mapping[str, Any]], events: int) -> Target:
     row = next((r for r in _synthetic_sqlite(latency, "warm") if r["events"] == events), None)
     if row is None:
         return Target(name, "—", None)
+    if row["timing"] is None:
+        return Target(name, f"skipped: {row['skipped']}", False)
     median = row["timing"]["median_ms"]
     return Target(name, f"{ms(median)} ms", median <= WARM_MS[events])
 
@@ -60,8 +62,12 @@ def _append(latency: Sequence[Mapping[str, Any]]) -> Target:
     name = f"append one event, next assembly ≤ {APPEND_MS:.0f} ms (median, SQLite)"
     if not rows:
         return Target(name, "—", None)
-    measured = ", ".join(f"{r['events']:,}: {ms(r['timing']['median_ms'])} ms" for r in rows)
-    return Target(name, measured, all(r["timing"]["median_ms"] <= APPEND_MS for r in rows))
+    measured = ", ".join(f"{r['events']:,}: {_median_or_skip(r)}" for r in rows)
+    return Target(name, measured, all(r["timing"] and r["timing"]["median_ms"] <= APPEND_MS for r in rows))
+
+
+def _median_or_skip(row: Mapping[str, Any]) -> str:
+    return f"{ms(row['timing']['median_ms'])} ms" if row["timing"] else f"skipped ({row['skipped']})"
 
 
 def _cold(peers: Sequence[Mapping[str, Any]]) -> Target:
@@ -69,6 +75,8 @@ def _cold(peers: Sequence[Mapping[str, Any]]) -> Target:
     row = next((r for r in peers if r["kind"] == "synthetic" and r["events"] == 10_000), None)
     if row is None or not row.get("trim_ms"):
         return Target(name, "—", None)
+    if row["ours_cold_ms"] is None:
+        return Target(name, f"cold skipped (predicted too slow); trim_messages {ms(row['trim_ms'])} ms", False)
     ratio = row["trim_ms"] / row["ours_cold_ms"]
     measured = f"{ratio:.2f}× (ours {ms(row['ours_cold_ms'])} ms, trim_messages {ms(row['trim_ms'])} ms)"
     return Target(name, measured, ratio >= COLD_VS_TRIM)
