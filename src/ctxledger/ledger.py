@@ -285,7 +285,8 @@ class Ledger:
             through_seq: last ``seq`` covered, inclusive; default: the end of the last unit before the
                 latest user turn.
             compactor: default the deterministic offline compactor; e.g. an ``LLMCompactor``.
-            tenant_id, branch_id: scope (default: the conversation's main branch).
+            tenant_id: the tenant.
+            branch_id: the branch (default: the conversation's main branch).
             policy: the policy whose version is recorded (default: the ledger's).
 
         Returns:

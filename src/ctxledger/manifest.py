@@ -7,10 +7,14 @@ A manifest is a JSON-able dict persisted for every assembly. Its top-level keys:
 * ``policy`` ``{name, version, hash}``, ``assembler_version``, ``counter`` ``{id, is_estimate}``,
   ``model``, ``api``;
 * ``budget`` ``{window, output, margin, input, fixed, dynamic}`` (tokens) and ``ledger`` (per class
-  ``{cap, used, required}``);
+  ``{cap, used, required}``, and ``saved_by_transform``: tokens each representation transform saved
+  against verbatim);
 * ``candidates``: every candidate record id; ``included``: ``{ref, unit, kind, role, external_id,
-  representation, tokens, stage, reason, utility, transform}``; ``omitted``: ``{ref, unit, external_id,
-  reason, stage, detail}``; every candidate is in exactly one of the two;
+  representation, tokens, stage, reason, utility, transform, locators[, promotion]}`` (``locators``:
+  where an excerpt, extraction or reference of the record points in its exact bytes, empty for
+  verbatim; ``promotion``: the decision that turned an artifact into the memory shown); ``omitted``:
+  ``{ref, unit, external_id, reason, stage, detail}`` (a ``redundant`` one's detail names the kept
+  unit); every candidate is in exactly one of the two;
 * ``omitted_by_reason`` / ``omitted_by_stage``: counts of omitted candidates (branch, visibility, budget …
   exclusions counted apart, seed 004 §4.10 and §8 R10);
 * ``decisions``: every policy decision ``{ref, stage, outcome, reason, detail}``; ``marks``: the ``mark``
@@ -34,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from ctxledger.assemble.represent import record_locators, record_promotion
 from ctxledger.errors import RecordNotFound
 
 if TYPE_CHECKING:
@@ -187,10 +192,17 @@ def _entry(
                 "utility": option.utility if option is not None else None,
                 "transform": (option.transform if option is not None else None) or unit.transforms.get(rec.id),
                 "source_version": getattr(rec, "source_version", None),
+                "locators": record_locators(option, rec.id),
+                **_promotion(option, rec.id),
                 **_facts(rec),
             }
         )
     return out
+
+
+def _promotion(option: Option | None, record_id: str) -> dict[str, Any]:
+    decision = record_promotion(option, record_id)
+    return {"promotion": decision} if decision else {}
 
 
 def _facts(rec: Any) -> dict[str, Any]:

@@ -31,6 +31,8 @@ import numpy as np
 
 from ctxledger.assemble.costing import Coster
 from ctxledger.assemble.relevance import tokenize
+from ctxledger.assemble.represent import charge_savings, omit_redundant
+from ctxledger.assemble.room import make_room_for_errors
 from ctxledger.assemble.select import Option, SelectionItem, select
 from ctxledger.assemble.snapshot import Snapshot
 from ctxledger.assemble.units import Unit, UnitKind, build_units, content_text
@@ -194,6 +196,7 @@ def assemble(
     options_for: Any | None = None,
     extra_records: Sequence[Record] = (),
     read_blob: Callable[[str], bytes] | None = None,
+    redundancy: Callable[[Sequence[Unit], Mapping[str, str]], Mapping[str, str]] | None = None,
 ) -> Assembly:
     """Assemble the context of the next model call.
 
@@ -211,6 +214,9 @@ def assemble(
             ancestor after the fork), up to the snapshot ``seq``: the lineage stage records them as
             branch exclusions, and conversation-visible or shared ones may fill remaining room.
         read_blob: bare-hex sha256 → bytes, for rehydration phase two (and other branches' tool results).
+        redundancy: optional ``(live units, required) -> {redundant unit id: kept unit id}``; those units
+            leave as ``redundant`` with a pointer (:func:`~ctxledger.assemble.represent.omit_redundant`).
+            ``options_for`` and ``redundancy`` are ignored when the policy's ``selection.ladder`` is off.
 
     Returns:
         The :class:`Assembly`; its manifest is complete but not yet persisted.
@@ -232,6 +238,10 @@ def assemble(
             if rid not in plan.omitted and any(r in plan.omitted for r in u.record_ids):
                 reason, stage, _ = next(plan.omitted[r] for r in u.record_ids if r in plan.omitted)
                 plan.omitted[rid] = (reason, stage, f"unit {u.id} omitted as a whole")
+    if not policy.selection.ladder:
+        options_for = redundancy = None
+    if redundancy is not None:
+        units = omit_redundant(units, redundancy(units, plan.required), plan.omitted, plan.decisions)
     turn_costs = _turn_costs(snap, coster, units)
     costs = {uid: sum(c) for uid, c in turn_costs.items()}
     tools = tuple(request.tools) if request.tools is not None else snap.tool_schemas
@@ -243,11 +253,14 @@ def assemble(
     relevance = _relevance_by_id(request, snap)
     items = _selection_items(units, plan, turn_costs, relevance, policy, coster, options_for)
     result = select(items, dynamic, ledger)
+    if options_for is not None:
+        make_room_for_errors(items, result, dynamic, ledger)
     by_id = {u.id: u for u in units}
     for uid, reason in result.omitted.items():
         _omit_unit(plan, by_id[uid], reason, "selection")
     chosen_units = [u for u in units if u.id in result.chosen]
     chosen_units = _fix_role_order(chosen_units, plan, result.chosen, required_units)
+    charge_savings(ledger.saved, result.chosen, costs)
     _rehydrate(request, policy, plan, chosen_units, result, coster, read_blob, dynamic, ledger)
     for unit in fixed:
         ledger.charge(unit.context_class.value, costs[unit.id], required=True)

@@ -117,9 +117,16 @@ class FixedCoster:
         self.tool_costs = dict(tool_costs or {})
         self.counter_id = "fixed/" + content_hash([self.turn_costs, self.tool_costs])[7:19]
         self.is_estimate = False
+        self.derived: dict[str, int] = {}
+        """:func:`turn_key` → tokens of turns derived from a record (an excerpt, an extraction …), which
+        the per-record table cannot price; filled by the representation ladder (:mod:`.represent`)."""
 
     def turn_tokens(self, turn: Turn) -> int:
-        """The table's cost for the turn's record."""
+        """The table's cost for the turn's record (a derived turn's registered cost first)."""
+        if self.derived:
+            tokens = self.derived.get(turn_key(turn))
+            if tokens is not None:
+                return tokens
         return self.turn_costs[turn.ref]
 
     def tools_tokens(self, tools: Sequence[Mapping[str, Any]]) -> int:

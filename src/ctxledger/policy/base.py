@@ -191,6 +191,9 @@ class SelectionParams:
     w_kind: float = 0.15
     recency_half_life: float = 4.0
     class_caps: Mapping[str, float] = field(default_factory=dict)
+    ladder: bool = True
+    """Offer the representation ladder (excerpt, extraction, memory, reference) and omit redundant tool
+    outputs (:mod:`ctxledger.assemble.represent`); ``False`` = every unit verbatim or not at all."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able form (part of the policy hash)."""
@@ -200,6 +203,7 @@ class SelectionParams:
             "w_kind": self.w_kind,
             "recency_half_life": self.recency_half_life,
             "class_caps": dict(sorted(self.class_caps.items())),
+            "ladder": self.ladder,
         }
 
 

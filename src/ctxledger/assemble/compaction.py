@@ -1,0 +1,118 @@
+"""Compaction at stable boundaries: where a compaction may end and which records it stands for.
+
+DESIGN §4 and seed 001 "Límites de Compactación": compaction happens at stable boundaries (after a plan
+is accepted, after a checkpoint, before a handoff), never in the middle of a step. Here a ``seq`` is a
+*stable boundary* when no atomic unit straddles it: an assistant message, its tool calls and all their
+results lie wholly at or before it, or wholly after it. The default boundary is the end of the last unit
+before the latest user turn, so the turn in progress is never compacted.
+
+The sources of a compaction are the messages, tool calls, tool results, memories, checkpoints, model
+runs and earlier compactions of the branch lineage up to the boundary, except instructions (never
+summarised; they stay fixed blocks) and records not visible to the whole conversation (private,
+audit-only or shared with named participants: a summary must not carry them to readers who may not see
+them). The compactor and its fidelity check are :func:`ctxledger.represent.compact_checked`'s; a
+refused compaction raises and nothing is written (that is the caller's contract:
+:meth:`ctxledger.ledger.Ledger.compact`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Sequence
+
+from ctxledger.assemble.snapshot import Snapshot
+from ctxledger.assemble.units import Unit, UnitKind
+from ctxledger.errors import InputError
+from ctxledger.policy.base import Policy
+from ctxledger.records import (
+    Checkpoint,
+    Compaction,
+    Message,
+    ModelRun,
+    Record,
+    Role,
+    ToolArtifact,
+    ToolCall,
+    ToolMemory,
+    Visibility,
+)
+from ctxledger.represent.compaction import Compactor, compact_checked
+
+_SOURCE_TYPES = (Message, ToolCall, ToolArtifact, ToolMemory, Checkpoint, ModelRun, Compaction)
+_VISIBLE = (Visibility.CONVERSATION, Visibility.BRANCH)
+
+
+def default_boundary(units: Sequence[Unit]) -> int:
+    """The end ``seq`` of the last unit before the latest user turn (0 when there is none)."""
+    latest_user = max((u.seq for u in units if u.kind is UnitKind.MESSAGE and u.role == "user"), default=None)
+    ends = [u.last_seq for u in units if latest_user is None or u.last_seq < latest_user]
+    return max(ends, default=0)
+
+
+def check_boundary(units: Sequence[Unit], through_seq: int, *, source: str = "<api>") -> None:
+    """Refuse a ``through_seq`` that splits a unit (a tool call on one side, its result on the other).
+
+    Raises:
+        InputError: ``through_seq`` lies inside a unit (``field="through_seq"``; names the unit).
+    """
+    for unit in units:
+        if unit.seq <= through_seq < unit.last_seq:
+            raise InputError(
+                f"through_seq {through_seq} splits unit {unit.id} (seq {unit.seq}..{unit.last_seq}); "
+                f"a compaction must end at a stable boundary, e.g. {unit.seq - 1} or {unit.last_seq}",
+                source=source,
+                field="through_seq",
+            )
+
+
+def compaction_sources(records: Sequence[Record], through_seq: int) -> list[Record]:
+    """The records a compaction through ``through_seq`` (inclusive) stands for (module docstring)."""
+    return [
+        r
+        for r in records
+        if r.seq <= through_seq
+        and isinstance(r, _SOURCE_TYPES)
+        and r.visibility in _VISIBLE
+        and not (isinstance(r, Message) and r.role in (Role.SYSTEM, Role.DEVELOPER))
+    ]
+
+
+def build_compaction(
+    snap: Snapshot,
+    *,
+    policy: Policy,
+    through_seq: int | None = None,
+    compactor: Compactor | None = None,
+) -> Compaction:
+    """Compact a snapshot's history up to a stable boundary, checked for fidelity (not yet written).
+
+    Args:
+        snap: the branch lineage's snapshot (its head is where the compaction is made).
+        policy: the policy asking for it; its version is the compaction's lineage (``policy_version``),
+            its name and hash go to ``meta``.
+        through_seq: last ``seq`` covered, inclusive; default :func:`default_boundary`.
+        compactor: the compactor (default: the deterministic, offline
+            :func:`~ctxledger.represent.compact`; e.g. an :class:`~ctxledger.represent.LLMCompactor`).
+
+    Returns:
+        The :class:`Compaction` (``seq`` 0: the store assigns it on append), on the snapshot's branch,
+        whose ``body["fidelity"]`` records the passing check.
+
+    Raises:
+        InputError: ``through_seq`` splits a unit, lies beyond the head, or covers nothing.
+        CompactionRefused: the compaction lost an invariant or the compactor failed; nothing to write.
+    """
+    boundary = default_boundary(snap.units) if through_seq is None else through_seq
+    if boundary > snap.seq:
+        raise InputError(f"through_seq {boundary} is beyond the head seq {snap.seq}", field="through_seq")
+    check_boundary(snap.units, boundary)
+    sources = compaction_sources(snap.records, boundary)
+    if not sources:
+        raise InputError(f"nothing to compact at or before seq {boundary}", field="through_seq")
+    compaction_id = f"{snap.conversation_id}/compaction/{uuid.uuid4().hex[:12]}"
+    rec = compact_checked(
+        sources, compaction_id=compaction_id, policy_version=policy.version, through_seq=boundary, compactor=compactor
+    )
+    meta = {**rec.meta, "policy": policy.name, "policy_hash": policy.hash, "stable_boundary": boundary}
+    return dataclasses.replace(rec, branch_id=snap.branch_id, meta=meta)

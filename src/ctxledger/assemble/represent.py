@@ -1,0 +1,615 @@
+"""The representation ladder: cheaper ways for a unit to enter the context (DESIGN §3 step 5; issue 4).
+
+Seed 002's table "Qué hacer cuando una pieza útil no cabe" lists the rungs and the risk of each; seed 000
+asks that a large result enter as "lines 480–510, timeout connecting to db, file X, hash Y", never as
+"full log: 20 MB". For every candidate unit the assembler asks :meth:`Ladder.__call__`
+(``options_for(unit, verbatim, coster) -> list[Option]``) for the options besides verbatim, and selection
+(:mod:`.select`) takes at most one option per unit. The rungs, most kept first:
+
+* ``excerpt``: :func:`~ctxledger.represent.make_excerpt` of each large text at
+  :data:`EXCERPT_TOKENS` (error lines, failing tests, head and tail first), with locators;
+* ``extraction``: the artifact's :class:`~ctxledger.records.ToolMemory` (summary plus structured fields)
+  from :func:`~ctxledger.represent.promote`, whose decision is kept with the option;
+* ``memory``: that memory's summary only;
+* ``reference``: id, size, lines, sha256, source version and the command that rehydrates it;
+* dropping the unit is selection's business (``budget`` / ``class_cap``).
+
+A *large text* is a tool result (its stored bytes), or the text of a user or assistant message, that costs
+at least :data:`MIN_TOKENS`; an assistant turn's tool calls are never touched (only its text may be
+excerpted), so tool-call pairing holds in every rung. A message gets excerpts only: no extractor reads
+prose, and a bare reference to a message tells the model nothing (a tool result's reference still answers
+its call and says what the output was). A message excerpt's locators name the message: its bytes are its
+text as UTF-8 (:func:`rehydrate_ref`). A turn the policy already marked (redacted secret, stale flag,
+delimiting) is never re-derived from raw bytes: it stays as marked. Memories, compactions, checkpoints
+and instructions are compact already and get no rungs.
+
+**Costs** are exact: each option's turns are priced by the same coster as verbatim (the serializer's
+framing and the model's counter). A :class:`~ctxledger.assemble.costing.FixedCoster` (reference counts
+of the failure cases) has no tokenizer, so derived text is priced at its source turn's reference rate
+(tokens per UTF-8 byte, rounded up) and registered in ``coster.derived``.
+
+**Utilities** are verbatim's times a factor below 1 that grows with what the option keeps:
+``floor + (0.95 − floor) × keep``, with floors excerpt 0.5, extraction ``0.4 × confidence``, memory
+``0.3 × confidence``, reference 0.15. ``keep`` is, for texts that report errors, ``0.6 × (error lines
+kept / error lines) + 0.4 × (bytes shown / bytes)`` (error lines as
+:func:`~ctxledger.represent._patterns.is_error_line` reads them; an extraction or memory keeps an error
+line when its text holds it), else the bytes shown (0 for an extraction, memory or reference). So an
+excerpt or extraction that keeps every error line is worth nearly verbatim, one that keeps the head of a
+file listing much less; selection (:mod:`.select`) takes verbatim when it fits, else the rung worth most
+among those that fit, and :mod:`.room` then shrinks bulk to let left-out error output in when that gains
+utility. Every option's ``detail`` holds, per record, its sha256, locators and (for extractions) the
+promotion decision, plus the unit's ``error_lines`` and how many the option keeps.
+
+**Redundancy** (:meth:`Ladder.redundant`): repeated identical calls (same tool, arguments and output
+sha256) and near-duplicate outputs (:func:`~ctxledger.represent.find_redundant`) enter once, the newest
+kept; older copies leave as ``redundant`` with a pointer to the kept unit. Protected units are never
+redundant (they may be the kept copy).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxledger.assemble.costing import Coster, FixedCoster, turn_key
+from ctxledger.assemble.select import Option
+from ctxledger.assemble.units import Unit, UnitKind, render_memory
+from ctxledger.errors import BudgetError, InputError, IntegrityError
+from ctxledger.hashing import sha256_hex
+from ctxledger.policy.base import Outcome, PolicyDecision, ReasonCode
+from ctxledger.records import Message, Record, ToolArtifact, ToolCall, ToolMemory
+from ctxledger.represent import LineIndex, Locator, find_redundant, make_excerpt, promote, rehydrate
+from ctxledger.represent._patterns import is_error_line
+from ctxledger.represent.extract._base import query_terms
+from ctxledger.represent.redundancy import call_key
+from ctxledger.serialize.base import Turn
+from ctxledger.tokens import TokenCounter
+
+LADDER_VERSION = "1"
+
+EXCERPT_TOKENS: tuple[int, ...] = (1024, 512, 256)
+"""Excerpt sizes offered, in tokens of the excerpt text (a size is offered when below 0.8 × verbatim)."""
+
+MIN_TOKENS = 200
+"""Turns cheaper than this (tokens, verbatim) stay verbatim in every rung."""
+
+REDUNDANT_MIN_CHARS = 200
+"""Near-duplicate detection applies to tool outputs at least this long (characters); shorter outputs
+(``ok``, an empty ``<output>``) repeat for different actions and are redundant only as repeated calls."""
+
+REDUNDANT_THRESHOLD = 0.9
+"""Estimated Jaccard similarity of word 3-gram shingles from which two outputs are near-duplicates."""
+
+CEILING = 0.95
+"""The highest factor a rung reaches (it keeps everything that matters, yet is not verbatim)."""
+EXCERPT_FLOOR = 0.5
+EXTRACTION_FLOOR = 0.4
+MEMORY_FLOOR = 0.3
+REFERENCE_FLOOR = 0.15
+ERROR_WEIGHT = 0.6
+"""Share of ``keep`` given to error lines when the text reports errors (the rest: bytes shown)."""
+MAX_ERROR_LINES = 64
+
+
+class RateCounter:
+    """A :class:`~ctxledger.tokens.TokenCounter` pricing text at a fixed rate of tokens per UTF-8 byte.
+
+    Used to price text derived from a record under reference counts (``FixedCoster``), where the rate is
+    the record's reference tokens over its bytes. Counts round up, so an estimate never undercounts the
+    rate.
+    """
+
+    is_estimate = True
+
+    def __init__(self, tokens_per_byte: float) -> None:
+        self.tokens_per_byte = tokens_per_byte
+        self.id = f"rate/{tokens_per_byte:.6f}"
+
+    def count(self, text: str) -> int:
+        """``ceil(len(utf8(text)) × rate)`` tokens."""
+        return math.ceil(len(text.encode("utf-8")) * self.tokens_per_byte)
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        """:meth:`count` of each text."""
+        return [self.count(t) for t in texts]
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """One large text of a unit: the turn it renders to and the exact bytes behind it."""
+
+    index: int
+    record: Record
+    data: bytes
+    sha256: str
+    tokens: int
+    ref_uri: str | None
+
+    @property
+    def is_artifact(self) -> bool:
+        return isinstance(self.record, ToolArtifact)
+
+    @property
+    def source_version(self) -> str | None:
+        return getattr(self.record, "source_version", None)
+
+    def label(self) -> str:
+        rec = self.record
+        if isinstance(rec, ToolArtifact):
+            what = f"{rec.name or 'tool'} output, artifact {rec.id}"
+        else:
+            what = f"message {rec.id}"
+        return f"{what} ({self.ref_uri})" if self.ref_uri else what
+
+    def facts(self) -> str:
+        lines = LineIndex(self.data).line_count
+        version = f", source version {self.source_version}" if self.source_version else ""
+        return f"{len(self.data)} bytes, {lines} lines, sha256:{self.sha256[:16]}{version}"
+
+    def whole_locator(self) -> dict[str, Any]:
+        index = LineIndex(self.data)
+        return index.locator(self.record.id, self.sha256, 0, len(self.data), self.source_version).to_dict()
+
+
+@dataclass(slots=True)
+class _Rung:
+    """A representation of a unit before utility is applied (cached per unit, coster and focus)."""
+
+    representation: str
+    transform: str
+    factor: float
+    turns: tuple[Turn, ...]
+    turn_tokens: tuple[int, ...]
+    detail: dict[str, Any]
+    derived: dict[str, int] = field(default_factory=dict)  # turn_key -> tokens, for a FixedCoster
+
+    @property
+    def tokens(self) -> int:
+        return sum(self.turn_tokens)
+
+
+class Ladder:
+    """Builds the cheaper options of each unit (see the module docstring) and finds redundant units.
+
+    Args:
+        read_blob: bare-hex sha256 → bytes (the blob store's ``get``).
+        query: the current goal's text; its terms are the excerpt's focus and steer the extractors.
+        excerpt_tokens: the excerpt sizes offered (tokens of excerpt text).
+        min_tokens: turns below this cost (tokens, verbatim) are never re-represented.
+        messages: also excerpt long user and assistant message texts (their locators name the message).
+
+    A ladder caches the options of every unit it has seen (by unit id, turn content, marks, coster and query),
+    so repeated assemblies of a growing history only build options for new units.
+    """
+
+    def __init__(
+        self,
+        read_blob: Callable[[str], bytes],
+        *,
+        query: str | None = None,
+        excerpt_tokens: Sequence[int] = EXCERPT_TOKENS,
+        min_tokens: int = MIN_TOKENS,
+        messages: bool = True,
+        _cache: dict[tuple[Any, ...], list[_Rung]] | None = None,
+    ) -> None:
+        self.read_blob = read_blob
+        self.query = query or ""
+        self.focus = query_terms(self.query)
+        self.excerpt_tokens = tuple(sorted(set(excerpt_tokens), reverse=True))
+        self.min_tokens = min_tokens
+        self.messages = messages
+        self._cache: dict[tuple[Any, ...], list[_Rung]] = {} if _cache is None else _cache
+
+    def bind(self, query: str | None) -> Ladder:
+        """The same ladder (sharing its cache) for a request whose goal is ``query``."""
+        return Ladder(
+            self.read_blob,
+            query=query,
+            excerpt_tokens=self.excerpt_tokens,
+            min_tokens=self.min_tokens,
+            messages=self.messages,
+            _cache=self._cache,
+        )
+
+    def __call__(self, unit: Unit, verbatim: Option, coster: Coster) -> list[Option]:
+        """The options of ``unit`` besides verbatim, each with exact tokens and a utility below verbatim's.
+
+        Args:
+            unit: the candidate unit (possibly annotated by policy marks).
+            verbatim: its verbatim option (the utility and per-turn tokens are taken from it).
+            coster: the coster of this assembly; every option is priced by it.
+
+        Returns:
+            Options in rung order (excerpts largest first, extraction, memory, reference); empty when
+            the unit has no large text.
+        """
+        turns = tuple(turn_key(t) for t in unit.turns)
+        key = (unit.id, turns, tuple(sorted(unit.transforms.items())), coster.counter_id, self.focus, self.query)
+        rungs = self._cache.get(key)
+        if rungs is None:
+            rungs = self._rungs(unit, verbatim, coster)
+            self._cache[key] = rungs
+        if isinstance(coster, FixedCoster):
+            for rung in rungs:
+                coster.derived.update(rung.derived)
+        return [
+            Option(
+                r.representation,
+                r.tokens,
+                round(verbatim.utility * r.factor, 9),
+                r.turns,
+                r.transform,
+                r.detail,
+                r.turn_tokens,
+            )
+            for r in rungs
+        ]
+
+    # -- building rungs ------------------------------------------------------------------------------
+
+    def _rungs(self, unit: Unit, verbatim: Option, coster: Coster) -> list[_Rung]:
+        costs = verbatim.turn_tokens or tuple(coster.turn_tokens(t) for t in unit.turns)
+        targets = self._targets(unit, costs, coster)
+        if not targets:
+            return []
+        rungs = self._excerpts(unit, targets, costs, coster)
+        if unit.kind is UnitKind.TOOL_EXCHANGE:  # a message has no extractor, and a bare reference says nothing
+            memories = {t.record.id: self._promote(t) for t in targets if t.is_artifact}
+            if any(m[0] is not None for m in memories.values()):
+                rungs += [self._extraction(unit, targets, costs, coster, memories, full) for full in (True, False)]
+            rungs.append(self._reference(unit, targets, costs, coster))
+        verbatim_tokens = sum(costs)
+        return [r for r in rungs if r.tokens < verbatim_tokens]
+
+    def _targets(self, unit: Unit, costs: Sequence[int], coster: Coster) -> list[_Target]:
+        if unit.kind not in (UnitKind.TOOL_EXCHANGE, UnitKind.MESSAGE):
+            return []
+        records = {r.id: r for r in unit.records}
+        out = []
+        for i, turn in enumerate(unit.turns):
+            rec = records.get(turn.ref)
+            if costs[i] < self.min_tokens or not isinstance(turn.content, str) or unit.transforms.get(turn.ref):
+                continue
+            if isinstance(rec, ToolArtifact) and turn.role == "tool" and rec.sha256:
+                data = self.read_blob(rec.sha256)
+                ref_uri = rec.meta.get("artifact_ref")
+                out.append(_Target(i, rec, data, rec.sha256, costs[i], str(ref_uri) if ref_uri else None))
+            elif isinstance(rec, Message) and turn.role in ("user", "assistant") and self.messages:
+                target = self._message_target(i, rec, turn, costs[i], coster)
+                if target is not None:
+                    out.append(target)
+        return out
+
+    def _message_target(self, index: int, rec: Message, turn: Turn, tokens: int, coster: Coster) -> _Target | None:
+        """A message's text as a target; for an assistant turn with tool calls, only its text is excerpted."""
+        text = str(turn.content)
+        if turn.tool_calls:
+            counter = getattr(coster, "counter", None)
+            if counter is None:  # reference counts price the whole turn: its text alone has no cost
+                return None
+            tokens = counter.count(text)
+            if tokens < self.min_tokens:
+                return None
+        data = text.encode("utf-8")
+        return _Target(index, rec, data, sha256_hex(data), tokens, None)
+
+    def _counter(self, coster: Coster, target: _Target) -> TokenCounter:
+        counter = getattr(coster, "counter", None)
+        if counter is not None:
+            return counter  # type: ignore[no-any-return]
+        return RateCounter(target.tokens / max(1, len(target.data)))
+
+    def _finish(
+        self,
+        unit: Unit,
+        costs: Sequence[int],
+        coster: Coster,
+        contents: Mapping[int, tuple[str, RateCounter | None]],
+        head: tuple[str, str, float, dict[str, Any]],
+        targets: Sequence[_Target] = (),
+        shown_bytes: int = 0,
+    ) -> _Rung:
+        """Build a rung: new contents in, every turn priced, the floor turned into a factor by what it keeps.
+
+        Derived costs are registered on a FixedCoster (module docstring).
+        """
+        representation, transform, floor, detail = head
+        keep, errors, errors_kept = _keep(targets, contents, shown_bytes)
+        factor = round(floor + (CEILING - floor) * keep, 6)
+        detail = {**detail, "error_lines": errors, "error_lines_kept": errors_kept}
+        turns, tokens, derived = list(unit.turns), list(costs), {}
+        for i, (content, rate) in contents.items():
+            turns[i] = dataclasses.replace(turns[i], content=content)
+            if isinstance(coster, FixedCoster):
+                rate = rate or RateCounter(costs[i] / max(1, len(str(unit.turns[i].content).encode("utf-8"))))
+                tokens[i] = rate.count(content)
+                derived[turn_key(turns[i])] = tokens[i]
+            else:
+                tokens[i] = coster.turn_tokens(turns[i])
+        return _Rung(representation, transform, factor, tuple(turns), tuple(tokens), detail, derived)
+
+    def _rate(self, coster: Coster, target: _Target) -> RateCounter | None:
+        counter = self._counter(coster, target)
+        return counter if isinstance(counter, RateCounter) else None
+
+    def _excerpts(self, unit: Unit, targets: Sequence[_Target], costs: Sequence[int], coster: Coster) -> list[_Rung]:
+        rungs = []
+        for size in self.excerpt_tokens:
+            contents: dict[int, tuple[str, RateCounter | None]] = {}
+            records: dict[str, Any] = {}
+            shown = total = 0
+            for t in targets:
+                total += len(t.data)
+                if size >= 0.8 * t.tokens:
+                    shown += len(t.data)
+                    continue  # this text is small for the size: it stays verbatim
+                try:
+                    ex = make_excerpt(
+                        t.data,
+                        artifact_id=t.record.id,
+                        sha256=t.sha256,
+                        max_tokens=size,
+                        counter=self._counter(coster, t),
+                        source_version=t.source_version,
+                        focus=self.focus,
+                        ref_uri=t.ref_uri,
+                    )
+                except BudgetError:
+                    contents = {}
+                    break
+                contents[t.index] = (ex.text, self._rate(coster, t))
+                shown += sum(loc.byte_end - loc.byte_start for loc in ex.locators)
+                records[t.record.id] = {
+                    "sha256": t.sha256,
+                    "bytes": len(t.data),
+                    "max_tokens": size,
+                    "locators": [loc.to_dict() for loc in ex.locators],
+                }
+            if not contents:
+                continue
+            head = ("excerpt", f"excerpt@{size}", EXCERPT_FLOOR, {"records": records})
+            rungs.append(self._finish(unit, costs, coster, contents, head, targets, shown))
+        return _distinct(rungs)
+
+    def _promote(self, target: _Target) -> tuple[ToolMemory | None, dict[str, Any]]:
+        art = target.record
+        assert isinstance(art, ToolArtifact)
+        return promote(art, target.data, query=self.query, memory_id=f"{art.id}#memory", observed_at=art.created_at)
+
+    def _extraction(
+        self,
+        unit: Unit,
+        targets: Sequence[_Target],
+        costs: Sequence[int],
+        coster: Coster,
+        memories: Mapping[str, tuple[ToolMemory | None, dict[str, Any]]],
+        full: bool,
+    ) -> _Rung:
+        contents: dict[int, tuple[str, RateCounter | None]] = {}
+        records: dict[str, Any] = {}
+        confidences = []
+        for t in targets:
+            mem, decision = memories.get(t.record.id, (None, {}))
+            if mem is None:
+                contents[t.index] = (_reference_text(t), self._rate(coster, t))
+                records[t.record.id] = {"sha256": t.sha256, "locators": [t.whole_locator()], "promotion": decision}
+                continue
+            extractor = str(mem.fields.get("extractor", ""))
+            what = "extraction" if full else "memory"
+            header = (
+                f"[{what} of {t.label()}, {t.facts()}; extractor {extractor}, confidence {mem.confidence:.2f}; "
+                f"full output: ctxledger rehydrate {t.record.id}]"
+            )
+            body = render_memory(mem) if full else mem.summary
+            contents[t.index] = (f"{header}\n{body}", self._rate(coster, t))
+            records[t.record.id] = {
+                "sha256": t.sha256,
+                "extractor": extractor,
+                "confidence": mem.confidence,
+                "freshness": str(mem.freshness),
+                "locators": [dict(loc) for loc in mem.locators],
+                "promotion": decision,
+            }
+            confidences.append(mem.confidence)
+        kinds = sorted({str(r.get("extractor")) for r in records.values() if r.get("extractor")})
+        floor = (EXTRACTION_FLOOR if full else MEMORY_FLOOR) * (sum(confidences) / len(confidences))
+        representation = "extraction" if full else "memory"
+        head = (representation, f"{representation}:{'+'.join(kinds)}", floor, {"records": records})
+        return self._finish(unit, costs, coster, contents, head, targets)
+
+    def _reference(self, unit: Unit, targets: Sequence[_Target], costs: Sequence[int], coster: Coster) -> _Rung:
+        contents = {t.index: (_reference_text(t), self._rate(coster, t)) for t in targets}
+        records = {
+            t.record.id: {"sha256": t.sha256, "bytes": len(t.data), "locators": [t.whole_locator()]} for t in targets
+        }
+        head = ("reference", "reference", REFERENCE_FLOOR, {"records": records})
+        return self._finish(unit, costs, coster, contents, head, targets)
+
+    # -- redundancy ------------------------------------------------------------------------------------
+
+    def redundant(self, units: Sequence[Unit], required: Mapping[str, str]) -> dict[str, str]:
+        """Map each redundant tool-exchange unit id to the id of the newer unit kept in its place.
+
+        Args:
+            units: live candidate units in ``seq`` order.
+            required: unit id → protection reason; these units are never redundant.
+
+        Returns:
+            ``{redundant unit id: kept unit id}``; a kept unit is never itself redundant.
+        """
+        exchanges = [u for u in units if u.kind is UnitKind.TOOL_EXCHANGE and not u.transforms]
+        pointers = _repeated_calls(exchanges)
+        texts = [(u.id, _outputs(u)) for u in exchanges if u.id not in pointers]
+        near = find_redundant(
+            [(i, t) for i, t in texts if len(t) >= REDUNDANT_MIN_CHARS], threshold=REDUNDANT_THRESHOLD
+        )
+        pointers.update(near)
+        out = {}
+        for uid, kept in pointers.items():
+            while kept in pointers:
+                kept = pointers[kept]
+            if uid not in required:
+                out[uid] = kept
+        return out
+
+
+def error_lines(data: bytes) -> list[str]:
+    """The distinct error lines of a text (stripped, at most :data:`MAX_ERROR_LINES`, first ones first)."""
+    found: dict[str, None] = {}
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        if is_error_line(line) and line.strip():
+            found[line.strip()] = None
+            if len(found) >= MAX_ERROR_LINES:
+                break
+    return list(found)
+
+
+def _keep(
+    targets: Sequence[_Target], contents: Mapping[int, tuple[str, Any]], shown_bytes: int
+) -> tuple[float, int, int]:
+    """``(keep, error lines, error lines kept)`` of a rung: ``keep`` in [0, 1] as in the module docstring."""
+    total = sum(len(t.data) for t in targets)
+    shown = shown_bytes / total if total else 0.0
+    errors = [(t.index, line) for t in targets for line in error_lines(t.data)]
+    if not errors:
+        return shown, 0, 0
+    kept = sum(1 for index, line in errors if line in contents.get(index, ("",))[0])
+    return ERROR_WEIGHT * kept / len(errors) + (1 - ERROR_WEIGHT) * shown, len(errors), kept
+
+
+def _reference_text(t: _Target) -> str:
+    return f"[not shown: {t.label()}, {t.facts()}; fetch: ctxledger rehydrate {t.record.id}]"
+
+
+def _distinct(rungs: list[_Rung]) -> list[_Rung]:
+    """Drop excerpts identical to a larger one (a text too short to differ between sizes)."""
+    out: list[_Rung] = []
+    for rung in rungs:
+        if not out or rung.turns != out[-1].turns:
+            out.append(rung)
+    return out
+
+
+def _outputs(unit: Unit) -> str:
+    return "\n".join(str(t.content) for t in unit.turns if t.role == "tool")
+
+
+def _repeated_calls(exchanges: Sequence[Unit]) -> dict[str, str]:
+    """Units whose calls (tool, canonical arguments, output sha256) all repeat in one newer unit."""
+    newest: dict[tuple[Any, ...], str] = {}
+    out: dict[str, str] = {}
+    for unit in reversed(exchanges):
+        calls = [r for r in unit.records if isinstance(r, ToolCall)]
+        arts = {r.tool_call_id: r for r in unit.records if isinstance(r, ToolArtifact)}
+        if not calls or any(c.id not in arts for c in calls):
+            continue
+        key = tuple(call_key(c, arts[c.id]) for c in calls)
+        if key in newest:
+            out[unit.id] = newest[key]
+        else:
+            newest[key] = unit.id
+    return out
+
+
+def omit_redundant(
+    units: Sequence[Unit],
+    pointers: Mapping[str, str],
+    omitted: dict[str, tuple[str, str, str]],
+    decisions: list[PolicyDecision],
+) -> list[Unit]:
+    """Leave out redundant units as ``redundant`` (stage ``redundancy``) with a pointer to the kept unit.
+
+    Args:
+        units: live units.
+        pointers: redundant unit id → kept unit id (from :meth:`Ladder.redundant`).
+        omitted: the plan's record id → ``(reason, stage, detail)``; every record of a redundant unit is added.
+        decisions: the plan's decisions; one ``omit`` decision per redundant unit is appended.
+
+    Returns:
+        The units still live.
+    """
+    for unit in units:
+        kept = pointers.get(unit.id)
+        if kept is None:
+            continue
+        detail = f"same tool output as unit {kept} (kept)"
+        decisions.append(PolicyDecision(unit.id, "redundancy", Outcome.OMIT, ReasonCode.REDUNDANT, detail))
+        for rid in unit.record_ids:
+            omitted.setdefault(rid, (str(ReasonCode.REDUNDANT), "redundancy", detail))
+    return [u for u in units if u.id not in pointers]
+
+
+def charge_savings(saved: dict[str, int], chosen: Mapping[str, Option], verbatim_tokens: Mapping[str, int]) -> None:
+    """Add, per transform, the tokens each chosen non-verbatim option saved against verbatim.
+
+    Args:
+        saved: the budget ledger's ``saved`` (transform → tokens), updated in place.
+        chosen: unit id → the chosen option.
+        verbatim_tokens: unit id → verbatim tokens.
+    """
+    for uid, option in chosen.items():
+        if option.representation == "verbatim" or uid not in verbatim_tokens:
+            continue
+        name = option.transform or option.representation
+        saved[name] = saved.get(name, 0) + verbatim_tokens[uid] - option.tokens
+
+
+def _record_facts(option: Option | None, record_id: str) -> Mapping[str, Any]:
+    records = option.detail.get("records") if option is not None else None
+    facts = records.get(record_id) if isinstance(records, Mapping) else None
+    return facts if isinstance(facts, Mapping) else {}
+
+
+def record_locators(option: Option | None, record_id: str) -> list[dict[str, Any]]:
+    """The locators an option shows for one record (empty for verbatim)."""
+    return [dict(loc) for loc in _record_facts(option, record_id).get("locators", ())]
+
+
+def record_promotion(option: Option | None, record_id: str) -> dict[str, Any] | None:
+    """The promotion decision behind an extraction or memory option for one record, if any."""
+    decision = _record_facts(option, record_id).get("promotion")
+    return json.loads(json.dumps(decision, default=str)) if decision else None
+
+
+def rehydrate_ref(
+    store: Any, tenant_id: str, ref: str | Mapping[str, Any], byte_range: tuple[int, int] | None = None
+) -> bytes:
+    """Exactly the bytes a reference names (see :meth:`ctxledger.ledger.Ledger.rehydrate`).
+
+    A locator's record is looked up in the tenant first and must carry the locator's sha256, so a
+    locator cannot reach another tenant's blob. A message's bytes are its text as UTF-8 (the bytes its
+    excerpts locate), checked against the locator's sha256 when one is given.
+
+    Raises:
+        RecordNotFound: no such record or blob in the tenant.
+        IntegrityError: stored bytes no longer match their hash, or a locator's sha256 does not match.
+        InputError: malformed locator, range outside the content, or a record without content.
+    """
+    if isinstance(ref, str) and ref.startswith("sha256:"):
+        return rehydrate(store.blobs, ref, byte_range=byte_range)
+    locator = Locator.from_dict(ref) if not isinstance(ref, str) else None
+    rec = store.get(tenant_id, locator.artifact_id if locator is not None else ref)
+    wanted = byte_range or ((locator.byte_start, locator.byte_end) if locator is not None else None)
+    if isinstance(rec, ToolArtifact):
+        if locator is not None and locator.sha256 != rec.sha256:
+            raise IntegrityError(f"locator sha256 {locator.sha256[:16]} is not artifact {rec.id}'s")
+        return rehydrate(store.blobs, rec.sha256, byte_range=wanted)
+    if isinstance(rec, Message) and isinstance(rec.content, str):
+        data = rec.content.encode("utf-8")
+        if locator is not None and sha256_hex(data) != locator.sha256:
+            raise IntegrityError(f"message {rec.id} no longer matches the locator's sha256")
+        return _cut(data, wanted, rec.id)
+    raise InputError(f"record {rec.id} is a {rec.kind.value} with no stored content to rehydrate", field="ref")
+
+
+def _cut(data: bytes, wanted: tuple[int, int] | None, name: str) -> bytes:
+    if wanted is None:
+        return data
+    start, end = wanted
+    if not 0 <= start <= end <= len(data):
+        raise InputError(f"byte range {start}:{end} is outside {name} ({len(data)} bytes)", field="byte_range")
+    return data[start:end]
