@@ -170,7 +170,8 @@ class EvalDataset:
         kind: ``evidence`` (recall of annotated evidence) or ``trajectory`` (next call of an agent run).
         cases: the cases, in a deterministic order.
         default_budgets: the budgets (tokens) the issue asks for on this dataset.
-        quirks: counts of data problems handled while loading (``{"evidence_ids_unresolvable": 3, …}``).
+        quirks: counts of data problems handled while loading (``{"evidence_ids_unresolvable": 3, …}``),
+            over every record read (a ``max_cases`` slice keeps the counts of the records it was cut from).
         source: where the data was read from (a directory path).
     """
 

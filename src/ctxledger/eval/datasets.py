@@ -5,7 +5,9 @@ values: the candidate turns (one :class:`EvalItem` per dialogue turn or chat mes
 on the OpenAI Chat Completions form), the current query, and the gold annotations.
 
 * **LoCoMo** (evidence): each question becomes the current user turn of its conversation; the
-  annotated ``evidence`` dia_ids are the required evidence. Malformed ids are repaired when the intent
+  annotated ``evidence`` dia_ids are the required evidence. A turn is ``"Speaker: text"`` (plus
+  ``[shares a photo: <caption>]`` for image turns), role ``user`` for ``speaker_a`` and ``assistant``
+  for ``speaker_b``; the session date stays in ``meta``. Malformed ids are repaired when the intent
   is unambiguous (``"D8:6; D9:17"`` is split, ``"D:11:26"`` read as ``D11:26``), otherwise counted as
   unresolvable and left out of the required set; every case is counted in ``quirks``. Category 5
   (adversarial: the question presupposes something the other speaker said) is kept, labelled
