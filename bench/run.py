@@ -103,19 +103,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--scenario-seconds",
         type=float,
-        default=45.0,
+        default=plan.Limits().scenario_seconds,
         help="stop sampling a scenario after this many seconds (at least one sample is taken)",
     )
     p.add_argument(
         "--max-call-seconds",
         type=float,
-        default=120.0,
+        default=plan.Limits().max_call_seconds,
         help="skip a scenario whose time per call, extrapolated from the smaller size, exceeds this",
     )
     p.add_argument(
         "--max-import-seconds",
         type=float,
-        default=600.0,
+        default=plan.Limits().max_import_seconds,
         help="skip a backend at a size whose import, extrapolated from the smaller size, exceeds this",
     )
     p.add_argument("--json", type=Path, help="write all results to this JSON file")
