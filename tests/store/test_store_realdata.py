@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import time
 from pathlib import Path
 
 from bench_store_read import big_conversation
@@ -59,15 +58,12 @@ def test_deleting_one_tenant_keeps_blobs_another_tenant_imported_too(
     assert not any(store.blobs.exists(sha) for sha in shas)
 
 
-def test_reading_ten_thousand_real_records_takes_well_under_a_second(store: GraphStore) -> None:
-    """10,000 real history records of one conversation are read back, in order, in under a second."""
+def test_ten_thousand_real_records_read_back_in_order(store: GraphStore) -> None:
+    """10,000 real history records of one conversation read back equal and in order (speed: see bench/)."""
     records = big_conversation(10_000, "perf", "perf-conv")
     written = store.append(records)
-    started = time.perf_counter()
     back = store.records("perf", "perf-conv")
-    elapsed = time.perf_counter() - started
     assert back == written
-    assert elapsed < 1.0, f"reading 10,000 records took {elapsed:.2f} s"
     as_of = store.records("perf", "perf-conv", as_of_seq=5_000, after_seq=4_000)
     assert [r.seq for r in as_of] == list(range(4_001, 5_001))
     assert dataclasses.replace(back[-1], seq=0) == records[-1]
