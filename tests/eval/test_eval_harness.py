@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-import time
 from dataclasses import dataclass, field
 
 import pytest
@@ -133,8 +132,7 @@ def test_report_without_matplotlib_names_the_eval_extra(monkeypatch, case, words
 
 
 def test_smoke_whole_harness_on_a_slice_of_every_dataset(data_dir, counter, tmp_path) -> None:
-    """All baselines and peers on a slice of all six datasets, report with plots, in well under a minute."""
-    started = time.perf_counter()
+    """All baselines and peers on a slice of all six datasets, with a report and plots (sized to take seconds)."""
     progress: list[tuple[str, int, int]] = []
     results = harness.run_named(
         ["locomo", "bfcl-memory", "tau-bench", "mini-swe-agent", "swe-agent", "toolbench"],
@@ -148,7 +146,6 @@ def test_smoke_whole_harness_on_a_slice_of_every_dataset(data_dir, counter, tmp_
         step_stride=9,
         progress=lambda *p: progress.append(p),
     )
-    assert time.perf_counter() - started < 60
     assert progress[-1][1] == progress[-1][2] == len(results.rows)
     summary = json.loads((tmp_path / "results.json").read_text())
     assert {d["name"] for d in summary["datasets"]} == {
