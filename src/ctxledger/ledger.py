@@ -23,9 +23,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxledger.assemble.assembler import Assembly, AssemblyRequest, assemble
+from ctxledger.assemble.assembler import Assembly, AssemblyRequest, assemble, unit_turn_costs
 from ctxledger.assemble.costing import Coster, SerializerCoster
-from ctxledger.assemble.represent import Ladder
+from ctxledger.assemble.represent import Ladder, reach
 from ctxledger.assemble.snapshot import SnapshotLoader
 from ctxledger.errors import ConfigurationError
 from ctxledger.manifest import explain
@@ -211,12 +211,15 @@ class Ledger:
         req = self._request(conversation_id, tenant_id, request)
         branch = req.branch_id or self._main_branch(req.tenant_id, req.conversation_id)
         snap = self.snapshots.load(req.tenant_id, req.conversation_id, branch, req.as_of_seq)
-        ladder = self.ladder.bind(req.query)
+        coster = coster or self.coster(req.api, req.model)
+        ladder = self.ladder.bind(
+            req.query, reach(snap.units, unit_turn_costs(snap, coster), req.budget().input_tokens)
+        )
         asm = assemble(
             req,
             snap,
             policy=policy or self.policy,
-            coster=coster or self.coster(req.api, req.model),
+            coster=coster,
             serializer=get_serializer(req.api),
             extra_records=self._off_lineage(snap),
             read_blob=self.store.blobs.get,

@@ -32,7 +32,7 @@ import numpy as np
 from ctxledger.assemble.costing import Coster
 from ctxledger.assemble.relevance import tokenize
 from ctxledger.assemble.represent import charge_savings, omit_redundant
-from ctxledger.assemble.room import make_room_for_errors
+from ctxledger.assemble.room import anchor_user_turn, make_room_for_errors
 from ctxledger.assemble.select import Option, SelectionItem, select
 from ctxledger.assemble.snapshot import Snapshot
 from ctxledger.assemble.units import Unit, UnitKind, build_units, content_text
@@ -255,6 +255,7 @@ def assemble(
     result = select(items, dynamic, ledger)
     if options_for is not None:
         make_room_for_errors(items, result, dynamic, ledger)
+        anchor_user_turn(items, result, dynamic, ledger, {u.id: u.role for u in units})
     by_id = {u.id: u for u in units}
     for uid, reason in result.omitted.items():
         _omit_unit(plan, by_id[uid], reason, "selection")

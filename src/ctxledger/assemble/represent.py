@@ -55,6 +55,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from datasketch import MinHash, MinHashLSH  # type: ignore[import-untyped]
+
 from ctxledger.assemble.costing import Coster, FixedCoster, turn_key
 from ctxledger.assemble.select import Option
 from ctxledger.assemble.units import Unit, UnitKind, render_memory
@@ -62,10 +64,10 @@ from ctxledger.errors import BudgetError, InputError, IntegrityError
 from ctxledger.hashing import sha256_hex
 from ctxledger.policy.base import Outcome, PolicyDecision, ReasonCode
 from ctxledger.records import Message, Record, ToolArtifact, ToolCall, ToolMemory
-from ctxledger.represent import LineIndex, Locator, find_redundant, make_excerpt, promote, rehydrate
+from ctxledger.represent import LineIndex, Locator, make_excerpt, promote, rehydrate
 from ctxledger.represent._patterns import is_error_line
 from ctxledger.represent.extract._base import query_terms
-from ctxledger.represent.redundancy import call_key
+from ctxledger.represent.redundancy import NUM_PERM, _lsh_params, _minhash, call_key
 from ctxledger.serialize.base import Turn
 from ctxledger.tokens import TokenCounter
 
@@ -83,6 +85,11 @@ REDUNDANT_MIN_CHARS = 200
 
 REDUNDANT_THRESHOLD = 0.9
 """Estimated Jaccard similarity of word 3-gram shingles from which two outputs are near-duplicates."""
+REACH = 2
+"""Rungs and redundancy checks go to the newest units worth this many input budgets (:func:`reach`)."""
+SKETCH_CHARS = 4000
+"""Outputs longer than twice this are sketched on their first and last ``SKETCH_CHARS`` characters (identical
+outputs are still found whole, by sha256), so a 20 MB log costs no more to compare than an 8 KB one."""
 
 CEILING = 0.95
 """The highest factor a rung reaches (it keeps everything that matters, yet is not verbatim)."""
@@ -128,6 +135,8 @@ class _Target:
     sha256: str
     tokens: int
     ref_uri: str | None
+    errors: tuple[str, ...] = ()
+    """The distinct error lines of ``data`` (:func:`error_lines`)."""
 
     @property
     def is_artifact(self) -> bool:
@@ -194,7 +203,7 @@ class Ladder:
         excerpt_tokens: Sequence[int] = EXCERPT_TOKENS,
         min_tokens: int = MIN_TOKENS,
         messages: bool = True,
-        _cache: dict[tuple[Any, ...], list[_Rung]] | None = None,
+        _cache: dict[tuple[Any, ...], Any] | None = None,
     ) -> None:
         self.read_blob = read_blob
         self.query = query or ""
@@ -202,11 +211,18 @@ class Ladder:
         self.excerpt_tokens = tuple(sorted(set(excerpt_tokens), reverse=True))
         self.min_tokens = min_tokens
         self.messages = messages
-        self._cache: dict[tuple[Any, ...], list[_Rung]] = {} if _cache is None else _cache
+        self.reach: frozenset[str] | None = None
+        self._cache: dict[tuple[Any, ...], Any] = {} if _cache is None else _cache
+        """Rungs by (unit, content, coster, query) and MinHash sketches by ("sketch", text), per ledger."""
 
-    def bind(self, query: str | None) -> Ladder:
-        """The same ladder (sharing its cache) for a request whose goal is ``query``."""
-        return Ladder(
+    def bind(self, query: str | None, reach: frozenset[str] | None = None) -> Ladder:
+        """The same ladder (sharing its cache) for one request.
+
+        Args:
+            query: the request's goal (excerpt focus, extractor query).
+            reach: the unit ids that get rungs and redundancy checks (see :func:`reach`); ``None`` = all.
+        """
+        bound = Ladder(
             self.read_blob,
             query=query,
             excerpt_tokens=self.excerpt_tokens,
@@ -214,6 +230,8 @@ class Ladder:
             messages=self.messages,
             _cache=self._cache,
         )
+        bound.reach = reach
+        return bound
 
     def __call__(self, unit: Unit, verbatim: Option, coster: Coster) -> list[Option]:
         """The options of ``unit`` besides verbatim, each with exact tokens and a utility below verbatim's.
@@ -227,8 +245,9 @@ class Ladder:
             Options in rung order (excerpts largest first, extraction, memory, reference); empty when
             the unit has no large text.
         """
-        turns = tuple(turn_key(t) for t in unit.turns)
-        key = (unit.id, turns, tuple(sorted(unit.transforms.items())), coster.counter_id, self.focus, self.query)
+        if self.reach is not None and unit.id not in self.reach:
+            return []
+        key = (unit.id, _content_key(unit), coster.counter_id, self.focus, self.query)
         rungs = self._cache.get(key)
         if rungs is None:
             rungs = self._rungs(unit, verbatim, coster)
@@ -277,7 +296,8 @@ class Ladder:
             if isinstance(rec, ToolArtifact) and turn.role == "tool" and rec.sha256:
                 data = self.read_blob(rec.sha256)
                 ref_uri = rec.meta.get("artifact_ref")
-                out.append(_Target(i, rec, data, rec.sha256, costs[i], str(ref_uri) if ref_uri else None))
+                uri = str(ref_uri) if ref_uri else None
+                out.append(_Target(i, rec, data, rec.sha256, costs[i], uri, tuple(error_lines(data))))
             elif isinstance(rec, Message) and turn.role in ("user", "assistant") and self.messages:
                 target = self._message_target(i, rec, turn, costs[i], coster)
                 if target is not None:
@@ -295,7 +315,7 @@ class Ladder:
             if tokens < self.min_tokens:
                 return None
         data = text.encode("utf-8")
-        return _Target(index, rec, data, sha256_hex(data), tokens, None)
+        return _Target(index, rec, data, sha256_hex(data), tokens, None, tuple(error_lines(data)))
 
     def _counter(self, coster: Coster, target: _Target) -> TokenCounter:
         counter = getattr(coster, "counter", None)
@@ -338,6 +358,7 @@ class Ladder:
 
     def _excerpts(self, unit: Unit, targets: Sequence[_Target], costs: Sequence[int], coster: Coster) -> list[_Rung]:
         rungs = []
+        counters = {t.index: _MemoCounter(self._counter(coster, t)) for t in targets}  # sizes share piece counts
         for size in self.excerpt_tokens:
             contents: dict[int, tuple[str, RateCounter | None]] = {}
             records: dict[str, Any] = {}
@@ -353,7 +374,7 @@ class Ladder:
                         artifact_id=t.record.id,
                         sha256=t.sha256,
                         max_tokens=size,
-                        counter=self._counter(coster, t),
+                        counter=counters[t.index],
                         source_version=t.source_version,
                         focus=self.focus,
                         ref_uri=t.ref_uri,
@@ -441,13 +462,14 @@ class Ladder:
         Returns:
             ``{redundant unit id: kept unit id}``; a kept unit is never itself redundant.
         """
-        exchanges = [u for u in units if u.kind is UnitKind.TOOL_EXCHANGE and not u.transforms]
+        exchanges = [
+            u
+            for u in units
+            if u.kind is UnitKind.TOOL_EXCHANGE and not u.transforms and (self.reach is None or u.id in self.reach)
+        ]
         pointers = _repeated_calls(exchanges)
         texts = [(u.id, _outputs(u)) for u in exchanges if u.id not in pointers]
-        near = find_redundant(
-            [(i, t) for i, t in texts if len(t) >= REDUNDANT_MIN_CHARS], threshold=REDUNDANT_THRESHOLD
-        )
-        pointers.update(near)
+        pointers.update(self._near_duplicates([(i, t) for i, t in texts if len(t) >= REDUNDANT_MIN_CHARS]))
         out = {}
         for uid, kept in pointers.items():
             while kept in pointers:
@@ -455,6 +477,40 @@ class Ladder:
             if uid not in required:
                 out[uid] = kept
         return out
+
+    def _near_duplicates(self, items: Sequence[tuple[str, str]]) -> dict[str, str]:
+        """Older id → newest similar id, as :func:`~ctxledger.represent.find_redundant` computes it.
+
+        Same shingles, MinHash and threshold; each text's sketch is cached, so a growing history only
+        sketches its new outputs.
+        """
+        lsh = MinHashLSH(num_perm=NUM_PERM, params=_lsh_params(REDUNDANT_THRESHOLD))
+        order = {item_id: i for i, (item_id, _) in enumerate(items)}
+        exact: dict[str, str] = {}
+        sketches: dict[str, MinHash] = {}
+        out: dict[str, str] = {}
+        for item_id, text in reversed(items):
+            digest, sketch = self._sketch(text)
+            if digest in exact:
+                out[item_id] = exact[digest]
+                continue
+            similar = [k for k in lsh.query(sketch) if sketch.jaccard(sketches[k]) >= REDUNDANT_THRESHOLD]
+            if similar:
+                out[item_id] = max(similar, key=order.__getitem__)
+                continue
+            exact[digest] = item_id
+            sketches[item_id] = sketch
+            lsh.insert(item_id, sketch)
+        return out
+
+    def _sketch(self, text: str) -> tuple[str, MinHash]:
+        key = ("sketch", len(text), hash(text))
+        found = self._cache.get(key)
+        if found is None:
+            sample = text if len(text) <= 2 * SKETCH_CHARS else text[:SKETCH_CHARS] + text[-SKETCH_CHARS:]
+            found = (sha256_hex(text.encode("utf-8")), _minhash(sample))
+            self._cache[key] = found
+        return found
 
 
 def error_lines(data: bytes) -> list[str]:
@@ -474,11 +530,71 @@ def _keep(
     """``(keep, error lines, error lines kept)`` of a rung: ``keep`` in [0, 1] as in the module docstring."""
     total = sum(len(t.data) for t in targets)
     shown = shown_bytes / total if total else 0.0
-    errors = [(t.index, line) for t in targets for line in error_lines(t.data)]
+    errors = [(t.index, line) for t in targets for line in t.errors]
     if not errors:
         return shown, 0, 0
     kept = sum(1 for index, line in errors if line in contents.get(index, ("",))[0])
     return ERROR_WEIGHT * kept / len(errors) + (1 - ERROR_WEIGHT) * shown, len(errors), kept
+
+
+class _MemoCounter:
+    """A counter that remembers the counts of one unit's texts (excerpt sizes share their pieces)."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self.id = counter.id
+        self.is_estimate = counter.is_estimate
+        self._memo: dict[str, int] = {}
+
+    def count(self, text: str) -> int:
+        """The wrapped counter's count, remembered."""
+        found = self._memo.get(text)
+        if found is None:
+            found = self._memo[text] = self.counter.count(text)
+        return found
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        """Counts of many texts; only the ones not seen yet are counted (in one batch)."""
+        todo = list(dict.fromkeys(t for t in texts if t not in self._memo))
+        if todo:
+            self._memo.update(zip(todo, self.counter.count_many(todo), strict=True))
+        return [self._memo[t] for t in texts]
+
+
+def _content_key(unit: Unit) -> tuple[Any, ...]:
+    """A cheap identity of a unit's model-facing content (Python caches a string's hash on the string)."""
+    turns = tuple(
+        (
+            t.ref,
+            t.role,
+            hash(t.content) if isinstance(t.content, str) else turn_key(t),
+            tuple((c.call_id, c.name, hash(c.arguments)) for c in t.tool_calls),
+        )
+        for t in unit.turns
+    )
+    return turns, tuple(sorted(unit.transforms.items()))
+
+
+def reach(units: Sequence[Unit], costs: Sequence[Sequence[int]], input_tokens: int) -> frozenset[str]:
+    """The newest units whose verbatim costs add up to at most :data:`REACH` × ``input_tokens`` (tokens).
+
+    Older units can enter only where the budget is nearly spent, verbatim if small; building their
+    excerpts and sketches would cost time on every cold assembly of a long history for nothing. The
+    newest unit is always within reach.
+
+    Args:
+        units: the snapshot's units in ``seq`` order.
+        costs: per-turn verbatim costs of each unit (aligned with ``units``).
+        input_tokens: ``B_input``.
+    """
+    out: list[str] = []
+    total = 0
+    for unit, turn_costs in zip(reversed(units), reversed(costs), strict=True):
+        total += sum(turn_costs)
+        if out and total > REACH * input_tokens:
+            break
+        out.append(unit.id)
+    return frozenset(out)
 
 
 def _reference_text(t: _Target) -> str:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from ctxledger.assemble.select import Option, SelectionItem, SelectionResult
 from ctxledger.budget import BudgetLedger
+from ctxledger.policy.base import ReasonCode
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,3 +133,97 @@ def _admit(
 def _caps_hold(item: SelectionItem, target: Option, plan: Sequence[_Move], ledger: BudgetLedger) -> bool:
     freed_in_class = sum(m.freed for m in plan if m.item.context_class == item.context_class)
     return ledger.fits_cap(item.context_class, target.tokens - freed_in_class)
+
+
+ANCHOR_SHARE = 0.25
+"""A user turn is admitted only when role order would otherwise drop at least this share of ``B_dynamic``."""
+
+
+def anchor_user_turn(
+    items: Sequence[SelectionItem],
+    result: SelectionResult,
+    budget_tokens: int,
+    ledger: BudgetLedger,
+    roles: Mapping[str, str],
+) -> str | None:
+    """Open the history with a user turn by admitting one, when that is worth more than the role-order drop.
+
+    The assembler drops chosen units from the oldest until the first is a user turn or required (provider
+    role order, case B04). With the ladder, old exchanges enter through cheap rungs where their user turns
+    did not, so that run can be most of the context. Here the newest left-out user unit older than every
+    chosen unit is admitted instead, the room coming first from downgrades that keep every error line,
+    then from leaving out the oldest chosen units (``budget``). The change is made only when that run holds
+    at least :data:`ANCHOR_SHARE` of the budget (trimming a few leading turns is role order's business,
+    case B06) and the chosen utility after it (the run kept, the user turn added) beats the utility left
+    once role order drops the run; otherwise nothing changes.
+
+    Args:
+        items: the selection items.
+        result: the selection, updated in place.
+        budget_tokens: ``B_dynamic`` (tokens).
+        ledger: the budget ledger, charged with every change.
+        roles: unit id → role of its first turn.
+
+    Returns:
+        The id of the user unit admitted, or ``None``.
+    """
+    by_id = {i.unit_id: i for i in items}
+    chosen = sorted((by_id[u] for u in result.chosen if u in by_id), key=lambda i: (i.seq, i.unit_id))
+    run = _leading_run(chosen, roles)
+    if sum(result.chosen[i.unit_id].tokens for i in run) < ANCHOR_SHARE * budget_tokens:
+        return None  # role order trims a few leading turns: recency-first selection stands (case B06)
+    users = [i for i in items if roles.get(i.unit_id) == "user" and i.unit_id not in result.chosen]
+    users = [i for i in users if run and i.seq < run[0].seq]
+    if not users:
+        return None
+    anchor = max(users, key=lambda i: (i.seq, i.unit_id))
+    need = min(o.tokens for o in anchor.options)
+    remaining = budget_tokens - sum(o.tokens for o in result.chosen.values())
+    moves: list[_Move] = []
+    for move in _downgrades(items, result, anchor.unit_id):
+        if remaining >= need:
+            break
+        moves.append(move)
+        remaining += move.freed
+    drops: list[SelectionItem] = []
+    for item in chosen:
+        if remaining >= need or item.required:
+            break
+        drops.append(item)
+        remaining += result.chosen[item.unit_id].tokens - _moved(moves, item)
+    fits = [o for o in anchor.options if o.tokens <= remaining]
+    if not fits:
+        return None
+    option = max(fits, key=lambda o: (o.utility, -o.tokens, o.representation))
+    before = sum(o.utility for u, o in result.chosen.items() if u not in {i.unit_id for i in run})
+    after_moves = {**result.chosen, **{m.item.unit_id: m.option for m in moves}}
+    after = sum(o.utility for u, o in after_moves.items() if u not in {i.unit_id for i in drops}) + option.utility
+    if after <= before:
+        return None
+    for move in moves:
+        result.chosen[move.item.unit_id] = move.option
+        ledger.charge(move.item.context_class, -move.freed)
+    for item in drops:
+        dropped = result.chosen.pop(item.unit_id)
+        result.omitted[item.unit_id] = ReasonCode.BUDGET
+        ledger.charge(item.context_class, -dropped.tokens)
+    result.chosen[anchor.unit_id] = option
+    result.omitted.pop(anchor.unit_id, None)
+    ledger.charge(anchor.context_class, option.tokens)
+    result.used_tokens = sum(o.tokens for o in result.chosen.values())
+    return anchor.unit_id
+
+
+def _leading_run(chosen: Sequence[SelectionItem], roles: Mapping[str, str]) -> list[SelectionItem]:
+    """The chosen units role order would drop: those before the first user turn or required unit."""
+    run = []
+    for item in chosen:
+        if roles.get(item.unit_id) == "user" or item.required:
+            break
+        run.append(item)
+    return run
+
+
+def _moved(moves: Sequence[_Move], item: SelectionItem) -> int:
+    """Tokens already freed from ``item`` by a downgrade in ``moves``."""
+    return sum(m.freed for m in moves if m.item.unit_id == item.unit_id)
