@@ -42,6 +42,7 @@ import argparse
 import dataclasses
 import glob
 import json
+import os
 import re
 import sys
 import time
@@ -61,7 +62,8 @@ from ctxledger.policy.default import default_policy
 from ctxledger.records import Message, Record, Role, ToolArtifact, ToolStatus
 from ctxledger.testing import MemoryStore
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(os.environ.get("CTXLEDGER_SHARED_DIR") or Path(__file__).resolve().parents[2] / "shared") / "data"
+"""The shared datasets (``CTXLEDGER_SHARED_DIR``, as for the tests, else ``../shared`` beside the repo)."""
 BUDGETS = (4000, 8000, 16000)
 DATASETS = {
     "tau-bench": ("tau-bench/*.json", False),

@@ -238,8 +238,8 @@ def explain(manifest: Mapping[str, Any], ref: str) -> dict[str, Any]:
     """Answer "why did the model see this?" or "why did it not see that?" for one record.
 
     Returns:
-        ``{ref, status, stage, reason, unit, representation, tokens, utility, branch_id, policy,
-        decisions, marks, rehydrations, chain}``: for an included record the stage that admitted it
+        ``{ref, status, stage, reason, unit, representation, tokens, utility, transform, locators,
+        branch_id, policy, decisions, marks, rehydrations, chain}``: for an included record the stage that admitted it
         (``fixed``, ``protection`` or ``selection``) with its utility and tokens; for an omitted one the
         reason code and the stage. ``chain`` reads memory → artifact → branch → policy version → stage
         as sentences (seed 004 §4.4).
@@ -264,6 +264,7 @@ def explain(manifest: Mapping[str, Any], ref: str) -> dict[str, Any]:
         "tokens": entry.get("tokens"),
         "utility": entry.get("utility"),
         "transform": entry.get("transform"),
+        "locators": entry.get("locators", []),
         "branch_id": entry.get("branch_id", manifest["branch_id"]),
         "policy": f"{policy['name']}@{policy['version']} ({policy['hash'][:19]})",
         "decisions": decisions,
@@ -300,6 +301,10 @@ def _chain(
         if entry.get("utility") is not None:
             how += f", utility {entry['utility']}"
         chain.append(how + f", {entry.get('tokens')} tokens")
+        if entry.get("locators"):
+            spans = ", ".join(f"bytes {loc['byte_start']}:{loc['byte_end']}" for loc in entry["locators"][:4])
+            more = f" (+{len(entry['locators']) - 4} more)" if len(entry["locators"]) > 4 else ""
+            chain.append(f"shown by {entry.get('transform')}: {spans}{more}; all of it: ctxledger rehydrate {entry['ref']}")
     else:
         chain.append(
             f"left out by stage {entry['stage']}: {entry['reason']}"

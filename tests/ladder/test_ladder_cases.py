@@ -32,7 +32,7 @@ def test_b13_huge_tool_output_enters_as_an_excerpt(cases_dir):
 
 
 def test_b13_locators_rehydrate_to_the_lines_the_excerpt_shows(cases_dir):
-    """Every run of the excerpt is exactly the stored bytes its locator names."""
+    """Every run of the excerpt is exactly the stored bytes its locator names; explain() shows the locators."""
     case = load_case(cases_dir / "B13.json")
     ledger = Ledger(MemoryStore())
     run = run_case(case, ledger)
@@ -42,6 +42,9 @@ def test_b13_locators_rehydrate_to_the_lines_the_excerpt_shows(cases_dir):
         data = ledger.rehydrate(loc)
         assert data.decode("utf-8") in shown
         assert data == case["messages"][3]["content"].encode("utf-8")[loc["byte_start"] : loc["byte_end"]]
+    why = ledger.explain(run.assembly.id, "m4")
+    assert why["locators"] == entry["locators"]
+    assert f"ctxledger rehydrate {entry['ref']}" in why["chain"][-1]
 
 
 def test_b13_without_the_ladder_the_required_step_does_not_fit(cases_dir):
