@@ -239,9 +239,9 @@ def explain(manifest: Mapping[str, Any], ref: str) -> dict[str, Any]:
 
     Returns:
         ``{ref, status, stage, reason, unit, representation, tokens, utility, transform, locators,
-        branch_id, policy, decisions, marks, rehydrations, chain}``: for an included record the stage that admitted it
-        (``fixed``, ``protection`` or ``selection``) with its utility and tokens; for an omitted one the
-        reason code and the stage. ``chain`` reads memory → artifact → branch → policy version → stage
+        branch_id, policy, decisions, marks, rehydrations, chain}``: for an included record the stage that
+        admitted it (``fixed``, ``protection`` or ``selection``) with its utility and tokens; for an
+        omitted one the reason code and the stage. ``chain`` reads memory → artifact → branch → policy version → stage
         as sentences (seed 004 §4.4).
 
     Raises:
@@ -304,7 +304,8 @@ def _chain(
         if entry.get("locators"):
             spans = ", ".join(f"bytes {loc['byte_start']}:{loc['byte_end']}" for loc in entry["locators"][:4])
             more = f" (+{len(entry['locators']) - 4} more)" if len(entry["locators"]) > 4 else ""
-            chain.append(f"shown by {entry.get('transform')}: {spans}{more}; all of it: ctxledger rehydrate {entry['ref']}")
+            fetch = f"all of it: ctxledger rehydrate {entry['ref']}"
+            chain.append(f"shown by {entry.get('transform')}: {spans}{more}; {fetch}")
     else:
         chain.append(
             f"left out by stage {entry['stage']}: {entry['reason']}"
