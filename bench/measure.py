@@ -14,6 +14,7 @@ from bench.backends import Backend
 from bench.ours import Repeat
 from bench.plan import SCENARIOS, Limits, Predictor
 from bench.workloads import Workload
+from ctxledger.ledger import Ledger
 
 Log = Callable[[str], None]
 
@@ -99,6 +100,10 @@ def measure_ours(
     """
     ctx = _Context(predictor, limits, log)
     skips = [_too_slow(predictor, wl, backend, s, limits.max_call_seconds) for s in SCENARIOS]
+    if skips[SCENARIOS.index("restart")]:  # warm and append-one start from the restart sample's Ledger
+        skips = [
+            r or (f"needs a restart-priced warm-up call, {skips[1]}" if i > 1 else None) for i, r in enumerate(skips)
+        ]
     import_skip = _too_slow(predictor, wl, backend, "import", limits.max_import_seconds)
     if import_skip or all(skips):
         reason = f"import {import_skip}" if import_skip else "every scenario predicted too slow"
@@ -111,22 +116,41 @@ def measure_ours(
     with ours.open_ledger(backend) as ledger:
         records = len(ledger.store.records(ours.TENANT, conversation))
     log(f"  {backend.name}: imported {wl.events:,} events ({records:,} records) in {import_ms / 1000:.1f} s")
-    rows = [
-        _run(wl, backend, "cold", lambda: ours.cold(backend, conversation, params, repeats["cold"]), ctx),
-        _run(wl, backend, "restart", lambda: ours.restart(backend, conversation, params, repeats["restart"]), ctx),
-    ]
-    with ours.open_ledger(backend) as ledger:
-        rows.append(_run(wl, backend, "warm", lambda: ours.warm(ledger, conversation, params, repeats["warm"]), ctx))
-        rows.append(
-            _run(
-                wl,
-                backend,
-                "append-one",
-                lambda: ours.append_one(ledger, conversation, params, repeats["append-one"]),
-                ctx,
-            )
-        )
+    rows = [_run(wl, backend, "cold", lambda: ours.cold(backend, conversation, params, repeats["cold"]), ctx)]
+    rows.extend(_warm_rows(wl, backend, conversation, params, repeats, ctx))
     return {"import": _import_row(wl, backend, import_ms, records), "latency": rows, "conversation_id": conversation}
+
+
+def _warm_rows(
+    wl: Workload,
+    backend: Backend,
+    conversation: str,
+    params: ours.AssemblyParams,
+    repeats: Mapping[str, Repeat],
+    ctx: _Context,
+) -> list[dict[str, Any]]:
+    """restart, then warm and append-one on the Ledger of the last restart sample (its warm-up)."""
+    reason = _too_slow(ctx.predictor, wl, backend, "restart", ctx.limits.max_call_seconds)
+    if reason:
+        ctx.log(f"  {backend.name}: restart, warm, append-one skipped: restart {reason}")
+        after = f"needs a restart-priced warm-up call, {reason}"
+        return [latency_row(wl, backend, "restart", None, reason)] + [
+            latency_row(wl, backend, s, None, after) for s in ("warm", "append-one")
+        ]
+    ledger: Ledger | None = None
+
+    def restart() -> ours.LatencySeries:
+        nonlocal ledger
+        series, ledger = ours.restart(backend, conversation, params, repeats["restart"])
+        return series
+
+    rows = [_run(wl, backend, "restart", restart, ctx)]
+    assert ledger is not None
+    with ledger:
+        rows.append(_run(wl, backend, "warm", lambda: ours.warm(ledger, conversation, params, repeats["warm"]), ctx))
+        append = repeats["append-one"]
+        rows.append(_run(wl, backend, "append-one", lambda: ours.append_one(ledger, conversation, params, append), ctx))
+    return rows
 
 
 def _median(rows: Mapping[str, Mapping[str, Any]], scenario: str) -> float | None:

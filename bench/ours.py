@@ -158,21 +158,31 @@ def cold(backend: Backend, conversation_id: str, params: AssemblyParams, repeat:
     return _series(samples)
 
 
-def restart(backend: Backend, conversation_id: str, params: AssemblyParams, repeat: Repeat) -> LatencySeries:
-    """Assemble from a fresh Ledger with the counts in the store, as often as ``repeat`` allows."""
+def restart(
+    backend: Backend, conversation_id: str, params: AssemblyParams, repeat: Repeat
+) -> tuple[LatencySeries, Ledger]:
+    """Assemble from a fresh Ledger with the counts in the store, as often as ``repeat`` allows.
+
+    Returns:
+        The timings and the Ledger of the last sample, still open: it has assembled the conversation,
+        so :func:`warm` can use it without another (restart-priced) warm-up call. The caller closes it.
+    """
     samples: list[tuple[float, Any]] = []
     started = time.perf_counter()
+    ledger: Ledger | None = None
     while repeat.more(len(samples), started):
+        if ledger is not None:
+            ledger.close()
         gc.collect()
-        with open_ledger(backend) as ledger:
-            samples.append(time_ms(_assemble(ledger, conversation_id, params)))
-    return _series(samples)
+        ledger = open_ledger(backend)
+        samples.append(time_ms(_assemble(ledger, conversation_id, params)))
+    assert ledger is not None
+    return _series(samples), ledger
 
 
 def warm(ledger: Ledger, conversation_id: str, params: AssemblyParams, repeat: Repeat) -> LatencySeries:
-    """Assemble again and again on a Ledger that has assembled the conversation already."""
+    """Assemble again and again on a Ledger that has assembled the conversation already (see :func:`restart`)."""
     run = _assemble(ledger, conversation_id, params)
-    run()
     samples: list[tuple[float, Any]] = []
     started = time.perf_counter()
     while repeat.more(len(samples), started):
@@ -196,9 +206,11 @@ def user_message(ledger: Ledger, conversation_id: str, k: int) -> Message:
 
 
 def append_one(ledger: Ledger, conversation_id: str, params: AssemblyParams, repeat: Repeat) -> LatencySeries:
-    """Append one user message then assemble (timed), again and again, on an assembled conversation."""
+    """Append one user message then assemble (timed), again and again, on an assembled conversation.
+
+    ``ledger`` must have assembled the conversation already (as after :func:`warm`).
+    """
     run = _assemble(ledger, conversation_id, params)
-    run()
     samples: list[tuple[float, Any]] = []
     appends: list[float] = []
     started = time.perf_counter()
