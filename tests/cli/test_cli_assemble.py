@@ -200,13 +200,18 @@ def test_rehydrate_returns_the_exact_raw_tool_output(runner: CliRunner, demo_sto
     assert out.read_bytes() == raw[artifact.id][10:50]
 
 
-def test_rehydrate_refuses_a_record_that_is_no_artifact_and_a_bad_range(
+def test_rehydrate_gives_message_text_and_refuses_contentless_records_and_bad_ranges(
     runner: CliRunner, demo_store: DemoStore
 ) -> None:
-    """A message id, or a range past the end of the blob, exits 2 naming the problem."""
+    """A message id gives its text (as excerpts locate it); a tool call or a range past the end exits 2."""
     message = runner.invoke(app, ["--db", demo_store.url, "rehydrate", f"{DEMO_CONVERSATION}/1"])
-    assert message.exit_code == 2
-    assert "not a tool artifact" in message.stderr
+    assert message.exit_code == 0, message.output
+    with Ledger.open(demo_store.url) as ledger:
+        text = ledger.store.get("default", f"{DEMO_CONVERSATION}/1").content
+    assert message.stdout_bytes == text.encode("utf-8")
+    call = runner.invoke(app, ["--db", demo_store.url, "rehydrate", f"{DEMO_CONVERSATION}/12"])
+    assert call.exit_code == 2
+    assert "no stored content" in call.stderr
     with Ledger.open(demo_store.url) as ledger:
         refs = [e["ref"] for e in demo_store.manifest["omitted"]]
         artifact = next(r for r in refs if isinstance(ledger.store.get("default", r), ToolArtifact))
