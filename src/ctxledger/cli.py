@@ -786,6 +786,14 @@ def assemble(
         list[Show] | None,
         typer.Option("--show", help="Also print: included, omitted, classes, payload or all (repeatable)."),
     ] = None,
+    policy_file: Annotated[
+        Path | None,
+        typer.Option("--policy", help="A policy file (TOML) to assemble under instead of the default policy."),
+    ] = None,
+    provider: Annotated[
+        str | None,
+        typer.Option("--provider", help="Provider the payload goes to (privacy routing fails closed for others)."),
+    ] = None,
 ) -> None:
     """Assemble the context of the conversation's next model call under a token budget.
 
@@ -803,9 +811,14 @@ def assemble(
     """
     settings = _settings(ctx)
     with _handled(), _open(settings) as ledger:
+        from ctxledger.policy.loader import load_policy
+
+        extra = {"provider": provider} if provider else {}
         asm = ledger.assemble(
             conversation,
             tenant_id=settings.tenant,
+            policy=load_policy(policy_file) if policy_file else None,
+            **extra,
             window_tokens=window,
             output_tokens=output,
             margin_tokens=margin,

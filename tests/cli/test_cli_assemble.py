@@ -238,3 +238,25 @@ def test_db_comes_from_the_environment(runner: CliRunner, tmp_path: Path, monkey
     result = runner.invoke(app, ["migrate"])
     assert result.exit_code == 0, result.output
     assert str(tmp_path / "env.db") in _flat(result.stdout).replace(" ", "")
+
+
+def test_assemble_under_a_policy_file_records_that_policy(
+    runner: CliRunner, demo_store: DemoStore, tmp_path: Path
+) -> None:
+    """--policy FILE assembles under that TOML policy: its name, version and hash are in the manifest."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[policy]\nname = "cli-test"\nversion = "3"\n\n[selection]\nladder = false\n', encoding="utf-8")
+    out = tmp_path / "payload.json"
+    result = runner.invoke(
+        app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--policy", str(policy), "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assembly_id = result.stdout.split("explain it: ctxledger explain ")[1].split()[0]
+    with Ledger.open(demo_store.url) as ledger:
+        manifest = ledger.get_assembly(assembly_id)
+    assert (manifest["policy"]["name"], manifest["policy"]["version"]) == ("cli-test", "3")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[policy]\nname = 3\n", encoding="utf-8")
+    refused = runner.invoke(app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--policy", str(bad)])
+    assert refused.exit_code == 2
+    assert "bad.toml" in refused.stderr
