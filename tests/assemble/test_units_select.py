@@ -6,7 +6,7 @@ import bm25s
 import numpy as np
 import pytest
 
-from ctxledger.assemble.relevance import IncrementalBM25, tokenize
+from ctxledger.assemble.relevance import IncrementalBM25, stemmer, tokenize
 from ctxledger.assemble.select import Option, SelectionItem, select
 from ctxledger.assemble.snapshot import SnapshotLoader
 from ctxledger.budget import Budget, BudgetLedger
@@ -31,7 +31,7 @@ def test_budget_arithmetic_and_itemised_error():
 
 
 def test_incremental_bm25_matches_bm25s(data_dir):
-    """Our append-only BM25 gives bm25s' Lucene scores on real turns, also after truncation."""
+    """Our append-only BM25 gives bm25s' Lucene scores on real (stemmed) turns, also after truncation."""
     import json
 
     conv = json.loads((data_dir / "locomo" / "locomo10_conv0-6.json").read_text())[0]["conversation"]
@@ -43,7 +43,7 @@ def test_incremental_bm25_matches_bm25s(data_dir):
     ours.add(["extra", "doc"])
     ours.truncate(len(docs))
     ref = bm25s.BM25()
-    ref.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+    ref.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer(), show_progress=False), show_progress=False)
     query = tokenize(["What did Caroline research about adoption agencies?"])[0]
     np.testing.assert_allclose(ours.scores(query), ref.get_scores(query), rtol=1e-5, atol=1e-6)
 

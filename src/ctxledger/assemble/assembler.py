@@ -7,8 +7,10 @@ Pipeline, constraints first and relevance second (seed 002 "Primero restriccione
    record takes its whole unit out (a unit enters whole or not at all).
 3. **Budget**: ``B_input = W − O − M``; the fixed blocks (instructions, tool schemas, reply priming)
    and every other required unit must fit, else :class:`RequiredBlocksDoNotFit` lists them all.
-4. **Utility and selection** (:mod:`.select`): ``utility = w_rel·bm25 + w_rec·recency + w_kind·prior``
-   per unit, a multiple-choice knapsack under ``B_dynamic`` with deterministic ties.
+4. **Utility and selection** (:mod:`.select`): ``utility = w_rel·relevance + w_rec·recency + w_kind·prior``
+   per unit (relevance: stemmed BM25 spread to neighbouring units; relevance-dominant weights when the
+   query is a question outside a tool loop, :class:`~ctxledger.policy.base.SelectionParams`), a
+   multiple-choice knapsack under ``B_dynamic`` with deterministic ties.
 5. **Role order**: the first turn after the instructions must be a user turn (Anthropic requires it;
    case B04); leading optional non-user units are dropped with ``role_order``.
 6. **Serialization**: instructions first (stable prefix for provider caches), then the chosen units in
@@ -30,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ctxledger.assemble.costing import Coster
-from ctxledger.assemble.relevance import tokenize
+from ctxledger.assemble.relevance import is_question, spread, tokenize
 from ctxledger.assemble.represent import charge_savings, omit_redundant
 from ctxledger.assemble.room import anchor_user_turn, make_room_for_errors
 from ctxledger.assemble.select import Option, SelectionItem, select
@@ -250,8 +252,9 @@ def assemble(
     fixed, required_units, dynamic = _check_budget(budget, units, plan, costs, coster, tools, options_for)
     t_policy = time.perf_counter()
     ledger = BudgetLedger(dynamic, policy.selection.class_caps)
-    relevance = _relevance_by_id(request, snap)
-    items = _selection_items(units, plan, turn_costs, relevance, policy, coster, options_for)
+    relevance = _relevance_by_id(request, snap, policy)
+    weights = policy.selection.weights(_asks_question(request, units))
+    items = _selection_items(units, plan, turn_costs, relevance, policy, coster, options_for, weights)
     result = select(items, dynamic, ledger)
     if options_for is not None:
         make_room_for_errors(items, result, dynamic, ledger)
@@ -422,17 +425,15 @@ def _selection_items(
     policy: Policy,
     coster: Coster,
     options_for: Any,
+    weights: tuple[float, float, float] | None = None,
 ) -> list[SelectionItem]:
     params = policy.selection
+    w_relevance, w_recency, w_kind = weights or params.weights(False)
     dynamic = [u for u in units if u.kind is not UnitKind.INSTRUCTION]
     items = []
     for age, unit in enumerate(reversed(dynamic)):
         recency = 0.5 ** (age / params.recency_half_life)
-        utility = (
-            params.w_relevance * relevance.get(unit.id, 0.0)
-            + params.w_recency * recency
-            + params.w_kind * _kind_prior(unit)
-        )
+        utility = w_relevance * relevance.get(unit.id, 0.0) + w_recency * recency + w_kind * _kind_prior(unit)
         if unit.id not in relevance:  # from another branch: it only fills what the lineage leaves (DESIGN §3.1)
             utility *= FILL_FACTOR
         costs = turn_costs[unit.id]
@@ -450,17 +451,29 @@ def _selection_items(
     return items
 
 
-def _relevance_by_id(request: AssemblyRequest, snap: Snapshot) -> dict[str, float]:
-    """BM25 relevance (normalised to [0, 1]) of the snapshot's units; other branches' units score 0."""
-    scores = _relevance(request, snap)
+def _relevance_by_id(request: AssemblyRequest, snap: Snapshot, policy: Policy | None = None) -> dict[str, float]:
+    """Relevance (normalised to [0, 1]) of the snapshot's units; other branches' units score 0."""
+    scores = _relevance(request, snap, policy)
     return {u.id: float(scores[i]) for i, u in enumerate(snap.units)}
 
 
-def _relevance(request: AssemblyRequest, snap: Snapshot) -> np.ndarray:
+def _relevance(request: AssemblyRequest, snap: Snapshot, policy: Policy | None = None) -> np.ndarray:
+    """BM25 of each unit against the query, spread to neighbouring units (``SelectionParams``), over the max."""
     query = request.query if request.query is not None else _latest_user_text(snap.units)
     scores = snap.index.scores(tokenize([query])[0] if query else [], len(snap.units))
+    if policy is not None:
+        scores = spread(scores, policy.selection.neighbour_decay, policy.selection.neighbour_window)
     top = float(scores.max()) if len(scores) else 0.0
     return scores / top if top > 0 else scores
+
+
+def _asks_question(request: AssemblyRequest, units: Sequence[Unit]) -> bool:
+    """The weight rule of :class:`SelectionParams`: the query is a question and no tool loop is under way."""
+    dynamic = [u for u in units if u.kind is not UnitKind.INSTRUCTION]
+    if dynamic and dynamic[-1].kind is UnitKind.TOOL_EXCHANGE:
+        return False
+    query = request.query if request.query is not None else _latest_user_text(units)
+    return bool(query) and is_question(query)
 
 
 def _latest_user_text(units: Sequence[Unit]) -> str:

@@ -1,30 +1,83 @@
-"""Lexical relevance of history units to the current goal: BM25, append-only.
+"""Lexical relevance of history units to the current goal: BM25 over stemmed terms, append-only.
 
 Why not rebuild a ``bm25s`` index per model call: a bm25s index is static, and building it over 10,000
 turns took about 0.8 s on this 2-core machine, far above a per-call budget. History is append-only, so
 the index can be too: :class:`IncrementalBM25` keeps postings and document lengths, and adding a unit
 costs only that unit's terms. Text is tokenized with ``bm25s.tokenize`` (lower-casing, English stop
-words, the same splitter), and scores follow the Lucene BM25 variant that ``bm25s.BM25`` uses by default
-(``k1 = 1.5``, ``b = 0.75``; Kamphuis et al., ECIR 2020), so that a test can check our scores against
-``bm25s.BM25.get_scores`` on the same corpus.
+words, the same splitter) and each term is reduced to its Snowball English stem (PyStemmer, the stemmer
+bm25s documents), so "adopting" in a question finds "adoption" in a turn; scores follow the Lucene BM25
+variant that ``bm25s.BM25`` uses by default (``k1 = 1.5``, ``b = 0.75``; Kamphuis et al., ECIR 2020), so
+that a test can check our scores against ``bm25s.BM25.get_scores`` on the same corpus.
+
+Why neighbours count (:func:`spread`): a conversation's topics run over several adjacent turns, and the
+turn that holds the answer often does not repeat the question's words: "Where did you go?" is answered
+by the next turn, a failing command's error sits beside the call that names the file. A unit's
+relevance is therefore its own score plus its neighbours' scores, discounted by distance. On the LoCoMo
+development conversations this raised BM25's evidence recall at a 2,000-token budget from 0.71
+(stemmed, alone) to 0.82 (``decay = 0.5``, ``window = 3``; measured in ctxledger's evaluation harness).
 """
 
 from __future__ import annotations
 
 import math
+import re
+import threading
 from collections import Counter
 from collections.abc import Sequence
 
 import bm25s
 import numpy as np
+import Stemmer
+
+STEMMER_LANGUAGE = "english"
+"""The Snowball stemmer applied to every indexed and query term."""
+
+_LOCAL = threading.local()
+
+
+def stemmer() -> Stemmer.Stemmer:
+    """This thread's Snowball English stemmer (PyStemmer objects must not be shared between threads)."""
+    found = getattr(_LOCAL, "stemmer", None)
+    if found is None:
+        found = _LOCAL.stemmer = Stemmer.Stemmer(STEMMER_LANGUAGE)
+    return found
 
 
 def tokenize(texts: Sequence[str]) -> list[list[str]]:
-    """Tokenize texts the way ``bm25s`` does (lower-case, ``\\w\\w+`` terms, English stop words removed)."""
+    """Tokenize texts as ``bm25s`` does (lower-case, two-or-more-character words, English stop words out), stemmed."""
     if not texts:
         return []
-    result = bm25s.tokenize(list(texts), stopwords="en", show_progress=False, return_ids=False)
+    result = bm25s.tokenize(list(texts), stopwords="en", stemmer=stemmer(), show_progress=False, return_ids=False)
     return [list(doc) for doc in result]
+
+
+def spread(scores: np.ndarray, decay: float, window: int) -> np.ndarray:
+    """Add each position's neighbours' scores, discounted by distance (see the module docstring).
+
+    ``out[i] = scores[i] + Σ_{d=1..window} decay**d · (scores[i-d] + scores[i+d])`` (positions outside
+    the array count 0). ``window = 0`` or ``decay = 0`` returns the scores unchanged.
+    """
+    out = np.array(scores, dtype=np.float64, copy=True)
+    if decay <= 0 or window <= 0:
+        return out
+    for d in range(1, min(window, len(scores) - 1) + 1):
+        weight = decay**d
+        out[d:] += weight * scores[:-d]
+        out[:-d] += weight * scores[d:]
+    return out
+
+
+_QUESTION_START = re.compile(
+    r"^\W*(who|whom|whose|what|when|where|which|why|how|did|does|do|is|are|was|were|can|could|would|should|has|have"
+    r"|had|will)\b",
+    re.IGNORECASE,
+)
+
+
+def is_question(text: str) -> bool:
+    """Whether ``text`` asks a question: it ends with ``?`` or opens with an interrogative or auxiliary word."""
+    stripped = text.strip()
+    return stripped.endswith("?") or bool(_QUESTION_START.match(stripped))
 
 
 class IncrementalBM25:

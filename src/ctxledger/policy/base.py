@@ -183,7 +183,21 @@ class SelectionParams:
     """Weights of the utility function and per-class caps (fractions of ``B_dynamic``).
 
     ``utility = w_relevance·relevance + w_recency·recency + w_kind·kind_prior`` with each term in
-    [0, 1]; recency halves every ``recency_half_life`` units counted back from the newest.
+    [0, 1]; recency halves every ``recency_half_life`` units counted back from the newest. Relevance is
+    BM25 on stemmed terms, each unit's score plus its neighbours' (``neighbour_decay`` per unit of
+    distance, up to ``neighbour_window`` units away; :func:`ctxledger.assemble.relevance.spread`),
+    normalised to [0, 1].
+
+    Which weights apply (the rule, decided per request by the assembler):
+
+    * the retrieval query (``request.query``, else the latest user turn) **is a question**
+      (:func:`~ctxledger.assemble.relevance.is_question`) and the agent is **not continuing a tool loop**
+      (the newest unit is not a tool exchange): ``question_weights`` ``(w_relevance, w_recency, w_kind)``,
+      relevance-dominant: what answers the question matters more than what was said last;
+    * otherwise (an instruction, a statement, or the next step of a tool loop): ``w_relevance``,
+      ``w_recency``, ``w_kind``, recency-dominant: the agent continues from its latest steps.
+
+    ``question_weights = None`` always uses the second set.
     """
 
     w_relevance: float = 0.4
@@ -194,6 +208,18 @@ class SelectionParams:
     ladder: bool = True
     """Offer the representation ladder (excerpt, extraction, memory, reference) and omit redundant tool
     outputs (:mod:`ctxledger.assemble.represent`); ``False`` = every unit verbatim or not at all."""
+    question_weights: tuple[float, float, float] | None = (0.8, 0.1, 0.1)
+    """``(w_relevance, w_recency, w_kind)`` when the query is a question outside a tool loop."""
+    neighbour_decay: float = 0.5
+    """Share of a neighbour's relevance a unit adds per unit of distance (0 = own score only)."""
+    neighbour_window: int = 3
+    """How many units on each side count as neighbours."""
+
+    def weights(self, question: bool) -> tuple[float, float, float]:
+        """``(w_relevance, w_recency, w_kind)`` for a request whose query is (or is not) a question (see above)."""
+        if question and self.question_weights is not None:
+            return (float(self.question_weights[0]), float(self.question_weights[1]), float(self.question_weights[2]))
+        return (self.w_relevance, self.w_recency, self.w_kind)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able form (part of the policy hash)."""
@@ -204,6 +230,9 @@ class SelectionParams:
             "recency_half_life": self.recency_half_life,
             "class_caps": dict(sorted(self.class_caps.items())),
             "ladder": self.ladder,
+            "question_weights": list(self.question_weights) if self.question_weights is not None else None,
+            "neighbour_decay": self.neighbour_decay,
+            "neighbour_window": self.neighbour_window,
         }
 
 

@@ -1,0 +1,107 @@
+"""Relevance of the default policy: stemmed BM25, neighbours' relevance, and the question-vs-tool-loop weights."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from ctxledger.assemble.relevance import is_question, spread, tokenize
+from ctxledger.ledger import Ledger
+from ctxledger.policy.base import SelectionParams
+from ctxledger.policy.default import default_policy
+from ctxledger.scenarios import GraphBuilder
+from ctxledger.testing import MemoryStore
+
+
+def test_terms_are_stemmed_so_word_forms_match() -> None:
+    """'adopting' in a question and 'adoption' in a turn share the stem 'adopt'; stop words are dropped."""
+    question, turn = tokenize(["Is she adopting?", "The adoption agencies called"])
+    assert "adopt" in question and "adopt" in turn
+    assert "is" not in question and "the" not in turn
+
+
+def test_spread_adds_neighbours_discounted_by_distance() -> None:
+    """One score of 4 at position 2 gives 1, 2, 4, 2, 1, 0.5, 0 with decay 0.5 and window 3."""
+    scores = np.array([0.0, 0.0, 4.0, 0.0, 0.0, 0.0, 0.0])
+    np.testing.assert_allclose(spread(scores, 0.5, 3), [1.0, 2.0, 4.0, 2.0, 1.0, 0.5, 0.0])
+    np.testing.assert_allclose(spread(scores, 0.5, 0), scores)
+    np.testing.assert_allclose(spread(np.array([3.0]), 0.5, 3), [3.0])
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("When did Caroline go to the support group?", True),
+        ("what is the status of order 5521", True),
+        ("Did the tests pass", True),
+        ("Update the submodules and build the project.", False),
+        ("Yes, open it for customer C-204.", False),
+        ("", False),
+    ],
+)
+def test_is_question(text: str, expected: bool) -> None:
+    """A question ends with '?' or opens with an interrogative or auxiliary word."""
+    assert is_question(text) is expected
+
+
+def test_weights_follow_the_rule() -> None:
+    """Questions get the relevance-dominant weights; everything else (and question_weights=None) the base ones."""
+    params = SelectionParams()
+    assert params.weights(True) == (0.8, 0.1, 0.1)
+    assert params.weights(False) == (0.4, 0.45, 0.15)
+    assert SelectionParams(question_weights=None).weights(True) == (0.4, 0.45, 0.15)
+    assert params.as_dict()["question_weights"] == [0.8, 0.1, 0.1]
+
+
+def _chat(tool_loop: bool) -> tuple[Ledger, GraphBuilder]:
+    """An old turn that answers the question, then chatter; optionally ending in a tool exchange."""
+    ledger = Ledger(MemoryStore())
+    g = GraphBuilder(ledger, "chat")
+    g.user("u0", "Let me tell you about my trip.")
+    g.assistant("a0", "Please do!")
+    g.user("old", "We spent two weeks in Lisbon and loved the tiled facades.")
+    for i in range(12):
+        g.user(f"c{i}", f"Small talk number {i} about the weather and lunch plans today.")
+        g.assistant(f"r{i}", f"Reply {i}: sounds lovely, enjoy the afternoon.")
+    g.user("q", "Where did we spend two weeks?")
+    if tool_loop:
+        g.tool("t", "lookup_calendar", {"month": "May"}, '{"events": ["dentist"]}')
+    return ledger, g
+
+
+def _included(ledger: Ledger, g: GraphBuilder, window: int) -> set[str]:
+    asm = ledger.assemble(g.conversation_id, now=g.now, window_tokens=window, output_tokens=0, margin_tokens=0)
+    return {e["external_id"] for e in asm.manifest["included"]}
+
+
+def test_a_question_reaches_back_for_its_answer() -> None:
+    """Asked 'Where did we spend two weeks?', the old answering turn is kept over recent small talk."""
+    ledger, g = _chat(tool_loop=False)
+    included = _included(ledger, g, 100)
+    assert {"old", "q", "r11"} <= included
+    assert "r10" not in included
+
+
+def test_a_tool_loop_stays_recency_first() -> None:
+    """Continuing a tool loop, the same budget goes to the newest turns (the base weights apply)."""
+    ledger, g = _chat(tool_loop=True)
+    included = _included(ledger, g, 100)
+    assert {"t", "q", "r11", "c11"} <= included
+    assert "old" not in included
+
+
+def test_neighbours_bring_in_the_answer_that_shares_no_word_with_the_question() -> None:
+    """The reply right after the matching turn gets its neighbour's relevance; without spreading it is left out."""
+    ledger = Ledger(MemoryStore())
+    g = GraphBuilder(ledger, "n")
+    g.user("ask", "Which restaurant should we book for the anniversary?")
+    g.assistant("answer", "Casa Lucio, table for two at eight.")
+    for i in range(10):
+        g.user(f"x{i}", f"Unrelated errand {i}: pick up parcels and water the plants.")
+    g.user("q", "What restaurant did we choose for the anniversary?")
+    assert "answer" in _included(ledger, g, 130)
+    flat = dataclasses.replace(default_policy(), selection=SelectionParams(neighbour_decay=0.0))
+    ledger.policy = flat
+    assert "answer" not in _included(ledger, g, 130)
