@@ -1,0 +1,64 @@
+"""Protection by wording: instructions and stated wishes are constraints; reports of fact are not."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ctxledger.policy.stages.protection import wording_reason
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Do not push anything to the remote.",
+        "Thanks. Don't touch the prod database.",
+        "Never use sudo on this machine.",
+        "Please avoid the main branch.",
+        "You must not delete the backups.",
+        "I don't want travel insurance.",
+        "We do not need extra baggage.",
+        "I'd rather not be transferred.",
+    ],
+)
+def test_instructions_and_wishes_are_constraints(text: str) -> None:
+    """Imperative prohibitions, modal prohibitions and negated wishes protect the turn as a user constraint."""
+    assert wording_reason(text) == "user_constraint"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I don't remember the reservation ID, sorry.",
+        "I never knew turtles could be so interesting!",
+        "Sometimes it's hard when things don't go my way.",
+        "Don't worry, I won't let anything get me down.",
+        "Animals bring a lot of joy, don't they?",
+        "The hats don't bother them at all.",
+    ],
+)
+def test_reports_of_fact_are_not_constraints(text: str) -> None:
+    """A negative word in a statement of fact, reassurance or tag question is not a constraint."""
+    assert wording_reason(text) is None
+
+
+def test_corrections_open_the_message() -> None:
+    """'No, …' and 'Actually …' at the start are corrections; the same words later are not."""
+    assert wording_reason("No, I meant the docs folder only.") == "user_correction"
+    assert wording_reason("Actually, book the later flight.") == "user_correction"
+    assert wording_reason("I said no, twice.") is None
+
+
+def test_real_tau_bench_constraints_are_kept_and_missing_ids_are_not(data_dir) -> None:
+    """On the real airline trajectories the time constraint is protected, 'I don't have my reservation ID' is not."""
+    runs = json.loads((data_dir / "tau-bench" / "gpt-4o-airline_tasks0-39.json").read_text(encoding="utf-8"))
+    texts = {m["content"] for run in runs for m in run["traj"] if m["role"] == "user" and m.get("content")}
+    wanted = (
+        "Neither of those options works for me as I don't want to fly before 11 AM EST. Do you have any later flights?"
+    )
+    assert wanted in texts and wording_reason(wanted) == "user_constraint"
+    missing_id = [t for t in texts if "don't have my reservation ID" in t]
+    assert missing_id and all(wording_reason(t) is None for t in missing_id)
+    protected = [t for t in texts if wording_reason(t) == "user_constraint"]
+    assert 10 <= len(protected) <= 30
