@@ -1168,7 +1168,7 @@ def _cases_table(outcomes: Sequence[Any]) -> Table:
     table.add_column("result")
     for c in outcomes:
         result = "[green]pass[/]" if c.passed else "[red]FAIL[/] " + escape("; ".join(c.failures))
-        tokens = "error expected" if c.input_tokens is None else f"{c.input_tokens:,}"
+        tokens = "refused" if c.input_tokens is None else f"{c.input_tokens:,}"
         table.add_row(c.case_id, escape(c.kind), escape(c.title), tokens, result)
     return table
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from ctxledger.cli import REASONS, app
 from ctxledger.policy.base import ReasonCode
 
-COMMANDS = ("assemble", "conversations", "demo", "explain", "import", "migrate", "rehydrate", "usage")
+COMMANDS = ("assemble", "conversations", "demo", "eval", "explain", "import", "migrate", "rehydrate", "usage")
 
 
 def _group() -> Any:

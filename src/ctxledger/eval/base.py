@@ -99,7 +99,10 @@ class Selection:
             success); ``"summaries"``: mappings with ``text`` and ``evidence_ids`` of each compaction
             record sent (compaction fidelity against the case's recovery state);
             ``"occupancy_tokens"``: tokens per context class from the budget ledger (replaces the
-            harness's role-based classification).
+            harness's role-based classification); ``"sent_texts"``: item id → the text actually sent
+            for an item that entered in a cheaper representation (an excerpt of a tool output): the
+            harness recounts such an item on that text, with the exact counter, instead of charging
+            its verbatim :attr:`EvalItem.tokens`.
     """
 
     included_ids: list[str]

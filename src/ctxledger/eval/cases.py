@@ -270,3 +270,85 @@ _CHECKS: dict[str, Callable[[_View, Any], list[str]]] = {
     "content_parts_preserved_ids": _parts_preserved,
     "excerpted": _excerpted,
 }
+
+
+# -- the pass/fail table of every case (``ctxledger eval cases``) ---------------------------------------
+
+
+def add_case_memories(ledger: Ledger, case: Mapping[str, Any], conv_id: str, records: Sequence[Record]) -> None:
+    """``prepare`` hook for cases with ``memories`` (B12): store each memory as a ToolMemory.
+
+    Each becomes a retrieved, conversation-visible :class:`~ctxledger.records.ToolMemory` carrying its
+    ``scope`` labels and its reference ``tokens``, as the B12 tests store them.
+    """
+    from ctxledger.records import ToolMemory, Trust, Visibility
+
+    main = next(r for r in records if isinstance(r, Conversation)).branch_id
+    ledger.append(
+        [
+            ToolMemory(
+                id=f"{conv_id}/{m['id']}",
+                tenant_id="default",
+                conversation_id=conv_id,
+                branch_id=main,
+                summary=m["text"],
+                scope=m["scope"],
+                external_id=m["id"],
+                trust=Trust.RETRIEVED,
+                visibility=Visibility.CONVERSATION,
+                meta={"tokens": m["tokens"], "score": m["score"]},
+            )
+            for m in case["memories"]
+        ]
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CaseOutcome:
+    """One row of the failure-case table.
+
+    Attributes:
+        case_id, kind, title: from the case file.
+        passed: every expectation held.
+        failures: the expectations that did not hold (sentences).
+        input_tokens: tokens of the assembled payload under the case's reference costs (``None`` when
+            the case expects, or hit, an error).
+    """
+
+    case_id: str
+    kind: str
+    title: str
+    passed: bool
+    failures: tuple[str, ...]
+    input_tokens: int | None
+
+
+def run_case_file(path: str | Path) -> CaseOutcome:
+    """Run one case file on a fresh in-memory ledger under the default policy and check it.
+
+    The setup is the one the tests use: the case's ``request`` (B12's scope) becomes the ledger's
+    request defaults, and its ``memories`` are stored by :func:`add_case_memories` before assembly.
+    """
+    from ctxledger.testing import MemoryStore
+
+    case = load_case(path)
+    defaults = {"scope": case["request"]} if isinstance(case.get("request"), Mapping) else None
+    prepare = add_case_memories if case.get("memories") else None
+    run = run_case(case, Ledger(MemoryStore(), request_defaults=defaults), prepare=prepare)
+    failures = tuple(check_case(run))
+    tokens = run.assembly.input_tokens if run.assembly is not None else None
+    return CaseOutcome(case["id"], case.get("kind", ""), case.get("title", ""), not failures, failures, tokens)
+
+
+def run_cases(cases_dir: str | Path) -> list[CaseOutcome]:
+    """Run every ``B*.json`` case of ``cases_dir`` (sorted by id) and check it (see :func:`run_case_file`).
+
+    Raises:
+        InputError: ``cases_dir`` holds no case file.
+    """
+    from ctxledger.errors import InputError
+
+    paths = sorted(Path(cases_dir).glob("B*.json"))
+    if not paths:
+        raise InputError("no failure cases (B*.json) found", source=str(cases_dir))
+    return [run_case_file(p) for p in paths]

@@ -4,7 +4,8 @@
 :class:`SelectionTask` for every case and budget, checks each answer against the case's gold
 annotations with :mod:`ctxledger.eval.metrics`, and aggregates per dataset, selector and budget, so
 every comparison in the report is a ratio within one run. The harness, not the selector, is the judge:
-it measures wall-clock latency itself, recounts the payload from the items' exact costs, checks the
+it measures wall-clock latency itself, recounts the payload from the items' exact costs (an item a
+selector sent as an excerpt is recounted on the excerpt's text, ``details["sent_texts"]``), checks the
 provider's message rules, and re-runs a sample of selections to test determinism.
 
 ctxledger's default policy is plugged in with ``register_selector(OURS, factory)``; baselines and peers
@@ -32,7 +33,7 @@ from ctxledger.eval.base import (
     SelectionTask,
     Selector,
 )
-from ctxledger.eval.datasets import ADVERSARIAL, load_dataset
+from ctxledger.eval.datasets import ADVERSARIAL, chat_tokens, load_dataset
 from ctxledger.hashing import content_hash
 from ctxledger.tokens import TokenCounter, get_counter
 
@@ -178,6 +179,14 @@ def _kept(case: EvalCase, selection: Selection) -> list[EvalItem]:
     return [item for item in case.items if item.id in included]
 
 
+def _sent_tokens(item: EvalItem, selection: Selection, counter: TokenCounter) -> int:
+    """An included item's cost: verbatim, or recounted on the text sent when the selector reports a cheaper one."""
+    sent = (selection.details.get("sent_texts") or {}).get(item.id)
+    if sent is None or sent == item.text:
+        return item.tokens
+    return chat_tokens(counter, item.role, sent, tool_calls=item.tool_calls)
+
+
 def _hash(case: EvalCase, selection: Selection) -> str:
     return selection.payload_hash or payload_hash(_kept(case, selection), case)
 
@@ -215,7 +224,7 @@ def evaluate_case(
     latency = time.perf_counter() - started
     kept = _kept(case, selection)
     included = {item.id for item in kept}
-    payload = task.base_tokens + case.query_tokens + sum(item.tokens for item in kept)
+    payload = task.base_tokens + case.query_tokens + sum(_sent_tokens(item, selection, counter) for item in kept)
     chosen = set(selection.included_ids) if selection.fits else set()
     pairs = metrics.tool_pair_integrity(case.items, chosen)
     first_hash = _hash(case, selection)

@@ -1,0 +1,125 @@
+"""The goals of issue 5 item 8, checked on one evaluation run, and the pass/fail sections of the report.
+
+:func:`goal_checks` reads a run's aggregates (:func:`ctxledger.eval.harness.aggregate`) and says, for
+ctxledger's default policy, whether each goal was reached and by how much; :func:`checks_markdown` renders
+those checks plus the seed scenarios (:mod:`ctxledger.scenarios`) and the failure cases
+(:func:`ctxledger.eval.cases.run_cases`) as the Markdown that ``ctxledger eval run`` appends to
+``report.md``. A goal that the run could not check (its dataset, budget or peer was not run) is reported
+as such, never as met.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["GOAL_RECALL", "LATENCY_PEER", "GoalCheck", "checks_markdown", "goal_checks"]
+
+GOAL_RECALL: Mapping[int, float] = {2000: 0.80, 8000: 0.90}
+"""LoCoMo evidence recall our default policy must reach (non-adversarial questions), by budget in tokens."""
+
+LATENCY_PEER = "langchain-trim-exact"
+"""The peer whose selector latency ours must not exceed (langchain-core ``trim_messages``, exact counter)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GoalCheck:
+    """One goal of issue 5 item 8 against one run.
+
+    Attributes:
+        goal: what is asked, in words.
+        measured: what the run measured, in words (``"not in this run"`` when it could not be checked).
+        met: whether the goal is reached (``None`` when it could not be checked).
+    """
+
+    goal: str
+    measured: str
+    met: bool | None
+
+
+def _cells(aggregates: Sequence[Mapping[str, Any]], selector: str) -> list[Mapping[str, Any]]:
+    return [a for a in aggregates if a["selector"] == selector]
+
+
+def _recall_goal(aggregates: Sequence[Mapping[str, Any]], ours: str, budget: int, target: float) -> GoalCheck:
+    goal = f"LoCoMo evidence recall ≥ {target:.2f} at {budget} tokens (non-adversarial, cl100k)"
+    cell = next((a for a in _cells(aggregates, ours) if a["dataset"] == "locomo" and a["budget"] == budget), None)
+    if cell is None or cell["recall"] is None:
+        return GoalCheck(goal, "not in this run", None)
+    by_category = ", ".join(f"{k} {v:.3f}" for k, v in cell["recall_by_category"].items() if v is not None)
+    measured = f"{cell['recall']:.3f} (by category: {by_category})"
+    return GoalCheck(goal, measured, cell["recall"] >= target)
+
+
+def _latency_goal(aggregates: Sequence[Mapping[str, Any]], ours: str) -> GoalCheck:
+    goal = f"selector latency (p50) no worse than `{LATENCY_PEER}` on the same calls"
+    peer = {(a["dataset"], a["budget"]): a for a in _cells(aggregates, LATENCY_PEER)}
+    pairs = [
+        (a, peer[(a["dataset"], a["budget"])]) for a in _cells(aggregates, ours) if (a["dataset"], a["budget"]) in peer
+    ]
+    if not pairs:
+        return GoalCheck(goal, "not in this run", None)
+    ratios = [(a["dataset"], a["budget"], a["latency_ms"]["p50"], b["latency_ms"]["p50"]) for a, b in pairs]
+    worst = max(ratios, key=lambda r: r[2] / r[3] if r[3] else float("inf"))
+    ours_ms = sorted(r[2] for r in ratios)
+    peer_ms = sorted(r[3] for r in ratios)
+    measured = (
+        f"p50 {ours_ms[0]:.2f}–{ours_ms[-1]:.2f} ms against {peer_ms[0]:.2f}–{peer_ms[-1]:.2f} ms; worst "
+        f"{worst[0]} at {worst[1]} tokens: {worst[2]:.2f} ms against {worst[3]:.2f} ms"
+    )
+    return GoalCheck(goal, measured, all(r[2] <= r[3] for r in ratios))
+
+
+def goal_checks(aggregates: Sequence[Mapping[str, Any]], ours: str = "ctxledger-default") -> list[GoalCheck]:
+    """Check one run's aggregates (:func:`ctxledger.eval.harness.aggregate`) against issue 5 item 8.
+
+    Goals: LoCoMo recall (:data:`GOAL_RECALL`), zero provider-rule violations and zero budget overflows
+    for ``ours`` over every dataset and budget of the run, and a p50 latency no worse than
+    :data:`LATENCY_PEER` on every dataset and budget both ran.
+    """
+    checks = [_recall_goal(aggregates, ours, b, t) for b, t in GOAL_RECALL.items()]
+    mine = _cells(aggregates, ours)
+    if not mine:
+        return [*checks, GoalCheck("zero provider-rule violations and budget overflows", "not in this run", None)]
+    violations = sum(a["violations"] for a in mine)
+    overflow = max((a["overflow_rate"] or 0.0) for a in mine)
+    scope = f"{len({a['dataset'] for a in mine})} datasets × their budgets"
+    checks.append(GoalCheck("zero provider-rule violations", f"{violations} over {scope}", violations == 0))
+    checks.append(
+        GoalCheck(
+            "zero budget overflows (exact counter)", f"max overflow rate {overflow:.3f} over {scope}", overflow == 0
+        )
+    )
+    checks.append(_latency_goal(aggregates, ours))
+    return checks
+
+
+def checks_markdown(goals: Sequence[GoalCheck], scenarios: Sequence[Any] = (), cases: Sequence[Any] = ()) -> str:
+    """Markdown sections for the report: the goals, then the seed scenarios and failure cases as pass/fail.
+
+    ``scenarios`` are :class:`ctxledger.scenarios.ScenarioResult`, ``cases`` are
+    :class:`ctxledger.eval.cases.CaseOutcome` (either may be empty: the section says it was not run).
+    """
+    mark = {True: "met", False: "**not met**", None: "not checked"}
+    out = ["## Goals (issue 5 item 8)", "", "| goal | measured | result |", "|---|---|---|"]
+    out += [f"| {g.goal} | {g.measured} | {mark[g.met]} |" for g in goals]
+    out += ["", "## Seed scenarios (seed 004 §9, seed 002, seed 001)", ""]
+    if scenarios:
+        out += ["| scenario | replay tok | assembled tok | required kept | result |", "|---|---|---|---|---|"]
+        for r in scenarios:
+            result = "pass" if r.passed else "**fail**: " + "; ".join(r.failures)
+            kept = f"{r.required_kept}/{r.required_total}"
+            out.append(f"| {r.name} | {r.replay_tokens} | {r.assembled_tokens} | {kept} | {result} |")
+    else:
+        out.append("_not run_")
+    out += ["", "## Failure cases (shared/cases)", ""]
+    if cases:
+        out += ["| case | kind | input tok | result |", "|---|---|---|---|"]
+        for c in cases:
+            result = "pass" if c.passed else "**fail**: " + "; ".join(c.failures)
+            tokens = "refused" if c.input_tokens is None else str(c.input_tokens)
+            out.append(f"| {c.case_id} | {c.kind} | {tokens} | {result} |")
+    else:
+        out.append("_not run_")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,84 @@
+"""`ctxledger eval`: the harness run with its report, the scenario suite and the failure-case table."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from ctxledger.cli import app
+
+SUBCOMMANDS = ("run", "scenarios", "cases")
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("name", SUBCOMMANDS)
+def test_every_eval_command_is_documented(runner: CliRunner, name: str) -> None:
+    """Each `ctxledger eval CMD --help` explains itself with an example, and every option has help text."""
+    group = typer.main.get_command(app).commands["eval"]
+    command = group.commands[name]
+    result = runner.invoke(app, ["eval", name, "--help"])
+    assert result.exit_code == 0, result.output
+    assert re.search(rf"Example: .*ctxledger eval {name}", _flat(result.output))
+    assert all(getattr(p, "help", None) for p in command.params if p.name != "help")
+
+
+def test_eval_cases_prints_every_case_passing(runner: CliRunner, cases_dir) -> None:
+    """Every shared failure case passes under the default policy, one table row each."""
+    result = runner.invoke(app, ["eval", "cases", "--cases-dir", str(cases_dir)])
+    assert result.exit_code == 0, result.output
+    ids = sorted(p.stem for p in cases_dir.glob("B*.json"))
+    assert f"{len(ids)}/{len(ids)} cases pass" in result.output
+    assert all(case_id in result.output for case_id in ids)
+
+
+def test_eval_cases_without_cases_is_a_user_error(runner: CliRunner, tmp_path) -> None:
+    """A folder with no case file exits 2 with a message naming it."""
+    result = runner.invoke(app, ["eval", "cases", "--cases-dir", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "no failure cases" in result.output and "Traceback" not in result.output
+
+
+def test_eval_scenarios_runs_the_named_scenario(runner: CliRunner) -> None:
+    """One named scenario runs and passes; an unknown name exits 2 listing the known ones."""
+    result = runner.invoke(app, ["eval", "scenarios", "--name", "branch-isolation"])
+    assert result.exit_code == 0, result.output
+    assert "branch-isolation" in result.output and "scenarios failed: 0" in result.output
+    bad = runner.invoke(app, ["eval", "scenarios", "--name", "nope"])
+    assert bad.exit_code == 2 and "branch-isolation" in bad.output
+
+
+def test_eval_run_writes_the_report_with_goals_scenarios_and_cases(runner: CliRunner, data_dir, cases_dir, tmp_path):
+    """A small slice of two datasets: same-run numbers for each selector, the goals, and the pass/fail tables."""
+    out = tmp_path / "report"
+    args = ["eval", "run", "-d", "locomo", "-d", "tau-bench", "--limit", "1", "--max-cases", "3"]
+    args += ["-s", "ctxledger-default", "-s", "bm25", "-b", "2000", "-b", "8000", "--no-plots"]
+    args += ["--data-dir", str(data_dir), "--cases-dir", str(cases_dir), "--out", str(out)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "results.json").read_text())
+    cells = {(a["dataset"], a["selector"], a["budget"]) for a in summary["aggregates"]}
+    assert cells == {
+        (d, s, b) for d in ("locomo", "tau-bench") for s in ("ctxledger-default", "bm25") for b in (2000, 8000)
+    }
+    ours = [a for a in summary["aggregates"] if a["selector"] == "ctxledger-default"]
+    assert all(a["violations"] == 0 and a["overflow_rate"] == 0 for a in ours)
+    report = (out / "report.md").read_text()
+    for heading in ("## Goals (issue 5 item 8)", "## Seed scenarios", "## Failure cases (shared/cases)"):
+        assert heading in report
+    assert "| B09 | summary_drops_user_constraint |" in report and "| branch-isolation |" in report
+    assert "Goals (issue 5 item 8)" in result.output and "report written to" in result.output
+
+
+def test_eval_run_refuses_unknown_datasets_and_missing_data(runner: CliRunner, tmp_path) -> None:
+    """Bad dataset names and a missing data folder are user errors (exit 2), never tracebacks."""
+    bad = runner.invoke(app, ["eval", "run", "-d", "nope", "--out", str(tmp_path / "r")])
+    assert bad.exit_code == 2 and "unknown dataset 'nope'" in bad.output
+    missing = runner.invoke(app, ["eval", "run", "-d", "locomo", "--data-dir", str(tmp_path / "no"), "--out", "x"])
+    assert missing.exit_code == 2 and "--data-dir" in missing.output

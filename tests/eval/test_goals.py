@@ -1,0 +1,64 @@
+"""The goals of issue 5 item 8 are checked from a run's aggregates, and missing evidence is never a pass."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from ctxledger.eval.goals import checks_markdown, goal_checks
+
+
+def _agg(selector, dataset, budget, *, recall=None, violations=0, overflow=0.0, p50=1.0):
+    """A minimal aggregate with the keys the goal checks read."""
+    return {
+        "selector": selector,
+        "dataset": dataset,
+        "budget": budget,
+        "cases": 10,
+        "recall": recall,
+        "recall_by_category": {"4-single-hop": recall},
+        "violations": violations,
+        "overflow_rate": overflow,
+        "latency_ms": {"p50": p50},
+    }
+
+
+def test_recall_goals_read_locomo_at_2k_and_8k() -> None:
+    """0.81 at 2k meets 0.80; 0.89 at 8k misses 0.90 and says so."""
+    checks = goal_checks(
+        [_agg("ctxledger-default", "locomo", 2000, recall=0.81), _agg("ctxledger-default", "locomo", 8000, recall=0.89)]
+    )
+    assert [c.met for c in checks[:2]] == [True, False]
+    assert checks[1].measured.startswith("0.890")
+
+
+def test_violations_overflows_and_latency_are_checked_over_every_dataset() -> None:
+    """One violation anywhere fails the rule goal; an overflow fails the budget goal; slower than trim fails latency."""
+    aggregates = [
+        _agg("ctxledger-default", "tau-bench", 4000, violations=1, p50=5.0),
+        _agg("ctxledger-default", "swe-agent", 4000, overflow=0.01, p50=2.0),
+        _agg("langchain-trim-exact", "tau-bench", 4000, p50=0.5),
+        _agg("langchain-trim-exact", "swe-agent", 4000, p50=3.0),
+    ]
+    rules, budget, latency = goal_checks(aggregates)[2:]
+    assert (rules.met, budget.met, latency.met) == (False, False, False)
+    assert "tau-bench at 4000 tokens: 5.00 ms against 0.50 ms" in latency.measured
+
+
+def test_goals_the_run_cannot_check_are_not_met_but_unchecked() -> None:
+    """Without LoCoMo or the peer, those goals are 'not in this run' (met is None), never a pass."""
+    checks = goal_checks([_agg("ctxledger-default", "tau-bench", 4000)])
+    assert [c.met for c in checks] == [None, None, True, True, None]
+    assert goal_checks([])[-1].measured == "not in this run"
+
+
+def test_markdown_lists_goals_scenarios_and_cases() -> None:
+    """The report sections name every goal, scenario and case with pass/fail."""
+    scenario = SimpleNamespace(
+        name="branch-isolation", passed=True, failures=[], replay_tokens=10, assembled_tokens=4, required_kept=2,
+        required_total=2,
+    )  # fmt: skip
+    case = SimpleNamespace(case_id="B15", kind="empty", passed=False, failures=("payload is empty",), input_tokens=None)
+    text = checks_markdown(goal_checks([]), [scenario], [case])
+    assert "## Goals (issue 5 item 8)" in text and "| branch-isolation | 10 | 4 | 2/2 | pass |" in text
+    assert "| B15 | empty | refused | **fail**: payload is empty |" in text
+    assert "_not run_" in checks_markdown([], [], [])
