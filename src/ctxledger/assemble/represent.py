@@ -468,8 +468,14 @@ class Ladder:
             if u.kind is UnitKind.TOOL_EXCHANGE and not u.transforms and (self.reach is None or u.id in self.reach)
         ]
         pointers = _repeated_calls(exchanges)
-        texts = [(u.id, _outputs(u)) for u in exchanges if u.id not in pointers]
-        pointers.update(self._near_duplicates([(i, t) for i, t in texts if len(t) >= REDUNDANT_MIN_CHARS]))
+        groups: dict[tuple[tuple[str, str], ...], list[tuple[str, str]]] = {}
+        for u in exchanges:
+            text = _outputs(u)
+            if u.id not in pointers and len(text) >= REDUNDANT_MIN_CHARS:
+                groups.setdefault(_call_signature(u), []).append((u.id, text))
+        for items in groups.values():  # near-duplicates only among outputs of the same call (a poll, a retry)
+            if len(items) > 1:
+                pointers.update(self._near_duplicates(items))
         out = {}
         for uid, kept in pointers.items():
             while kept in pointers:
@@ -511,6 +517,24 @@ class Ladder:
             found = (sha256_hex(text.encode("utf-8")), _minhash(sample))
             self._cache[key] = found
         return found
+
+
+def _call_signature(unit: Unit) -> tuple[tuple[str, str], ...]:
+    """The calls of a tool exchange as ``(name, canonical arguments)`` pairs.
+
+    Outputs of *different* calls are never redundant, however alike they look: a booking and the
+    cancellation of the same reservation return near-identical JSON, and dropping either would hide a
+    state change from the model.
+    """
+    calls = []
+    for rec in unit.records:
+        if isinstance(rec, ToolCall):
+            try:
+                args = json.dumps(json.loads(rec.arguments), sort_keys=True)
+            except (TypeError, ValueError):
+                args = rec.arguments
+            calls.append((rec.name, args))
+    return tuple(calls)
 
 
 def error_lines(data: bytes) -> list[str]:
