@@ -101,3 +101,16 @@ def test_snapshot_as_of_seq_and_explain(data_dir):
     omitted = small.manifest["omitted"][0]
     why_not = ledger.explain(small.id, omitted["ref"])
     assert why_not["status"] == "omitted" and why_not["reason"] == "budget" and why_not["stage"] == "selection"
+
+
+def test_a_required_assistant_lead_brings_its_user_turn_for_anthropic(data_dir):
+    """A tight Anthropic budget whose newest required step is an assistant turn still starts with a user turn."""
+    ledger = Ledger(MemoryStore())
+    result = ledger.import_file(data_dir / "tau-bench" / "gpt-4o-airline_tasks0-39.json", count_tokens_for=None)
+    conv = next(c for c in result.conversation_ids if c.endswith("task13-trial1"))
+    asm = ledger.assemble(
+        conv, window_tokens=2000, output_tokens=300, margin_tokens=100, api="anthropic-messages",
+        model="claude-sonnet-4-5",
+    )
+    assert asm.payload["messages"][0]["role"] == "user"
+    assert asm.input_tokens <= 1600

@@ -264,6 +264,7 @@ def assemble(
         _omit_unit(plan, by_id[uid], reason, "selection")
     chosen_units = [u for u in units if u.id in result.chosen]
     chosen_units = _fix_role_order(chosen_units, plan, result.chosen, required_units)
+    chosen_units = _anchor_required_lead(chosen_units, units, items, plan, result.chosen, dynamic, ledger)
     charge_savings(ledger.saved, result.chosen, costs)
     _rehydrate(request, policy, plan, chosen_units, result, coster, read_blob, dynamic, ledger)
     for unit in fixed:
@@ -508,6 +509,52 @@ def _fix_role_order(
         options.pop(unit.id, None)
         _omit_unit(plan, unit, ReasonCode.ROLE_ORDER, "role_order")
     return chosen
+
+
+def _anchor_required_lead(
+    chosen: list[Unit],
+    units: Sequence[Unit],
+    items: Sequence[SelectionItem],
+    plan: _Plan,
+    options: dict[str, Option],
+    budget_tokens: int,
+    ledger: BudgetLedger,
+) -> list[Unit]:
+    """When a *required* non-user unit leads the history, admit the newest user turn before it.
+
+    Anthropic's Messages API requires the first message to come from the user and ctxledger never invents
+    one, so the user turn that led to the required step (e.g. an unresolved tool call) is brought in, with
+    room made by leaving out the oldest optional chosen units (``budget``). If no user turn precedes it, or
+    it cannot fit, nothing changes (OpenAI Chat accepts an assistant-first history; the Anthropic serializer
+    then refuses with a ProviderContractError naming the turn).
+    """
+    if not chosen or chosen[0].role == "user":
+        return chosen
+    lead = chosen[0]
+    before = [u for u in units if u.role == "user" and u.kind is UnitKind.MESSAGE and u.seq < lead.seq]
+    if not before:
+        return chosen
+    anchor = before[-1]
+    item = next(i for i in items if i.unit_id == anchor.id)
+    option = min(item.options, key=lambda o: (o.tokens, -o.utility))
+    used = sum(o.tokens for o in options.values())
+    droppable = [u for u in chosen if u.id not in plan.required]
+    freed: list[Unit] = []
+    while used + option.tokens > budget_tokens and droppable:
+        unit = droppable.pop(0)
+        freed.append(unit)
+        used -= options[unit.id].tokens
+    if used + option.tokens > budget_tokens:
+        return chosen
+    for unit in freed:
+        ledger.charge(unit.context_class.value, -options.pop(unit.id).tokens)
+        _omit_unit(plan, unit, ReasonCode.BUDGET, "role_order")
+    for rid in anchor.record_ids:
+        plan.omitted.pop(rid, None)
+    options[anchor.id] = option
+    ledger.charge(anchor.context_class.value, option.tokens)
+    plan.required.setdefault(anchor.id, "turn_anchor")
+    return sorted([anchor, *(u for u in chosen if u not in freed)], key=lambda u: u.seq)
 
 
 def _ordered_turns(fixed: Sequence[Unit], chosen: Sequence[Unit], options: Mapping[str, Option]) -> list[Turn]:
