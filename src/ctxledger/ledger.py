@@ -140,20 +140,30 @@ class Ledger:
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         api: str = "openai-chat",
+        system: str | Sequence[Mapping[str, Any]] | None = None,
         tenant_id: str = "default",
         conversation_id: str | None = None,
     ) -> Any:
         """Import in-memory provider messages (OpenAI Chat Completions or Anthropic Messages form).
+
+        OpenAI form (``api="openai-chat"``, the default) carries the system prompt as a message; the
+        Anthropic form (``api="anthropic-messages"``) takes it as ``system=`` (a string or text blocks),
+        as the Messages API does.
 
         Raises:
             InputError: invalid messages (names the index and field); nothing was written.
         """
         from ctxledger.ingest import parse_anthropic, parse_openai_messages, write_batch
 
+        if system and api == "openai-chat":
+            raise ConfigurationError("system= is for api='anthropic-messages'; OpenAI form carries it as a message")
+
         if api == "openai-chat":
             batch = parse_openai_messages(messages, tools, tenant_id=tenant_id, conversation_id=conversation_id)
         elif api == "anthropic-messages":
             payload: dict[str, Any] = {"messages": list(messages)}
+            if system:
+                payload["system"] = system if isinstance(system, str) else list(system)
             if tools:
                 payload["tools"] = list(tools)
             batch = parse_anthropic(payload, tenant_id=tenant_id, conversation_id=conversation_id)

@@ -114,3 +114,18 @@ def test_a_required_assistant_lead_brings_its_user_turn_for_anthropic(data_dir):
     )
     assert asm.payload["messages"][0]["role"] == "user"
     assert asm.input_tokens <= 1600
+
+
+def test_import_messages_in_anthropic_form_keeps_the_system_prompt():
+    """Anthropic-form messages with system= import with their instructions, which lead the payload."""
+    ledger = Ledger(MemoryStore())
+    ledger.import_messages(
+        [{"role": "user", "content": "Weather in Porto?"},
+         {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "forecast", "input": {"city": "Porto"}}]},
+         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "19 C"}]},
+         {"role": "user", "content": "And tomorrow?"}],
+        api="anthropic-messages", system="You are a travel helper.", conversation_id="an",
+    )
+    asm = ledger.assemble("an", api="anthropic-messages", model="claude-sonnet-4-5", window_tokens=4000, output_tokens=500)
+    assert asm.payload["system"] == "You are a travel helper."
+    assert asm.payload["messages"][0]["role"] == "user"
