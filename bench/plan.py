@@ -4,7 +4,8 @@
   each scenario also stops taking new samples after ``scenario_seconds`` (at least one is taken).
 * :class:`Predictor`: before a scenario runs on a synthetic conversation, its time per call is predicted
   by linear extrapolation from the largest smaller size measured on the same backend in this run
-  (latency per event assumed constant, which is optimistic for anything super-linear). A scenario
+  (latency per event assumed constant, which is optimistic for anything super-linear), or by what the
+  other backend measured at the same size, whichever is larger. A scenario
   predicted slower than ``max_call_seconds`` is *skipped* and reported as such, with the prediction;
   an import predicted longer than ``max_import_seconds`` skips the backend for that size.
 """
@@ -29,7 +30,7 @@ class Limits:
     """
 
     scenario_seconds: float = 30.0
-    max_call_seconds: float = 300.0
+    max_call_seconds: float = 120.0
     max_import_seconds: float = 600.0
 
 
@@ -50,14 +51,17 @@ class Predictor:
     """Linear extrapolation of milliseconds per call from smaller sizes (see the module docstring)."""
 
     seen: dict[tuple[str, str], tuple[int, float]] = field(default_factory=dict)
+    same_size: dict[tuple[str, int], list[float]] = field(default_factory=dict)
 
     def record(self, backend: str, scenario: str, events: int, ms: float) -> None:
         """Remember a measured median (or import time) at a size."""
         self.seen[(backend, scenario)] = (events, ms)
+        self.same_size.setdefault((scenario, events), []).append(ms)
 
     def predict(self, backend: str, scenario: str, events: int) -> float | None:
-        """Predicted milliseconds at ``events``, or ``None`` without a smaller measured size."""
+        """Predicted milliseconds at ``events``, or ``None`` with nothing to predict from."""
+        guesses = list(self.same_size.get((scenario, events), ()))
         known = self.seen.get((backend, scenario))
-        if known is None or known[0] >= events:
-            return None
-        return known[1] * events / known[0]
+        if known is not None and known[0] < events:
+            guesses.append(known[1] * events / known[0])
+        return max(guesses) if guesses else None
