@@ -1,14 +1,16 @@
 """Throw-away stores for the benchmark: a fresh SQLite file, or a fresh PostgreSQL database.
 
-The PostgreSQL database (``ctxledger_bench`` by default) is created on the server named by the
-maintenance URL (``postgresql+psycopg://postgres@127.0.0.1:5432/test``) and dropped afterwards; nothing
-else on the server is touched. Blobs go to a folder of the run's work directory in both cases.
+The PostgreSQL database (``ctxledger_bench_<random>`` by default, so that two runs on one server never
+drop each other's database) is created on the server named by the maintenance URL
+(``postgresql+psycopg://postgres@127.0.0.1:5432/test``) and dropped afterwards; nothing else on the
+server is touched. Blobs go to a folder of the run's work directory in both cases.
 """
 
 from __future__ import annotations
 
 import contextlib
 import re
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +21,7 @@ from ctxledger.errors import ConfigurationError
 
 DEFAULT_POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 DEFAULT_POSTGRES_DB = "ctxledger_bench"
+"""Prefix of the throw-away database's name (a random suffix is added per run)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,15 +60,15 @@ def _admin(maintenance_url: str, sql: str) -> None:
 
 
 @contextlib.contextmanager
-def postgres_backend(folder: Path, maintenance_url: str, database: str = DEFAULT_POSTGRES_DB) -> Iterator[Backend]:
-    """Create database ``database`` (dropping a leftover one), yield its backend, drop it on exit.
+def postgres_backend(folder: Path, maintenance_url: str, prefix: str = DEFAULT_POSTGRES_DB) -> Iterator[Backend]:
+    """Create database ``<prefix>_<random>``, yield its backend, drop it on exit.
 
     Raises:
-        ConfigurationError: an unsafe database name (only ``[a-z0-9_]`` is allowed).
+        ConfigurationError: an unsafe prefix (only ``[a-z0-9_]`` is allowed).
     """
-    if not re.fullmatch(r"[a-z_][a-z0-9_]*", database):
-        raise ConfigurationError(f"unsafe PostgreSQL database name {database!r}")
-    _admin(maintenance_url, f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+    if not re.fullmatch(r"[a-z_][a-z0-9_]*", prefix):
+        raise ConfigurationError(f"unsafe PostgreSQL database name prefix {prefix!r}")
+    database = f"{prefix}_{uuid.uuid4().hex[:10]}"
     _admin(maintenance_url, f"CREATE DATABASE {database}")
     url = make_url(maintenance_url).set(database=database).render_as_string(hide_password=False)
     folder.mkdir(parents=True, exist_ok=True)

@@ -87,7 +87,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=os.environ.get("CTXLEDGER_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL),
         help="maintenance URL of the PostgreSQL server (a database is created and dropped there)",
     )
-    p.add_argument("--postgres-db", default=DEFAULT_POSTGRES_DB, help="name of the throw-away database")
+    p.add_argument(
+        "--postgres-db",
+        default=DEFAULT_POSTGRES_DB,
+        help="name prefix of the throw-away database (a random suffix is added, so concurrent runs never collide)",
+    )
     p.add_argument(
         "--tau-file",
         type=Path,
