@@ -30,19 +30,22 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+import traceback
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 if __package__ in (None, ""):  # run as a script: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import measure, ours, peers, plan, profiling, quality, report, targets
-from bench.backends import DEFAULT_POSTGRES_DB, DEFAULT_POSTGRES_URL, postgres_backend, sqlite_backend
+from bench.backends import DEFAULT_POSTGRES_DB, DEFAULT_POSTGRES_URL, Backend, postgres_backend, sqlite_backend
 from bench.stats import time_ms
 from bench.workloads import Workload, mini_swe_agent, shared_dir, synthetic, tau_bench
 from ctxledger.tokens import get_counter
+
+T = TypeVar("T")
 
 QUALITY_PARAMS = ours.AssemblyParams(window_tokens=8_000, output_tokens=1_000, margin_tokens=200)
 """The tau-bench check's budget, the demo's (``ctxledger.demo.run_demo``): ``B_input = 6,800`` tokens."""
@@ -189,6 +192,72 @@ def load_workloads(args: argparse.Namespace, log: Log) -> list[Workload]:
     return loaded
 
 
+def guarded(results: dict[str, Any], what: str, log: Log, fn: Callable[[], T]) -> T | None:
+    """Run ``fn``; on an exception, log it, record it under ``results["errors"]`` and return ``None``.
+
+    A long run then keeps every other measurement (e.g. when the database is dropped under it).
+    """
+    try:
+        return fn()
+    except Exception as exc:
+        message = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+        log(f"  ERROR in {what}: {message}")
+        results.setdefault("errors", []).append({"what": what, "error": message, "traceback": traceback.format_exc()})
+        return None
+
+
+def save(results: dict[str, Any], path: Path | None) -> None:
+    """Write ``results`` as JSON to ``path`` (if given); called after every workload, so a crash keeps them."""
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
+
+
+def measure_workload(
+    wl: Workload,
+    args: argparse.Namespace,
+    params: ours.AssemblyParams,
+    limits: plan.Limits,
+    predictor: plan.Predictor,
+    results: dict[str, Any],
+    work: Path,
+    pg: Backend | None,
+    log: Log,
+) -> None:
+    """Every backend (each guarded), then the peers, for one workload; rows go into ``results``."""
+    log(f"{wl.name} ({wl.events:,} events)")
+    results["workloads"].append({"name": wl.name, "kind": wl.kind, "events": wl.events, "source": wl.source})
+    rep = plan.repeats_for(wl.events, args.quick, limits)
+    for name in args.backends if wl.kind == "synthetic" or args.real_on_postgres else ["sqlite"]:
+        backend = sqlite_backend(work / f"sqlite-{wl.name}") if name == "sqlite" else pg
+        assert backend is not None
+        measured = guarded(
+            results,
+            f"{wl.name} on {name}",
+            log,
+            lambda backend=backend: measure.measure_ours(wl, backend, params, rep, predictor, limits, log),
+        )
+        if measured is None:
+            continue
+        if args.profile and measured["conversation_id"]:
+            conversation = measured["conversation_id"]
+            done = profiling.profile_scenarios(wl, backend, conversation, params, args.profile, work)
+            log(f"  {backend.name}: profiles written: {', '.join(p.name for p in done)}")
+        if measured["import"]:
+            results["import"].append(measured["import"])
+        results["latency"].extend(measured["latency"])
+    if "sqlite" in args.backends:
+        trim = not args.no_trim and wl.events <= args.trim_max_events and peers.langchain_available()
+        row = guarded(
+            results,
+            f"{wl.name} peers",
+            log,
+            lambda: measure.measure_peers(wl, params, rep["peers"], results["latency"], trim, log),
+        )
+        if row is not None:
+            results["peers"].append(row)
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run every measurement; return the results dict (also what ``--json`` writes)."""
     log = Log()
@@ -211,33 +280,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     with work_folder(args.work_dir) as work, ExitStack() as stack:
         pg = None
         if "postgres" in args.backends:
-            pg = stack.enter_context(postgres_backend(work / "postgres", args.postgres_url, args.postgres_db))
+            database = postgres_backend(work / "postgres", args.postgres_url, args.postgres_db)
+            pg = guarded(results, "PostgreSQL database", log, lambda: stack.enter_context(database))
+            if pg is None:
+                args.backends = [b for b in args.backends if b != "postgres"]
         for wl in workloads:
-            log(f"{wl.name} ({wl.events:,} events)")
-            results["workloads"].append({"name": wl.name, "kind": wl.kind, "events": wl.events, "source": wl.source})
-            rep = plan.repeats_for(wl.events, args.quick, limits)
-            for name in args.backends if wl.kind == "synthetic" or args.real_on_postgres else ["sqlite"]:
-                backend = sqlite_backend(work / f"sqlite-{wl.name}") if name == "sqlite" else pg
-                assert backend is not None
-                measured = measure.measure_ours(wl, backend, params, rep, predictor, limits, log)
-                if args.profile and measured["conversation_id"]:
-                    done = profiling.profile_scenarios(
-                        wl, backend, measured["conversation_id"], params, args.profile, work
-                    )
-                    log(f"  {backend.name}: profiles written: {', '.join(p.name for p in done)}")
-                if measured["import"]:
-                    results["import"].append(measured["import"])
-                results["latency"].extend(measured["latency"])
-            if "sqlite" in args.backends:
-                trim = not args.no_trim and wl.events <= args.trim_max_events and peers.langchain_available()
-                results["peers"].append(measure.measure_peers(wl, params, rep["peers"], results["latency"], trim, log))
+            measure_workload(wl, args, params, limits, predictor, results, work, pg, log)
+            save(results, args.json)
         if not args.no_quality:
             tau = shared_dir() / "data" / "tau-bench" / "gpt-4o-airline_tasks0-39.json"
             headline = args.tau_file or quality.bundled_trajectory()
-            results["quality"] = quality.tau_bench_quality(
-                sqlite_backend(work / "sqlite-quality"), tau, QUALITY_PARAMS, headline
+            backend = sqlite_backend(work / "sqlite-quality")
+            found = guarded(
+                results,
+                "tau-bench quality",
+                log,
+                lambda: quality.tau_bench_quality(backend, tau, QUALITY_PARAMS, headline),
             )
-            log(f"tau-bench 8k: {results['quality']['summary']}")
+            if found is not None:
+                results["quality"] = found
+                log(f"tau-bench 8k: {found['summary']}")
     results["elapsed_s"] = round(time.perf_counter() - log.started, 1)
     results["environment"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     return results
@@ -262,6 +324,11 @@ def render(results: dict[str, Any]) -> str:
         report.peers_table(results["peers"]),
         report.omitted_table(results["peers"]),
     ]
+    if results.get("errors"):
+        parts += [
+            "## Errors (measurements that raised; the rest of the run went on)",
+            report.table(("what", "error"), [(e["what"], e["error"]) for e in results["errors"]]),
+        ]
     if results.get("quality"):
         q = results["quality"]["budget"]
         parts += [
@@ -277,9 +344,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     results = run(args)
     print(render(results))
+    save(results, args.json)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
         print(f"\nresults written to {args.json}", file=sys.stderr)
     return 0
 
