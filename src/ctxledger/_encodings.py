@@ -33,15 +33,15 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import hashlib
 import functools
+import hashlib
 import itertools
 import os
 import re
 import types
 import unicodedata
-from pathlib import Path
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ctxledger.errors import ConfigurationError, IntegrityError

@@ -1,5 +1,6 @@
-"""The token budget and the budget ledger (DESIGN §2; seed 000 "Tokens y presupuesto antes de
-seleccionar"; seed 001 "Context Budget Ledger").
+"""The token budget and the budget ledger.
+
+DESIGN §2; seed 000 "Tokens y presupuesto antes de seleccionar"; seed 001 "Context Budget Ledger".
 
 ``B_input = W − O − M`` is what the request may carry: the model's context window ``W`` less the output
 reserve ``O`` and the safety margin ``M``. ``B_dynamic = B_input − F`` is what is left for history after

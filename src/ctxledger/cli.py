@@ -948,7 +948,8 @@ def rehydrate(
     artifact: Annotated[
         str,
         typer.Argument(
-            help="A tool artifact's record id, a blob's sha256:<hex>, or a message id (its text, as excerpts locate it).",
+            help="A tool artifact's record id, a blob's sha256:<hex>, or a message id (its text, as excerpts "
+            "locate it).",
             show_default=False,
         ),
     ],

@@ -45,7 +45,7 @@ class MigrationError(StoreError):
     """The database schema is missing or at an unexpected revision."""
 
 
-class RecordNotFound(StoreError):  # noqa: N818 - the name reads as the condition
+class RecordNotFound(StoreError):
     """No record with the given id exists in the given tenant.
 
     Attributes:
@@ -117,7 +117,7 @@ class BudgetItem:
     tokens: int
 
 
-class RequiredBlocksDoNotFit(BudgetError):  # noqa: N818 - the name is part of the public contract
+class RequiredBlocksDoNotFit(BudgetError):
     """Required blocks (instructions, tool schemas, the latest user turn, open tool calls) exceed the budget.
 
     Assembly never drops a required block silently (DESIGN §2; seed 000 "Tokens y presupuesto").

@@ -31,7 +31,7 @@ from ctxledger.errors import ConfigurationError
 from ctxledger.manifest import explain
 from ctxledger.policy.base import Policy
 from ctxledger.policy.default import default_policy
-from ctxledger.records import Compaction, Conversation, Record
+from ctxledger.records import Compaction, Record
 from ctxledger.represent.compaction import Compactor
 from ctxledger.serialize import get_serializer
 from ctxledger.store.base import GraphStore
@@ -261,7 +261,9 @@ class Ledger:
             if r.seq <= snap.seq and (r.branch_id not in hops or (hops[r.branch_id] or r.seq) < r.seq)
         ]
 
-    def _request(self, conversation_id: str | AssemblyRequest, tenant_id: str, fields: Mapping[str, Any]) -> AssemblyRequest:
+    def _request(
+        self, conversation_id: str | AssemblyRequest, tenant_id: str, fields: Mapping[str, Any]
+    ) -> AssemblyRequest:
         if isinstance(conversation_id, AssemblyRequest):
             return conversation_id
         fields = {**self.request_defaults, **fields}

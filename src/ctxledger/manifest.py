@@ -1,5 +1,6 @@
-"""The manifest of one assembly, and the answers operators ask of it (DESIGN §5; seed 000 "Registrar qué
-vio el modelo"; seed 004 §4.4).
+"""The manifest of one assembly, and the answers operators ask of it.
+
+DESIGN §5; seed 000 "Registrar qué vio el modelo"; seed 004 §4.4.
 
 A manifest is a JSON-able dict persisted for every assembly. Its top-level keys:
 

@@ -1,0 +1,1 @@
+"""Assembly: candidate snapshots, atomic units, selection and the assembler (DESIGN §3)."""

@@ -1,5 +1,6 @@
-"""Atomic units: what enters a context whole or not at all (DESIGN §3 step 4; seed 000 "Seleccionar
-unidades que conservan sentido").
+"""Atomic units: what enters a context whole or not at all.
+
+DESIGN §3 step 4; seed 000 "Seleccionar unidades que conservan sentido".
 
 An assistant message that requested N tool calls, the N :class:`ToolCall` records and their results form
 one unit: a provider rejects (or a model misreads) a tool result without its call and a call without its
@@ -211,7 +212,9 @@ def _tool_exchange(
             statuses.append(call.status)
             transforms[call.id] = "status_stub"
             content = json.dumps({"status": call.status.value, "note": "no result recorded for this call"})
-            turns.append(Turn(ref=call.id, role="tool", content=content, tool_call_id=call.call_id, tool_name=call.name))
+            turns.append(
+                Turn(ref=call.id, role="tool", content=content, tool_call_id=call.call_id, tool_name=call.name)
+            )
             continue
         statuses.append(art.status)
         record_ids.append(art.id)

@@ -169,7 +169,11 @@ def _order_preserved(v: _View, flag: bool) -> list[str]:
 
 
 def _system_preserved(v: _View, flag: bool) -> list[str]:
-    systems = [m["id"] for m in v.run.case["messages"] if m["role"] in ("system", "developer") and m.get("kind") != "summary"]
+    systems = [
+        m["id"]
+        for m in v.run.case["messages"]
+        if m["role"] in ("system", "developer") and m.get("kind") != "summary"
+    ]
     missing = [s for s in systems if s not in v.included]
     leading = v.order[: len(systems)]
     out = [f"instruction {s} dropped" for s in missing]
