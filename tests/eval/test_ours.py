@@ -135,6 +135,16 @@ def test_long_tool_output_enters_as_an_excerpt_the_harness_recounts(counter) -> 
     assert row.payload_tokens == row.claimed_tokens < items[2].tokens
 
 
+def test_every_derived_turn_of_real_runs_is_recounted_as_sent(data_dir, counter) -> None:
+    """Real tau-bench calls at 4,000 tokens (references, JSON excerpts): the judge's count is ours, never over."""
+    dataset = load_dataset("tau-bench", data_dir, counter, limit=4, step_stride=3)
+    selector = PolicySelector(counter)
+    rows = [harness.evaluate_case(case, selector, 4000, counter) for case in dataset.cases]
+    assert sum(r.provenance is not None for r in rows) >= 3
+    assert all(r.claimed_tokens == r.payload_tokens <= 4000 and r.violations == () for r in rows)
+    assert all(r.provenance == 1.0 for r in rows if r.provenance is not None)
+
+
 def test_harness_recounts_sent_texts_with_the_exact_counter(tool_history, words) -> None:
     """An item reported with a shorter sent text costs that text's tokens, not its verbatim tokens."""
     case = EvalCase("c", "hand", tuple(tool_history), "q", 0)

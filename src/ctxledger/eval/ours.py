@@ -40,6 +40,7 @@ from ctxledger.assemble.units import content_text
 from ctxledger.errors import RequiredBlocksDoNotFit
 from ctxledger.eval.base import REQUEST_BASE_TOKENS, EvalItem, Selection, SelectionTask
 from ctxledger.eval.datasets import chat_tokens
+from ctxledger.hashing import sha256_hex
 from ctxledger.ledger import Ledger
 from ctxledger.policy.base import Policy
 from ctxledger.records import (
@@ -116,6 +117,10 @@ class _History:
     coster: ItemCoster
     ids: list[str] = field(default_factory=list)
     item_of: dict[str, str] = field(default_factory=dict)
+    content_of: dict[str, str] = field(default_factory=dict)
+    """Record id → the text recorded, for the records whose turn carries an item's text (messages, results)."""
+    version_of: dict[str, str] = field(default_factory=dict)
+    """Record id → ``sha256:<hex>`` of that text (the version a derived representation was made from)."""
     open_calls: dict[str, ToolCall] = field(default_factory=dict)
     orphans: int = 0
 
@@ -202,7 +207,12 @@ class PolicySelector:
         conv = f"eval-{self._made}"
         ledger = Ledger(MemoryStore(), policy=self.policy)
         main = f"{conv}/main"
-        scope = {"tenant_id": "default", "conversation_id": conv, "branch_id": main, "created_at": _BASE_TIME}
+        scope: dict[str, Any] = {
+            "tenant_id": "default",
+            "conversation_id": conv,
+            "branch_id": main,
+            "created_at": _BASE_TIME,
+        }
         ledger.append(
             [
                 Conversation(id=conv, trust=Trust.SYSTEM, title=conv, **scope),
@@ -239,7 +249,7 @@ def _records(history: _History, item: EvalItem) -> list[Record]:
     message = Message(
         id=rid, role=_ROLES[item.role], content=content, trust=_TRUST.get(item.role, Trust.VERIFIED_INTERNAL), **env
     )
-    history.item_of[rid] = item.id
+    _remember(history, rid, item)
     history.coster.register(rid, content, item.tokens)
     out: list[Record] = [message]
     for k, call in enumerate(item.tool_calls):
@@ -259,6 +269,12 @@ def _records(history: _History, item: EvalItem) -> list[Record]:
     return out
 
 
+def _remember(history: _History, rid: str, item: EvalItem) -> None:
+    history.item_of[rid] = item.id
+    history.content_of[rid] = item.text
+    history.version_of[rid] = f"sha256:{sha256_hex(item.text.encode('utf-8'))}"
+
+
 def _result(history: _History, item: EvalItem, rid: str, env: dict[str, Any]) -> list[Record]:
     call = history.open_calls.pop(item.tool_call_id or "", None)
     if call is None:
@@ -266,7 +282,7 @@ def _result(history: _History, item: EvalItem, rid: str, env: dict[str, Any]) ->
         return []
     data = item.text.encode("utf-8")
     ref = history.ledger.store.blobs.put(data, _TEXT)
-    history.item_of[rid] = item.id
+    _remember(history, rid, item)
     history.coster.register(rid, item.text, item.tokens)
     return [
         ToolArtifact(
@@ -307,38 +323,37 @@ def _details(asm: Assembly, history: _History, query_tokens: int) -> dict[str, A
     derived = [
         {
             "item": history.item_of[e["ref"]],
-            "sources": sorted({loc["artifact_id"] for loc in e["locators"]}),
-            "source_version": e["source_version"] or _version(e),
+            "sources": sorted({loc["artifact_id"] for loc in e["locators"]}) or [e["ref"]],
+            "source_version": e["source_version"] or history.version_of[e["ref"]],
             "transform": e["transform"],
             "representation": e["representation"],
         }
         for e in manifest["included"]
-        if e["representation"] != "verbatim" and e["locators"] and e["ref"] in history.item_of
+        if e["representation"] != "verbatim" and e["ref"] in history.content_of
     ]
     return {
         "derived": derived,
-        "sent_texts": _sent_texts(asm, history, {d["item"] for d in derived}),
+        "sent_texts": _sent_texts(asm, history),
         "occupancy_tokens": occupancy,
         "omitted_by_reason": dict(manifest["omitted_by_reason"]),
         "orphan_results": history.orphans,
     }
 
 
-def _sent_texts(asm: Assembly, history: _History, items: set[str]) -> dict[str, str]:
-    """Item id → the text its payload message carries, for the items sent in a derived representation."""
+def _sent_texts(asm: Assembly, history: _History) -> dict[str, str]:
+    """Item id → the text its payload message carries, for every item not sent as recorded.
+
+    Read from the payload itself (an excerpt, an extraction, a reference, or a turn the policy marked),
+    so the harness recounts exactly what was sent.
+    """
     messages = asm.payload.get("messages", [])
     out: dict[str, str] = {}
-    for ref, message in zip(asm.turn_refs, messages, strict=False):
-        item = history.item_of.get(ref)
-        if item is not None and item in items:
-            out[item] = content_text(message.get("content"))
+    for ref, message in zip(asm.turn_refs, messages, strict=True):
+        recorded = history.content_of.get(ref)
+        text = content_text(message.get("content"))
+        if recorded is not None and text != recorded:
+            out[history.item_of[ref]] = text
     return out
-
-
-def _version(entry: Mapping[str, Any]) -> str | None:
-    """The content version of an immutable artifact: the sha256 its locators name."""
-    shas = sorted({loc["sha256"] for loc in entry["locators"]})
-    return f"sha256:{shas[0]}" if shas else None
 
 
 def register(*, replace: bool = True) -> None:
