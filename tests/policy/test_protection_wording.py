@@ -34,6 +34,7 @@ def test_instructions_and_wishes_are_constraints(text: str) -> None:
         "I never knew turtles could be so interesting!",
         "Sometimes it's hard when things don't go my way.",
         "Don't worry, I won't let anything get me down.",
+        "Don’t get me wrong: I love discussing data structures.",
         "Animals bring a lot of joy, don't they?",
         "The hats don't bother them at all.",
     ],

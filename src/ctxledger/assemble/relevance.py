@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 import bm25s
 import numpy as np
-import Stemmer
+import Stemmer  # type: ignore[import-not-found]  # PyStemmer ships no type stubs
 
 STEMMER_LANGUAGE = "english"
 """The Snowball stemmer applied to every indexed and query term."""

@@ -58,16 +58,18 @@ TAG_REASONS: Mapping[str, str] = {
 """Tag → protection reason (first matching tag in this order wins)."""
 
 _NOT = r"(?:do not|don't|dont|don’t)"
+_CLAUSE = r"(?:^|[.!?;:]\s+|\n\s*|\bplease\s+|\band\s+|\bbut\s+|\bso\s+)"
 PROHIBITION = re.compile(
-    rf"(?:^|[.!?;:]\s+|\n\s*|\bplease\s+|\band\s+|\bbut\s+|\bso\s+)(?:{_NOT}|never|avoid)\b(?!\s+worry)"
+    rf"{_CLAUSE}(?:{_NOT}|never|avoid)\b(?!\s+(?:worry|get me wrong))"
     r"|\b(?:must not|mustn't|may not|not allowed|under no circumstances)\b"
     rf"|\b(?:i|we)\s+(?:{_NOT}|would not|wouldn't|won't|will not)\s+(?:want|wish|need|like)\b"
     r"|\b(?:i|we)(?:'d| would) rather not\b",
     re.I,
 )
 """A prohibition by wording: a clause that opens with "do not" / "don't" / "never" / "avoid" (an
-imperative; "don't worry" excepted), a modal prohibition ("must not", "may not", "not allowed", "under no
-circumstances"), or a negated wish of the user ("I don't want", "we do not need", "I'd rather not")."""
+imperative; the idioms "don't worry" and "don't get me wrong" excepted), a modal prohibition ("must not",
+"may not", "not allowed", "under no circumstances"), or a negated wish of the user ("I don't want", "we do
+not need", "I'd rather not")."""
 CORRECTION = re.compile(r"^\s*(no[,.!]|actually\b|correction\b|i meant\b|that's wrong|that is wrong)", re.I)
 """A correction by wording: the message opens with "No,", "Actually", "Correction", "I meant" …"""
 _STEP_KINDS = (UnitKind.MESSAGE, UnitKind.TOOL_EXCHANGE, UnitKind.CHECKPOINT)
