@@ -7,7 +7,11 @@ Run ``python bench/run.py --help`` (or ``python -m bench.run``). Modules:
   from ``../shared/data`` (tau-bench, mini-swe-agent), chained into one long OpenAI-format conversation;
 * :mod:`bench.backends`: throw-away SQLite files and a throw-away PostgreSQL database;
 * :mod:`bench.ours`: import throughput and assembly latency (cold, restart, warm, append-one) of ctxledger;
+* :mod:`bench.plan`: repeats and time limits that keep a run bounded (skips predicted-too-slow sizes);
+* :mod:`bench.measure`: one workload on one backend, and the peers beside it, as result rows;
 * :mod:`bench.peers`: the same-run comparisons (newest-messages-that-fit, langchain-core ``trim_messages``);
 * :mod:`bench.quality`: token reduction against full replay on tau-bench at an 8k input budget;
-* :mod:`bench.report`: the printed table and the JSON file.
+* :mod:`bench.targets`: the issue's targets checked against a run;
+* :mod:`bench.report`: the printed tables;
+* :mod:`bench.profiling`: ``--profile DIR``, one extra cProfile'd run of each scenario.
 """
