@@ -107,14 +107,15 @@ class SecretScanner:
     Args:
         plugins: detect-secrets plugin class names.
         extra_patterns: type → regex for formats the plugins miss.
-        cache_size: texts whose findings are remembered.
+        cache_size: texts whose findings are remembered (keys are the unit texts the snapshot already holds,
+            so the cache costs little; below the number of texts in a history, every call would rescan all).
     """
 
     def __init__(
         self,
         plugins: Sequence[str] = DEFAULT_PLUGINS,
         extra_patterns: dict[str, str] | None = None,
-        cache_size: int = 50_000,
+        cache_size: int = 1_000_000,
     ) -> None:
         self.plugins = tuple(plugins)
         self.extra = {
