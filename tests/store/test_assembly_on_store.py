@@ -8,7 +8,9 @@ from ctxledger.ledger import Ledger
 def test_main_job_on_each_store(store, data_dir):
     """The same trajectory gives the same payload hash on every backend and the manifest round-trips."""
     ledger = Ledger(store)
-    result = ledger.import_file(data_dir / "mini-swe-agent-deepseek" / "marshmallow-code__marshmallow-1359.traj.json")
+    result = ledger.import_file(
+        data_dir / "mini-swe-agent-deepseek" / "marshmallow-code__marshmallow-1359.traj.json"
+    )
     conv = result.conversation_ids[0]
     asm = ledger.assemble(conv, window_tokens=8000, output_tokens=800, margin_tokens=200)
     manifest = ledger.get_assembly(asm.id)
@@ -17,7 +19,11 @@ def test_main_job_on_each_store(store, data_dir):
     assert manifest["tokens"]["replay"] > manifest["tokens"]["estimated_input"]
     ledger.record_usage(asm, asm.input_tokens + 7, 120)
     tokens = ledger.get_assembly(asm.id)["tokens"]
-    assert (tokens["observed_input"], tokens["observed_output"], tokens["error"]) == (asm.input_tokens + 7, 120, -7)
+    assert (tokens["observed_input"], tokens["observed_output"], tokens["error"]) == (
+        asm.input_tokens + 7,
+        120,
+        -7,
+    )
     omitted = manifest["omitted"][0]["ref"]
     assert ledger.explain(asm.id, omitted)["reason"] == "budget"
     fresh = Ledger(store).assemble(conv, window_tokens=8000, output_tokens=800, margin_tokens=200)
