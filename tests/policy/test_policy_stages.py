@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import timedelta
 
@@ -294,3 +295,54 @@ def test_other_branch_records_only_fill_room_the_lineage_leaves():
     )
     inc, out = _fates(tight, g)
     assert "own" in inc and out["sib"] == "budget"
+
+
+@pytest.mark.parametrize("located", [True, False])
+def test_rehydration_reads_back_only_located_ranges(located):
+    """A memory whose locators name byte ranges gets exactly those bytes back (bounded), not the whole artifact.
+
+    With ``located_ranges = false`` the whole artifact comes back, as before; the manifest records which.
+    """
+    base = default_policy()
+    params = dataclasses.replace(base.rehydration, located_ranges=located)
+    policy = Policy(base.name, base.version, base.stages, base.selection, params)
+    ledger, g = _graph(policy)
+    g.user("u1", "Export.")
+    raw = "id,status\n1,open\n2,overdue\n3,paid\n4,overdue\n"
+    g.tool("csv", "export", {}, raw, media_type="text/csv")
+    art = g.records[g.id("art-csv")]
+    data = raw.encode()
+    spans = [(data.index(b"2,overdue"), data.index(b"3,paid")), (data.index(b"4,overdue"), len(data))]
+    locators = [
+        {"artifact_id": art.id, "sha256": art.sha256, "byte_start": a, "byte_end": b} for a, b in reversed(spans)
+    ]
+    g.memory("m-csv", "2 overdue rows (located)", sources=["art-csv"], locators=locators)
+    g.user("u2", "Quote the overdue rows exactly.")
+    asm = ledger.assemble(g.conversation_id, exact_evidence=("m-csv",), now=g.now)
+    entry = next(r for r in asm.manifest["rehydrations"] if r["artifact"] == art.id)
+    text = "".join(str(m.get("content") or "") for m in asm.payload["messages"])
+    assert entry["decision"] == "rehydrated"
+    if located:
+        assert entry["ranges"] == [list(s) for s in spans] and entry["bytes"] == sum(b - a for a, b in spans)
+        assert "2,overdue\n" in text and "4,overdue\n" in text and "3,paid" not in text and "1,open" not in text
+    else:
+        assert entry["ranges"] is None and entry["bytes"] == len(data)
+        assert raw in text
+
+
+def test_rehydration_refuses_a_locator_past_the_artifact_end():
+    """A range beyond the stored bytes is broken provenance: a reference, never invented bytes."""
+    ledger, g = _graph()
+    g.user("u1", "Export.")
+    g.tool("csv", "export", {}, "a,b\n1,2\n", media_type="text/csv")
+    art = g.records[g.id("art-csv")]
+    g.memory(
+        "m-csv",
+        "1 row",
+        sources=["art-csv"],
+        locators=[{"artifact_id": art.id, "sha256": art.sha256, "byte_start": 4, "byte_end": 999}],
+    )
+    g.user("u2", "Exact row please.")
+    asm = ledger.assemble(g.conversation_id, exact_evidence=("m-csv",), now=g.now)
+    entry = next(r for r in asm.manifest["rehydrations"] if r["artifact"] == art.id)
+    assert (entry["decision"], entry["reason"]) == ("reference", "missing") and "past" in entry["detail"]

@@ -243,14 +243,23 @@ class RehydrationParams:
     Attributes:
         max_bytes: byte budget for raw artifacts read back into one assembly (bytes, all artifacts together).
         max_artifact_bytes: the largest single artifact that may be read back (bytes).
+        located_ranges: when a memory's locators give byte ranges of an artifact
+            (``byte_start``/``byte_end``, as :class:`~ctxledger.represent.Locator` writes them), read back
+            only those ranges — the evidence the memory was derived from — instead of the whole artifact
+            (seed 004 §4.11: rehydration is *bounded*). ``False`` always reads whole artifacts.
     """
 
     max_bytes: int = 65_536
     max_artifact_bytes: int = 32_768
+    located_ranges: bool = True
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able form (part of the policy hash)."""
-        return {"max_bytes": self.max_bytes, "max_artifact_bytes": self.max_artifact_bytes}
+        return {
+            "max_bytes": self.max_bytes,
+            "max_artifact_bytes": self.max_artifact_bytes,
+            "located_ranges": self.located_ranges,
+        }
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,9 @@ artifacts), every source artifact is checked, in order:
 2. the privacy stage lets it go to the request's provider (else ``privacy_restricted`` /
    ``provider_restricted``), and it is not ``audit_only`` for this participant;
 3. it fits the policy's byte budget: ``max_artifact_bytes`` each, ``max_bytes`` for the assembly
-   (else ``byte_budget``);
+   (else ``byte_budget``). When the memory's locators give byte ranges of the artifact and the policy's
+   ``located_ranges`` is on (the default), only those ranges are read back and counted — the exact
+   evidence the memory stands on, cut from bytes whose sha256 was just checked;
 4. secrets in it are redacted line by line;
 5. the memory plus the raw block fits the tokens selection left (else ``budget``).
 
@@ -118,24 +120,26 @@ def rehydrate(
     for unit in targets:
         mem = unit.records[0]
         assert isinstance(mem, ToolMemory)
-        raw_parts: list[tuple[ToolArtifact, str]] = []
+        raw_parts: list[_Raw] = []
         refs: list[tuple[ToolArtifact | None, str, str]] = []
         for aid in mem.source_artifact_ids:
             art = lookup(aid)
-            reason, detail, text = _check(art, request, policy, read_blob, bytes_left)
+            ranges = located_ranges(mem, aid) if policy.rehydration.located_ranges else ()
+            reason, detail, texts = _check(art, request, policy, read_blob, bytes_left, ranges)
             if reason is None and isinstance(art, ToolArtifact):
-                bytes_left -= art.size_bytes
-                raw_parts.append((art, text))
+                raw = _Raw(art, ranges, texts)
+                bytes_left -= raw.size
+                raw_parts.append(raw)
             else:
                 refs.append((art if isinstance(art, ToolArtifact) else None, aid, f"{reason}: {detail}"))
         turn = _render(unit, mem, raw_parts, refs)
         extra = turn_tokens(turn) - current_tokens.get(unit.id, 0)
         if raw_parts and extra > remaining_tokens:
             refs += [
-                (a, a.id, f"{ReasonCode.BUDGET}: {extra} more tokens than the {remaining_tokens} left")
-                for a, _ in raw_parts
+                (r.art, r.art.id, f"{ReasonCode.BUDGET}: {extra} more tokens than the {remaining_tokens} left")
+                for r in raw_parts
             ]
-            bytes_left += sum(a.size_bytes for a, _ in raw_parts)
+            bytes_left += sum(r.size for r in raw_parts)
             raw_parts = []
             turn = _render(unit, mem, raw_parts, refs)
             extra = turn_tokens(turn) - current_tokens.get(unit.id, 0)
@@ -146,41 +150,90 @@ def rehydrate(
     return plan
 
 
+@dataclass(frozen=True, slots=True)
+class _Raw:
+    """Exact content read back: the whole artifact (``ranges == ()``) or its located byte ranges."""
+
+    art: ToolArtifact
+    ranges: tuple[tuple[int, int], ...]
+    texts: tuple[str, ...]
+
+    @property
+    def size(self) -> int:
+        """Bytes read back (what the byte budget counts)."""
+        return sum(b - a for a, b in self.ranges) if self.ranges else self.art.size_bytes
+
+
+def located_ranges(mem: ToolMemory, artifact_id: str) -> tuple[tuple[int, int], ...]:
+    """Byte ranges ``[start, end)`` of ``artifact_id`` that the memory's locators name, merged and sorted.
+
+    Only locators with integer ``byte_start`` ≤ ``byte_end`` count; none means the whole artifact.
+    """
+    spans = sorted(
+        (loc["byte_start"], loc["byte_end"])
+        for loc in mem.locators
+        if str(loc.get("artifact_id", "")) == artifact_id
+        and all(isinstance(loc.get(k), int) and not isinstance(loc.get(k), bool) for k in ("byte_start", "byte_end"))
+        and 0 <= loc["byte_start"] <= loc["byte_end"]
+    )
+    merged: list[tuple[int, int]] = []
+    for a, b in spans:
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return tuple(merged)
+
+
 def _check(
-    art: Record | None, request: Any, policy: Policy, read_blob: Callable[[str], bytes] | None, bytes_left: int
-) -> tuple[str | None, str, str]:
+    art: Record | None,
+    request: Any,
+    policy: Policy,
+    read_blob: Callable[[str], bytes] | None,
+    bytes_left: int,
+    ranges: tuple[tuple[int, int], ...] = (),
+) -> tuple[str | None, str, tuple[str, ...]]:
     if not isinstance(art, ToolArtifact):
-        return "missing", "the source artifact is not a candidate of this assembly", ""
+        return "missing", "the source artifact is not a candidate of this assembly", ()
     if not visible_to(art, getattr(request, "participant_id", None)):
         return (
             str(ReasonCode.AUDIT_ONLY if art.visibility.value == "audit_only" else ReasonCode.PRIVATE_TO_PARTICIPANT),
             ("the raw artifact is not visible to this participant"),
-            "",
+            (),
         )
     privacy = policy.stage("privacy")
     if privacy is not None:
         reason, detail = privacy.allows(art, request_provider(request))  # type: ignore[attr-defined]
         if reason is not None:
-            return str(reason), detail, ""
+            return str(reason), detail, ()
+    if any(b > art.size_bytes for _, b in ranges):
+        return "missing", f"a locator range ends past the artifact's {art.size_bytes} bytes", ()
+    size = sum(b - a for a, b in ranges) if ranges else art.size_bytes
     limit = min(policy.rehydration.max_artifact_bytes, bytes_left)
-    if art.size_bytes > limit:
-        return str(ReasonCode.BYTE_BUDGET), f"{art.size_bytes} bytes > {limit} bytes left in the byte budget", ""
+    if size > limit:
+        return str(ReasonCode.BYTE_BUDGET), f"{size} bytes > {limit} bytes left in the byte budget", ()
     if read_blob is None:
-        return "missing", "no blob store to read from", ""
+        return "missing", "no blob store to read from", ()
     data = read_blob(art.sha256)
     if sha256_hex(data) != art.sha256:
-        return "missing", "stored bytes no longer match the artifact's sha256", ""
-    text = data.decode("utf-8", errors="replace")
-    return None, "", redact(text, default_scanner().scan(text))
+        return "missing", "stored bytes no longer match the artifact's sha256", ()
+    pieces = [data[a:b] for a, b in ranges] if ranges else [data]
+    texts = tuple(p.decode("utf-8", errors="replace") for p in pieces)
+    return None, "", tuple(redact(t, default_scanner().scan(t)) for t in texts)
 
 
-def _render(unit: Unit, mem: ToolMemory, raw: Sequence[tuple[ToolArtifact, str]], refs: Sequence[Any]) -> Any:
+def _render(unit: Unit, mem: ToolMemory, raw: Sequence[_Raw], refs: Sequence[Any]) -> Any:
     body = unit.text
-    for art, text in raw:
-        body += (
-            f"\n--- exact raw content of {art.id} ({art.media_type}, {art.size_bytes} bytes, sha256:{art.sha256}) ---\n"
-            + text
-        )
+    for r in raw:
+        art = r.art
+        if not r.ranges:
+            body += (
+                f"\n--- exact raw content of {art.id} ({art.media_type}, {art.size_bytes} bytes, "
+                f"sha256:{art.sha256}) ---\n" + r.texts[0]
+            )
+            continue
+        for (a, b), text in zip(r.ranges, r.texts, strict=True):
+            body += f"\n--- exact bytes {a}:{b} of {art.id} ({art.media_type}, sha256:{art.sha256}) ---\n" + text
     attrs: dict[str, str] = {}
     if refs:
         attrs["raw"] = ", ".join(
@@ -193,18 +246,19 @@ def _render(unit: Unit, mem: ToolMemory, raw: Sequence[tuple[ToolArtifact, str]]
     return dataclasses.replace(base, content=render_data_block(mem, body, attrs))
 
 
-def _entries(mem: ToolMemory, raw: Sequence[tuple[ToolArtifact, str]], refs: Sequence[Any]) -> list[dict[str, Any]]:
+def _entries(mem: ToolMemory, raw: Sequence[_Raw], refs: Sequence[Any]) -> list[dict[str, Any]]:
     out = [
         {
             "memory": mem.id,
-            "artifact": a.id,
-            "sha256": a.sha256,
-            "bytes": a.size_bytes,
+            "artifact": r.art.id,
+            "sha256": r.art.sha256,
+            "bytes": r.size,
+            "ranges": [list(span) for span in r.ranges] or None,
             "decision": "rehydrated",
             "reason": None,
             "revalidation_tool": mem.revalidation_tool,
         }
-        for a, _ in raw
+        for r in raw
     ]
     for art, aid, why in refs:
         out.append(

@@ -59,6 +59,8 @@ class Scenario:
         expect: what the assembly must show.
         policy: builds the policy to assemble under (default: :func:`~ctxledger.policy.default_policy`).
         check: optional extra check ``(assembly, builder) -> failures``.
+        seed_reduction: the reduction seed 004 §9.1 reports for this scenario (fraction), where it reports
+            one; the run must beat it (the issue's bar: a larger reduction than the seed's).
     """
 
     name: str
@@ -68,3 +70,4 @@ class Scenario:
     expect: Expect
     policy: Callable[[], Policy] | None = None
     check: Callable[[Any, GraphBuilder], list[str]] | None = None
+    seed_reduction: float | None = None

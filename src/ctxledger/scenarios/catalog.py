@@ -15,6 +15,7 @@ from typing import Any
 from ctxledger.policy.base import Policy, RehydrationParams
 from ctxledger.policy.contracts import WorkingSetContract
 from ctxledger.policy.default import default_policy
+from ctxledger.represent import LineIndex
 from ctxledger.scenarios import _payloads as P
 from ctxledger.scenarios._graph import GraphBuilder
 from ctxledger.scenarios.base import Expect, Scenario
@@ -450,19 +451,55 @@ def _gmail(g: GraphBuilder) -> dict[str, Any]:
         raw,
         result_env={"provider_scope": "google", "privacy_class": "confidential"},
     )
+    art = g.records[g.id("art-gmail")]
     g.memory(
         "mem-gmail",
-        "12 unread client emails from 7 senders; 4 are marked IMPORTANT. Bodies are not copied here.",
+        "12 unread client emails from 7 senders; 6 are marked IMPORTANT (located below). Bodies are not copied here.",
         sources=["art-gmail"],
+        locators=_important_locators(raw, art.id, art.sha256),  # type: ignore[attr-defined]
         revalidation_tool="gmail.users.messages.get",
         freshness="volatile",
     )
-    g.user("u2", "Which of those client emails need a reply today? Quote their exact wording.")
+    g.user("u2", "Quote the exact wording of the IMPORTANT client emails so I can answer them today.")
     return {"exact_evidence": True, "provider": "openai"}
 
 
-def _gmail_body(g: GraphBuilder) -> str:
-    return str(json.loads(P.gmail_messages(22, 12))["messages"][0]["payload"]["body"]["data"])[:60]
+def _important_locators(raw: str, artifact_id: str, sha256: str) -> list[dict[str, Any]]:
+    """Locators (byte ranges) of the messages labelled IMPORTANT, as an extractor would record them."""
+    data = raw.encode()
+    index = LineIndex(data)
+    lines = [index.line_text(n) for n in range(1, index.line_count + 1)]
+    out, start = [], None
+    for n, line in enumerate(lines, 1):
+        if line == "  {":
+            start = n
+        elif start is not None and line in ("  }", "  },"):
+            if any('"IMPORTANT"' in lines[k - 1] for k in range(start, n + 1)):
+                a, _ = index.line_span(start)
+                _, b = index.line_span(n)
+                out.append(index.locator(artifact_id, sha256, a, b, None).to_dict())
+            start = None
+    return out
+
+
+def _gmail_bodies(important: bool) -> list[str]:
+    """Bodies (as JSON string literals, so escaping matches the raw bytes) of the (non-)IMPORTANT messages."""
+    messages = json.loads(P.gmail_messages(22, 12))["messages"]
+    return [json.dumps(m["payload"]["body"]["data"]) for m in messages if ("IMPORTANT" in m["labelIds"]) == important]
+
+
+def _gmail_leak(asm: Any, g: GraphBuilder) -> list[str]:
+    text = json.dumps(asm.payload)
+    leaked = [b for b in _gmail_bodies(True) + _gmail_bodies(False) if json.dumps(b)[1:-1] in text]
+    return [f"{len(leaked)} Gmail bodies reached openai"] if leaked else []
+
+
+def _gmail_located(asm: Any, g: GraphBuilder) -> list[str]:
+    text = "".join(str(m.get("content") or "") for m in asm.payload["messages"])
+    missing = [b for b in _gmail_bodies(True) if b not in text]
+    extra = [b for b in _gmail_bodies(False) if b in text]
+    out = [f"{len(missing)} IMPORTANT bodies missing"] if missing else []
+    return out + ([f"{len(extra)} bodies read back that no locator names"] if extra else [])
 
 
 # -- 12. subagent continuation state -------------------------------------------------------------------
@@ -863,6 +900,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "seed 004 §9.1-9.2",
         _deferred_selector,
         Expect(include=("sys", "mem-search", "pick", "u2"), omit={"search": COVERED, "art-search": COVERED}),
+        seed_reduction=0.861,
     ),
     Scenario(
         "generated-files",
@@ -874,6 +912,7 @@ SCENARIOS: tuple[Scenario, ...] = (
             omit={"chart": COVERED, "report": COVERED, "upload": COVERED},
             text_in=("file-7f3a91", "file-c02e44", "https://drive.example/d/1UpBoardRptAbC"),
         ),
+        seed_reduction=0.884,
     ),
     Scenario(
         "stale-connected-app-memory",
@@ -887,6 +926,7 @@ SCENARIOS: tuple[Scenario, ...] = (
             text_in=('status=\\"stale\\"', "revalidate with hubspot.get_company"),
             text_out=("23 unread",),
         ),
+        seed_reduction=0.862,
     ),
     Scenario(
         "multi-skill-run-state",
@@ -898,6 +938,7 @@ SCENARIOS: tuple[Scenario, ...] = (
             omit={"ckpt-1": "superseded", "load-pdf": COVERED, "extract": COVERED, "load-email": COVERED},
             tools=("load_skill", "pdf_extract_tables", "sheet_write", "email_send"),
         ),
+        seed_reduction=0.822,
     ),
     Scenario(
         "participant-visibility",
@@ -909,6 +950,7 @@ SCENARIOS: tuple[Scenario, ...] = (
             omit={"mem-a-scratch": "private_to_participant", "a-export": "private_to_participant", "b-export": COVERED},
             text_out=("unsure about Globex",),
         ),
+        seed_reduction=0.832,
     ),
     Scenario(
         "contradiction-and-supersession",
@@ -926,6 +968,7 @@ SCENARIOS: tuple[Scenario, ...] = (
             },
             text_out=("Release-notes template is T-17.",),
         ),
+        seed_reduction=0.901,
     ),
     Scenario(
         "broken-provenance-repair",
@@ -1006,7 +1049,7 @@ SCENARIOS: tuple[Scenario, ...] = (
             referenced={"art-gmail": "provider_restricted"},
             text_in=("gmail.users.messages.get",),
         ),
-        check=lambda asm, g: [] if _gmail_body(g) not in json.dumps(asm.payload) else ["a Gmail body reached openai"],
+        check=_gmail_leak,
     ),
     Scenario(
         "provider-route-allowed",
@@ -1014,7 +1057,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "seed 004 §4.11, §8 R12",
         lambda g: {**_gmail(g), "provider": "google"},
         Expect(include=("mem-gmail", "u2"), omit={"gmail": COVERED}, rehydrated=("art-gmail",), min_reduction=None),
-        check=lambda asm, g: [] if _gmail_body(g) in json.dumps(asm.payload) else ["the exact Gmail body is missing"],
+        check=_gmail_located,
     ),
     Scenario(
         "subagent-continuation-state",
