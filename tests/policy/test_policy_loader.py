@@ -161,6 +161,14 @@ def test_custom_stage_by_import_path_runs_and_is_hashed(tmp_path, monkeypatch, c
         ),
         ('[policy]\nname = "p"\nversion = "1"\n[budget]\nx = 1\n', "budget", "unknown table"),
         ("[stages.scope]\nkeys = []\n", "policy", "missing [policy]"),
+        (
+            '[policy]\nname = "p"\nversion = "1"\n[rehydration]\nlocated_ranges = "no"\n',
+            "rehydration.located_ranges",
+            "true or false",
+        ),
+        ('[policy]\nname = "p"\nversion = "1"\n[rehydration]\nmax_bytes = 1.5\n', "rehydration.max_bytes", "integer"),
+        ('[policy]\nname = "p"\nversion = "1"\n[selection]\nw_recency = "high"\n', "selection.w_recency", "number"),
+        ('[policy]\nname = "p"\nversion = "1"\n[selection]\nclass_caps = 3\n', "selection.class_caps", "table"),
     ],
 )
 def test_invalid_policy_files_name_file_and_field(text, field, words):

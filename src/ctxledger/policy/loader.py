@@ -42,6 +42,7 @@ problem raises :class:`~ctxledger.errors.PolicyFileError` naming the file and th
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import tomllib
 from collections.abc import Mapping
@@ -175,10 +176,37 @@ def _stage(name: str, classes: Mapping[str, type], config: Any, source: str) -> 
 
 
 def _build(cls: type, config: Mapping[str, Any], source: str, field: str) -> Any:
+    values = dict(config)
+    if dataclasses.is_dataclass(cls):
+        for f in dataclasses.fields(cls):
+            if f.name in values:
+                values[f.name] = _typed(values[f.name], f, source, f"{field}.{f.name}")
     try:
-        return cls(**dict(config))
+        return cls(**values)
     except TypeError as exc:
         raise PolicyFileError(f"invalid settings for {cls.__name__}: {exc}", source=source, field=field) from exc
+
+
+def _typed(value: Any, f: dataclasses.Field[Any], source: str, field: str) -> Any:
+    """Check a setting against the type of its default (bool, int, float, str, array, table)."""
+    default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    expected = None
+    if isinstance(default, bool) and not isinstance(value, bool):
+        expected = "true or false"
+    elif isinstance(default, int) and not isinstance(default, bool) and not (number and isinstance(value, int)):
+        expected = "an integer"
+    elif isinstance(default, float) and not number:
+        expected = "a number"
+    elif isinstance(default, str) and not isinstance(value, str):
+        expected = "a string"
+    elif isinstance(default, Mapping) and not isinstance(value, Mapping):
+        expected = "a table"
+    elif isinstance(default, tuple) and not isinstance(value, list | tuple):
+        expected = "an array"
+    if expected is not None:
+        raise PolicyFileError(f"must be {expected}, got {value!r}", source=source, field=field)
+    return tuple(value) if isinstance(default, tuple) else value
 
 
 def _contracts(value: Any, source: str) -> tuple[WorkingSetContract, ...]:
