@@ -250,6 +250,21 @@ class MemoryStore:
         heads = self._tenant(tenant_id).heads
         return sorted(heads, key=lambda cid: (heads[cid].created_at, cid))
 
+    def artifacts_by_sha256(self, tenant_id: str, sha256: str) -> list[ToolArtifact]:
+        """The tenant's tool artifacts with that bare-hex sha256, by ``seq`` then id.
+
+        Raises:
+            InputError: ``sha256`` is not a bare sha256 digest.
+        """
+        check_sha256(sha256)
+        with self._lock:
+            found = [
+                r
+                for r in self._tenant(tenant_id).records.values()
+                if isinstance(r, ToolArtifact) and r.sha256 == sha256
+            ]
+        return sorted(found, key=lambda r: (r.seq, r.id))
+
     def get_token_counts(self, counter_id: str, hashes: Iterable[str]) -> dict[str, int]:
         """Cached token counts for ``(counter_id, hash)``; missing hashes are absent."""
         found = ((h, self._token_counts.get((counter_id, h))) for h in hashes)
@@ -615,6 +630,35 @@ class StoreConformance:
         with _raises(RecordNotFound):
             store.record_usage("tb", "asm-a", 1, 1)
         assert store.list_assemblies("tb") == []
+
+    def test_artifacts_by_sha256_searches_every_conversation_of_one_tenant_only(self, store: Any) -> None:
+        """A sha256 finds artifacts in every conversation of the tenant, by seq then id; never another tenant's."""
+        same = store.blobs.put(b'{"pipeline_eur": 8100000, "deals": 64}', "application/json")
+        other = store.blobs.put(b"something else", "text/plain")
+
+        def artifact(tenant: str, conv: str, n: int, ref: BlobRef, name: str = "art") -> ToolArtifact:
+            return ToolArtifact(
+                id=f"{tenant}:{conv}/{name}{n}",
+                sha256=ref.sha256,
+                size_bytes=ref.size_bytes,
+                media_type=ref.media_type,
+                **_env(tenant, conv, n),
+            )
+
+        store.append([*_start("ta", "c1"), artifact("ta", "c1", 2, other), artifact("ta", "c1", 3, same)])
+        store.append([*_start("ta", "c2"), artifact("ta", "c2", 2, same, "b"), artifact("ta", "c2", 3, same)])
+        store.append([*_start("tb", "c3"), artifact("tb", "c3", 2, same)])
+        found = store.artifacts_by_sha256("ta", same.sha256)
+        assert [a.id for a in found] == ["ta:c2/b2", "ta:c1/art3", "ta:c2/art3"]
+        assert all(isinstance(a, ToolArtifact) and a.tenant_id == "ta" for a in found)
+        assert found[1] == store.get("ta", "ta:c1/art3")
+        assert [a.id for a in store.artifacts_by_sha256("tb", same.sha256)] == ["tb:c3/art2"]
+        assert store.artifacts_by_sha256("tc", same.sha256) == []
+        assert store.artifacts_by_sha256("ta", "0" * 64) == []
+        for bad in ("sha256:" + same.sha256, same.sha256.upper(), "abc"):
+            with _raises(InputError) as err:
+                store.artifacts_by_sha256("ta", bad)
+            assert err[0].field == "sha256"
 
     def test_duplicate_id_is_rejected_and_nothing_is_written(self, store: Any) -> None:
         """An id already stored fails the whole batch with an ``InputError`` naming index and field."""

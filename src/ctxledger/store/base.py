@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from ctxledger.records import Branch, Record
+from ctxledger.records import Branch, Record, ToolArtifact
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +123,21 @@ class GraphStore(Protocol):
 
     def conversations(self, tenant_id: str) -> list[str]:
         """Ids of the tenant's conversations, oldest first."""
+        ...
+
+    def artifacts_by_sha256(self, tenant_id: str, sha256: str) -> list[ToolArtifact]:
+        """The tenant's tool artifacts whose raw bytes hash to ``sha256``, in any conversation.
+
+        Used to repair broken provenance by content (a memory's locator names a sha256 whose artifact
+        is gone). Ordered by ``seq``, then id. Artifacts of other tenants are never returned.
+
+        Args:
+            tenant_id: the tenant to search.
+            sha256: a bare lowercase hex sha256 digest (64 characters).
+
+        Raises:
+            InputError: ``sha256`` is not a bare sha256 digest.
+        """
         ...
 
     def get_token_counts(self, counter_id: str, hashes: Iterable[str]) -> dict[str, int]:

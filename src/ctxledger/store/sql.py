@@ -29,10 +29,11 @@ from sqlalchemy.exc import IntegrityError as SqlIntegrityError
 from sqlalchemy.sql.elements import ColumnElement
 
 from ctxledger.errors import ConfigurationError, InputError, RecordNotFound
-from ctxledger.records import Branch, Record, utcnow
+from ctxledger.records import Branch, Record, ToolArtifact, utcnow
 from ctxledger.store import _rules
 from ctxledger.store._migrate import WRITE_OPTION, check_revision, upgrade
 from ctxledger.store.base import BlobStore, LineageHop
+from ctxledger.store.blobs import check_sha256
 from ctxledger.store.codec import (
     READ_COLUMNS,
     assembly_from_row,
@@ -317,6 +318,25 @@ class SqlStore:
         )
         with self._read() as conn:
             return list(conn.scalars(stmt))
+
+    def artifacts_by_sha256(self, tenant_id: str, sha256: str) -> list[ToolArtifact]:
+        """The tenant's tool artifacts with that bare-hex sha256, by ``seq`` then id (indexed ``blob_sha256``).
+
+        Raises:
+            InputError: ``sha256`` is not a bare sha256 digest.
+        """
+        stmt = (
+            select(*_READ)
+            .where(
+                records.c.blob_sha256 == check_sha256(sha256),
+                records.c.tenant_id == tenant_id,
+                records.c.kind == ToolArtifact.kind.value,
+            )
+            .order_by(records.c.seq, records.c.id)
+        )
+        with self._read() as conn:
+            rows = conn.execute(stmt).all()
+        return [r for r in (decode_row(row) for row in rows) if isinstance(r, ToolArtifact)]
 
     def get_token_counts(self, counter_id: str, hashes: Iterable[str]) -> dict[str, int]:
         """Cached token counts for ``(counter_id, content hash)``; missing hashes are absent."""
