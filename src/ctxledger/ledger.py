@@ -235,6 +235,7 @@ class Ledger:
             read_blob=self.store.blobs.get,
             options_for=ladder,
             redundancy=ladder.redundant,
+            find_artifacts=lambda sha: self.store.artifacts_by_sha256(req.tenant_id, sha),
         )
         if persist:
             self.store.put_assembly(asm.manifest)

@@ -21,7 +21,8 @@ A manifest is a JSON-able dict persisted for every assembly. Its top-level keys:
 * ``decisions``: every policy decision ``{ref, stage, outcome, reason, detail}``; ``marks``: the ``mark``
   decisions (stale, conflict, secret_redacted, delimit …), which changed how a record was shown;
 * ``rehydrations``: phase-two decisions on raw artifacts of selected memories ``{memory, artifact, sha256,
-  bytes, decision: rehydrated | reference, reason, revalidation_tool}``;
+  bytes, decision: rehydrated | reference, reason, revalidation_tool[, repaired_from]}`` (``repaired_from``:
+  the broken source id when the validity stage repaired the memory's provenance with ``artifact``);
 * ``tools`` ``{exposed, withheld}`` (tool exposure by phase and checks); ``lineage`` (the branch hops);
   ``contract``: the working-set contract bound, if any;
 * ``tokens`` ``{estimated_input, replay, saved, observed_input, observed_output, error}``;

@@ -41,11 +41,11 @@ from ctxledger.assemble.units import Unit, UnitKind, build_units, content_text
 from ctxledger.budget import Budget, BudgetLedger
 from ctxledger.errors import BudgetItem, ConfigurationError
 from ctxledger.hashing import content_hash
-from ctxledger.policy.annotate import annotate
+from ctxledger.policy.annotate import annotate, mark_attrs
 from ctxledger.policy.base import VERBATIM_REASONS, Outcome, Policy, PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.contracts import expose_tools, tool_name
 from ctxledger.policy.rehydration import rehydrate, wanted_memories
-from ctxledger.records import Message, Record, Role, Visibility, utcnow
+from ctxledger.records import Message, Record, Role, ToolArtifact, Visibility, utcnow
 from ctxledger.serialize.base import Serializer, Turn
 
 ASSEMBLER_VERSION = "1.0"
@@ -157,11 +157,13 @@ def run_policy(
     *,
     records: Sequence[Record] | None = None,
     units: Sequence[Unit] | None = None,
+    find_artifacts: Callable[[str], Sequence[ToolArtifact]] | None = None,
 ) -> _Plan:
     """Run every stage in order; return decisions, omissions (first reason wins), requirements and marks.
 
     ``records`` / ``units`` default to the snapshot's; the assembler passes them with the other branches'
-    candidates added.
+    candidates added. ``find_artifacts`` (bare sha256 → the request tenant's artifacts with those bytes)
+    lets the validity stage repair broken provenance from the whole tenant store.
     """
     ctx = StageContext(
         request,
@@ -171,6 +173,8 @@ def run_policy(
         lineage=snap.lineage,
         now=request.now or utcnow(),
         contract=policy.contract,
+        find_artifacts=find_artifacts,
+        snapshot_seq=snap.seq,
     )
     plan = _Plan([], {}, {}, marks=ctx.marks, ctx=ctx)
     for stage in policy.stages:
@@ -199,6 +203,7 @@ def assemble(
     extra_records: Sequence[Record] = (),
     read_blob: Callable[[str], bytes] | None = None,
     redundancy: Callable[[Sequence[Unit], Mapping[str, str]], Mapping[str, str]] | None = None,
+    find_artifacts: Callable[[str], Sequence[ToolArtifact]] | None = None,
 ) -> Assembly:
     """Assemble the context of the next model call.
 
@@ -219,6 +224,10 @@ def assemble(
         redundancy: optional ``(live units, required) -> {redundant unit id: kept unit id}``; those units
             leave as ``redundant`` with a pointer (:func:`~ctxledger.assemble.represent.omit_redundant`).
             ``options_for`` and ``redundancy`` are ignored when the policy's ``selection.ladder`` is off.
+        find_artifacts: bare-hex sha256 → the tool artifacts of ``request.tenant_id`` (and of no other
+            tenant) holding those bytes, in any conversation (``GraphStore.artifacts_by_sha256`` bound to the
+            tenant). With it the validity stage repairs a memory's broken provenance from the whole tenant
+            store, not only from the candidates; a repaired memory rehydrates from the repaired artifact.
 
     Returns:
         The :class:`Assembly`; its manifest is complete but not yet persisted.
@@ -232,7 +241,7 @@ def assemble(
     policy = policy.for_request(request)
     budget = _contract_budget(request, policy)
     records, all_units = _candidates(snap, extra_records, read_blob)
-    plan = run_policy(policy, request, snap, records=records, units=all_units)
+    plan = run_policy(policy, request, snap, records=records, units=all_units, find_artifacts=find_artifacts)
     plan.extra_records = list(extra_records)
     units = [annotate(u, plan.marks) for u in all_units if not any(r in plan.omitted for r in u.record_ids)]
     for u in all_units:
@@ -353,19 +362,33 @@ def _rehydrate(
     if plan.ctx is None:
         return
     query = request.query if request.query is not None else _latest_user_text(chosen)
-    targets = wanted_memories(request, chosen, query, plan.ctx.record)
+    repairs = plan.ctx.repairs
+    targets = wanted_memories(request, chosen, query, plan.ctx.record, repairs)
     if not targets:
         return
     current = {u.id: result.chosen[u.id].tokens for u in targets}
     remaining = dynamic - sum(o.tokens for o in result.chosen.values())
-    rplan = rehydrate(request, policy, targets, plan.ctx.record, read_blob, coster.turn_tokens, current, remaining)
+    rplan = rehydrate(
+        request,
+        policy,
+        targets,
+        plan.ctx.record,
+        read_blob,
+        coster.turn_tokens,
+        current,
+        remaining,
+        repairs,
+        lambda rid: mark_attrs(plan.marks.get(rid, ())),
+    )
     plan.rehydrations = rplan.entries
     for unit in targets:
         old = result.chosen[unit.id]
         turns = rplan.turns[unit.id]
         turn_tokens = tuple(coster.turn_tokens(t) for t in turns)
         representation = rplan.representation[unit.id]
-        transform = "rehydrated" if representation == "rehydrated" else "reference_hint"
+        step = "rehydrated" if representation == "rehydrated" else "reference_hint"
+        marked = unit.transforms.get(unit.records[0].id)  # e.g. provenance_repaired, stale_marked
+        transform = f"{marked}+{step}" if marked else step
         result.chosen[unit.id] = Option(
             representation, sum(turn_tokens), old.utility, turns, transform, {}, turn_tokens
         )

@@ -82,6 +82,14 @@ def _data_text(unit: Unit, rec: Record) -> str:
     return redact(unit.text, default_scanner().scan(unit.text))
 
 
+def mark_attrs(marks: Sequence[PolicyDecision]) -> dict[str, str]:
+    """The data-block attributes a record's marks add (``status``, ``conflict``, ``provenance`` …).
+
+    Used when a block is rendered again after selection (rehydration), so the marks stay visible.
+    """
+    return _attrs({d.reason: d.detail for d in marks})
+
+
 def _attrs(reasons: Mapping[str, str]) -> dict[str, str]:
     attrs: dict[str, str] = {}
     if "stale" in reasons:

@@ -13,7 +13,7 @@ second", seed 002).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
@@ -24,7 +24,7 @@ from ctxledger.policy.contracts import WorkingSetContract, find_contract
 
 if TYPE_CHECKING:
     from ctxledger.assemble.units import Unit
-    from ctxledger.records import Record
+    from ctxledger.records import Record, ToolArtifact
 
 
 class ReasonCode(StrEnum):
@@ -121,6 +121,12 @@ class StageContext:
         now: the request's clock (aware UTC) for freshness.
         contract: the working-set contract bound to this call, if any.
         marks: record id → the ``mark`` decisions about it, in stage order.
+        find_artifacts: bare-hex sha256 → the request tenant's tool artifacts with those bytes, in any
+            conversation (``GraphStore.artifacts_by_sha256`` bound to the tenant); ``None`` when the caller
+            has no store to search. The validity stage repairs broken provenance with it.
+        snapshot_seq: the snapshot's ``seq`` (records of the request's conversation after it are not seen).
+        repairs: memory id → {broken source artifact id → the artifact that repairs it}, filled by the
+            validity stage; rehydration reads the repaired artifact's bytes instead of the broken one's.
     """
 
     request: Any
@@ -133,6 +139,9 @@ class StageContext:
     now: datetime | None = None
     contract: Any = None
     marks: dict[str, list[PolicyDecision]] = field(default_factory=dict)
+    find_artifacts: Callable[[str], Sequence[ToolArtifact]] | None = None
+    snapshot_seq: int | None = None
+    repairs: dict[str, dict[str, ToolArtifact]] = field(default_factory=dict)
     _by_id: dict[str, Record] | None = field(default=None, repr=False)
     _unit_of: dict[str, Unit] | None = field(default=None, repr=False)
 

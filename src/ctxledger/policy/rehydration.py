@@ -5,7 +5,9 @@ Seed 004 §4.11 ("usa el CSV exacto de antes": a summary is not enough, but raw 
 sensitive data). Phase one (:mod:`ctxledger.policy.stages.memory_first`) put the compact memory in place
 of the raw exchange. Here, after selection, for each selected memory the request asks exact evidence of
 (``exact_evidence``: ``True`` for the most relevant selected memory, or ids / external ids of memories or
-artifacts), every source artifact is checked, in order:
+artifacts), every source artifact is checked, in order (a source whose provenance the validity stage
+repaired is replaced by the artifact that repaired it, which may lie in another conversation of the
+tenant; its manifest entry says ``repaired_from``):
 
 1. it exists among the candidates and its bytes still hash to its sha256 (else ``missing``);
 2. the privacy stage lets it go to the request's provider (else ``privacy_restricted`` /
@@ -49,20 +51,38 @@ class RehydrationPlan:
     representation: dict[str, str]
 
 
+Repairs = Mapping[str, Mapping[str, ToolArtifact]]
+"""Memory id → {broken source artifact id → the artifact that repaired it} (``StageContext.repairs``)."""
+
+
+def sources(mem: ToolMemory, lookup: Callable[[str], Record | None], repairs: Repairs | None = None) -> list[Any]:
+    """``(source id, artifact or None, repaired from)`` for each source of ``mem``, repairs applied.
+
+    ``repaired from`` is the broken source id when a repair replaced it, else ``None``.
+    """
+    fixed = (repairs or {}).get(mem.id, {})
+    return [(fixed[a].id, fixed[a], a) if a in fixed else (a, lookup(a), None) for a in mem.source_artifact_ids]
+
+
 def wanted_memories(
-    request: Any, chosen: Sequence[Unit], query: str, lookup: Callable[[str], Record | None]
+    request: Any,
+    chosen: Sequence[Unit],
+    query: str,
+    lookup: Callable[[str], Record | None],
+    repairs: Repairs | None = None,
 ) -> list[Unit]:
     """The selected memory units whose raw evidence the request asks for (see the module docstring).
 
     With ``exact_evidence=True`` the memory is the one sharing the most words with the query (its
     summary, fields, source tool names and media types count, so "the exact CSV" finds a memory of a
-    ``text/csv`` artifact); ties go to the newest; no shared word means no rehydration.
+    ``text/csv`` artifact); ties go to the newest; no shared word means no rehydration. Named ids match a
+    memory, its sources, or the artifacts that repaired them.
     """
     asked = getattr(request, "exact_evidence", ())
     memories = [u for u in chosen if u.kind is UnitKind.MEMORY and isinstance(u.records[0], ToolMemory)]
     if asked is True:
         words = _words(query)
-        scored = [(len(words & _memory_words(u.records[0], lookup)), u) for u in memories]
+        scored = [(len(words & _memory_words(u.records[0], lookup, repairs)), u) for u in memories]
         scored = [(n, u) for n, u in scored if n > 0]
         scored.sort(key=lambda p: (-p[0], -p[1].seq, p[1].id))
         return [scored[0][1]] if scored else []
@@ -71,7 +91,7 @@ def wanted_memories(
     for unit in memories:
         mem = unit.records[0]
         assert isinstance(mem, ToolMemory)
-        keys = {mem.id, mem.external_id, *mem.source_artifact_ids}
+        keys = {mem.id, mem.external_id, *mem.source_artifact_ids, *(s[0] for s in sources(mem, lookup, repairs))}
         if names & {k for k in keys if k}:
             out.append(unit)
     return out
@@ -81,10 +101,9 @@ def _words(text: str) -> set[str]:
     return {w.rstrip("s") for w in re.findall(r"[a-z0-9]{3,}", text.lower())}
 
 
-def _memory_words(mem: Any, lookup: Callable[[str], Record | None]) -> set[str]:
+def _memory_words(mem: Any, lookup: Callable[[str], Record | None], repairs: Repairs | None) -> set[str]:
     parts = [mem.summary, json.dumps(dict(mem.fields), default=str)]
-    for aid in mem.source_artifact_ids:
-        art = lookup(aid)
+    for _, art, _ in sources(mem, lookup, repairs):
         if isinstance(art, ToolArtifact):
             parts += [art.name.replace(".", " ").replace("_", " "), art.media_type.replace("/", " ")]
     return _words(" ".join(parts))
@@ -99,6 +118,8 @@ def rehydrate(
     turn_tokens: Callable[[Any], int],
     current_tokens: Mapping[str, int],
     remaining_tokens: int,
+    repairs: Repairs | None = None,
+    mark_attrs: Callable[[str], Mapping[str, str]] | None = None,
 ) -> RehydrationPlan:
     """Decide phase two for each target memory unit (see the module docstring).
 
@@ -111,6 +132,10 @@ def rehydrate(
         turn_tokens: costs a turn in tokens (the assembler's coster).
         current_tokens: unit id → tokens of the option selection chose.
         remaining_tokens: tokens of ``B_dynamic`` selection left unused.
+        repairs: provenance repairs of the validity stage (:data:`Repairs`); a repaired source is read
+            from the artifact that repaired it.
+        mark_attrs: record id → the data-block attributes of its policy marks (stale, conflict, repaired
+            provenance …), kept on the re-rendered block.
 
     Returns:
         The new turns per unit id, their representation, and one manifest entry per artifact.
@@ -122,9 +147,13 @@ def rehydrate(
         assert isinstance(mem, ToolMemory)
         raw_parts: list[_Raw] = []
         refs: list[tuple[ToolArtifact | None, str, str]] = []
-        for aid in mem.source_artifact_ids:
-            art = lookup(aid)
-            ranges = located_ranges(mem, aid) if policy.rehydration.located_ranges else ()
+        repaired_from: dict[str, str] = {}
+        for aid, art, broken in sources(mem, lookup, repairs):
+            if broken is not None:
+                repaired_from[aid] = broken
+            # a repaired source holds the same bytes as the broken one, so the locator's ranges still apply
+            located = broken if broken is not None else aid
+            ranges = located_ranges(mem, located) if policy.rehydration.located_ranges else ()
             reason, detail, texts = _check(art, request, policy, read_blob, bytes_left, ranges)
             if reason is None and isinstance(art, ToolArtifact):
                 raw = _Raw(art, ranges, texts)
@@ -132,7 +161,8 @@ def rehydrate(
                 raw_parts.append(raw)
             else:
                 refs.append((art if isinstance(art, ToolArtifact) else None, aid, f"{reason}: {detail}"))
-        turn = _render(unit, mem, raw_parts, refs)
+        marked = dict(mark_attrs(mem.id)) if mark_attrs is not None else {}
+        turn = _render(unit, mem, raw_parts, refs, marked)
         extra = turn_tokens(turn) - current_tokens.get(unit.id, 0)
         if raw_parts and extra > remaining_tokens:
             refs += [
@@ -141,12 +171,16 @@ def rehydrate(
             ]
             bytes_left += sum(r.size for r in raw_parts)
             raw_parts = []
-            turn = _render(unit, mem, raw_parts, refs)
+            turn = _render(unit, mem, raw_parts, refs, marked)
             extra = turn_tokens(turn) - current_tokens.get(unit.id, 0)
         remaining_tokens -= max(extra, 0)
         plan.turns[unit.id] = (turn,)
         plan.representation[unit.id] = "rehydrated" if raw_parts else "memory"
-        plan.entries += _entries(mem, raw_parts, refs)
+        entries = _entries(mem, raw_parts, refs)
+        for entry in entries:
+            if entry["artifact"] in repaired_from:
+                entry["repaired_from"] = repaired_from[entry["artifact"]]
+        plan.entries += entries
     return plan
 
 
@@ -222,8 +256,8 @@ def _check(
     return None, "", tuple(redact(t, default_scanner().scan(t)) for t in texts)
 
 
-def _render(unit: Unit, mem: ToolMemory, raw: Sequence[_Raw], refs: Sequence[Any]) -> Any:
-    body = unit.text
+def _render(unit: Unit, mem: ToolMemory, raw: Sequence[_Raw], refs: Sequence[Any], marked: Mapping[str, str]) -> Any:
+    body = redact(unit.text, default_scanner().scan(unit.text))
     for r in raw:
         art = r.art
         if not r.ranges:
@@ -234,7 +268,7 @@ def _render(unit: Unit, mem: ToolMemory, raw: Sequence[_Raw], refs: Sequence[Any
             continue
         for (a, b), text in zip(r.ranges, r.texts, strict=True):
             body += f"\n--- exact bytes {a}:{b} of {art.id} ({art.media_type}, sha256:{art.sha256}) ---\n" + text
-    attrs: dict[str, str] = {}
+    attrs: dict[str, str] = dict(marked)
     if refs:
         attrs["raw"] = ", ".join(
             f"{aid} (sha256:{a.sha256[:16]}…, {a.size_bytes} bytes)" if a is not None else aid for a, aid, _ in refs

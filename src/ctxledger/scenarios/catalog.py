@@ -329,6 +329,74 @@ def _provenance_check(asm: Any, g: GraphBuilder) -> list[str]:
     return [f"an id was made up: {invented}"] if invented else []
 
 
+# -- 7b. provenance repaired from the tenant's store ----------------------------------------------------
+
+_EARLIER = "q3-pipeline-export-session"
+_DECOY = "other-tenant-pipeline"
+_Q3_FACT = "Pipeline: EUR 8.1M across 64 deals, 11 of them in late-stage negotiation."
+
+
+def _q3_export() -> str:
+    return P.document_text(31, 5, fact=_Q3_FACT)
+
+
+def _provenance_from_store(g: GraphBuilder) -> dict[str, Any]:
+    # Last week's session of the same tenant exported the Q3 pipeline report; another tenant holds the
+    # very same bytes (same sha256) and its artifact sorts first by seq: it must never be used.
+    decoy = GraphBuilder(g.ledger, _DECOY, tenant_id="northwind-sandbox")
+    decoy.tool("export", "reports.export", {"report": "pipeline", "quarter": "Q3"}, _q3_export())
+    earlier = GraphBuilder(g.ledger, _EARLIER)
+    earlier.system("sys", SYSTEM)
+    earlier.user("u1", "Export the Q3 pipeline report.")
+    earlier.tool("export", "reports.export", {"report": "pipeline", "quarter": "Q3"}, _q3_export())
+    sha = earlier.records[earlier.id("art-export")].sha256  # type: ignore[attr-defined]
+
+    g.system("sys", SYSTEM)
+    g.user("u1", "Prepare the Q4 forecast review: this quarter's forecast against last quarter's pipeline.")
+    forecast = P.document_text(32, 60, fact="Q4 forecast: EUR 9.3M committed, EUR 2.2M best case.")
+    g.tool("forecast", "reports.export", {"report": "forecast", "quarter": "Q4"}, forecast)
+    g.memory("mem-forecast", "Q4 forecast: EUR 9.3M committed, EUR 2.2M best case.", sources=["art-forecast"])
+    g.tool("search", "drive.search_files", {"q": "pipeline review"}, P.drive_search(33, 40, title="Pipeline review"))
+    g.memory(
+        "mem-search", "Drive search 'pipeline review' returned 40 files; none is the Q3 export.", sources=["art-search"]
+    )
+    g.memory(
+        "mem-q3",
+        "Q3 pipeline (exported last week): EUR 8.1M across 64 deals.",
+        sources=["art-q3-export"],
+        locators=[{"artifact_id": g.id("art-q3-export"), "sha256": sha}],
+        revalidation_tool="reports.export",
+    )
+    g.memory(
+        "mem-q2",
+        "Q2 pipeline was EUR 6.4M.",
+        sources=["art-q2-export"],
+        locators=[{"artifact_id": g.id("art-q2-export"), "sha256": "f" * 64}],
+        revalidation_tool="reports.export",
+    )
+    g.user("u2", "Quote the exact Q3 pipeline export next to the Q4 forecast.")
+    return {"exact_evidence": (g.id("mem-q3"),)}
+
+
+def _provenance_from_store_check(asm: Any, g: GraphBuilder) -> list[str]:
+    found = f"{_EARLIER}/art-export"
+    out = []
+    repaired = [m for m in asm.manifest["marks"] if m["reason"] == "provenance_repaired"]
+    if [m["ref"] for m in repaired] != [g.id("mem-q3")]:
+        out.append(f"expected only mem-q3 repaired, got {[m['ref'] for m in repaired]}")
+    elif found not in repaired[0]["detail"] or f"in conversation {_EARLIER}" not in repaired[0]["detail"]:
+        out.append(f"the repair does not name {found} and its conversation: {repaired[0]['detail']!r}")
+    entries = [r for r in asm.manifest["rehydrations"] if r["memory"] == g.id("mem-q3")]
+    if [(r["artifact"], r.get("repaired_from")) for r in entries] != [(found, g.id("art-q3-export"))]:
+        out.append(f"mem-q3 was not rehydrated from the repaired artifact: {entries}")
+    body = json.dumps(asm.payload)
+    if _Q3_FACT not in body:
+        out.append("the exact Q3 export is not in the payload")
+    if _DECOY in json.dumps(asm.manifest) or "northwind-sandbox" in json.dumps(asm.manifest):
+        out.append("another tenant's artifact reached the manifest")
+    return out
+
+
 # -- 8. exact raw CSV rehydration ----------------------------------------------------------------------
 
 
@@ -981,6 +1049,20 @@ SCENARIOS: tuple[Scenario, ...] = (
             marks={"mem-repairable": "provenance_repaired", "mem-broken": "stale"},
         ),
         check=_provenance_check,
+    ),
+    Scenario(
+        "provenance-repair-from-store",
+        "broken provenance is repaired from an earlier conversation of the tenant, never another tenant",
+        "issue 3 item 4; seed 004 §9.4",
+        _provenance_from_store,
+        Expect(
+            include=("mem-q3", "mem-q2", "mem-forecast", "u2"),
+            omit={"forecast": COVERED, "search": COVERED},
+            marks={"mem-q3": "provenance_repaired", "mem-q2": "stale"},
+            rehydrated=(f"{_EARLIER}/art-export",),
+            min_reduction=0.8,
+        ),
+        check=_provenance_from_store_check,
     ),
     Scenario(
         "exact-raw-csv-rehydration",

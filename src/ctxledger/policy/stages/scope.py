@@ -50,11 +50,19 @@ class ScopeStage:
                 yield omit(self.name, rec.id, ReasonCode.OUT_OF_SCOPE, detail)
 
     def _mismatch(self, have: Mapping[str, str], want: Mapping[str, str]) -> str:
-        for key in self.keys:
-            if key not in have:
-                continue
-            if key not in want:
-                return f"record is scoped by {key!r}; the request names no {key!r}"
-            if str(have[key]) != str(want[key]):
-                return f"{key} {have[key]!r} is not the request's {want[key]!r}"
-        return ""
+        return scope_mismatch(have, want, self.keys)
+
+
+def scope_mismatch(have: Mapping[str, str], want: Mapping[str, str], keys: Iterable[str]) -> str:
+    """Why a record's scope labels ``have`` fall outside the request's ``want`` for ``keys`` ("" = in scope).
+
+    A key the record carries must be carried by the request with the same value (fail closed).
+    """
+    for key in keys:
+        if key not in have:
+            continue
+        if key not in want:
+            return f"record is scoped by {key!r}; the request names no {key!r}"
+        if str(have[key]) != str(want[key]):
+            return f"{key} {have[key]!r} is not the request's {want[key]!r}"
+    return ""

@@ -19,10 +19,21 @@ seed 002 "Freshness no es una timestamp" and "Provenance"; DESIGN §3 step 2.
 * **Conflicts** (``conflicts_with``) stay separate records. ``conflicts="flag"`` keeps both and flags both;
   ``"prefer_trusted"`` omits the side with lower trust (then lower confidence) as ``conflict_suppressed``
   and flags the other; equal sides are both kept and flagged.
-* **Provenance.** A memory whose source artifact is missing, or whose locator's sha256 differs from the
-  artifact it names, is repaired only by content: when a candidate artifact has the locator's sha256 the
-  memory is marked ``provenance_repaired`` naming it; otherwise it is marked stale (``provenance_broken``).
-  No substitute id is ever made up.
+* **Provenance** (issue 3 item 4: repaired or marked stale, never replaced by an invented id). A memory
+  whose source artifact is missing, or whose locator's sha256 differs from the artifact it names, is
+  repaired only by content: an artifact that holds the locator's sha256 and already exists in the store.
+  Where it is looked for, first match wins, lowest ``seq`` then id within each place:
+
+  1. the call's candidates;
+  2. the rest of the request's conversation up to the snapshot ``seq``;
+  3. the tenant's other conversations (``StageContext.find_artifacts``), only artifacts created by the
+     request's clock ``now`` that this participant may see (not ``audit_only``, not private to someone
+     else) and whose scope labels (``scope_keys``) agree with the request's.
+
+  Another tenant's artifact is never used, whatever its sha256. The memory is marked
+  ``provenance_repaired``; the detail names the artifact and, when it lies in another conversation, that
+  conversation; ``StageContext.repairs`` records it so rehydration reads the repaired artifact. Every
+  broken source must be repaired: otherwise the memory is stale (``provenance cannot be repaired``).
 """
 
 from __future__ import annotations
@@ -33,7 +44,9 @@ from typing import Any, ClassVar
 
 from ctxledger.policy.base import Outcome, PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.stages._common import mark, omit, request_attr
-from ctxledger.records import Checkpoint, Freshness, Record, ToolArtifact, ToolMemory, utcnow
+from ctxledger.policy.stages.scope import scope_mismatch
+from ctxledger.policy.stages.visibility import visible_to
+from ctxledger.records import Checkpoint, Freshness, Record, ToolArtifact, ToolMemory, Visibility, utcnow
 
 DEFAULT_STALE_ACTIONS: Mapping[str, str] = {
     "volatile": "omit",
@@ -62,27 +75,32 @@ class ValidityStage:
         stale_actions: freshness class → ``"omit"`` or ``"mark"``.
         ttl_seconds: freshness class → maximum age in seconds when ``stale_after`` is absent.
         conflicts: ``"flag"`` (keep both sides) or ``"prefer_trusted"``.
+        scope_keys: scope labels an artifact of another conversation must share with the request to
+            repair provenance (as :class:`~ctxledger.policy.stages.scope.ScopeStage` ``keys``).
     """
 
     name: ClassVar[str] = "validity"
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "2"
 
     def __init__(
         self,
         stale_actions: Mapping[str, str] | None = None,
         ttl_seconds: Mapping[str, int] | None = None,
         conflicts: str = "flag",
+        scope_keys: Iterable[str] = ("app", "user_id"),
     ) -> None:
         self.stale_actions = {**DEFAULT_STALE_ACTIONS, **(stale_actions or {})}
         self.ttl_seconds = dict(DEFAULT_TTL_SECONDS if ttl_seconds is None else ttl_seconds)
         self.conflicts = conflicts
+        self.scope_keys = tuple(scope_keys)
 
     def config(self) -> Mapping[str, Any]:
-        """Stale actions, TTLs and the conflict rule."""
+        """Stale actions, TTLs, the conflict rule and the scope keys of cross-conversation repairs."""
         return {
             "stale_actions": dict(sorted(self.stale_actions.items())),
             "ttl_seconds": dict(sorted(self.ttl_seconds.items())),
             "conflicts": self.conflicts,
+            "scope_keys": list(self.scope_keys),
         }
 
     def __call__(self, ctx: StageContext) -> Iterable[PolicyDecision]:
@@ -154,7 +172,7 @@ class ValidityStage:
             if rec.id in ctx.omitted:
                 continue
             why = _stale_by_time(rec, now, self.ttl_seconds) or _stale_by_version(rec, current)
-            repair = _provenance(rec, ctx) if isinstance(rec, ToolMemory) else None
+            repair = self._provenance(rec, ctx) if isinstance(rec, ToolMemory) else None
             if repair is not None and repair[0] == "provenance_repaired":
                 out.append(mark(self.name, rec.id, "provenance_repaired", repair[1]))
             elif repair is not None:
@@ -171,6 +189,69 @@ class ValidityStage:
         if action == "omit":
             return omit(self.name, rec.id, ReasonCode.STALE, detail)
         return mark(self.name, rec.id, "stale", detail)
+
+    # -- provenance ------------------------------------------------------------------------------
+
+    def _provenance(self, mem: ToolMemory, ctx: StageContext) -> tuple[str, str] | None:
+        """``None`` when intact; ``("provenance_repaired", detail)`` or ``("provenance_broken", detail)``.
+
+        A repair is recorded in ``ctx.repairs[mem.id]`` (see the module docstring for where it looks).
+        """
+        locator_sha = {
+            str(loc.get("artifact_id", "")): str(loc.get("sha256", "")).removeprefix("sha256:") for loc in mem.locators
+        }
+        repaired: dict[str, ToolArtifact] = {}
+        notes: list[str] = []
+        for aid in mem.source_artifact_ids:
+            art = ctx.record(aid)
+            want = locator_sha.get(aid, "")
+            if isinstance(art, ToolArtifact) and (not want or want == art.sha256):
+                continue
+            problem = (
+                f"source artifact {aid} is missing"
+                if art is None
+                else f"artifact {aid} no longer has sha256 {want[:12]}"
+            )
+            found = self._repair_source(aid, want, ctx) if _is_sha256(want) else None
+            if found is None:
+                return "provenance_broken", f"{problem}; provenance cannot be repaired"
+            repaired[aid] = found
+            where = f" in conversation {found.conversation_id}" if found.conversation_id != mem.conversation_id else ""
+            notes.append(f"{problem}; its locator's sha256 matches artifact {found.id}{where}")
+        if not repaired:
+            return None
+        ctx.repairs[mem.id] = repaired
+        return "provenance_repaired", "; ".join(notes)
+
+    def _repair_source(self, aid: str, sha: str, ctx: StageContext) -> ToolArtifact | None:
+        """The artifact holding ``sha`` that replaces broken source ``aid``: candidates, conversation, tenant."""
+        tenant = ctx.request.tenant_id
+        local = [r for r in ctx.records if isinstance(r, ToolArtifact) and r.sha256 == sha and r.id != aid]
+        local = [r for r in local if r.tenant_id == tenant]
+        if local:
+            return min(local, key=lambda r: (r.seq, r.id))
+        if ctx.find_artifacts is None:
+            return None
+        now = ctx.now or utcnow()
+        who = request_attr(ctx, "participant_id", None)
+        scope: Mapping[str, str] = request_attr(ctx, "scope", None) or {}
+        same: list[ToolArtifact] = []
+        elsewhere: list[ToolArtifact] = []
+        for art in ctx.find_artifacts(sha):
+            if not isinstance(art, ToolArtifact) or art.tenant_id != tenant or art.sha256 != sha or art.id == aid:
+                continue  # never another tenant's bytes, whatever the lookup returned
+            if art.conversation_id == ctx.request.conversation_id:
+                if ctx.snapshot_seq is None or art.seq <= ctx.snapshot_seq:
+                    same.append(art)
+            elif (
+                art.created_at <= now
+                and art.visibility is not Visibility.AUDIT_ONLY
+                and visible_to(art, who)
+                and not scope_mismatch(art.scope, scope, self.scope_keys)
+            ):
+                elsewhere.append(art)
+        pool = same or elsewhere
+        return min(pool, key=lambda r: (r.seq, r.id)) if pool else None
 
     # -- conflicts -------------------------------------------------------------------------------
 
@@ -260,19 +341,8 @@ def _stale_by_version(rec: Record, current: Mapping[str, str]) -> str:
     return f"derived from {label}{version}; current is {label}{now}"
 
 
-def _provenance(mem: ToolMemory, ctx: StageContext) -> tuple[str, str] | None:
-    """``None`` when intact; ``("provenance_repaired", detail)`` or ``("provenance_broken", detail)``."""
-    by_sha = {r.sha256: r.id for r in ctx.records if isinstance(r, ToolArtifact)}
-    locator_sha = {str(loc.get("artifact_id", "")): str(loc.get("sha256", "")) for loc in mem.locators}
-    for aid in mem.source_artifact_ids:
-        art = ctx.record(aid)
-        want = locator_sha.get(aid, "").removeprefix("sha256:")
-        if isinstance(art, ToolArtifact) and (not want or want == art.sha256):
-            continue
-        problem = (
-            f"source artifact {aid} is missing" if art is None else f"artifact {aid} no longer has sha256 {want[:12]}"
-        )
-        if want and want in by_sha and by_sha[want] != aid:
-            return "provenance_repaired", f"{problem}; its locator's sha256 matches artifact {by_sha[want]}"
-        return "provenance_broken", f"{problem}; provenance cannot be repaired"
-    return None
+_SHA256_HEX = frozenset("0123456789abcdef")
+
+
+def _is_sha256(value: str) -> bool:
+    return len(value) == 64 and set(value) <= _SHA256_HEX
