@@ -788,7 +788,10 @@ def assemble(
     ] = None,
     policy_file: Annotated[
         Path | None,
-        typer.Option("--policy", help="A policy file (TOML) to assemble under instead of the default policy."),
+        typer.Option(
+            "--policy",
+            help="A policy file to assemble under instead of the default policy: TOML, or YAML (.yaml/.yml).",
+        ),
     ] = None,
     provider: Annotated[
         str | None,

@@ -144,19 +144,25 @@ class PolicyError(CtxledgerError):
 
 
 class PolicyFileError(PolicyError):
-    """A policy file (TOML) is invalid; nothing of it is used.
+    """A policy file (TOML or YAML) is invalid; nothing of it is used.
 
     Attributes:
         source: the file name (or ``"<string>"``).
         field: the dotted path of the offending key, if known (e.g. ``"stages.privacy.allow"``).
+        line: the 1-based line of the problem, when the parser reports one (YAML syntax errors).
         problem: what is wrong, in words.
     """
 
-    def __init__(self, problem: str, *, source: str = "<string>", field: str | None = None) -> None:
-        where = source if field is None else f"{source}, field {field!r}"
+    def __init__(
+        self, problem: str, *, source: str = "<string>", field: str | None = None, line: int | None = None
+    ) -> None:
+        where = source if line is None else f"{source}, line {line}"
+        if field is not None:
+            where += f", field {field!r}"
         super().__init__(f"{where}: {problem}")
         self.source = source
         self.field = field
+        self.line = line
         self.problem = problem
 
 

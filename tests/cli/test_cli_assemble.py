@@ -260,3 +260,29 @@ def test_assemble_under_a_policy_file_records_that_policy(
     refused = runner.invoke(app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--policy", str(bad)])
     assert refused.exit_code == 2
     assert "bad.toml" in refused.stderr
+
+
+def test_assemble_under_a_yaml_policy_file(runner: CliRunner, demo_store: DemoStore, tmp_path: Path) -> None:
+    """--policy FILE.yaml works like TOML; a YAML syntax error exits 2 naming the file and the line."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text('policy:\n  name: cli-yaml\n  version: "4"\nselection:\n  ladder: false\n', encoding="utf-8")
+    toml = tmp_path / "same.toml"
+    toml.write_text('[policy]\nname = "cli-yaml"\nversion = "4"\n[selection]\nladder = false\n', encoding="utf-8")
+    out = tmp_path / "payload.json"
+    hashes = []
+    for path in (policy, toml):
+        result = runner.invoke(
+            app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--policy", str(path), "--out", str(out)]
+        )
+        assert result.exit_code == 0, result.output
+        assembly_id = result.stdout.split("explain it: ctxledger explain ")[1].split()[0]
+        with Ledger.open(demo_store.url) as ledger:
+            manifest = ledger.get_assembly(assembly_id)
+        assert (manifest["policy"]["name"], manifest["policy"]["version"]) == ("cli-yaml", "4")
+        hashes.append((manifest["policy"]["hash"], manifest["payload_hash"]))
+    assert hashes[0] == hashes[1]
+    bad = tmp_path / "bad.yml"
+    bad.write_text("policy:\n  name: p\n  version: [1\n", encoding="utf-8")
+    refused = runner.invoke(app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--policy", str(bad)])
+    assert refused.exit_code == 2
+    assert f"{bad},line4:invalidYAML" in _flat(refused.stderr).replace(" ", "")

@@ -194,3 +194,109 @@ def test_manifest_counts_omissions_by_reason_and_stage(cases_dir):
     assert manifest["omitted_by_reason"] == {"summarized": len(manifest["omitted"])}
     assert manifest["omitted_by_stage"] == {"compaction": len(manifest["omitted"])}
     assert manifest["policy"]["name"] == "ctxledger-default" and manifest["policy"]["version"] == "2"
+
+
+POLICY_YAML = textwrap.dedent(
+    """
+    # the same policy as POLICY, written as YAML
+    policy:
+      name: support-desk
+      version: "7"
+      stages: [scope, lineage, visibility, privacy, validity, protection, memory_first]
+    stages:
+      scope:
+        keys: [app, user_id, org]
+      privacy:
+        allow:
+          "*": [public, internal]
+          google: [public, internal, confidential]
+        routes: {google: [vertex]}
+    selection:
+      w_relevance: 0.5
+      class_caps: {operational: 0.5}
+    rehydration:
+      max_bytes: 4096
+    contracts:
+      - agent: router
+        call_type: routing
+        sources: [instructions, latest_user_turn, typed_request]
+        max_input_tokens: 2000
+        tools: {investigation: [search_orders]}
+        write_tools: [issue_refund]
+    """
+)
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".yml", ".YAML"])
+def test_yaml_policy_equals_the_equivalent_toml_policy_and_hash(tmp_path, suffix):
+    """A YAML file with the same tables as a TOML file gives the same policy, description and hash."""
+    (tmp_path / "p.toml").write_text(POLICY, encoding="utf-8")
+    (tmp_path / f"p{suffix}").write_text(POLICY_YAML, encoding="utf-8")
+    toml, yml = load_policy(tmp_path / "p.toml"), load_policy(tmp_path / f"p{suffix}")
+    assert yml.describe() == toml.describe() and yml.hash == toml.hash
+    assert yml.hash != loads_policy(POLICY_YAML.replace("org]", "tenant]"), syntax="yaml").hash
+    assert (
+        loads_policy("policy: {name: p, version: 1}\n", syntax="yaml").hash
+        == loads_policy('[policy]\nname = "p"\nversion = 1\n').hash
+    )
+
+
+@pytest.mark.parametrize(
+    ("toml", "yml"),
+    [
+        ('[policy]\nname = "p"\n', "policy: {name: p}\n"),
+        (
+            '[policy]\nname = "p"\nversion = "1"\nstages = ["scope", "nope"]\n',
+            "policy: {name: p, version: '1', stages: [scope, nope]}\n",
+        ),
+        (
+            '[policy]\nname = "p"\nversion = "1"\n[stages.scope]\nbogus = 1\n',
+            "policy: {name: p, version: '1'}\nstages:\n  scope: {bogus: 1}\n",
+        ),
+        (
+            '[policy]\nname = "p"\nversion = "1"\n[[contracts]]\nsources = ["everything"]\n',
+            "policy: {name: p, version: '1'}\ncontracts:\n  - sources: [everything]\n",
+        ),
+        ('[policy]\nname = "p"\nversion = "1"\n[budget]\nx = 1\n', "policy: {name: p, version: '1'}\nbudget: {x: 1}\n"),
+        ("[stages.scope]\nkeys = []\n", "stages: {scope: {keys: []}}\n"),
+    ],
+)
+def test_yaml_policy_errors_are_the_toml_ones(toml, yml):
+    """The same mistake in TOML and in YAML gives the same field and the same message (with its own file name)."""
+    errors = []
+    for text, source, syntax in ((toml, "bad.toml", "toml"), (yml, "bad.yaml", "yaml")):
+        with pytest.raises(PolicyFileError) as info:
+            loads_policy(text, source=source, syntax=syntax)
+        assert info.value.source == source and source in str(info.value)
+        errors.append((info.value.field, info.value.problem))
+    assert errors[0] == errors[1] and errors[0][0] is not None
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        ("policy:\n  name: p\n  version: [1\n", 4, "invalid YAML"),
+        ("policy:\n  name: p\n\tversion: 1\n", 3, "invalid YAML"),
+        ("policy:\n  name: p\n  name: q\n  version: 1\n", 3, "duplicate key 'name'"),
+        ("policy: {name: p, version: 1}\nstages:\n  privacy:\n    allow: {1: [public]}\n", 4, "key 1 is not a string"),
+    ],
+)
+def test_bad_yaml_names_file_and_line(tmp_path, text, line, words):
+    """YAML syntax errors, duplicate keys and non-string keys raise PolicyFileError with the file and line."""
+    path = tmp_path / "bad.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(PolicyFileError) as info:
+        load_policy(path)
+    assert info.value.line == line and info.value.source == str(path)
+    assert f"{path}, line {line}: " in str(info.value) and words in str(info.value)
+
+
+def test_yaml_document_must_be_a_mapping_and_empty_means_no_policy_table():
+    """A YAML list or scalar is refused; an empty file lacks the [policy] table, as an empty TOML file does."""
+    with pytest.raises(PolicyFileError, match="must be a mapping of tables"):
+        loads_policy("- policy\n- stages\n", source="list.yaml", syntax="yaml")
+    with pytest.raises(PolicyFileError) as empty:
+        loads_policy("", source="empty.yaml", syntax="yaml")
+    assert empty.value.field == "policy" and "missing [policy] table" in str(empty.value)
+    with pytest.raises(PolicyFileError, match="unknown policy syntax 'json'"):
+        loads_policy("{}", syntax="json")

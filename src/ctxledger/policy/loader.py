@@ -1,6 +1,6 @@
-"""Policies from TOML files, with custom stages loaded by import path (issue 3 §1; DESIGN §3).
+"""Policies from TOML or YAML files, with custom stages loaded by import path (issue 3 §1; DESIGN §3).
 
-A policy file is a versioned, declarative value users can write and review::
+A policy file is a versioned, declarative value users can write and review, in TOML::
 
     [policy]
     name = "support-desk"
@@ -34,6 +34,30 @@ A policy file is a versioned, declarative value users can write and review::
     tools = { investigation = ["search_orders"] }
     write_tools = ["issue_refund"]
 
+or the same tables as YAML mappings (``.yaml`` / ``.yml``, read with PyYAML's safe loader)::
+
+    policy:
+      name: support-desk
+      version: "7"
+    stage_classes:
+      no_pii_in_routing: acme.ctx:NoPiiInRouting
+    stages:
+      privacy:
+        allow: {"*": [public, internal], google: [public, internal, confidential]}
+    selection:
+      w_relevance: 0.5
+      class_caps: {operational: 0.5}
+    contracts:
+      - agent: router
+        call_type: routing
+        sources: [instructions, latest_user_turn, typed_request]
+        max_input_tokens: 2000
+
+Both syntaxes go through the same schema and validation (:func:`policy_from_dict`), so equivalent TOML
+and YAML files give the same policy and the same hash. YAML's extras are refused where TOML has none:
+a key that is not a string, or the same key twice in one mapping (errors name the line); a document that
+is not a mapping.
+
 Without ``[policy].stages`` every built-in stage runs in the default order. A custom stage class must
 have ``name`` and ``version`` class attributes, a ``config()`` method and ``__call__(ctx)`` (the
 :class:`~ctxledger.policy.base.Stage` protocol); its configuration is part of the policy hash. Every
@@ -49,6 +73,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml  # type: ignore[import-untyped]
+
 from ctxledger.errors import PolicyFileError
 from ctxledger.policy.base import Policy, RehydrationParams, SelectionParams, Stage
 from ctxledger.policy.contracts import SOURCES, WorkingSetContract
@@ -56,32 +82,93 @@ from ctxledger.policy.stages import STAGES
 
 _TOP_KEYS = {"policy", "stage_classes", "stages", "selection", "rehydration", "contracts"}
 
+YAML_SUFFIXES = (".yaml", ".yml")
+"""File suffixes read as YAML; every other policy file is read as TOML."""
+
 
 def load_policy(path: str | Path) -> Policy:
-    """Read a policy file (TOML).
+    """Read a policy file: YAML for ``.yaml`` / ``.yml``, TOML otherwise.
 
     Raises:
-        PolicyFileError: unreadable file, invalid TOML, or an invalid policy (names file and field).
+        PolicyFileError: unreadable file, invalid TOML or YAML (YAML errors name the line), or an invalid
+            policy (names file and field).
     """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise PolicyFileError(f"cannot read policy file: {exc.strerror or exc}", source=str(path)) from exc
-    return loads_policy(text, source=str(path))
+    except UnicodeDecodeError as exc:
+        raise PolicyFileError(f"not UTF-8 text: {exc.reason} at byte {exc.start}", source=str(path)) from exc
+    syntax = "yaml" if path.suffix.lower() in YAML_SUFFIXES else "toml"
+    return loads_policy(text, source=str(path), syntax=syntax)
 
 
-def loads_policy(text: str, *, source: str = "<string>") -> Policy:
-    """Parse a policy from TOML text (``source`` names it in errors).
+def loads_policy(text: str, *, source: str = "<string>", syntax: str = "toml") -> Policy:
+    """Parse a policy from TOML or YAML text (``source`` names it in errors).
+
+    Args:
+        text: the file's text.
+        source: the name used in errors (usually the file path).
+        syntax: ``"toml"`` or ``"yaml"``.
 
     Raises:
-        PolicyFileError: invalid TOML or an invalid policy.
+        PolicyFileError: an unknown syntax, invalid TOML or YAML, or an invalid policy.
     """
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise PolicyFileError(f"invalid TOML: {exc}", source=source) from exc
+    if syntax == "toml":
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise PolicyFileError(f"invalid TOML: {exc}", source=source) from exc
+    elif syntax == "yaml":
+        data = _parse_yaml(text, source)
+    else:
+        raise PolicyFileError(f"unknown policy syntax {syntax!r}; use 'toml' or 'yaml'", source=source)
     return policy_from_dict(data, source=source)
+
+
+class _StrictSafeLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing what TOML cannot express: non-string and duplicate keys."""
+
+
+def _construct_mapping(loader: _StrictSafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    seen: set[str] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if not isinstance(key, str):
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {key!r} is not a string (quote it)", key_node.start_mark
+            )
+        if key in seen:
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep=True)
+
+
+_StrictSafeLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _parse_yaml(text: str, source: str) -> Any:
+    """The YAML document as Python data; syntax errors become ``PolicyFileError`` with their line."""
+    try:
+        data = yaml.load(text, Loader=_StrictSafeLoader)  # a SafeLoader subclass: plain data only
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = ", ".join(p for p in (exc.context, exc.problem) if p) or str(exc)
+        raise PolicyFileError(
+            f"invalid YAML: {problem}", source=source, line=mark.line + 1 if mark is not None else None
+        ) from exc
+    except yaml.YAMLError as exc:
+        raise PolicyFileError(f"invalid YAML: {exc}", source=source) from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise PolicyFileError(
+            f"the document must be a mapping of tables ({', '.join(sorted(_TOP_KEYS))}), not {type(data).__name__}",
+            source=source,
+        )
+    return data
 
 
 def policy_from_dict(data: Mapping[str, Any], *, source: str = "<dict>") -> Policy:
