@@ -7,7 +7,8 @@ of the raw exchange. Here, after selection, for each selected memory the request
 (``exact_evidence``: ``True`` for the most relevant selected memory, or ids / external ids of memories or
 artifacts), every source artifact is checked, in order (a source whose provenance the validity stage
 repaired is replaced by the artifact that repaired it, which may lie in another conversation of the
-tenant; its manifest entry says ``repaired_from``):
+tenant; it holds the same bytes, so the memory's located ranges still apply; its manifest entry says
+``repaired_from``):
 
 1. it exists among the candidates and its bytes still hash to its sha256 (else ``missing``);
 2. the privacy stage lets it go to the request's provider (else ``privacy_restricted`` /

@@ -340,6 +340,13 @@ def _q3_export() -> str:
     return P.document_text(31, 5, fact=_Q3_FACT)
 
 
+def _q3_fact_span() -> dict[str, int]:
+    """The byte range of the fact in the export (the memory's locator points at it)."""
+    data = _q3_export().encode("utf-8")
+    start = data.index(_Q3_FACT.encode("utf-8"))
+    return {"byte_start": start, "byte_end": start + len(_Q3_FACT.encode("utf-8"))}
+
+
 def _provenance_from_store(g: GraphBuilder) -> dict[str, Any]:
     # Last week's session of the same tenant exported the Q3 pipeline report; another tenant holds the
     # very same bytes (same sha256) and its artifact sorts first by seq: it must never be used.
@@ -364,7 +371,7 @@ def _provenance_from_store(g: GraphBuilder) -> dict[str, Any]:
         "mem-q3",
         "Q3 pipeline (exported last week): EUR 8.1M across 64 deals.",
         sources=["art-q3-export"],
-        locators=[{"artifact_id": g.id("art-q3-export"), "sha256": sha}],
+        locators=[{"artifact_id": g.id("art-q3-export"), "sha256": sha, **_q3_fact_span()}],
         revalidation_tool="reports.export",
     )
     g.memory(
@@ -387,8 +394,10 @@ def _provenance_from_store_check(asm: Any, g: GraphBuilder) -> list[str]:
     elif found not in repaired[0]["detail"] or f"in conversation {_EARLIER}" not in repaired[0]["detail"]:
         out.append(f"the repair does not name {found} and its conversation: {repaired[0]['detail']!r}")
     entries = [r for r in asm.manifest["rehydrations"] if r["memory"] == g.id("mem-q3")]
-    if [(r["artifact"], r.get("repaired_from")) for r in entries] != [(found, g.id("art-q3-export"))]:
-        out.append(f"mem-q3 was not rehydrated from the repaired artifact: {entries}")
+    span = _q3_fact_span()
+    want = [(found, g.id("art-q3-export"), [[span["byte_start"], span["byte_end"]]])]
+    if [(r["artifact"], r.get("repaired_from"), r.get("ranges")) for r in entries] != want:
+        out.append(f"mem-q3 was not rehydrated from the located bytes of the repaired artifact: {entries}")
     body = json.dumps(asm.payload)
     if _Q3_FACT not in body:
         out.append("the exact Q3 export is not in the payload")
