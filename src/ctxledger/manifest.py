@@ -330,8 +330,17 @@ def _branch_sentence(manifest: Mapping[str, Any], entry: Mapping[str, Any]) -> s
     branch = entry.get("branch_id") or manifest["branch_id"]
     if branch == manifest["branch_id"]:
         return f"on the active branch {branch}"
+    active = manifest["branch_id"]
     for hop in manifest.get("lineage", []):
         if hop["branch_id"] == branch:
-            active = manifest["branch_id"]
-            return f"inherited from branch {branch} (up to seq {hop['max_seq']}) by the active branch {active}"
-    return f"from branch {branch}, outside the lineage of the active branch {manifest['branch_id']}"
+            seq, last = entry.get("seq"), hop["max_seq"]
+            if isinstance(seq, int) and last is not None and seq > last:
+                return (
+                    f"on branch {branch} after the active branch {active} forked from it "
+                    f"(seq {seq} > {last}), so not inherited"
+                )
+            return f"inherited from branch {branch} (up to seq {last}) by the active branch {active}"
+    outside = f"from branch {branch}, outside the lineage of the active branch {active}"
+    if entry.get("visibility") in ("conversation", "shared"):
+        outside += f" ({entry['visibility']}-visible: may fill room the lineage leaves)"
+    return outside

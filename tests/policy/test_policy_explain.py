@@ -59,3 +59,26 @@ def test_explain_unknown_ref_names_the_assembly(explained):
     ledger, _, asm = explained
     with pytest.raises(RecordNotFound, match=asm.id):
         ledger.explain(asm.id, "no-such-record")
+
+
+def test_explain_past_the_fork_point_does_not_say_inherited():
+    """A record on the parent branch after the fork is explained as not inherited (it used to say 'inherited')."""
+    ledger = Ledger(MemoryStore())
+    g = GraphBuilder(ledger, "fork")
+    g.system("sys", "Be brief.")
+    g.user("u1", "Draft a reply.")
+    g.memory("shared-note", "The user signs as Ana.", visibility="conversation")
+    b1 = g.branch("b1", fork_after="shared-note")
+    g.memory("sib-note", "Formal tone chosen.", visibility="conversation")
+    g.on(g.main)
+    g.user("later", "Also check last year's memo.")
+    b2 = g.branch("b2", fork_after="u1")
+    g.user("u2", "Make it casual.")
+    asm = ledger.assemble(g.conversation_id, branch_id=b2, now=g.now)
+    later = " | ".join(ledger.explain(asm.id, "later")["chain"])
+    assert "not inherited" in later and "inherited from" not in later and "not_in_lineage" in later
+    note = " | ".join(ledger.explain(asm.id, "u1")["chain"])
+    assert f"inherited from branch {g.main}" in note
+    sib = " | ".join(ledger.explain(asm.id, "sib-note")["chain"])
+    assert f"outside the lineage of the active branch {b2}" in sib and "may fill room" in sib
+    assert b1 in sib
