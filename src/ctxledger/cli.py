@@ -306,7 +306,7 @@ def _class_table(manifest: Mapping[str, Any]) -> Table:
         cap = "—" if row["cap"] is None else f"{row['cap']:,}"
         table.add_row(name, cap, f"{row['used']:,}", f"{row['required']:,}")
     table.add_row("total", "", f"{ledger['used_tokens']:,}", "", style="bold")
-    table.caption = "used includes the fixed instructions (class policy)"
+    table.caption = "used includes the fixed instructions (class policy) and framing: reply priming, tool schemas"
     return table
 
 

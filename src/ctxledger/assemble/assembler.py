@@ -278,6 +278,9 @@ def assemble(
     _rehydrate(request, policy, plan, chosen_units, result, coster, read_blob, dynamic, ledger)
     for unit in fixed:
         ledger.charge(unit.context_class.value, costs[unit.id], required=True)
+    framing = _sum_costs(coster, (), tools)  # reply priming and tool schemas: part of F, in no class
+    if framing:
+        ledger.charge("framing", framing, required=True)
     t_select = time.perf_counter()
     turns = _ordered_turns(fixed, chosen_units, result.chosen)
     payload = serializer.build(turns, model=request.model, tools=tools)
