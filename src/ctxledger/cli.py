@@ -53,6 +53,14 @@ USER_ERRORS = (InputError, ConfigurationError, BudgetError, PolicyError, RecordN
 IMPORT_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
 """Files a directory import picks up (others, such as READMEs, are skipped)."""
 
+COUNTER_HELP = (
+    "Tokenizer to count with, for a model whose own is not known: o200k_base, cl100k_base (exact), "
+    "tiktoken/o200k_base, tiktoken/cl100k_base (exact, the reference implementation), "
+    "estimate/quicktok/o200k_base, estimate/quicktok/cl100k_base or chars/4 (flagged as estimates). "
+    "Default: the model's own (OpenAI models; claude-* get a flagged o200k estimate)."
+)
+"""Help of every ``--counter`` option."""
+
 LARGE_INPUT_BYTES = 1 << 20
 """Files at least this large (bytes) get a progress bar while they are parsed."""
 
@@ -648,6 +656,7 @@ def import_(
     count_tokens_for: Annotated[
         str, typer.Option("--model", help="Count and cache token counts for this model while importing ('' skips).")
     ] = "gpt-4o",
+    counter: Annotated[str | None, typer.Option("--counter", help=COUNTER_HELP, show_default=False)] = None,
 ) -> None:
     """Import agent transcripts or trajectories into the execution graph.
 
@@ -665,17 +674,18 @@ def import_(
         start = time.perf_counter()
         batches = _parse_all(_input_files(paths), fmt.value, settings.tenant, conversation_id)
         with _open(settings) as ledger:
-            results = _write_all(ledger, batches, count_tokens_for or None)
+            coster = _coster(ledger, "openai-chat", count_tokens_for, counter) if count_tokens_for else None
+            results = _write_all(ledger, batches, coster)
         elapsed = time.perf_counter() - start
     _out().print(_import_table(batches, results, elapsed))
 
 
-def _write_all(ledger: Ledger, batches: Sequence[Any], model: str | None) -> list[Any]:
+def _write_all(ledger: Ledger, batches: Sequence[Any], coster: Any | None) -> list[Any]:
     """Refuse duplicate or already stored conversation ids across all batches, then write each batch.
 
     Checking every id first means a re-import refuses the whole set before anything is written. Each
     batch is then one transaction (:func:`ctxledger.ingest.write_batch`); token counts of its turns are
-    computed and cached for ``model`` (``None`` skips), so the first assembly is warm.
+    computed with ``coster`` and cached (``None`` skips), so the first assembly is warm.
 
     Raises:
         InputError: a conversation id is already stored or comes from two inputs (names the file).
@@ -686,8 +696,8 @@ def _write_all(ledger: Ledger, batches: Sequence[Any], model: str | None) -> lis
     results = []
     for batch in batches:
         results.append(write_batch(ledger.store, batch))
-        if model:
-            _warm_counts(ledger, batch, model)
+        if coster is not None:
+            _warm_counts(ledger, batch, coster)
     return results
 
 
@@ -711,12 +721,22 @@ def _refuse_duplicates(ledger: Ledger, batches: Sequence[Any]) -> None:
             raise InputError(problem, source=batch.source, field="conversation_id")
 
 
-def _warm_counts(ledger: Ledger, batch: Any, model: str) -> None:
-    coster = ledger.coster("openai-chat", model)
+def _warm_counts(ledger: Ledger, batch: Any, coster: Any) -> None:
     for conv in batch.conversations:
         head = conv.records[0]
         snap = ledger.snapshots.load(head.tenant_id, conv.conversation_id, head.branch_id)
         coster.prefetch([t for u in snap.units for t in u.turns])
+
+
+def _coster(ledger: Ledger, api: str, model: str, counter: str | None) -> Any:
+    """The ledger's coster for ``model``; an unknown model without ``--counter`` is a user error naming it.
+
+    Raises:
+        ConfigurationError: unknown counter name, or a model with no known tokenizer and no --counter.
+    """
+    from ctxledger.tokens import counter_for_model
+
+    return ledger.coster(api, model, counter_for_model(model, counter, option="--counter"))
 
 
 def _import_table(batches: Sequence[Any], results: Sequence[Any], elapsed: float) -> Table:
@@ -771,8 +791,10 @@ def assemble(
     model: Annotated[
         str, typer.Option("--model", help="Model name; also picks the tokenizer (claude-* counts are estimates).")
     ] = "gpt-4o",
+    counter: Annotated[str | None, typer.Option("--counter", help=COUNTER_HELP, show_default=False)] = None,
     snapshot: Annotated[
-        int | None, typer.Option("--snapshot", help="Assemble as of this seq (inclusive); default the head.")
+        int | None,
+        typer.Option("--snapshot", min=1, help="Assemble as of this seq (inclusive, from 1); default the head."),
     ] = None,
     branch: Annotated[str | None, typer.Option("--branch", help="Active branch id (default the main branch).")] = None,
     participant: Annotated[
@@ -821,6 +843,7 @@ def assemble(
             conversation,
             tenant_id=settings.tenant,
             policy=load_policy(policy_file) if policy_file else None,
+            coster=_coster(ledger, api.value, model, counter),
             **extra,
             window_tokens=window,
             output_tokens=output,
@@ -930,17 +953,21 @@ def usage(
         int,
         typer.Option("--output", min=0, help="Output (completion) tokens the provider reported.", show_default=False),
     ],
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace usage already recorded for this assembly (else refused).")
+    ] = False,
 ) -> None:
     """Record the token usage the provider reported for an assembly's call, and show the estimate error.
 
     The error (estimated − observed input tokens) is how the margin M is calibrated: a positive error
-    means the count was cautious, a negative one means M must grow.
+    means the count was cautious, a negative one means M must grow. An assembly is one call, so its
+    usage is recorded once: recording it again is refused (exit code 2) unless --overwrite is given.
 
     Example: [bold]ctxledger usage asm_0123… --input 6790 --output 212[/bold]
     """
     settings = _settings(ctx)
     with _handled(), _open(settings) as ledger:
-        ledger.record_usage(assembly_id, input_tokens, output_tokens, tenant_id=settings.tenant)
+        ledger.record_usage(assembly_id, input_tokens, output_tokens, tenant_id=settings.tenant, overwrite=overwrite)
         manifest = ledger.get_assembly(assembly_id, tenant_id=settings.tenant)
     _out().print(_usage_line(manifest))
 

@@ -125,3 +125,17 @@ def test_tenants_are_separate(runner: CliRunner, tmp_path: Path, data_dir: Path)
     assert "no conversations yet" in other.stdout
     mine = runner.invoke(app, ["--db", _db(tmp_path), "--tenant", "acme", "conversations"])
     assert "sqlfluff__sqlfluff-2419" in mine.stdout
+
+
+def test_import_for_an_unknown_model_needs_a_counter_and_writes_nothing_without_one(
+    runner: CliRunner, tmp_path: Path, data_dir: Path
+) -> None:
+    """--model names the tokenizer to warm counts for; an unknown one is refused before any write."""
+    path = data_dir / "mini-swe-agent-deepseek" / "sqlfluff__sqlfluff-2419.traj.json"
+    refused = runner.invoke(app, ["--db", _db(tmp_path), "import", str(path), "--model", "deepseek-chat"])
+    assert refused.exit_code == 2
+    assert "pass --counter one of" in _flat(refused.stderr)
+    assert _conversations(_db(tmp_path)) == []
+    args = ["--db", _db(tmp_path), "import", str(path), "--model", "deepseek-chat", "--counter", "cl100k_base"]
+    assert runner.invoke(app, args).exit_code == 0
+    assert _conversations(_db(tmp_path)) == ["sqlfluff__sqlfluff-2419"]
