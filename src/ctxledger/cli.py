@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -181,21 +180,33 @@ def _err() -> Console:
     return _console(stderr=True)
 
 
+STDOUT = "-"
+"""``--out -`` means standard output, as in most command-line tools."""
+
+
+def _is_stdout(path: Path | None) -> bool:
+    """Whether an ``--out`` value asks for standard output (``-``)."""
+    return path is not None and str(path) == STDOUT
+
+
 def _settings(ctx: typer.Context) -> Settings:
     obj = ctx.find_root().obj
     return obj if isinstance(obj, Settings) else Settings(DEFAULT_URL, False, "default")
 
 
 @contextmanager
-def _handled() -> Iterator[None]:
-    """Turn ctxledger errors into one message and an exit code (2 for user errors, 1 otherwise)."""
+def _handled(window_option: str = "--window") -> Iterator[None]:
+    """Turn ctxledger errors into one message and an exit code (2 for user errors, 1 otherwise).
+
+    ``window_option`` is the command's option for W, named when the required blocks do not fit.
+    """
     try:
         yield
     except RequiredBlocksDoNotFit as exc:
         _err().print(_required_table(exc))
         _err().print(
             f"[red]error:[/] the required blocks need {exc.required_tokens} tokens but B_input is "
-            f"{exc.budget_tokens}. Raise --window, or lower --output / --margin."
+            f"{exc.budget_tokens}. Raise {window_option}, or lower --output / --margin."
         )
         raise typer.Exit(2) from None
     except USER_ERRORS as exc:
@@ -803,7 +814,9 @@ def assemble(
     query: Annotated[
         str | None, typer.Option("--query", help="Current goal for relevance (default the latest user turn).")
     ] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Write the payload JSON here instead of stdout.")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the payload JSON to this file instead of stdout ('-': stdout).")
+    ] = None,
     show: Annotated[
         list[Show] | None,
         typer.Option("--show", help="Also print: included, omitted, classes, payload or all (repeatable)."),
@@ -828,13 +841,15 @@ def assemble(
     or not at all. The manifest is persisted: pass the printed assembly id to [bold]explain[/bold].
 
     The payload JSON (the provider request body) goes to stdout, the report to stderr; with --out the
-    payload goes to the file and the report to stdout. If the required blocks alone exceed B_input,
+    payload goes to the file and the report to stdout (--out - keeps the payload on stdout). If the
+    required blocks alone exceed B_input,
     they are listed with their tokens and the command exits with code 2.
 
     Example:
     [bold]ctxledger assemble tau-bench-airline-task2-trial1 --window 8000 --out payload.json --show omitted[/bold]
     """
     settings = _settings(ctx)
+    out = None if _is_stdout(out) else out
     with _handled(), _open(settings) as ledger:
         from ctxledger.policy.loader import load_policy
 
@@ -986,7 +1001,9 @@ def rehydrate(
     byte_range: Annotated[
         str | None, typer.Option("--bytes", help="Only bytes START:END (0-based, end exclusive).")
     ] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Write the bytes here instead of stdout.")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the bytes to this file instead of stdout ('-': stdout).")
+    ] = None,
 ) -> None:
     """Print the exact raw bytes of a tool result (or a message's text), checked against its sha256.
 
@@ -1002,7 +1019,7 @@ def rehydrate(
     with _handled(), _open(settings) as ledger:
         span = parse_byte_range(byte_range, source="--bytes") if byte_range else None
         data = ledger.rehydrate(artifact, span, tenant_id=settings.tenant)
-    if out is None:
+    if out is None or _is_stdout(out):
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
     else:
@@ -1018,28 +1035,40 @@ def demo(
     margin: Annotated[int, typer.Option("--margin", help="M: safety margin in tokens.")] = 200,
     api: Annotated[ApiFormat, typer.Option("--format", help="Provider payload format.")] = ApiFormat.OPENAI_CHAT,
     out: Annotated[
-        Path | None, typer.Option("--out", help="Where to write the payload JSON (default: next to the demo store).")
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Where to write the payload JSON (default: next to the demo store; '-': stdout, the report then "
+            "goes to stderr).",
+        ),
     ] = None,
 ) -> None:
     """Run the main job on a real agent trajectory bundled with ctxledger.
 
-    Imports tau-bench airline task 2 (trial 1, gpt-4o: 62 messages, 27 tool calls; MIT, Copyright
-    (c) 2024 Sierra) into a temporary SQLite store (or --db), assembles the agent's next model call
-    for a BUDGET-token window, and prints: the budget, the budget ledger per context class, the
-    included items with the stage and reason that admitted them, the omitted items with their reason
-    codes, a preview of the provider payload (the full JSON is written to a file), the token saving
-    against replaying the whole history, and how many required items were kept.
+    Imports tau-bench airline task 2 (trial 1, gpt-4o: 35 messages, 27 tool calls and their 27
+    results; MIT, Copyright (c) 2024 Sierra) into the demo's own SQLite store (or --db), assembles the
+    agent's next model call for a BUDGET-token window, and prints: the budget, the budget ledger per
+    context class, the included items with the stage and reason that admitted them, the omitted items
+    with their reason codes, a preview of the provider payload (the full JSON is written to a file),
+    the token saving against replaying the whole history, and how many required items were kept.
+
+    Without --db the store is kept in one folder reused by every run, $CTXLEDGER_CACHE_DIR/demo
+    (default ~/.cache/ctxledger/demo), so the explain commands the demo prints keep working; the demo
+    prints that folder and how to remove it.
 
     Example: [bold]ctxledger demo --budget 8000 --format anthropic-messages[/bold]
     """
-    from ctxledger.demo import DEMO_ATTRIBUTION, run_demo
+    from ctxledger.demo import DEMO_ATTRIBUTION, demo_dir, run_demo
 
     settings = _settings(ctx)
-    folder = None if settings.db_given else Path(tempfile.mkdtemp(prefix="ctxledger-demo-"))
+    folder = None if settings.db_given else demo_dir()
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
     url = settings.db if folder is None else f"sqlite:///{folder / 'demo.db'}"
-    payload_path = out or (folder or Path(".ctxledger")) / "demo-payload.json"
-    console = _out()
-    with _handled(), Ledger.open(url) as ledger:
+    to_stdout = _is_stdout(out)
+    payload_path = None if to_stdout else out or (folder or Path(".ctxledger")) / "demo-payload.json"
+    console = _err() if to_stdout else _out()
+    with _handled(window_option="--budget"), Ledger.open(url) as ledger:
         result = run_demo(
             ledger,
             tenant_id=settings.tenant,
@@ -1050,14 +1079,23 @@ def demo(
             payload_path=payload_path,
         )
         records = _records(ledger, settings, result.conversation_id)
-    _print_demo(console, result, records, url, DEMO_ATTRIBUTION)
+    if to_stdout:
+        typer.echo(json.dumps(result.assembly.payload, indent=2, ensure_ascii=False))
+    _print_demo(console, result, records, url, DEMO_ATTRIBUTION, kept_in=folder)
 
 
 def _rule(console: Console, title: str) -> None:
     console.rule(f"[bold]{title}[/]", align="left")
 
 
-def _print_demo(console: Console, result: Any, records: Mapping[str, Record], url: str, attribution: str) -> None:
+def _print_demo(
+    console: Console,
+    result: Any,
+    records: Mapping[str, Record],
+    url: str,
+    attribution: str,
+    kept_in: Path | None = None,
+) -> None:
     m = result.assembly.manifest
     h = result.history
     _rule(console, "1. The trajectory")
@@ -1080,8 +1118,11 @@ def _print_demo(console: Console, result: Any, records: Mapping[str, Record], ur
     )
     _rule(console, "5. The provider payload")
     console.print(_payload_table(m["payload"], console))
-    size = result.payload_path.stat().st_size if result.payload_path else 0
-    where = escape(str(result.payload_path))
+    if result.payload_path:
+        size, where = result.payload_path.stat().st_size, escape(str(result.payload_path))
+    else:
+        size = len((json.dumps(m["payload"], indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+        where = "stdout"
     console.print(
         f"full {m['api']} request body ({size:,} bytes, {m['payload_hash'][:23]}…) written to {where}", soft_wrap=True
     )
@@ -1100,8 +1141,11 @@ def _print_demo(console: Console, result: Any, records: Mapping[str, Record], ur
         short = _short(omitted, m["conversation_id"])
         steps.append(("# why one item was left out", f"{prefix} explain {m['id']} {short}"))
     steps.append(("# a bigger window", f"{prefix} assemble {result.conversation_id} --window 16000 --out payload.json"))
+    if kept_in is not None:
+        note = f"# the demo store stays in {kept_in} for these commands (the next demo reuses it); to remove it"
+        steps.append((note, escape(f"rm -r {kept_in}")))
     for comment, command in steps:
-        console.print(f"[dim]{comment}[/]")
+        console.print(f"[dim]{escape(comment)}[/]", soft_wrap=True)
         console.print(command, soft_wrap=True)
 
 
@@ -1245,7 +1289,10 @@ def eval_run(
         ),
     ] = None,
     out: Annotated[
-        Path, typer.Option("--out", help="Report folder: report.md, results.json, rows.jsonl and PNG plots.")
+        Path,
+        typer.Option(
+            "--out", help="Report folder: report.md, results.json, rows.jsonl and PNG plots (a folder, never '-')."
+        ),
     ] = Path("eval-report"),
     data_dir: Annotated[
         Path, typer.Option("--data-dir", envvar="CTXLEDGER_DATA_DIR", help="Folder holding the datasets.")
@@ -1288,6 +1335,11 @@ def eval_run(
 
     console = _out()
     with _handled():
+        if _is_stdout(out):
+            raise ConfigurationError(
+                "--out - (stdout) cannot hold the report's files (report.md, results.json, rows.jsonl, plots); "
+                "pass a folder, e.g. --out eval-report"
+            )
         names = _dataset_list(dataset)
         register()
         root = _existing_dir(data_dir, "dataset", "--data-dir")

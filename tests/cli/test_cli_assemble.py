@@ -323,3 +323,21 @@ def test_assemble_for_an_unknown_model_needs_a_counter(runner: CliRunner, demo_s
         assert manifest["model"] == "llama-3.1-70b"
         assert manifest["counter"]["is_estimate"] is estimate
         assert manifest["counter"]["id"].endswith(counter)
+
+
+def test_out_dash_means_stdout_for_assemble_and_rehydrate(
+    runner: CliRunner, demo_store: DemoStore, tmp_path: Path, monkeypatch
+) -> None:
+    """--out - writes to stdout (as without --out) and never creates a file named '-'."""
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--out", "-"])
+    assert result.exit_code == 0, result.output
+    asm_id = next(w for w in result.stderr.split() if w.startswith("asm_"))
+    with Ledger.open(demo_store.url) as ledger:
+        assert content_hash(json.loads(result.stdout)) == ledger.get_assembly(asm_id)["payload_hash"]
+        artifact = next(r for r in ledger.store.records("default", DEMO_CONVERSATION) if isinstance(r, ToolArtifact))
+        data = ledger.rehydrate(artifact.id)
+    raw = runner.invoke(app, ["--db", demo_store.url, "rehydrate", artifact.id, "--out", "-"])
+    assert raw.exit_code == 0, raw.output
+    assert raw.stdout_bytes == data
+    assert not (tmp_path / "-").exists()
