@@ -37,6 +37,7 @@ from ctxledger.errors import (
     BudgetError,
     ConfigurationError,
     CtxledgerError,
+    FormatNotRecognised,
     InputError,
     PolicyError,
     RecordNotFound,
@@ -624,24 +625,56 @@ def _conversation_id(given: str | None, from_dir: str | None) -> str | None:
     return given or from_dir
 
 
-def _parse_all(files: Sequence[tuple[Path, str | None]], fmt: str, tenant: str, given: str | None) -> list[Any]:
+def _parse_all(
+    files: Sequence[tuple[Path, str | None]], fmt: str, tenant: str, given: str | None, roots: Sequence[Path] = ()
+) -> list[Any]:
+    """Parse every file; in a directory (``rel`` set), files whose format cannot be told are skipped.
+
+    Skipped files are listed in one warning on stderr. A file named on the command line whose format
+    cannot be told, or a directory import where no file was recognised, is an error naming --format
+    (and the directories, ``roots``).
+
+    Raises:
+        InputError: bad input (names file, record and field), or nothing recognised as above.
+    """
     from ctxledger.ingest import parse_file, rich_progress
 
-    batches = []
+    batches, skipped = [], []
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=_err(), transient=True, disable=len(files) < 2) as progress:
         task = progress.add_task("files", total=len(files))
         for path, rel in files:
             cid = _conversation_id(given, rel)
-            if path.stat().st_size >= LARGE_INPUT_BYTES and len(files) == 1:
-                with rich_progress(f"parsing {path.name}", console=_err()) as on_progress:
-                    batches.append(
-                        parse_file(path, fmt, tenant_id=tenant, conversation_id=cid, on_progress=on_progress)
-                    )
-            else:
-                batches.append(parse_file(path, fmt, tenant_id=tenant, conversation_id=cid))
+            try:
+                if path.stat().st_size >= LARGE_INPUT_BYTES and len(files) == 1:
+                    with rich_progress(f"parsing {path.name}", console=_err()) as on_progress:
+                        batches.append(
+                            parse_file(path, fmt, tenant_id=tenant, conversation_id=cid, on_progress=on_progress)
+                        )
+                else:
+                    batches.append(parse_file(path, fmt, tenant_id=tenant, conversation_id=cid))
+            except FormatNotRecognised as exc:
+                if rel is None:
+                    raise _unrecognised(exc.source, exc.formats, "cannot tell the format of this file") from None
+                skipped.append(exc)
             progress.advance(task)
+    if skipped and not batches:
+        listing = ", ".join(e.source for e in skipped)
+        problem = f"the format of none of the {len(skipped)} files could be told ({listing})"
+        raise _unrecognised(", ".join(str(p) for p in roots), skipped[0].formats, problem)
+    if skipped:
+        names = "\n".join(f"  {escape(e.source)}" for e in skipped)
+        _err().print(
+            f"[yellow]warning:[/] skipped {len(skipped)} file(s) whose format could not be told "
+            f"(import them with --format):\n{names}",
+            soft_wrap=True,
+        )
     return batches
+
+
+def _unrecognised(source: str, formats: Sequence[str], problem: str) -> InputError:
+    """The CLI's wording of :class:`FormatNotRecognised`: it names the --format option."""
+    return InputError(f"{problem}; pass --format one of {', '.join(formats)}", source=source)
 
 
 @app.command("import")
@@ -676,14 +709,16 @@ def import_(
     and validated [italic]before[/italic] anything is written: bad input prints the file, record index
     and field at fault, exits with code 2 and writes nothing. Importing the same source twice is
     refused (ids are deterministic). In a directory each file's conversation id is its relative path
-    without the suffix (stems collide across folders).
+    without the suffix (stems collide across folders); files there whose format cannot be told (a
+    package.json, say) are skipped with a warning that lists them, and a directory where no file is
+    recognised is an error.
 
     Example: [bold]ctxledger import ../shared/data/tau-bench/gpt-4o-airline_tasks0-39.json[/bold]
     """
     settings = _settings(ctx)
     with _handled():
         start = time.perf_counter()
-        batches = _parse_all(_input_files(paths), fmt.value, settings.tenant, conversation_id)
+        batches = _parse_all(_input_files(paths), fmt.value, settings.tenant, conversation_id, roots=paths)
         with _open(settings) as ledger:
             coster = _coster(ledger, "openai-chat", count_tokens_for, counter) if count_tokens_for else None
             results = _write_all(ledger, batches, coster)

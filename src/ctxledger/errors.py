@@ -12,7 +12,8 @@ on them::
     │   │   └── BlobNotFound        no blob with that sha256 in the blob store
     │   └── TenantIsolationError    a request tried to read across tenants
     ├── InputError                  an import or API input is invalid (names file, record index, field)
-    │   └── UsageAlreadyRecorded    observed usage of an assembly exists and overwriting was not asked for
+    │   ├── UsageAlreadyRecorded    observed usage of an assembly exists and overwriting was not asked for
+    │   └── FormatNotRecognised     an import's format cannot be told from its content (lists the formats)
     ├── BudgetError
     │   └── RequiredBlocksDoNotFit  required blocks exceed the input budget (itemised)
     ├── PolicyError                 a policy file or stage is invalid
@@ -123,6 +124,18 @@ class UsageAlreadyRecorded(InputError):
         self.assembly_id = assembly_id
         self.input_tokens = input_tokens
         self.output_tokens = output_tokens
+
+
+class FormatNotRecognised(InputError):
+    """The format of an input cannot be told from its content (``fmt="auto"``); nothing was parsed.
+
+    Attributes:
+        formats: the format names that can be passed explicitly.
+    """
+
+    def __init__(self, source: str, formats: Sequence[str]) -> None:
+        super().__init__(f"cannot tell the format of this input; pass fmt= one of {', '.join(formats)}", source=source)
+        self.formats = tuple(formats)
 
 
 class BudgetError(CtxledgerError):

@@ -139,3 +139,36 @@ def test_import_for_an_unknown_model_needs_a_counter_and_writes_nothing_without_
     args = ["--db", _db(tmp_path), "import", str(path), "--model", "deepseek-chat", "--counter", "cl100k_base"]
     assert runner.invoke(app, args).exit_code == 0
     assert _conversations(_db(tmp_path)) == ["sqlfluff__sqlfluff-2419"]
+
+
+def test_a_folder_import_skips_unrecognised_files_with_one_warning(
+    runner: CliRunner, tmp_path: Path, data_dir: Path
+) -> None:
+    """Files whose format cannot be told are listed and skipped; the recognised ones are imported."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    traj = data_dir / "swe-agent-demos" / "trajectories" / "demonstrations" / "ctf" / "misc" / "networking_1.traj"
+    (folder / "networking_1.traj").write_bytes(traj.read_bytes())
+    (folder / "package.json").write_text('{"name": "x", "version": "1.0.0"}', encoding="utf-8")
+    (folder / "numbers.json").write_text("[1, 2, 3]", encoding="utf-8")
+    result = runner.invoke(app, ["--db", _db(tmp_path), "import", str(folder), "--model", ""])
+    assert result.exit_code == 0, result.output
+    warning = _flat(result.stderr)
+    assert "skipped 2 file(s) whose format could not be told (import them with --format)" in warning
+    assert str(folder / "package.json") in warning and str(folder / "numbers.json") in warning
+    assert _conversations(_db(tmp_path)) == ["networking_1"]
+
+
+def test_unrecognised_input_errors_name_the_format_option(runner: CliRunner, tmp_path: Path) -> None:
+    """A named file, or a folder where nothing is recognised, fails with --format (not the API's fmt=)."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "package.json").write_text('{"name": "x"}', encoding="utf-8")
+    one = runner.invoke(app, ["--db", _db(tmp_path), "import", str(folder / "package.json")])
+    every = runner.invoke(app, ["--db", _db(tmp_path), "import", str(folder)])
+    for result in (one, every):
+        assert result.exit_code == 2
+        flat = _flat(result.stderr)
+        assert "pass --format one of anthropic-messages" in flat and "fmt=" not in flat
+    assert f"{folder}: the format of none of the 1 files could be told" in _flat(every.stderr)
+    assert _conversations(_db(tmp_path)) == []
