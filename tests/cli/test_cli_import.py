@@ -172,3 +172,23 @@ def test_unrecognised_input_errors_name_the_format_option(runner: CliRunner, tmp
         assert "pass --format one of anthropic-messages" in flat and "fmt=" not in flat
     assert f"{folder}: the format of none of the 1 files could be told" in _flat(every.stderr)
     assert _conversations(_db(tmp_path)) == []
+
+
+def test_conversations_shows_every_id_whole(
+    runner: CliRunner, tmp_path: Path, data_dir: Path, monkeypatch
+) -> None:
+    """Long ids (relative paths of a folder import) are never cut: one line each when piped, folded when narrow."""
+    root = data_dir / "swe-agent-demos"
+    assert runner.invoke(app, ["--db", _db(tmp_path), "import", str(root), "--model", ""]).exit_code == 0
+    ids = _conversations(_db(tmp_path))
+    assert max(len(i) for i in ids) > 120, "the data must hold ids wider than a default pipe for this test"
+    piped = runner.invoke(app, ["--db", _db(tmp_path), "conversations"])
+    assert piped.exit_code == 0, piped.output
+    first_cells = [line.split("│")[1].strip() for line in piped.stdout.splitlines() if line.startswith("│")]
+    assert first_cells == ids
+    monkeypatch.setenv("COLUMNS", "80")
+    narrow = runner.invoke(app, ["--db", _db(tmp_path), "conversations"])
+    lines = narrow.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    folded = "".join(line.split("│")[1].strip() for line in lines if line.startswith("│"))
+    assert folded == "".join(ids)
