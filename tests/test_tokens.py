@@ -442,7 +442,7 @@ def test_an_unknown_model_without_a_counter_is_refused_listing_the_counters() ->
     assert "'llama-3.1-70b'" in message and "pass --counter one of" in message
     for name in ("o200k_base", "cl100k_base", "estimate/quicktok/o200k_base", "chars/4"):
         assert name in message
-    with pytest.raises(ConfigurationError, match="p50k_base.*pass counter= one of"):
+    with pytest.raises(ConfigurationError, match=r"p50k_base.*pass counter= one of"):
         counter_for_model("text-davinci-003")
 
 
@@ -453,5 +453,5 @@ def test_an_explicit_counter_wins_and_a_known_model_needs_none() -> None:
     assert proxy.is_estimate and proxy.id == "estimate/quicktok/cl100k_base"
     assert counter_for_model("gpt-4", None).id == "quicktok/cl100k_base"
     assert counter_for_model("claude-sonnet-4-5").is_estimate
-    with pytest.raises(ConfigurationError, match="^--counter 'nope': unknown token counter"):
+    with pytest.raises(ConfigurationError, match=r"^--counter 'nope': unknown token counter"):
         counter_for_model("gpt-4o", "nope", option="--counter")

@@ -174,9 +174,7 @@ def test_unrecognised_input_errors_name_the_format_option(runner: CliRunner, tmp
     assert _conversations(_db(tmp_path)) == []
 
 
-def test_conversations_shows_every_id_whole(
-    runner: CliRunner, tmp_path: Path, data_dir: Path, monkeypatch
-) -> None:
+def test_conversations_shows_every_id_whole(runner: CliRunner, tmp_path: Path, data_dir: Path, monkeypatch) -> None:
     """Long ids (relative paths of a folder import) are never cut: one line each when piped, folded when narrow."""
     root = data_dir / "swe-agent-demos"
     assert runner.invoke(app, ["--db", _db(tmp_path), "import", str(root), "--model", ""]).exit_code == 0

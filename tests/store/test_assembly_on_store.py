@@ -34,7 +34,7 @@ def test_main_job_on_each_store(store, data_dir):
     with pytest.raises(InputError, match="field 'input_tokens'"):
         ledger.record_usage(asm, -1, 1, overwrite=True)
     for bad in (-1, 0, True, "3"):
-        with pytest.raises(InputError, match="field 'as_of_seq'.*seq >= 1"):
+        with pytest.raises(InputError, match=r"field 'as_of_seq'.*seq >= 1"):
             ledger.assemble(conv, window_tokens=8000, output_tokens=800, margin_tokens=200, as_of_seq=bad)
     omitted = manifest["omitted"][0]["ref"]
     assert ledger.explain(asm.id, omitted)["reason"] == "budget"
