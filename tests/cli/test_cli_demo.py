@@ -111,8 +111,11 @@ def test_demo_without_db_keeps_one_reused_store_whose_printed_commands_work(
     assert "Included items" in answer.stdout
 
 
-def test_demo_out_dash_prints_the_payload_on_stdout_and_the_report_on_stderr(runner: CliRunner, tmp_path: Path) -> None:
+def test_demo_out_dash_prints_the_payload_on_stdout_and_the_report_on_stderr(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """--out - gives the payload JSON alone on stdout (pipeable); the report moves to stderr."""
+    monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["--db", f"sqlite:///{tmp_path / 'o.db'}", "demo", "--out", "-"])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
