@@ -25,6 +25,7 @@ from ctxledger.tokens import (
     TiktokenCounter,
     TokenCounter,
     count_cache_key,
+    counter_for_model,
     get_counter,
 )
 
@@ -428,3 +429,29 @@ def test_count_cache_key_names_counter_and_text() -> None:
     assert key.startswith("sha256:")
     assert key != count_cache_key("tiktoken/o200k_base", "hello")
     assert key != count_cache_key("quicktok/o200k_base", "hello ")
+
+
+# --- a model call's counter ------------------------------------------------------------------------------
+
+
+def test_an_unknown_model_without_a_counter_is_refused_listing_the_counters() -> None:
+    """No silent estimate: the error names the model, the option to pass and every counter offered."""
+    with pytest.raises(ConfigurationError) as err:
+        counter_for_model("llama-3.1-70b", option="--counter")
+    message = str(err.value)
+    assert "'llama-3.1-70b'" in message and "pass --counter one of" in message
+    for name in ("o200k_base", "cl100k_base", "estimate/quicktok/o200k_base", "chars/4"):
+        assert name in message
+    with pytest.raises(ConfigurationError, match=r"p50k_base.*pass counter= one of"):
+        counter_for_model("text-davinci-003")
+
+
+def test_an_explicit_counter_wins_and_a_known_model_needs_none() -> None:
+    """--counter picks the tokenizer for any model name; OpenAI and Claude names resolve without one."""
+    assert counter_for_model("llama-3.1-70b", "o200k_base") is get_counter("o200k_base")
+    proxy = counter_for_model("llama-3.1-70b", "estimate/quicktok/cl100k_base")
+    assert proxy.is_estimate and proxy.id == "estimate/quicktok/cl100k_base"
+    assert counter_for_model("gpt-4", None).id == "quicktok/cl100k_base"
+    assert counter_for_model("claude-sonnet-4-5").is_estimate
+    with pytest.raises(ConfigurationError, match=r"^--counter 'nope': unknown token counter"):
+        counter_for_model("gpt-4o", "nope", option="--counter")

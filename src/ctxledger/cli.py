@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -38,6 +37,7 @@ from ctxledger.errors import (
     BudgetError,
     ConfigurationError,
     CtxledgerError,
+    FormatNotRecognised,
     InputError,
     PolicyError,
     RecordNotFound,
@@ -52,6 +52,14 @@ USER_ERRORS = (InputError, ConfigurationError, BudgetError, PolicyError, RecordN
 
 IMPORT_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
 """Files a directory import picks up (others, such as READMEs, are skipped)."""
+
+COUNTER_HELP = (
+    "Tokenizer to count with, for a model whose own is not known: o200k_base, cl100k_base (exact), "
+    "tiktoken/o200k_base, tiktoken/cl100k_base (exact, the reference implementation), "
+    "estimate/quicktok/o200k_base, estimate/quicktok/cl100k_base or chars/4 (flagged as estimates). "
+    "Default: the model's own (OpenAI models; claude-* get a flagged o200k estimate)."
+)
+"""Help of every ``--counter`` option."""
 
 LARGE_INPUT_BYTES = 1 << 20
 """Files at least this large (bytes) get a progress bar while they are parsed."""
@@ -173,21 +181,33 @@ def _err() -> Console:
     return _console(stderr=True)
 
 
+STDOUT = "-"
+"""``--out -`` means standard output, as in most command-line tools."""
+
+
+def _is_stdout(path: Path | None) -> bool:
+    """Whether an ``--out`` value asks for standard output (``-``)."""
+    return path is not None and str(path) == STDOUT
+
+
 def _settings(ctx: typer.Context) -> Settings:
     obj = ctx.find_root().obj
     return obj if isinstance(obj, Settings) else Settings(DEFAULT_URL, False, "default")
 
 
 @contextmanager
-def _handled() -> Iterator[None]:
-    """Turn ctxledger errors into one message and an exit code (2 for user errors, 1 otherwise)."""
+def _handled(window_option: str = "--window") -> Iterator[None]:
+    """Turn ctxledger errors into one message and an exit code (2 for user errors, 1 otherwise).
+
+    ``window_option`` is the command's option for W, named when the required blocks do not fit.
+    """
     try:
         yield
     except RequiredBlocksDoNotFit as exc:
         _err().print(_required_table(exc))
         _err().print(
             f"[red]error:[/] the required blocks need {exc.required_tokens} tokens but B_input is "
-            f"{exc.budget_tokens}. Raise --window, or lower --output / --margin."
+            f"{exc.budget_tokens}. Raise {window_option}, or lower --output / --margin."
         )
         raise typer.Exit(2) from None
     except USER_ERRORS as exc:
@@ -605,24 +625,56 @@ def _conversation_id(given: str | None, from_dir: str | None) -> str | None:
     return given or from_dir
 
 
-def _parse_all(files: Sequence[tuple[Path, str | None]], fmt: str, tenant: str, given: str | None) -> list[Any]:
+def _parse_all(
+    files: Sequence[tuple[Path, str | None]], fmt: str, tenant: str, given: str | None, roots: Sequence[Path] = ()
+) -> list[Any]:
+    """Parse every file; in a directory (``rel`` set), files whose format cannot be told are skipped.
+
+    Skipped files are listed in one warning on stderr. A file named on the command line whose format
+    cannot be told, or a directory import where no file was recognised, is an error naming --format
+    (and the directories, ``roots``).
+
+    Raises:
+        InputError: bad input (names file, record and field), or nothing recognised as above.
+    """
     from ctxledger.ingest import parse_file, rich_progress
 
-    batches = []
+    batches, skipped = [], []
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=_err(), transient=True, disable=len(files) < 2) as progress:
         task = progress.add_task("files", total=len(files))
         for path, rel in files:
             cid = _conversation_id(given, rel)
-            if path.stat().st_size >= LARGE_INPUT_BYTES and len(files) == 1:
-                with rich_progress(f"parsing {path.name}", console=_err()) as on_progress:
-                    batches.append(
-                        parse_file(path, fmt, tenant_id=tenant, conversation_id=cid, on_progress=on_progress)
-                    )
-            else:
-                batches.append(parse_file(path, fmt, tenant_id=tenant, conversation_id=cid))
+            try:
+                if path.stat().st_size >= LARGE_INPUT_BYTES and len(files) == 1:
+                    with rich_progress(f"parsing {path.name}", console=_err()) as on_progress:
+                        batches.append(
+                            parse_file(path, fmt, tenant_id=tenant, conversation_id=cid, on_progress=on_progress)
+                        )
+                else:
+                    batches.append(parse_file(path, fmt, tenant_id=tenant, conversation_id=cid))
+            except FormatNotRecognised as exc:
+                if rel is None:
+                    raise _unrecognised(exc.source, exc.formats, "cannot tell the format of this file") from None
+                skipped.append(exc)
             progress.advance(task)
+    if skipped and not batches:
+        listing = ", ".join(e.source for e in skipped)
+        problem = f"the format of none of the {len(skipped)} files could be told ({listing})"
+        raise _unrecognised(", ".join(str(p) for p in roots), skipped[0].formats, problem)
+    if skipped:
+        names = "\n".join(f"  {escape(e.source)}" for e in skipped)
+        _err().print(
+            f"[yellow]warning:[/] skipped {len(skipped)} file(s) whose format could not be told "
+            f"(import them with --format):\n{names}",
+            soft_wrap=True,
+        )
     return batches
+
+
+def _unrecognised(source: str, formats: Sequence[str], problem: str) -> InputError:
+    """The CLI's wording of :class:`FormatNotRecognised`: it names the --format option."""
+    return InputError(f"{problem}; pass --format one of {', '.join(formats)}", source=source)
 
 
 @app.command("import")
@@ -648,6 +700,7 @@ def import_(
     count_tokens_for: Annotated[
         str, typer.Option("--model", help="Count and cache token counts for this model while importing ('' skips).")
     ] = "gpt-4o",
+    counter: Annotated[str | None, typer.Option("--counter", help=COUNTER_HELP, show_default=False)] = None,
 ) -> None:
     """Import agent transcripts or trajectories into the execution graph.
 
@@ -656,26 +709,29 @@ def import_(
     and validated [italic]before[/italic] anything is written: bad input prints the file, record index
     and field at fault, exits with code 2 and writes nothing. Importing the same source twice is
     refused (ids are deterministic). In a directory each file's conversation id is its relative path
-    without the suffix (stems collide across folders).
+    without the suffix (stems collide across folders); files there whose format cannot be told (a
+    package.json, say) are skipped with a warning that lists them, and a directory where no file is
+    recognised is an error.
 
     Example: [bold]ctxledger import ../shared/data/tau-bench/gpt-4o-airline_tasks0-39.json[/bold]
     """
     settings = _settings(ctx)
     with _handled():
         start = time.perf_counter()
-        batches = _parse_all(_input_files(paths), fmt.value, settings.tenant, conversation_id)
+        batches = _parse_all(_input_files(paths), fmt.value, settings.tenant, conversation_id, roots=paths)
         with _open(settings) as ledger:
-            results = _write_all(ledger, batches, count_tokens_for or None)
+            coster = _coster(ledger, "openai-chat", count_tokens_for, counter) if count_tokens_for else None
+            results = _write_all(ledger, batches, coster)
         elapsed = time.perf_counter() - start
     _out().print(_import_table(batches, results, elapsed))
 
 
-def _write_all(ledger: Ledger, batches: Sequence[Any], model: str | None) -> list[Any]:
+def _write_all(ledger: Ledger, batches: Sequence[Any], coster: Any | None) -> list[Any]:
     """Refuse duplicate or already stored conversation ids across all batches, then write each batch.
 
     Checking every id first means a re-import refuses the whole set before anything is written. Each
     batch is then one transaction (:func:`ctxledger.ingest.write_batch`); token counts of its turns are
-    computed and cached for ``model`` (``None`` skips), so the first assembly is warm.
+    computed with ``coster`` and cached (``None`` skips), so the first assembly is warm.
 
     Raises:
         InputError: a conversation id is already stored or comes from two inputs (names the file).
@@ -686,8 +742,8 @@ def _write_all(ledger: Ledger, batches: Sequence[Any], model: str | None) -> lis
     results = []
     for batch in batches:
         results.append(write_batch(ledger.store, batch))
-        if model:
-            _warm_counts(ledger, batch, model)
+        if coster is not None:
+            _warm_counts(ledger, batch, coster)
     return results
 
 
@@ -711,12 +767,22 @@ def _refuse_duplicates(ledger: Ledger, batches: Sequence[Any]) -> None:
             raise InputError(problem, source=batch.source, field="conversation_id")
 
 
-def _warm_counts(ledger: Ledger, batch: Any, model: str) -> None:
-    coster = ledger.coster("openai-chat", model)
+def _warm_counts(ledger: Ledger, batch: Any, coster: Any) -> None:
     for conv in batch.conversations:
         head = conv.records[0]
         snap = ledger.snapshots.load(head.tenant_id, conv.conversation_id, head.branch_id)
         coster.prefetch([t for u in snap.units for t in u.turns])
+
+
+def _coster(ledger: Ledger, api: str, model: str, counter: str | None) -> Any:
+    """The ledger's coster for ``model``; an unknown model without ``--counter`` is a user error naming it.
+
+    Raises:
+        ConfigurationError: unknown counter name, or a model with no known tokenizer and no --counter.
+    """
+    from ctxledger.tokens import counter_for_model
+
+    return ledger.coster(api, model, counter_for_model(model, counter, option="--counter"))
 
 
 def _import_table(batches: Sequence[Any], results: Sequence[Any], elapsed: float) -> Table:
@@ -735,6 +801,27 @@ def _import_table(batches: Sequence[Any], results: Sequence[Any], elapsed: float
     return table
 
 
+def _conversations_table(rows: Sequence[tuple[str, str, str]], tenant: str, width: int) -> Table:
+    """Conversation id, events and title per row; ids are never cut (users copy them into other commands).
+
+    The title gives way first (ellipsis); an id wider than the whole line folds onto the next line
+    rather than losing characters.
+    """
+    events = max([len("events"), *(len(r[1]) for r in rows)])
+    room = max(width - events - 10, 20)  # 4 borders + 2 spaces of padding per column
+    longest_id = max([len("conversation"), *(len(r[0]) for r in rows)])
+    longest_title = max([len("title"), *(len(r[2]) for r in rows)])
+    id_width = min(longest_id, room - min(longest_title, 12))
+    title_width = max(min(longest_title, room - id_width), 5)
+    table = Table(title=f"Conversations of tenant {escape(tenant)}", title_justify="left")
+    table.add_column("conversation", width=id_width, overflow="fold")
+    table.add_column("events", justify="right", no_wrap=True)
+    table.add_column("title", width=title_width, no_wrap=True, overflow="ellipsis")
+    for cid, count, title in rows:
+        table.add_row(escape(cid), count, escape(title))
+    return table
+
+
 @app.command()
 def conversations(ctx: typer.Context) -> None:
     """List the tenant's conversations with their number of events (records), oldest first.
@@ -742,18 +829,17 @@ def conversations(ctx: typer.Context) -> None:
     Example: [bold]ctxledger conversations[/bold]
     """
     settings = _settings(ctx)
+    console = _out()
     with _handled(), _open(settings) as ledger:
         ids = ledger.store.conversations(settings.tenant)
-        table = Table(title=f"Conversations of tenant {escape(settings.tenant)}", title_justify="left")
-        table.add_column("conversation")
-        table.add_column("events", justify="right")
-        table.add_column("title")
+        rows = []
         for cid in ids:
             head = ledger.store.get(settings.tenant, cid)
-            table.add_row(
-                escape(cid), f"{ledger.store.head_seq(settings.tenant, cid):,}", escape(getattr(head, "title", ""))
-            )
-    _out().print(
+            rows.append((cid, f"{ledger.store.head_seq(settings.tenant, cid):,}", str(getattr(head, "title", ""))))
+    if not console.is_terminal and "COLUMNS" not in os.environ:  # piped: one line per id, for grep and scripts
+        console.width = max(console.width, max((len(r[0]) for r in rows), default=0) + 40)
+    table = _conversations_table(rows, settings.tenant, console.width)
+    console.print(
         table if ids else "no conversations yet: try [bold]ctxledger import PATH[/] or [bold]ctxledger demo[/]"
     )
 
@@ -771,8 +857,10 @@ def assemble(
     model: Annotated[
         str, typer.Option("--model", help="Model name; also picks the tokenizer (claude-* counts are estimates).")
     ] = "gpt-4o",
+    counter: Annotated[str | None, typer.Option("--counter", help=COUNTER_HELP, show_default=False)] = None,
     snapshot: Annotated[
-        int | None, typer.Option("--snapshot", help="Assemble as of this seq (inclusive); default the head.")
+        int | None,
+        typer.Option("--snapshot", min=1, help="Assemble as of this seq (inclusive, from 1); default the head."),
     ] = None,
     branch: Annotated[str | None, typer.Option("--branch", help="Active branch id (default the main branch).")] = None,
     participant: Annotated[
@@ -781,7 +869,9 @@ def assemble(
     query: Annotated[
         str | None, typer.Option("--query", help="Current goal for relevance (default the latest user turn).")
     ] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Write the payload JSON here instead of stdout.")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the payload JSON to this file instead of stdout ('-': stdout).")
+    ] = None,
     show: Annotated[
         list[Show] | None,
         typer.Option("--show", help="Also print: included, omitted, classes, payload or all (repeatable)."),
@@ -806,13 +896,15 @@ def assemble(
     or not at all. The manifest is persisted: pass the printed assembly id to [bold]explain[/bold].
 
     The payload JSON (the provider request body) goes to stdout, the report to stderr; with --out the
-    payload goes to the file and the report to stdout. If the required blocks alone exceed B_input,
+    payload goes to the file and the report to stdout (--out - keeps the payload on stdout). If the
+    required blocks alone exceed B_input,
     they are listed with their tokens and the command exits with code 2.
 
     Example:
     [bold]ctxledger assemble tau-bench-airline-task2-trial1 --window 8000 --out payload.json --show omitted[/bold]
     """
     settings = _settings(ctx)
+    out = None if _is_stdout(out) else out
     with _handled(), _open(settings) as ledger:
         from ctxledger.policy.loader import load_policy
 
@@ -821,6 +913,7 @@ def assemble(
             conversation,
             tenant_id=settings.tenant,
             policy=load_policy(policy_file) if policy_file else None,
+            coster=_coster(ledger, api.value, model, counter),
             **extra,
             window_tokens=window,
             output_tokens=output,
@@ -930,17 +1023,21 @@ def usage(
         int,
         typer.Option("--output", min=0, help="Output (completion) tokens the provider reported.", show_default=False),
     ],
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace usage already recorded for this assembly (else refused).")
+    ] = False,
 ) -> None:
     """Record the token usage the provider reported for an assembly's call, and show the estimate error.
 
     The error (estimated − observed input tokens) is how the margin M is calibrated: a positive error
-    means the count was cautious, a negative one means M must grow.
+    means the count was cautious, a negative one means M must grow. An assembly is one call, so its
+    usage is recorded once: recording it again is refused (exit code 2) unless --overwrite is given.
 
     Example: [bold]ctxledger usage asm_0123… --input 6790 --output 212[/bold]
     """
     settings = _settings(ctx)
     with _handled(), _open(settings) as ledger:
-        ledger.record_usage(assembly_id, input_tokens, output_tokens, tenant_id=settings.tenant)
+        ledger.record_usage(assembly_id, input_tokens, output_tokens, tenant_id=settings.tenant, overwrite=overwrite)
         manifest = ledger.get_assembly(assembly_id, tenant_id=settings.tenant)
     _out().print(_usage_line(manifest))
 
@@ -959,7 +1056,9 @@ def rehydrate(
     byte_range: Annotated[
         str | None, typer.Option("--bytes", help="Only bytes START:END (0-based, end exclusive).")
     ] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Write the bytes here instead of stdout.")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the bytes to this file instead of stdout ('-': stdout).")
+    ] = None,
 ) -> None:
     """Print the exact raw bytes of a tool result (or a message's text), checked against its sha256.
 
@@ -975,7 +1074,7 @@ def rehydrate(
     with _handled(), _open(settings) as ledger:
         span = parse_byte_range(byte_range, source="--bytes") if byte_range else None
         data = ledger.rehydrate(artifact, span, tenant_id=settings.tenant)
-    if out is None:
+    if out is None or _is_stdout(out):
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
     else:
@@ -991,28 +1090,40 @@ def demo(
     margin: Annotated[int, typer.Option("--margin", help="M: safety margin in tokens.")] = 200,
     api: Annotated[ApiFormat, typer.Option("--format", help="Provider payload format.")] = ApiFormat.OPENAI_CHAT,
     out: Annotated[
-        Path | None, typer.Option("--out", help="Where to write the payload JSON (default: next to the demo store).")
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Where to write the payload JSON (default: next to the demo store; '-': stdout, the report then "
+            "goes to stderr).",
+        ),
     ] = None,
 ) -> None:
     """Run the main job on a real agent trajectory bundled with ctxledger.
 
-    Imports tau-bench airline task 2 (trial 1, gpt-4o: 62 messages, 27 tool calls; MIT, Copyright
-    (c) 2024 Sierra) into a temporary SQLite store (or --db), assembles the agent's next model call
-    for a BUDGET-token window, and prints: the budget, the budget ledger per context class, the
-    included items with the stage and reason that admitted them, the omitted items with their reason
-    codes, a preview of the provider payload (the full JSON is written to a file), the token saving
-    against replaying the whole history, and how many required items were kept.
+    Imports tau-bench airline task 2 (trial 1, gpt-4o: 35 messages, 27 tool calls and their 27
+    results; MIT, Copyright (c) 2024 Sierra) into the demo's own SQLite store (or --db), assembles the
+    agent's next model call for a BUDGET-token window, and prints: the budget, the budget ledger per
+    context class, the included items with the stage and reason that admitted them, the omitted items
+    with their reason codes, a preview of the provider payload (the full JSON is written to a file),
+    the token saving against replaying the whole history, and how many required items were kept.
+
+    Without --db the store is kept in one folder reused by every run, $CTXLEDGER_CACHE_DIR/demo
+    (default ~/.cache/ctxledger/demo), so the explain commands the demo prints keep working; the demo
+    prints that folder and how to remove it.
 
     Example: [bold]ctxledger demo --budget 8000 --format anthropic-messages[/bold]
     """
-    from ctxledger.demo import DEMO_ATTRIBUTION, run_demo
+    from ctxledger.demo import DEMO_ATTRIBUTION, demo_dir, run_demo
 
     settings = _settings(ctx)
-    folder = None if settings.db_given else Path(tempfile.mkdtemp(prefix="ctxledger-demo-"))
+    folder = None if settings.db_given else demo_dir()
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
     url = settings.db if folder is None else f"sqlite:///{folder / 'demo.db'}"
-    payload_path = out or (folder or Path(".ctxledger")) / "demo-payload.json"
-    console = _out()
-    with _handled(), Ledger.open(url) as ledger:
+    to_stdout = _is_stdout(out)
+    payload_path = None if to_stdout else out or (folder or Path(".ctxledger")) / "demo-payload.json"
+    console = _err() if to_stdout else _out()
+    with _handled(window_option="--budget"), Ledger.open(url) as ledger:
         result = run_demo(
             ledger,
             tenant_id=settings.tenant,
@@ -1023,14 +1134,23 @@ def demo(
             payload_path=payload_path,
         )
         records = _records(ledger, settings, result.conversation_id)
-    _print_demo(console, result, records, url, DEMO_ATTRIBUTION)
+    if to_stdout:
+        typer.echo(json.dumps(result.assembly.payload, indent=2, ensure_ascii=False))
+    _print_demo(console, result, records, url, DEMO_ATTRIBUTION, kept_in=folder)
 
 
 def _rule(console: Console, title: str) -> None:
     console.rule(f"[bold]{title}[/]", align="left")
 
 
-def _print_demo(console: Console, result: Any, records: Mapping[str, Record], url: str, attribution: str) -> None:
+def _print_demo(
+    console: Console,
+    result: Any,
+    records: Mapping[str, Record],
+    url: str,
+    attribution: str,
+    kept_in: Path | None = None,
+) -> None:
     m = result.assembly.manifest
     h = result.history
     _rule(console, "1. The trajectory")
@@ -1053,8 +1173,11 @@ def _print_demo(console: Console, result: Any, records: Mapping[str, Record], ur
     )
     _rule(console, "5. The provider payload")
     console.print(_payload_table(m["payload"], console))
-    size = result.payload_path.stat().st_size if result.payload_path else 0
-    where = escape(str(result.payload_path))
+    if result.payload_path:
+        size, where = result.payload_path.stat().st_size, escape(str(result.payload_path))
+    else:
+        size = len((json.dumps(m["payload"], indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+        where = "stdout"
     console.print(
         f"full {m['api']} request body ({size:,} bytes, {m['payload_hash'][:23]}…) written to {where}", soft_wrap=True
     )
@@ -1073,8 +1196,11 @@ def _print_demo(console: Console, result: Any, records: Mapping[str, Record], ur
         short = _short(omitted, m["conversation_id"])
         steps.append(("# why one item was left out", f"{prefix} explain {m['id']} {short}"))
     steps.append(("# a bigger window", f"{prefix} assemble {result.conversation_id} --window 16000 --out payload.json"))
+    if kept_in is not None:
+        note = f"# the demo store stays in {kept_in} for these commands (the next demo reuses it); to remove it"
+        steps.append((note, escape(f"rm -r {kept_in}")))
     for comment, command in steps:
-        console.print(f"[dim]{comment}[/]")
+        console.print(f"[dim]{escape(comment)}[/]", soft_wrap=True)
         console.print(command, soft_wrap=True)
 
 
@@ -1218,7 +1344,10 @@ def eval_run(
         ),
     ] = None,
     out: Annotated[
-        Path, typer.Option("--out", help="Report folder: report.md, results.json, rows.jsonl and PNG plots.")
+        Path,
+        typer.Option(
+            "--out", help="Report folder: report.md, results.json, rows.jsonl and PNG plots (a folder, never '-')."
+        ),
     ] = Path("eval-report"),
     data_dir: Annotated[
         Path, typer.Option("--data-dir", envvar="CTXLEDGER_DATA_DIR", help="Folder holding the datasets.")
@@ -1261,6 +1390,11 @@ def eval_run(
 
     console = _out()
     with _handled():
+        if _is_stdout(out):
+            raise ConfigurationError(
+                "--out - (stdout) cannot hold the report's files (report.md, results.json, rows.jsonl, plots); "
+                "pass a folder, e.g. --out eval-report"
+            )
         names = _dataset_list(dataset)
         register()
         root = _existing_dir(data_dir, "dataset", "--data-dir")

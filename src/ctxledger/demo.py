@@ -3,12 +3,12 @@
 The bundled trajectory is tau-bench's airline task 2, trial 1 (gpt-4o; MIT, Copyright (c) 2024
 Sierra; see ``ctxledger/_demo/NOTICE``): the longest of the 160 development trajectories and the one
 with the most tool calls. The user asks the agent to downgrade all of their business reservations to
-economy; over 62 messages the agent makes 27 tool calls (user and reservation lookups, twelve flight
-searches, a calculation, five reservation updates), about 10.1k tokens when replayed whole as one
-gpt-4o request.
+economy; its 62 raw entries import as 35 messages (1 system, 4 user, 30 assistant), 27 tool calls (user
+and reservation lookups, twelve flight searches, a calculation, five reservation updates) and their 27
+results, about 10.1k tokens when replayed whole as one gpt-4o request.
 
 **Which model call is assembled.** The trajectory ends on a tool result: the run hit tau-bench's
-30-step limit (``max_num_steps``; 62 = 2 + 30 × 2 messages) while the agent was still working on the
+30-step limit (``max_num_steps``; 62 = 2 + 30 × 2 raw entries) while the agent was still working on the
 user's request, so the call the agent would make next (read that result and continue) never happened.
 That is the call the demo assembles, on the whole trajectory as recorded (no cut). The long airline
 policy is the system instruction (a fixed block); the latest user turn and what the policy protects
@@ -20,12 +20,18 @@ reason ``budget`` while every required item is kept. (Under the default policy o
 exchange of the running turn is pinned; a policy that pinned the whole turn would need a larger window
 here, and ``RequiredBlocksDoNotFit`` would list why.)
 
+**Where the demo store lives.** Without ``--db`` the CLI keeps the demo's SQLite store in one fixed
+folder, :func:`demo_dir` (``$CTXLEDGER_CACHE_DIR/demo``, default ``~/.cache/ctxledger/demo``), reused by
+every run, so the ``explain`` commands the demo prints keep working and no folder piles up per run; the
+demo prints that folder and how to remove it.
+
 LoCoMo is licensed for non-commercial use only and is never bundled.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -54,6 +60,15 @@ DEMO_ATTRIBUTION = "tau-bench airline task 2, trial 1 (MIT, Copyright (c) 2024 S
 
 DEFAULT_MODELS: Mapping[str, str] = {"openai-chat": "gpt-4o", "anthropic-messages": "claude-sonnet-4-5"}
 """The model the demo assembles for, per API contract (Claude counts are flagged as estimates)."""
+
+
+def demo_dir() -> Path:
+    """The folder of the demo store when no ``--db`` is given: ``$CTXLEDGER_CACHE_DIR/demo``.
+
+    ``CTXLEDGER_CACHE_DIR`` defaults to ``~/.cache/ctxledger`` (where the tokenizer check is remembered
+    too). The folder is not created here.
+    """
+    return Path(os.environ.get("CTXLEDGER_CACHE_DIR", Path.home() / ".cache" / "ctxledger")) / "demo"
 
 
 @contextmanager
@@ -101,7 +116,7 @@ class DemoResult:
     Attributes:
         conversation_id: the demo conversation.
         imported: whether this run imported it (``False``: it was already in the store).
-        history: records of the conversation by kind (``{"message": 62, "tool_call": 23, …}``).
+        history: records of the conversation by kind (``{"message": 35, "tool_call": 27, …}``).
         assembly: the persisted assembly of the next model call.
         payload_path: where the payload JSON was written, if anywhere.
         required: required units and those kept.

@@ -12,6 +12,8 @@ on them::
     │   │   └── BlobNotFound        no blob with that sha256 in the blob store
     │   └── TenantIsolationError    a request tried to read across tenants
     ├── InputError                  an import or API input is invalid (names file, record index, field)
+    │   ├── UsageAlreadyRecorded    observed usage of an assembly exists and overwriting was not asked for
+    │   └── FormatNotRecognised     an import's format cannot be told from its content (lists the formats)
     ├── BudgetError
     │   └── RequiredBlocksDoNotFit  required blocks exceed the input budget (itemised)
     ├── PolicyError                 a policy file or stage is invalid
@@ -102,6 +104,38 @@ class InputError(CtxledgerError):
         self.index = index
         self.field = field
         self.problem = problem
+
+
+class UsageAlreadyRecorded(InputError):
+    """An assembly already has observed usage and ``record_usage`` was not told to overwrite it.
+
+    Attributes:
+        assembly_id: the assembly (also ``source``).
+        input_tokens, output_tokens: the usage already recorded, in tokens.
+    """
+
+    def __init__(self, assembly_id: str, input_tokens: int, output_tokens: int) -> None:
+        super().__init__(
+            f"observed usage is already recorded for this assembly (input {input_tokens:,}, output "
+            f"{output_tokens:,} tokens); pass overwrite=True (CLI: ctxledger usage --overwrite) to replace it",
+            source=f"assembly {assembly_id}",
+            field="observed_usage",
+        )
+        self.assembly_id = assembly_id
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+
+
+class FormatNotRecognised(InputError):
+    """The format of an input cannot be told from its content (``fmt="auto"``); nothing was parsed.
+
+    Attributes:
+        formats: the format names that can be passed explicitly.
+    """
+
+    def __init__(self, source: str, formats: Sequence[str]) -> None:
+        super().__init__(f"cannot tell the format of this input; pass fmt= one of {', '.join(formats)}", source=source)
+        self.formats = tuple(formats)
 
 
 class BudgetError(CtxledgerError):

@@ -27,7 +27,7 @@ from ctxledger.assemble.assembler import Assembly, AssemblyRequest, assemble, un
 from ctxledger.assemble.costing import Coster, SerializerCoster
 from ctxledger.assemble.represent import Ladder, reach
 from ctxledger.assemble.snapshot import SnapshotLoader
-from ctxledger.errors import ConfigurationError
+from ctxledger.errors import ConfigurationError, InputError
 from ctxledger.manifest import explain
 from ctxledger.policy.base import Policy
 from ctxledger.policy.default import default_policy
@@ -35,7 +35,7 @@ from ctxledger.records import Compaction, Record
 from ctxledger.represent.compaction import Compactor
 from ctxledger.serialize import get_serializer
 from ctxledger.store.base import GraphStore
-from ctxledger.tokens import TokenCounter, get_counter
+from ctxledger.tokens import TokenCounter, counter_for_model
 
 DEFAULT_URL = "sqlite:///.ctxledger/ctxledger.db"
 """Where the embedded default store lives (relative to the working directory)."""
@@ -114,24 +114,29 @@ class Ledger:
         conversation_id: str | None = None,
         on_progress: Callable[[int, int], None] | None = None,
         count_tokens_for: str | None = "gpt-4o",
+        counter: str | None = None,
     ) -> Any:
         """Import a transcript or trajectory file: parse and validate all of it, then write it in one transaction.
 
         Token counts of the imported turns are computed on the way for ``count_tokens_for`` (a model
-        name; ``None`` skips) and cached in the store, so the first assembly is warm.
+        name; ``None`` skips), with ``counter`` if given (see :meth:`assemble`), and cached in the
+        store, so the first assembly is warm.
 
         Returns:
             :class:`ctxledger.ingest.ImportResult`.
 
         Raises:
             InputError: invalid input (names file, record index and field); nothing was written.
+            ConfigurationError: ``count_tokens_for`` has no known tokenizer and no ``counter`` was given;
+                checked before anything is written.
         """
         from ctxledger.ingest import parse_file, write_batch
 
+        coster = self.coster("openai-chat", count_tokens_for, counter) if count_tokens_for else None
         batch = parse_file(path, fmt, tenant_id=tenant_id, conversation_id=conversation_id, on_progress=on_progress)
         result = write_batch(self.store, batch)
-        if count_tokens_for:
-            self._warm_counts(batch, tenant_id, count_tokens_for)
+        if coster is not None:
+            self._warm_counts(batch, coster)
         return result
 
     def import_messages(
@@ -171,7 +176,7 @@ class Ledger:
             raise ConfigurationError(f"unknown api {api!r}; use 'openai-chat' or 'anthropic-messages'")
         return write_batch(self.store, batch)
 
-    def _warm_counts(self, batch: Any, tenant_id: str, model: str) -> None:
+    def _warm_counts(self, batch: Any, coster: Coster) -> None:
         """Count every imported turn once (one store round trip) from the parsed batch, not from the store."""
         from ctxledger.assemble.units import build_units
 
@@ -180,16 +185,26 @@ class Ledger:
             blobs = conv.blobs
             units, _ = build_units(conv.records, lambda sha, blobs=blobs: blobs[sha][0])
             turns.extend(t for u in units for t in u.turns)
-        self.coster("openai-chat", model).prefetch(turns)
+        coster.prefetch(turns)
 
     # -- assembling --------------------------------------------------------------------------------
 
-    def coster(self, api: str, model: str) -> Coster:
-        """The (cached) coster for an API contract and model: serializer framing + the model's counter."""
-        counter = self.counter or get_counter(model)
-        key = (api, counter.id)
+    def coster(self, api: str, model: str, counter: str | TokenCounter | None = None) -> Coster:
+        """The (cached) coster for an API contract and model: serializer framing + a token counter.
+
+        The counter is ``counter`` (a name :func:`ctxledger.tokens.get_counter` accepts, or a counter),
+        else the ledger's, else the model's own tokenizer (:func:`ctxledger.tokens.counter_for_model`).
+
+        Raises:
+            ConfigurationError: unknown ``api`` or counter name, or a model with no known tokenizer
+                and no counter (the message lists the counter names).
+        """
+        if counter is None:
+            counter = self.counter
+        chosen = counter_for_model(model, counter) if counter is None or isinstance(counter, str) else counter
+        key = (api, chosen.id)
         if key not in self._costers:
-            self._costers[key] = SerializerCoster(get_serializer(api), counter, self.store)
+            self._costers[key] = SerializerCoster(get_serializer(api), chosen, self.store)
         return self._costers[key]
 
     def assemble(
@@ -200,6 +215,7 @@ class Ledger:
         persist: bool = True,
         policy: Policy | None = None,
         coster: Coster | None = None,
+        counter: str | TokenCounter | None = None,
         **request: Any,
     ) -> Assembly:
         """Assemble the context of the next model call and (by default) persist its manifest.
@@ -210,18 +226,25 @@ class Ledger:
             persist: store the manifest (needed for ``explain`` and ``record_usage`` later).
             policy: override the ledger's policy for this call.
             coster: override how turns are costed (e.g. :class:`~ctxledger.assemble.costing.FixedCoster`).
+            counter: the tokenizer to count with, by name (``"o200k_base"``, ``"cl100k_base"``,
+                ``"estimate/quicktok/o200k_base"``, ``"chars/4"`` …; see :func:`ctxledger.tokens.get_counter`)
+                or as a counter; default the ledger's, else the model's own. Needed for a model whose
+                tokenizer is not known (``model="llama-3.1-70b"``), which is otherwise refused.
             **request: other :class:`AssemblyRequest` fields (``window_tokens``, ``output_tokens``,
                 ``margin_tokens``, ``api``, ``model``, ``branch_id``, ``as_of_seq``, ``participant_id``,
                 ``query``, ``tools``, ``provider``, ``scope``, ``agent``, ``call_type``, ``phase``,
                 ``checks_passed``, ``now``, ``exact_evidence``, ``source_versions``).
 
         Raises:
-            RequiredBlocksDoNotFit, ConfigurationError, RecordNotFound: see :func:`assemble`.
+            RequiredBlocksDoNotFit, ConfigurationError, RecordNotFound: see :func:`assemble`; also
+                ConfigurationError for a model with no known tokenizer and no ``counter`` (it lists the
+                counter names).
         """
         req = self._request(conversation_id, tenant_id, request)
+        _check_snapshot(req.as_of_seq)
         branch = req.branch_id or self._main_branch(req.tenant_id, req.conversation_id)
         snap = self.snapshots.load(req.tenant_id, req.conversation_id, branch, req.as_of_seq)
-        coster = coster or self.coster(req.api, req.model)
+        coster = coster or self.coster(req.api, req.model, counter)
         ladder = self.ladder.bind(
             req.query, reach(snap.units, unit_turn_costs(snap, coster), req.budget().input_tokens)
         )
@@ -370,19 +393,54 @@ class Ledger:
         return explain(self.get_assembly(assembly_id, tenant_id=tenant_id), ref)
 
     def record_usage(
-        self, assembly: str | Assembly, input_tokens: int, output_tokens: int, *, tenant_id: str = "default"
+        self,
+        assembly: str | Assembly,
+        input_tokens: int,
+        output_tokens: int,
+        *,
+        tenant_id: str = "default",
+        overwrite: bool = False,
     ) -> None:
         """Store what the provider reported for the call made with ``assembly`` (tokens).
 
-        The manifest then shows the estimate's error (``tokens.error`` = estimated − observed).
+        The manifest then shows the estimate's error (``tokens.error`` = estimated − observed). One
+        assembly is one call, so its usage is recorded once; replacing it (a corrected report) takes
+        ``overwrite=True``.
 
         Raises:
             RecordNotFound: the assembly was not persisted.
+            UsageAlreadyRecorded: usage is already recorded and ``overwrite`` is false (names the
+                assembly and the usage kept).
+            InputError: a token count is not an integer >= 0 (names the field).
         """
         assembly_id = assembly.id if isinstance(assembly, Assembly) else assembly
-        self.store.record_usage(tenant_id, assembly_id, input_tokens, output_tokens)
+        for name, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InputError(
+                    f"expected an integer >= 0, got {value!r}", source=f"assembly {assembly_id}", field=name
+                )
+        self.store.record_usage(tenant_id, assembly_id, input_tokens, output_tokens, overwrite=overwrite)
 
 
-def record_usage(ledger: Ledger, assembly: str | Assembly, input_tokens: int, output_tokens: int) -> None:
+def _check_snapshot(as_of_seq: Any) -> None:
+    """Refuse a snapshot ``seq`` that is not an integer >= 1 (``seq`` starts at 1; ``None`` is the head).
+
+    Raises:
+        InputError: names the field ``as_of_seq`` and the value.
+    """
+    if as_of_seq is None:
+        return
+    if isinstance(as_of_seq, bool) or not isinstance(as_of_seq, int) or as_of_seq < 1:
+        raise InputError(
+            f"a snapshot is a record seq >= 1 (seq counts from 1 per conversation; omit it for the head), "
+            f"got {as_of_seq!r}",
+            source="assemble",
+            field="as_of_seq",
+        )
+
+
+def record_usage(
+    ledger: Ledger, assembly: str | Assembly, input_tokens: int, output_tokens: int, *, overwrite: bool = False
+) -> None:
     """Module-level form of :meth:`Ledger.record_usage` (default tenant)."""
-    ledger.record_usage(assembly, input_tokens, output_tokens)
+    ledger.record_usage(assembly, input_tokens, output_tokens, overwrite=overwrite)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-from ctxledger.errors import BlobNotFound, InputError, IntegrityError, RecordNotFound
+from ctxledger.errors import BlobNotFound, InputError, IntegrityError, RecordNotFound, UsageAlreadyRecorded
 from ctxledger.hashing import sha256_hex
 from ctxledger.records import (
     RECORD_TYPES,
@@ -300,12 +300,21 @@ class MemoryStore:
         ]
         return [assembly_from_row(r) for r in sorted(rows, key=lambda r: (r["created_at"], r["id"]))]
 
-    def record_usage(self, tenant_id: str, assembly_id: str, input_tokens: int, output_tokens: int) -> None:
-        """Store provider-reported usage (tokens) for an assembly. Raises ``RecordNotFound``."""
+    def record_usage(
+        self, tenant_id: str, assembly_id: str, input_tokens: int, output_tokens: int, *, overwrite: bool = False
+    ) -> None:
+        """Store provider-reported usage (tokens) for an assembly (see ``GraphStore.record_usage``).
+
+        Raises:
+            RecordNotFound: no such assembly in the tenant.
+            UsageAlreadyRecorded: usage is recorded and ``overwrite`` is false.
+        """
         with self._lock:
             row = self._tenant(tenant_id).assemblies.get(assembly_id)
             if row is None:
                 raise RecordNotFound(tenant_id, assembly_id, what="assembly")
+            if row["usage_input_tokens"] is not None and not overwrite:
+                raise UsageAlreadyRecorded(assembly_id, row["usage_input_tokens"], row["usage_output_tokens"])
             row.update(
                 usage_input_tokens=int(input_tokens),
                 usage_output_tokens=int(output_tokens),
@@ -772,6 +781,15 @@ class StoreConformance:
         store.record_usage("t1", "asm-2", 1500, 42)
         usage = store.get_assembly("t1", "asm-2")["observed_usage"]
         assert (usage["input_tokens"], usage["output_tokens"]) == (1500, 42) and usage["observed_at"]
+        with _raises(UsageAlreadyRecorded) as again:
+            store.record_usage("t1", "asm-2", 1600, 50)
+        assert (again[0].assembly_id, again[0].input_tokens, again[0].output_tokens) == ("asm-2", 1500, 42)
+        assert store.get_assembly("t1", "asm-2")["observed_usage"]["input_tokens"] == 1500
+        store.record_usage("t1", "asm-2", 1600, 50, overwrite=True)
+        usage = store.get_assembly("t1", "asm-2")["observed_usage"]
+        assert (usage["input_tokens"], usage["output_tokens"]) == (1600, 50)
+        with _raises(RecordNotFound):
+            store.record_usage("t1", "asm-none", 1, 1, overwrite=True)
         with _raises(InputError):
             store.put_assembly(first)
         with _raises(InputError) as missing:

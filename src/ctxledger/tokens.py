@@ -30,7 +30,9 @@ Which exact counter, and why (ctxledger issue 2, item 4). Both must work with no
   tokenizer, e.g. o200k_base for Claude, whose tokenizer is not published for offline use) are
   estimates: ``is_estimate`` is true so the manifest flags them.
 
-:func:`get_counter` maps names to shared instances; :class:`CachedCounter` adds an in-process LRU keyed by
+:func:`get_counter` maps names to shared instances; :func:`counter_for_model` picks a model call's counter
+(an explicit counter name, else the model's own tokenizer; a model with no known tokenizer is an error
+that lists :data:`COUNTER_CHOICES`, never a silent estimate); :class:`CachedCounter` adds an in-process LRU keyed by
 :func:`count_cache_key`, the same key the store's token-count cache uses.
 """
 
@@ -394,6 +396,57 @@ def _resolve(name: str) -> str:
     if encoding:
         raise _unknown(f"model {name!r} uses encoding {encoding!r}, which is not available offline")
     raise _unknown(f"unknown token counter {name!r}")
+
+
+COUNTER_CHOICES: tuple[str, ...] = (
+    "o200k_base",
+    "cl100k_base",
+    "tiktoken/o200k_base",
+    "tiktoken/cl100k_base",
+    "estimate/quicktok/o200k_base",
+    "estimate/quicktok/cl100k_base",
+    "chars/4",
+)
+"""Counter names to offer for a model whose tokenizer is unknown (every name :func:`get_counter` takes works).
+
+The first four count exactly with that encoding; ``estimate/…`` and ``chars/4`` are flagged as estimates.
+"""
+
+
+def counter_for_model(model: str, counter: str | None = None, *, option: str = "counter=") -> TokenCounter:
+    """The token counter of a model call: ``counter`` when given, else the model's own tokenizer.
+
+    An explicit ``counter`` is taken as the model's tokenizer: an exact encoding counts exactly (e.g. an
+    Azure deployment name of a gpt-4o model with ``"o200k_base"``); name an ``estimate/…`` counter or
+    ``"chars/4"`` for a model of another family so the manifest flags its counts as estimates. Without
+    ``counter``, a model with no known offline tokenizer is refused rather than silently estimated
+    (DESIGN §2: a heuristic only when flagged).
+
+    Args:
+        model: the model name (``"gpt-4o"``, ``"claude-sonnet-4-5"``, ``"llama-3.1-70b"`` …).
+        counter: any name :func:`get_counter` accepts, or ``None``.
+        option: how the caller's users pass a counter, quoted in the error (the CLI passes ``"--counter"``).
+
+    Raises:
+        ConfigurationError: ``counter`` is unknown, or ``model`` has no known offline tokenizer and no
+            ``counter`` was given; the message lists :data:`COUNTER_CHOICES`.
+        IntegrityError: the bundled rank table does not match tiktoken's sha256 pin.
+    """
+    if counter:
+        try:
+            return _build(_resolve(counter))
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{option.rstrip('=')} {counter!r}: {exc}") from None
+    try:
+        resolved = _resolve(model)
+    except ConfigurationError as exc:
+        why = str(exc).split("; valid names:", 1)[0]
+        detail = "" if why.startswith("unknown token counter") else f" ({why})"
+        raise ConfigurationError(
+            f"no offline tokenizer is known for model {model!r}{detail}; pass {option} one of "
+            f"{', '.join(COUNTER_CHOICES)} (estimate/… and chars/4 are flagged as estimates in the manifest)"
+        ) from None
+    return _build(resolved)
 
 
 @functools.cache

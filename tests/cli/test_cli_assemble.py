@@ -65,6 +65,14 @@ def test_assemble_at_a_snapshot_sees_only_the_history_up_to_it(runner: CliRunner
     assert max(seqs) <= 10
 
 
+def test_assemble_refuses_a_snapshot_below_1_naming_the_option(runner: CliRunner, demo_store: DemoStore) -> None:
+    """--snapshot -1 (or 0) is a usage error naming --snapshot, not a confusing provider-contract error."""
+    for value in ("-1", "0"):
+        result = runner.invoke(app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--snapshot", value])
+        assert result.exit_code == 2
+        assert "--snapshot" in result.output and "greater than or equal to 1" in _flat(result.output)
+
+
 def test_assemble_when_required_blocks_do_not_fit_lists_them_and_exits_2(
     runner: CliRunner, demo_store: DemoStore
 ) -> None:
@@ -177,6 +185,17 @@ def test_usage_records_observed_tokens_and_shows_the_estimate_error(
     assert "estimate error -7 tokens" in flat
     with Ledger.open(demo_store.url) as ledger:
         assert ledger.get_assembly(asm_id)["tokens"]["observed_output"] == 120
+    args = ["--db", demo_store.url, "usage", asm_id, "--input", "5", "--output", "6"]
+    again = runner.invoke(app, args)
+    assert again.exit_code == 2
+    assert f"assembly {asm_id}" in again.stderr and "--overwrite" in _flat(again.stderr)
+    with Ledger.open(demo_store.url) as ledger:
+        assert ledger.get_assembly(asm_id)["tokens"]["observed_input"] == observed
+    replaced = runner.invoke(app, [*args, "--overwrite"])
+    assert replaced.exit_code == 0, replaced.output
+    with Ledger.open(demo_store.url) as ledger:
+        tokens = ledger.get_assembly(asm_id)["tokens"]
+    assert (tokens["observed_input"], tokens["observed_output"]) == (5, 6)
 
 
 def test_rehydrate_returns_the_exact_raw_tool_output(runner: CliRunner, demo_store: DemoStore, tmp_path: Path) -> None:
@@ -286,3 +305,39 @@ def test_assemble_under_a_yaml_policy_file(runner: CliRunner, demo_store: DemoSt
     refused = runner.invoke(app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--policy", str(bad)])
     assert refused.exit_code == 2
     assert f"{bad},line4:invalidYAML" in _flat(refused.stderr).replace(" ", "")
+
+
+def test_assemble_for_an_unknown_model_needs_a_counter(runner: CliRunner, demo_store: DemoStore) -> None:
+    """An unknown model is refused with the --counter choices; with --counter the manifest records that counter."""
+    base = ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--model", "llama-3.1-70b"]
+    refused = runner.invoke(app, base)
+    assert refused.exit_code == 2
+    flat = _flat(refused.stderr)
+    assert "no offline tokenizer is known for model 'llama-3.1-70b'; pass --counter one of o200k_base" in flat
+    for counter, estimate in (("cl100k_base", False), ("estimate/quicktok/o200k_base", True)):
+        result = runner.invoke(app, [*base, "--counter", counter])
+        assert result.exit_code == 0, result.output
+        asm_id = next(w for w in result.stderr.split() if w.startswith("asm_"))
+        with Ledger.open(demo_store.url) as ledger:
+            manifest = ledger.get_assembly(asm_id)
+        assert manifest["model"] == "llama-3.1-70b"
+        assert manifest["counter"]["is_estimate"] is estimate
+        assert manifest["counter"]["id"].endswith(counter)
+
+
+def test_out_dash_means_stdout_for_assemble_and_rehydrate(
+    runner: CliRunner, demo_store: DemoStore, tmp_path: Path, monkeypatch
+) -> None:
+    """--out - writes to stdout (as without --out) and never creates a file named '-'."""
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--out", "-"])
+    assert result.exit_code == 0, result.output
+    asm_id = next(w for w in result.stderr.split() if w.startswith("asm_"))
+    with Ledger.open(demo_store.url) as ledger:
+        assert content_hash(json.loads(result.stdout)) == ledger.get_assembly(asm_id)["payload_hash"]
+        artifact = next(r for r in ledger.store.records("default", DEMO_CONVERSATION) if isinstance(r, ToolArtifact))
+        data = ledger.rehydrate(artifact.id)
+    raw = runner.invoke(app, ["--db", demo_store.url, "rehydrate", artifact.id, "--out", "-"])
+    assert raw.exit_code == 0, raw.output
+    assert raw.stdout_bytes == data
+    assert not (tmp_path / "-").exists()

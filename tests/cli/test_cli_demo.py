@@ -85,16 +85,53 @@ def test_demo_writes_the_full_payload_json(demo_store: DemoStore) -> None:
     assert f"written to {demo_store.payload_path}" in demo_store.output
 
 
-def test_demo_without_db_uses_a_temporary_store(
+def test_demo_without_db_keeps_one_reused_store_whose_printed_commands_work(
     runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Without --db the demo writes nothing in the working directory and tells where its store is."""
+    """Without --db the store lives in $CTXLEDGER_CACHE_DIR/demo, reused by every run (no folder per run);
+    nothing goes to the working directory, and the printed explain and rm commands work."""
+    work, cache = tmp_path / "work", tmp_path / "cache"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("CTXLEDGER_CACHE_DIR", str(cache))
+    first = runner.invoke(app, ["demo"])
+    assert first.exit_code == 0, first.output
+    second = runner.invoke(app, ["demo"])
+    assert second.exit_code == 0, second.output
+    folder = cache / "demo"
+    assert sorted(p.name for p in folder.iterdir()) == ["demo-payload.json", "demo.db", "demo.db.blobs"]
+    assert "already in the store" in second.stdout and list(work.iterdir()) == []
+    lines = [line.strip() for line in second.stdout.splitlines()]
+    assert f"rm -r {folder}" in lines
+    explain = next(line for line in lines if line.startswith("ctxledger --db") and " explain " in line)
+    db, asm_id = explain.split()[2], explain.split()[4]
+    assert db == f"sqlite:///{folder / 'demo.db'}"
+    answer = runner.invoke(app, ["--db", db, "explain", asm_id])
+    assert answer.exit_code == 0, answer.output
+    assert "Included items" in answer.stdout
+
+
+def test_demo_out_dash_prints_the_payload_on_stdout_and_the_report_on_stderr(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--out - gives the payload JSON alone on stdout (pipeable); the report moves to stderr."""
     monkeypatch.chdir(tmp_path)
-    result = runner.invoke(app, ["demo"])
+    result = runner.invoke(app, ["--db", f"sqlite:///{tmp_path / 'o.db'}", "demo", "--out", "-"])
     assert result.exit_code == 0, result.output
-    assert "ctxledger-demo-" in result.stdout
-    assert not (tmp_path / ".ctxledger").exists()
-    assert "explain asm_" in result.stdout
+    payload = json.loads(result.stdout)
+    assert payload["model"] == "gpt-4o"
+    assert "5. The provider payload" in result.stderr and "written to stdout" in _flat(result.stderr)
+    assert not Path("-").exists()
+
+
+def test_demo_help_counts_what_the_bundled_trajectory_holds(runner: CliRunner) -> None:
+    """The help's counts are those of the imported trajectory: 35 messages, 27 calls, 27 results."""
+    store = MemoryStore()
+    result = run_demo(Ledger(store))
+    assert (result.history["message"], result.history["tool_call"], result.history["tool_artifact"]) == (35, 27, 27)
+    text = _flat(runner.invoke(app, ["demo", "--help"]).stdout)
+    assert "35 messages, 27 tool calls and their 27 results" in text
+    assert "62 messages" not in text
 
 
 def test_demo_in_anthropic_format_flags_estimated_counts(runner: CliRunner, tmp_path: Path) -> None:
@@ -118,6 +155,7 @@ def test_demo_with_a_budget_too_small_lists_the_required_blocks(runner: CliRunne
     assert "Required blocks" in flat
     assert "instruction" in flat
     assert "B_input = 800" in flat
+    assert "Raise --budget, or lower --output / --margin" in flat and "--window" not in flat
     assert "Traceback" not in result.output
 
 

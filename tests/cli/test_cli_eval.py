@@ -82,3 +82,12 @@ def test_eval_run_refuses_unknown_datasets_and_missing_data(runner: CliRunner, t
     assert bad.exit_code == 2 and "unknown dataset 'nope'" in bad.output
     missing = runner.invoke(app, ["eval", "run", "-d", "locomo", "--data-dir", str(tmp_path / "no"), "--out", "x"])
     assert missing.exit_code == 2 and "--data-dir" in missing.output
+
+
+def test_eval_run_refuses_out_dash_instead_of_making_a_folder_named_dash(runner: CliRunner, tmp_path, monkeypatch):
+    """The report is a folder of files, so --out - is a clear user error, not a folder called '-'."""
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["eval", "run", "-d", "locomo", "--out", "-"])
+    assert result.exit_code == 2
+    assert "--out - (stdout) cannot hold the report" in " ".join(result.output.split())
+    assert not (tmp_path / "-").exists()

@@ -125,3 +125,68 @@ def test_tenants_are_separate(runner: CliRunner, tmp_path: Path, data_dir: Path)
     assert "no conversations yet" in other.stdout
     mine = runner.invoke(app, ["--db", _db(tmp_path), "--tenant", "acme", "conversations"])
     assert "sqlfluff__sqlfluff-2419" in mine.stdout
+
+
+def test_import_for_an_unknown_model_needs_a_counter_and_writes_nothing_without_one(
+    runner: CliRunner, tmp_path: Path, data_dir: Path
+) -> None:
+    """--model names the tokenizer to warm counts for; an unknown one is refused before any write."""
+    path = data_dir / "mini-swe-agent-deepseek" / "sqlfluff__sqlfluff-2419.traj.json"
+    refused = runner.invoke(app, ["--db", _db(tmp_path), "import", str(path), "--model", "deepseek-chat"])
+    assert refused.exit_code == 2
+    assert "pass --counter one of" in _flat(refused.stderr)
+    assert _conversations(_db(tmp_path)) == []
+    args = ["--db", _db(tmp_path), "import", str(path), "--model", "deepseek-chat", "--counter", "cl100k_base"]
+    assert runner.invoke(app, args).exit_code == 0
+    assert _conversations(_db(tmp_path)) == ["sqlfluff__sqlfluff-2419"]
+
+
+def test_a_folder_import_skips_unrecognised_files_with_one_warning(
+    runner: CliRunner, tmp_path: Path, data_dir: Path
+) -> None:
+    """Files whose format cannot be told are listed and skipped; the recognised ones are imported."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    traj = data_dir / "swe-agent-demos" / "trajectories" / "demonstrations" / "ctf" / "misc" / "networking_1.traj"
+    (folder / "networking_1.traj").write_bytes(traj.read_bytes())
+    (folder / "package.json").write_text('{"name": "x", "version": "1.0.0"}', encoding="utf-8")
+    (folder / "numbers.json").write_text("[1, 2, 3]", encoding="utf-8")
+    result = runner.invoke(app, ["--db", _db(tmp_path), "import", str(folder), "--model", ""])
+    assert result.exit_code == 0, result.output
+    warning = _flat(result.stderr)
+    assert "skipped 2 file(s) whose format could not be told (import them with --format)" in warning
+    assert str(folder / "package.json") in warning and str(folder / "numbers.json") in warning
+    assert _conversations(_db(tmp_path)) == ["networking_1"]
+
+
+def test_unrecognised_input_errors_name_the_format_option(runner: CliRunner, tmp_path: Path) -> None:
+    """A named file, or a folder where nothing is recognised, fails with --format (not the API's fmt=)."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "package.json").write_text('{"name": "x"}', encoding="utf-8")
+    one = runner.invoke(app, ["--db", _db(tmp_path), "import", str(folder / "package.json")])
+    every = runner.invoke(app, ["--db", _db(tmp_path), "import", str(folder)])
+    for result in (one, every):
+        assert result.exit_code == 2
+        flat = _flat(result.stderr)
+        assert "pass --format one of anthropic-messages" in flat and "fmt=" not in flat
+    assert f"{folder}: the format of none of the 1 files could be told" in _flat(every.stderr)
+    assert _conversations(_db(tmp_path)) == []
+
+
+def test_conversations_shows_every_id_whole(runner: CliRunner, tmp_path: Path, data_dir: Path, monkeypatch) -> None:
+    """Long ids (relative paths of a folder import) are never cut: one line each when piped, folded when narrow."""
+    root = data_dir / "swe-agent-demos"
+    assert runner.invoke(app, ["--db", _db(tmp_path), "import", str(root), "--model", ""]).exit_code == 0
+    ids = _conversations(_db(tmp_path))
+    assert max(len(i) for i in ids) > 120, "the data must hold ids wider than a default pipe for this test"
+    piped = runner.invoke(app, ["--db", _db(tmp_path), "conversations"])
+    assert piped.exit_code == 0, piped.output
+    first_cells = [line.split("│")[1].strip() for line in piped.stdout.splitlines() if line.startswith("│")]
+    assert first_cells == ids
+    monkeypatch.setenv("COLUMNS", "80")
+    narrow = runner.invoke(app, ["--db", _db(tmp_path), "conversations"])
+    lines = narrow.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    folded = "".join(line.split("│")[1].strip() for line in lines if line.startswith("│"))
+    assert folded == "".join(ids)

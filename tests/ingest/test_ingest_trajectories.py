@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -150,19 +151,57 @@ def test_mini_swe_times_come_from_the_source(mini_swe: list[tuple[dict[str, Any]
 # -- SWE-agent ----------------------------------------------------------------------------------------
 
 
+def _text_actions(history: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
+    """Indexes of text-command actions (assistant ``action`` without ``tool_calls``) and of their outputs."""
+    actions = [
+        j for j, m in enumerate(history) if m["role"] == "assistant" and m.get("action") and not m.get("tool_calls")
+    ]
+    outputs = [j + 1 for j in actions if j + 1 < len(history) and history[j + 1]["role"] == "user"]
+    return actions, outputs
+
+
 def test_swe_agent_history_counts_match(swe_agent_paths: list[Path]) -> None:
-    """Every .traj imports its history: text variants as messages, function-calling variants paired."""
+    """Every .traj imports its history; text actions and function-calling variants both become tool calls."""
     assert len(swe_agent_paths) == 18
-    with_calls = 0
+    text_variants = 0
     for path in swe_agent_paths:
         history = load(path)["history"]
+        actions, outputs = _text_actions(history)
         batch = parse_file(path)
         assert batch.format == "swe-agent"
-        assert batch.messages == sum(m["role"] != "tool" for m in history)
-        assert batch.tool_calls == sum(len(m.get("tool_calls") or []) for m in history)
-        assert batch.artifacts == sum(len(m.get("tool_call_ids") or []) for m in history)
-        with_calls += batch.tool_calls > 0
-    assert with_calls == 5
+        assert batch.messages == sum(m["role"] != "tool" for m in history) - len(outputs)
+        assert batch.tool_calls == sum(len(m.get("tool_calls") or []) for m in history) + len(actions)
+        assert batch.artifacts == sum(len(m.get("tool_call_ids") or []) for m in history) + len(outputs)
+        assert batch.tool_calls > 0
+        text_variants += bool(actions)
+    assert text_variants == 13
+
+
+def test_swe_agent_text_actions_become_bash_calls_answered_by_the_next_user_message(
+    swe_agent_paths: list[Path],
+) -> None:
+    """A text action is a ``bash`` call with the exact command; the output the model saw is its result."""
+    for path in swe_agent_paths:
+        history = load(path)["history"]
+        actions, outputs = _text_actions(history)
+        if not actions:
+            continue
+        conv = only(parse_file(path))
+        calls = of_type(conv, ToolCall)
+        assert [c.name for c in calls] == ["bash"] * len(actions)
+        assert [json.loads(c.arguments) for c in calls] == [{"command": history[j]["action"]} for j in actions]
+        assert all(c.meta["text_action"] and c.call_id == f"action_{j}" for c, j in zip(calls, actions, strict=True))
+        artifacts = of_type(conv, ToolArtifact)
+        assert [conv.blobs[a.sha256][0] for a in artifacts] == [history[j]["content"].encode("utf-8") for j in outputs]
+        by_id = {c.id: c for c in calls}
+        assert [by_id[a.tool_call_id].meta["source_index"] + 1 for a in artifacts] == outputs
+        # the task, any demonstration and the system prompt stay messages; the last action has no output
+        messages = of_type(conv, Message)
+        assert [m.meta["source_index"] for m in messages] == [j for j in range(len(history)) if j not in outputs]
+        answered = {a.tool_call_id for a in artifacts}
+        pending = [json.loads(c.arguments)["command"] for c in calls if c.id not in answered]
+        assert pending == ([history[-1]["action"]] if history[-1]["role"] == "assistant" else [])
+        assert pending and pending[0].startswith("submit")
 
 
 def test_swe_agent_step_fields_go_to_meta(data_dir: Path) -> None:

@@ -107,3 +107,17 @@ def test_rich_progress_drives_a_bar(cases_dir: Path) -> None:
         batch = parse_file(cases_dir / "B09.json", on_progress=on_progress)
     assert batch.messages == 10
     assert "B09" in out.getvalue() and "15/15" in out.getvalue()
+
+
+def test_batch_and_result_reprs_give_counts_and_ids_not_every_record(tau_path: Path) -> None:
+    """Printing an import (in a REPL or a log) shows counts and conversation ids, never thousands of records."""
+    batch = parse_file(tau_path)
+    result = write_batch(MemoryStore(), batch)
+    text = repr(result)
+    assert text.startswith("ImportResult(conversation_ids=('gpt-4o-airline_tasks0-39-task0-trial0', ")
+    assert "… 150 more)" in text
+    counts = f"records={len(result.records)}, messages={result.messages}, tool_calls={result.tool_calls}"
+    assert f"{counts}, artifacts={result.artifacts}, blobs={result.blobs})" in text
+    assert len(text) < 1000 and "Message(" not in text
+    assert repr(batch).startswith(f"ImportBatch(source={str(tau_path)!r}, format='tau-bench', conversations=(")
+    assert f"records={batch.records}, messages={batch.messages}" in repr(batch) and len(repr(batch)) < 1200

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from ctxledger.errors import InputError, UsageAlreadyRecorded
 from ctxledger.ledger import Ledger
 
 
@@ -24,6 +27,15 @@ def test_main_job_on_each_store(store, data_dir):
         120,
         -7,
     )
+    with pytest.raises(UsageAlreadyRecorded, match=f"assembly {asm.id}.*overwrite=True"):
+        ledger.record_usage(asm, 1, 1)
+    ledger.record_usage(asm.id, asm.input_tokens + 9, 121, overwrite=True)
+    assert ledger.get_assembly(asm.id)["tokens"]["error"] == -9
+    with pytest.raises(InputError, match="field 'input_tokens'"):
+        ledger.record_usage(asm, -1, 1, overwrite=True)
+    for bad in (-1, 0, True, "3"):
+        with pytest.raises(InputError, match=r"field 'as_of_seq'.*seq >= 1"):
+            ledger.assemble(conv, window_tokens=8000, output_tokens=800, margin_tokens=200, as_of_seq=bad)
     omitted = manifest["omitted"][0]["ref"]
     assert ledger.explain(asm.id, omitted)["reason"] == "budget"
     fresh = Ledger(store).assemble(conv, window_tokens=8000, output_tokens=800, margin_tokens=200)

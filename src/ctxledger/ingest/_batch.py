@@ -38,9 +38,9 @@ class ParsedConversation:
         return sum(1 for record in self.records if record.kind is kind)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class ImportBatch:
-    """Everything parsed from one input, not yet written.
+    """Everything parsed from one input, not yet written (its repr gives counts, not records).
 
     Attributes:
         source: the file name (or ``"<api>"``) it came from.
@@ -75,10 +75,19 @@ class ImportBatch:
     def _count(self, kind: Kind) -> int:
         return sum(conv.count(kind) for conv in self.conversations)
 
+    def __repr__(self) -> str:
+        """``ImportBatch(source=…, format=…, conversations=(ids…), records=N, messages=N, …)``."""
+        ids = tuple(conv.conversation_id for conv in self.conversations)
+        return (
+            f"ImportBatch(source={self.source!r}, format={self.format!r}, conversations={_ids(ids)}, "
+            f"records={self.records}, messages={self.messages}, tool_calls={self.tool_calls}, "
+            f"artifacts={self.artifacts})"
+        )
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, repr=False)
 class ImportResult:
-    """What :func:`write_batch` stored.
+    """What :func:`write_batch` stored (its repr gives counts and conversation ids, not the records).
 
     Attributes:
         conversation_ids: ids of the conversations written, in order.
@@ -104,6 +113,24 @@ class ImportResult:
     def artifacts(self) -> int:
         """Number of tool artifacts written."""
         return sum(1 for r in self.records if isinstance(r, ToolArtifact))
+
+    def __repr__(self) -> str:
+        """``ImportResult(conversation_ids=(…), records=N, messages=N, tool_calls=N, artifacts=N, blobs=N)``."""
+        return (
+            f"ImportResult(conversation_ids={_ids(self.conversation_ids)}, records={len(self.records)}, "
+            f"messages={self.messages}, tool_calls={self.tool_calls}, artifacts={self.artifacts}, blobs={self.blobs})"
+        )
+
+
+REPR_IDS = 10
+"""Conversation ids a repr lists before summarising the rest (a LoCoMo file holds many)."""
+
+
+def _ids(ids: tuple[str, ...]) -> str:
+    if len(ids) <= REPR_IDS:
+        return repr(ids)
+    shown = ", ".join(repr(i) for i in ids[:REPR_IDS])
+    return f"({shown}, … {len(ids) - REPR_IDS} more)"
 
 
 def write_batch(store: GraphStore, batch: ImportBatch) -> ImportResult:

@@ -175,7 +175,7 @@ class ChatMapper:
             name=name,
         )
 
-    def _assistant(self, msg: Mapping[str, Any], loc: Loc) -> None:
+    def _assistant(self, msg: Mapping[str, Any], loc: Loc) -> Message:
         calls = self._tool_calls(msg, loc)
         legacy = optional(msg, "function_call", dict, loc, "an object")
         if calls and legacy is not None:
@@ -196,6 +196,7 @@ class ChatMapper:
             )
         if legacy is not None:
             self._legacy_call(message, legacy, loc)
+        return message
 
     def _tool_calls(self, msg: Mapping[str, Any], loc: Loc) -> list[tuple[str, str, str]]:
         calls = optional(msg, "tool_calls", list, loc, "an array of tool calls", default=[])

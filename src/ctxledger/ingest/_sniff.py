@@ -16,8 +16,8 @@ Rules, first match wins (``value`` is the parsed JSON, or the list of records of
    tools, ``image_url`` parts) *or no trait at all* (plain user/assistant string messages read the
    same in both formats).
 
-Anything else, or a transcript with traits of both formats, is ambiguous: ``InputError`` listing the
-formats to pass as ``fmt``.
+Anything else, or a transcript with traits of both formats, is ambiguous: ``FormatNotRecognised`` (an
+``InputError``) listing the formats to pass as ``fmt``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ctxledger.errors import InputError
+from ctxledger.errors import FormatNotRecognised
 
 FORMATS = (
     "anthropic-messages",
@@ -48,7 +48,7 @@ def sniff(value: Any, source: str) -> str:
     """Return the format of a parsed source (rules in the module docstring).
 
     Raises:
-        InputError: the format cannot be told; the message lists the formats.
+        FormatNotRecognised: the format cannot be told; the message lists the formats.
     """
     if isinstance(value, dict):
         found = _object_format(value)
@@ -59,9 +59,7 @@ def sniff(value: Any, source: str) -> str:
     found = _record_format(first) or _chat_format(value)
     if found:
         return found
-    raise InputError(
-        f"cannot tell the format of this input; pass fmt= one of {', '.join(FORMATS)}", source=source
-    )
+    raise FormatNotRecognised(source, FORMATS)
 
 
 def _object_format(value: Mapping[str, Any]) -> str | None:

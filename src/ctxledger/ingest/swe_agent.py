@@ -4,7 +4,16 @@ Source: SWE-agent/SWE-agent trajectories: ``{environment, trajectory, history, i
 Only ``history`` is imported — the chat messages actually sent to the model; ``trajectory`` (the
 agent's step log) and ``replay_config`` are not. History messages are OpenAI-shaped:
 
-* text variants: ``system`` / ``user`` / ``assistant`` messages whose commands live in the text;
+* text-command variants: assistant messages whose ``action`` holds the command the agent ran (parsed
+  by SWE-agent from the reply text), each followed by a ``user`` message holding its output. Each such
+  assistant message keeps its text and gets one ``ToolCall`` named :data:`TEXT_ACTION_TOOL` (``bash``)
+  with arguments ``{"command": <action>}`` (call id ``action_<n>``, ``n`` the message's index;
+  ``meta["text_action"] = True``); the ``user`` message right after it becomes that call's
+  ``ToolArtifact`` (the UTF-8 text the model was shown). ``bash`` is the name SWE-agent's own
+  function-calling variants give shell commands; the first word of an action is no valid tool name in
+  general (``RsaCtfTool.py``), and SWE-agent runs every text action, its editor commands included, in
+  the container's shell. An action with no output after it (the final ``submit``) stays a pending call;
+  user messages that answer no action (the task, demonstrations) stay messages;
 * function-calling variants: assistant ``tool_calls`` (OpenAI form) and ``role: "tool"`` results that
   name the calls they answer in ``tool_call_ids`` (a list; one artifact per id);
 * ``message_type`` (``system_prompt``, ``observation``, ``action``, ``demonstration`` …), ``agent``,
@@ -16,6 +25,7 @@ agent's step log) and ``replay_config`` are not. History messages are OpenAI-sha
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,12 +34,46 @@ from ctxledger.ingest._builder import ConversationBuilder, ParseOptions
 from ctxledger.ingest._chat import ChatMapper
 from ctxledger.ingest._fields import Loc, as_object, optional, require
 from ctxledger.ingest._load import Loaded
+from ctxledger.records import Message
 
 FORMAT = "swe-agent"
 
+TEXT_ACTION_TOOL = "bash"
+"""Tool name of the calls made from text-command actions (see the module docstring)."""
+
 
 class SweAgentMapper(ChatMapper):
-    """Chat mapping with SWE-agent's ``tool_call_ids`` and step fields."""
+    """Chat mapping with SWE-agent's ``tool_call_ids``, text-command actions and step fields."""
+
+    def __init__(self, builder: ConversationBuilder) -> None:
+        """Map one trajectory's ``history`` into ``builder``."""
+        super().__init__(builder)
+        self._action_call: str | None = None
+        """Call id of the latest text action while its output has not come yet."""
+
+    def _assistant(self, msg: Mapping[str, Any], loc: Loc) -> Message:
+        """The message (and its ``tool_calls``); a text ``action`` without them becomes a ``bash`` call."""
+        message = super()._assistant(msg, loc)
+        self._action_call = None
+        action = optional(msg, "action", str, loc, "a string")
+        if action and action.strip() and not msg.get("tool_calls") and msg.get("function_call") is None:
+            call_id = f"action_{self.position}"
+            arguments = json.dumps({"command": action}, ensure_ascii=False)
+            self.b.add_call(
+                message, loc, "action", call_id=call_id, name=TEXT_ACTION_TOOL, arguments=arguments, index=0,
+                meta={"text_action": True},
+            )  # fmt: skip
+            self._action_call = call_id
+        return message
+
+    def _user(self, msg: Mapping[str, Any], loc: Loc) -> None:
+        """The output of the text action just before it, else a user message."""
+        call_id, self._action_call = self._action_call, None
+        if call_id is None or not _text_only(msg.get("content")):
+            super()._user(msg, loc)
+            return
+        text, parts_meta = self._result_text(msg, loc)
+        self._result(msg, loc, "content", call_id, text, parts_meta)
 
     def result_call_ids(self, msg: Mapping[str, Any], loc: Loc) -> list[tuple[str, str]]:
         """Ids from ``tool_call_ids`` (a list), else the standard ``tool_call_id``."""
@@ -51,6 +95,13 @@ class SweAgentMapper(ChatMapper):
         if meta.get("thought") == msg.get("content"):
             meta.pop("thought", None)
         return meta
+
+
+def _text_only(content: Any) -> bool:
+    """Whether ``content`` is a string or a list of text parts (a tool result carries only text)."""
+    if isinstance(content, str):
+        return True
+    return isinstance(content, list) and all(isinstance(p, dict) and p.get("type") == "text" for p in content)
 
 
 def parse(loaded: Loaded, options: ParseOptions) -> ImportBatch:

@@ -160,8 +160,18 @@ class GraphStore(Protocol):
         """Manifests of a tenant (optionally one conversation), oldest first."""
         ...
 
-    def record_usage(self, tenant_id: str, assembly_id: str, input_tokens: int, output_tokens: int) -> None:
-        """Store the usage a provider reported for an assembly's model call."""
+    def record_usage(
+        self, tenant_id: str, assembly_id: str, input_tokens: int, output_tokens: int, *, overwrite: bool = False
+    ) -> None:
+        """Store the usage a provider reported for an assembly's model call (tokens).
+
+        Usage already recorded is replaced only with ``overwrite=True``; the check and the write are
+        atomic, so two replicas reporting the same call cannot both win.
+
+        Raises:
+            RecordNotFound: no such assembly in the tenant.
+            UsageAlreadyRecorded: usage is recorded and ``overwrite`` is false.
+        """
         ...
 
     def delete_tenant(self, tenant_id: str) -> int:

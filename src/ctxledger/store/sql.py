@@ -28,7 +28,7 @@ from sqlalchemy.engine import URL, Connection, Engine, create_engine
 from sqlalchemy.exc import IntegrityError as SqlIntegrityError
 from sqlalchemy.sql.elements import ColumnElement
 
-from ctxledger.errors import ConfigurationError, InputError, RecordNotFound
+from ctxledger.errors import ConfigurationError, InputError, RecordNotFound, UsageAlreadyRecorded
 from ctxledger.records import Branch, Record, ToolArtifact, utcnow
 from ctxledger.store import _rules
 from ctxledger.store._migrate import WRITE_OPTION, check_revision, upgrade
@@ -396,11 +396,20 @@ class SqlStore:
         where = [] if conversation_id is None else [assemblies.c.conversation_id == conversation_id]
         return [assembly_from_row(row) for row in self._assembly_rows(tenant_id, *where)]
 
-    def record_usage(self, tenant_id: str, assembly_id: str, input_tokens: int, output_tokens: int) -> None:
-        """Store the usage (tokens) a provider reported for an assembly's call. Raises ``RecordNotFound``."""
+    def record_usage(
+        self, tenant_id: str, assembly_id: str, input_tokens: int, output_tokens: int, *, overwrite: bool = False
+    ) -> None:
+        """Store the usage (tokens) a provider reported for an assembly's call (see ``GraphStore.record_usage``).
+
+        Raises:
+            RecordNotFound: no such assembly in the tenant.
+            UsageAlreadyRecorded: usage is recorded and ``overwrite`` is false.
+        """
+        where = [assemblies.c.tenant_id == tenant_id, assemblies.c.id == assembly_id]
+        guard = [] if overwrite else [assemblies.c.usage_input_tokens.is_(None)]
         stmt = (
             update(assemblies)
-            .where(assemblies.c.tenant_id == tenant_id, assemblies.c.id == assembly_id)
+            .where(*where, *guard)
             .values(
                 usage_input_tokens=int(input_tokens),
                 usage_output_tokens=int(output_tokens),
@@ -409,7 +418,11 @@ class SqlStore:
         )
         with self._write() as conn:
             if conn.execute(stmt).rowcount == 0:
-                raise RecordNotFound(tenant_id, assembly_id, what="assembly")
+                cols = (assemblies.c.usage_input_tokens, assemblies.c.usage_output_tokens)
+                row = conn.execute(select(*cols).where(*where)).first()
+                if row is None:
+                    raise RecordNotFound(tenant_id, assembly_id, what="assembly")
+                raise UsageAlreadyRecorded(assembly_id, row[0], row[1])
 
     def delete_tenant(self, tenant_id: str) -> int:
         """Delete a tenant's records, heads and assemblies, then its blobs no remaining record references.
