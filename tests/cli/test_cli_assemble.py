@@ -341,3 +341,12 @@ def test_out_dash_means_stdout_for_assemble_and_rehydrate(
     assert raw.exit_code == 0, raw.output
     assert raw.stdout_bytes == data
     assert not (tmp_path / "-").exists()
+
+
+def test_python_dash_m_runs_the_cli():
+    """``python -m ctxledger`` is the same command line as the script."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "ctxledger", "--help"], capture_output=True, text=True, check=True)
+    assert "Usage: ctxledger" in out.stdout and "assemble" in out.stdout
