@@ -147,7 +147,6 @@ class MemoryStore:
         """Start empty."""
         self.blobs: BlobStore = blobs if blobs is not None else MemoryBlobStore()
         self._tenants: dict[str, _Tenant] = {}
-        self._owner: dict[str, str] = {}
         self._token_counts: dict[tuple[str, str], int] = {}
         self._lock = threading.RLock()
 
@@ -167,7 +166,8 @@ class MemoryStore:
         _rules.check_batch(batch)
         rows = [encode_record(r, i) for i, r in enumerate(batch)]
         with self._lock:
-            error = _rules.duplicate_error(batch, (r.id for r in batch if r.id in self._owner))
+            stored = (_rules.record_key(r) for r in batch if r.id in self._tenant(r.tenant_id).records)
+            error = _rules.duplicate_error(batch, stored)
             if error is not None:
                 raise error
             heads = {
@@ -190,7 +190,6 @@ class MemoryStore:
             tenant = self._tenants[record.tenant_id]
             tenant.records[record.id] = record
             tenant.by_conversation.setdefault(record.conversation_id, []).append(record)
-            self._owner[record.id] = record.tenant_id
         return stored
 
     def get(self, tenant_id: str, record_id: str) -> Record:
@@ -277,12 +276,17 @@ class MemoryStore:
                 self._token_counts.setdefault((counter_id, content_hash), int(tokens))
 
     def put_assembly(self, manifest: Mapping[str, Any]) -> None:
-        """Persist one manifest. Raises ``InputError`` for a bad manifest or a duplicate id."""
+        """Persist one manifest. Raises ``InputError`` for a bad manifest or an id the tenant already has."""
         row = assembly_row(manifest)
         with self._lock:
-            if any(row["id"] in t.assemblies for t in self._tenants.values()):
-                raise InputError(f"assembly {row['id']!r} already exists", source="<assembly>", field="id")
-            self._tenants.setdefault(row["tenant_id"], _Tenant()).assemblies[row["id"]] = row
+            tenant = self._tenants.setdefault(row["tenant_id"], _Tenant())
+            if row["id"] in tenant.assemblies:
+                raise InputError(
+                    f"assembly {row['id']!r} already exists in tenant {row['tenant_id']!r}",
+                    source="<assembly>",
+                    field="id",
+                )
+            tenant.assemblies[row["id"]] = row
 
     def get_assembly(self, tenant_id: str, assembly_id: str) -> dict[str, Any]:
         """Return a persisted manifest (with ``observed_usage`` once recorded). Raises ``RecordNotFound``."""
@@ -327,8 +331,6 @@ class MemoryStore:
             tenant = self._tenants.pop(tenant_id, None)
             if tenant is None:
                 return 0
-            for record_id in tenant.records:
-                self._owner.pop(record_id, None)
             candidates = {sha for r in tenant.records.values() if (sha := _blob_of(r))}
             live = {_blob_of(r) for t in self._tenants.values() for r in t.records.values()}
         for sha in sorted(candidates - live):

@@ -1,8 +1,8 @@
 """The append and lineage rules every backend shares, so that all stores agree (DESIGN §1, §6).
 
 Append: a batch is checked whole before anything is written. Every record needs non-empty ``id``,
-``tenant_id``, ``conversation_id`` and ``branch_id``; ids are unique (within the batch and against the
-store); a :class:`~ctxledger.records.Branch` has ``id == branch_id`` and, when it has a parent, an
+``tenant_id``, ``conversation_id`` and ``branch_id``; ids are unique per tenant (within the batch and
+against the tenant's stored records; another tenant may use the same id, and is never told so); a :class:`~ctxledger.records.Branch` has ``id == branch_id`` and, when it has a parent, an
 integer ``fork_seq >= 0``. A :class:`~ctxledger.records.Conversation` record creates its conversation's
 head (at most once); every other record must belong to a conversation created earlier (in the store or
 earlier in the same batch). ``seq`` is assigned per conversation in input order, continuing the head;
@@ -26,6 +26,9 @@ from ctxledger.store.codec import SOURCE
 
 ConversationKey = tuple[str, str]
 """``(tenant_id, conversation_id)``."""
+
+RecordKey = tuple[str, str]
+"""``(tenant_id, record id)``: a record's identity in every store."""
 
 _REQUIRED = ("id", "tenant_id", "conversation_id", "branch_id")
 
@@ -55,35 +58,55 @@ def _check_envelope(record: Record, index: int) -> None:
             )
 
 
+def record_key(record: Record) -> RecordKey:
+    """``(tenant_id, id)`` of a record."""
+    return (record.tenant_id, record.id)
+
+
 def check_batch(records: Sequence[Record]) -> None:
-    """Check the envelope of every record and that no id repeats within the batch.
+    """Check the envelope of every record and that no id repeats within one tenant of the batch.
 
     Raises:
         InputError: names the record index and field.
     """
-    first_index: dict[str, int] = {}
+    first_index: dict[RecordKey, int] = {}
     for index, record in enumerate(records):
         if not isinstance(record, Record):
             raise InputError(f"expected a Record, got {type(record).__name__}", source=SOURCE, index=index)
         _check_envelope(record, index)
-        if record.id in first_index:
+        key = record_key(record)
+        if key in first_index:
             raise InputError(
-                f"record id {record.id!r} appears twice in this append (also at record "
-                f"{first_index[record.id]})",
+                f"record id {record.id!r} appears twice in tenant {record.tenant_id!r} of this append "
+                f"(also at record {first_index[key]})",
                 source=SOURCE,
                 index=index,
                 field="id",
             )
-        first_index[record.id] = index
+        first_index[key] = index
 
 
-def duplicate_error(records: Sequence[Record], existing: Iterable[str]) -> InputError | None:
-    """The error for the first record whose id is already stored, or ``None``."""
+def ids_by_tenant(records: Iterable[Record]) -> dict[str, list[str]]:
+    """The batch's record ids grouped by tenant (sorted tenants, ids in input order)."""
+    grouped: dict[str, list[str]] = {}
+    for record in records:
+        grouped.setdefault(record.tenant_id, []).append(record.id)
+    return dict(sorted(grouped.items()))
+
+
+def duplicate_error(records: Sequence[Record], existing: Iterable[RecordKey]) -> InputError | None:
+    """The error for the first record whose ``(tenant_id, id)`` is already stored, or ``None``.
+
+    Args:
+        records: the batch.
+        existing: keys of the batch's records that the store already holds (other tenants' records
+            must not be passed: a tenant is never told about ids outside it).
+    """
     taken = set(existing)
     for index, record in enumerate(records):
-        if record.id in taken:
+        if record_key(record) in taken:
             return InputError(
-                f"record id {record.id!r} already exists; records are immutable",
+                f"record id {record.id!r} already exists in tenant {record.tenant_id!r}; records are immutable",
                 source=SOURCE,
                 index=index,
                 field="id",

@@ -78,10 +78,12 @@ class GraphStore(Protocol):
         """Append records in one transaction and return them with ``seq`` assigned.
 
         ``seq`` is assigned per conversation in input order, continuing after the conversation's
-        current head. Either every record is written or none is.
+        current head. Either every record is written or none is. A record is identified by
+        ``(tenant_id, id)``: ids are unique per tenant, and two tenants may use the same ids.
 
         Raises:
-            InputError: a record id already exists, or a record names an unknown conversation.
+            InputError: a record id already exists in the record's tenant (the error names only that
+                tenant's record), or a record names an unknown conversation.
         """
         ...
 
@@ -149,7 +151,12 @@ class GraphStore(Protocol):
         ...
 
     def put_assembly(self, manifest: Mapping[str, Any]) -> None:
-        """Persist one assembly manifest (a JSON-able mapping with ``id``, ``tenant_id`` …)."""
+        """Persist one assembly manifest (a JSON-able mapping with ``id``, ``tenant_id`` …).
+
+        Raises:
+            InputError: a bad manifest, or the tenant already has an assembly with that id (ids are
+                unique per tenant, like record ids).
+        """
         ...
 
     def get_assembly(self, tenant_id: str, assembly_id: str) -> dict[str, Any]:

@@ -4,15 +4,18 @@ One set of SQLAlchemy Core tables serves both dialects, and one Alembic history
 (``ctxledger/store/migrations``) creates it; a test compares the migrated database with these tables on
 both dialects so the two can never drift.
 
-* ``records``: one row per graph record. The envelope fields the store filters on are columns; every
-  other field is ``body``, the canonical JSON of the record's remaining fields (``ctxledger.store.codec``).
+* ``records``: one row per graph record, identified by ``(tenant_id, id)``: ids are unique per tenant, so
+  two tenants may hold records (and conversations) with the same ids. The envelope fields the store
+  filters on are columns; every other field is ``body``, the canonical JSON of the record's remaining
+  fields (``ctxledger.store.codec``).
   ``blob_sha256`` copies a record's blob reference (a :class:`~ctxledger.records.ToolArtifact`'s ``sha256``)
   so that blob garbage collection is an indexed lookup instead of a scan of JSON bodies.
 * ``conversation_heads``: one row per conversation with its highest ``seq``; appends lock it
   (``SELECT … FOR UPDATE`` on PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite) so concurrent appenders never
   assign the same ``seq``.
 * ``token_counts``: the token-count cache keyed by (counter id, content hash).
-* ``assemblies``: persisted manifests with the usage the provider reported afterwards.
+* ``assemblies``: persisted manifests, identified by ``(tenant_id, id)``, with the usage the provider
+  reported afterwards.
 
 Times are ISO-8601 UTC strings with microseconds (``2024-05-01T12:00:00.000000+00:00``), so they sort
 as text and round-trip exactly on both dialects.
@@ -47,7 +50,7 @@ metadata = MetaData(
 records = Table(
     "records",
     metadata,
-    Column("id", String, primary_key=True),
+    Column("id", String, nullable=False),
     Column("tenant_id", String, nullable=False),
     Column("conversation_id", String, nullable=False),
     Column("branch_id", String, nullable=False),
@@ -62,6 +65,7 @@ records = Table(
     Column("external_id", String, nullable=True),
     Column("blob_sha256", String(64), nullable=True),
     Column("body", Text, nullable=False),
+    PrimaryKeyConstraint("tenant_id", "id"),
     UniqueConstraint("tenant_id", "conversation_id", "seq"),
     Index(None, "tenant_id", "conversation_id", "branch_id", "seq"),
     Index(None, "blob_sha256"),
@@ -91,7 +95,7 @@ token_counts = Table(
 assemblies = Table(
     "assemblies",
     metadata,
-    Column("id", String, primary_key=True),
+    Column("id", String, nullable=False),
     Column("tenant_id", String, nullable=False),
     Column("conversation_id", String, nullable=False),
     Column("branch_id", String, nullable=True),
@@ -102,5 +106,6 @@ assemblies = Table(
     Column("usage_input_tokens", Integer, nullable=True),
     Column("usage_output_tokens", Integer, nullable=True),
     Column("observed_at", String(32), nullable=True),
+    PrimaryKeyConstraint("tenant_id", "id"),
     Index(None, "tenant_id", "conversation_id", "created_at"),
 )

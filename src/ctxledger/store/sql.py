@@ -11,7 +11,8 @@ how an append serialises with concurrent appenders:
 * PostgreSQL locks the batch's ``conversation_heads`` rows with ``SELECT … FOR UPDATE`` (in a fixed
   order), so concurrent appenders to one conversation queue and never assign the same ``seq``.
 
-Every query filters by ``tenant_id``. The append rules themselves (ids, conversations, ``seq``) are
+Every query filters by ``tenant_id``; records and assemblies are keyed by ``(tenant_id, id)``, so the
+duplicate-id check of an append looks only inside each record's own tenant. The append rules themselves (ids, conversations, ``seq``) are
 ``ctxledger.store._rules``, shared with the in-memory store.
 """
 
@@ -172,7 +173,7 @@ class SqlStore:
             raise self._conflict_error(batch) from exc
 
     def _append_in(self, conn: Connection, batch: list[Record], rows: list[dict[str, Any]]) -> list[Record]:
-        error = _rules.duplicate_error(batch, self._existing_ids(conn, [r.id for r in batch]))
+        error = _rules.duplicate_error(batch, self._existing_keys(conn, batch))
         if error is not None:
             raise error
         plan = _rules.plan_append(batch, self._lock_heads(conn, _rules.conversation_keys(batch)))
@@ -199,10 +200,13 @@ class SqlStore:
             "created_at": format_time(new.record.created_at),
         }
 
-    def _existing_ids(self, conn: Connection, ids: Sequence[str]) -> set[str]:
-        found: set[str] = set()
-        for chunk in _chunks(ids):
-            found.update(conn.scalars(select(records.c.id).where(records.c.id.in_(chunk))))
+    def _existing_keys(self, conn: Connection, batch: Sequence[Record]) -> set[_rules.RecordKey]:
+        """``(tenant_id, id)`` of the batch's records already stored, each looked up in its own tenant only."""
+        found: set[_rules.RecordKey] = set()
+        for tenant_id, ids in _rules.ids_by_tenant(batch).items():
+            for chunk in _chunks(ids):
+                stmt = select(records.c.id).where(records.c.tenant_id == tenant_id, records.c.id.in_(chunk))
+                found.update((tenant_id, record_id) for record_id in conn.scalars(stmt))
         return found
 
     def _lock_heads(self, conn: Connection, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
@@ -225,7 +229,7 @@ class SqlStore:
     def _conflict_error(self, batch: list[Record]) -> InputError:
         """A concurrent append won a race for an id or a conversation: name the record if we can."""
         with self._read() as conn:
-            error = _rules.duplicate_error(batch, self._existing_ids(conn, [r.id for r in batch]))
+            error = _rules.duplicate_error(batch, self._existing_keys(conn, batch))
         return error or InputError(
             "a concurrent append created the same conversation or ids; nothing was written", source="<append>"
         )
@@ -364,7 +368,7 @@ class SqlStore:
         """Persist one assembly manifest (see ``codec.assembly_row`` for the columns it fills).
 
         Raises:
-            InputError: a bad manifest, or an assembly with that id already exists.
+            InputError: a bad manifest, or the tenant already has an assembly with that id.
         """
         row = assembly_row(manifest)
         try:
@@ -372,7 +376,9 @@ class SqlStore:
                 conn.execute(assemblies.insert(), row)
         except SqlIntegrityError as exc:
             raise InputError(
-                f"assembly {row['id']!r} already exists", source="<assembly>", field="id"
+                f"assembly {row['id']!r} already exists in tenant {row['tenant_id']!r}",
+                source="<assembly>",
+                field="id",
             ) from exc
 
     def _assembly_rows(self, tenant_id: str, *where: ColumnElement[bool]) -> list[dict[str, Any]]:
