@@ -60,7 +60,7 @@ from datasketch import MinHash, MinHashLSH  # type: ignore[import-untyped]
 from ctxledger.assemble.costing import Coster, FixedCoster, turn_key
 from ctxledger.assemble.select import Option
 from ctxledger.assemble.units import Unit, UnitKind, render_memory
-from ctxledger.errors import BudgetError, InputError, IntegrityError
+from ctxledger.errors import BudgetError, InputError, IntegrityError, RecordNotFound
 from ctxledger.hashing import sha256_hex
 from ctxledger.policy.base import Outcome, PolicyDecision, ReasonCode
 from ctxledger.records import Message, Record, ToolArtifact, ToolCall, ToolMemory
@@ -191,8 +191,10 @@ class Ladder:
         min_tokens: turns below this cost (tokens, verbatim) are never re-represented.
         messages: also excerpt long user and assistant message texts (their locators name the message).
 
-    A ladder caches the options of every unit it has seen (by unit id, turn content, marks, coster and query),
-    so repeated assemblies of a growing history only build options for new units.
+    A ladder caches the options of every unit it has seen (by tenant, unit id, turn content, marks, coster and
+    query), so repeated assemblies of a growing history only build options for new units. The tenant is part of
+    the key because record ids are unique per tenant only: two tenants' units may share an id and content while
+    their records differ (times, metadata), and one tenant's options must never be served to another.
     """
 
     def __init__(
@@ -213,7 +215,7 @@ class Ladder:
         self.messages = messages
         self.reach: frozenset[str] | None = None
         self._cache: dict[tuple[Any, ...], Any] = {} if _cache is None else _cache
-        """Rungs by (unit, content, coster, query) and MinHash sketches by ("sketch", text), per ledger."""
+        """Rungs by (tenant, unit, content, coster, query) and MinHash sketches by ("sketch", text), per ledger."""
 
     def bind(self, query: str | None, reach: frozenset[str] | None = None) -> Ladder:
         """The same ladder (sharing its cache) for one request.
@@ -247,7 +249,7 @@ class Ladder:
         """
         if self.reach is not None and unit.id not in self.reach:
             return []
-        key = (unit.id, _content_key(unit), coster.counter_id, self.focus, self.query)
+        key = (_tenant_of(unit), unit.id, _content_key(unit), coster.counter_id, self.focus, self.query)
         rungs = self._cache.get(key)
         if rungs is None:
             rungs = self._rungs(unit, verbatim, coster)
@@ -585,6 +587,11 @@ class _MemoCounter:
         return [self._memo[t] for t in texts]
 
 
+def _tenant_of(unit: Unit) -> str:
+    """The tenant of a unit's records (``""`` for a unit built without records)."""
+    return unit.records[0].tenant_id if unit.records else ""
+
+
 def _content_key(unit: Unit) -> tuple[Any, ...]:
     """A cheap identity of a unit's model-facing content (Python caches a string's hash on the string)."""
     turns = tuple(
@@ -720,16 +727,20 @@ def rehydrate_ref(
 ) -> bytes:
     """Exactly the bytes a reference names (see :meth:`ctxledger.ledger.Ledger.rehydrate`).
 
-    A locator's record is looked up in the tenant first and must carry the locator's sha256, so a
-    locator cannot reach another tenant's blob. A message's bytes are its text as UTF-8 (the bytes its
-    excerpts locate), checked against the locator's sha256 when one is given.
+    Every read goes through a record the tenant owns: a locator's record is looked up in the tenant first
+    and must carry the locator's sha256, and a bare ``sha256:<hex>`` is read only when one of the tenant's
+    tool artifacts has that sha256 (blobs are content-addressed and shared by tenants, so without the
+    check a tenant could read, or learn of, bytes only another tenant stored). A message's bytes are its
+    text as UTF-8 (the bytes its excerpts locate), checked against the locator's sha256 when one is given.
 
     Raises:
-        RecordNotFound: no such record or blob in the tenant.
+        RecordNotFound: no such record or blob in the tenant (also for a blob only other tenants reference).
         IntegrityError: stored bytes no longer match their hash, or a locator's sha256 does not match.
         InputError: malformed locator, range outside the content, or a record without content.
     """
     if isinstance(ref, str) and ref.startswith("sha256:"):
+        if not store.artifacts_by_sha256(tenant_id, ref.removeprefix("sha256:")):
+            raise RecordNotFound(tenant_id, ref, what="artifact with sha256")
         return rehydrate(store.blobs, ref, byte_range=byte_range)
     locator = Locator.from_dict(ref) if not isinstance(ref, str) else None
     rec = store.get(tenant_id, locator.artifact_id if locator is not None else ref)
