@@ -135,3 +135,29 @@ def test_every_locator_rehydrates_to_bytes_the_option_shows(swe, pick, size, foc
                 assert len(data) == loc["byte_end"] - loc["byte_start"]
                 if option.representation == "excerpt":
                     assert data.decode("utf-8", errors="replace") in shown
+
+
+def _in_tenant(unit: Unit, tenant_id: str, **artifact_fields) -> Unit:
+    """The same unit (same ids, same turns) as another tenant holds it, its artifacts changed by ``artifact_fields``."""
+    records = tuple(
+        dataclasses.replace(r, tenant_id=tenant_id, **(artifact_fields if r.kind.value == "tool_artifact" else {}))
+        for r in unit.records
+    )
+    return dataclasses.replace(unit, records=records)
+
+
+def test_options_are_cached_per_tenant_not_per_unit_id(swe):
+    """Two tenants may hold a unit with one id and one content; each gets options built from its own records."""
+    ledger, _ = swe
+    coster = ledger.coster("openai-chat", "gpt-4o")
+    unit = _failing_run(swe)
+    ladder = Ladder(ledger.store.blobs.get)
+    mine = _in_tenant(unit, "tenant-a", source_version="a-v1", meta={"artifact_ref": "s3://tenant-a/run.log"})
+    theirs = _in_tenant(unit, "tenant-b", source_version="b-v9", meta={"artifact_ref": "s3://tenant-b/run.log"})
+    assert (mine.id, mine.turns) == (theirs.id, theirs.turns)
+    first = ladder(mine, _verbatim(mine, coster), coster)
+    second = ladder(theirs, _verbatim(theirs, coster), coster)
+    shown_first = "\n".join(str(t.content) for o in first for t in o.turns)
+    shown_second = "\n".join(str(t.content) for o in second for t in o.turns)
+    assert "s3://tenant-a/run.log" in shown_first and "b-v9" not in shown_first
+    assert "s3://tenant-b/run.log" in shown_second and "tenant-a" not in shown_second and "a-v1" not in shown_second

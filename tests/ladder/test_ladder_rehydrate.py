@@ -27,6 +27,17 @@ def test_an_artifact_id_or_its_sha256_gives_the_stored_bytes(swe):
     assert ledger.rehydrate(art.id, (100, 400)) == whole[100:400]
 
 
+def test_a_sha256_is_read_only_through_an_artifact_of_the_tenant(swe):
+    """Blobs are shared by content, but ``sha256:`` reads only what one of the tenant's own artifacts references."""
+    ledger, _ = swe
+    art = _artifact(swe)
+    assert ledger.store.blobs.exists(art.sha256)
+    with pytest.raises(RecordNotFound, match="other-tenant"):
+        ledger.rehydrate(f"sha256:{art.sha256}", tenant_id="other-tenant")
+    with pytest.raises(RecordNotFound):
+        ledger.rehydrate(art.id, tenant_id="other-tenant")
+
+
 def test_a_locator_gives_its_own_range_and_must_match_its_artifact(swe):
     """A manifest locator rehydrates its range; a locator whose sha256 is not its artifact's is refused."""
     ledger, _ = swe
