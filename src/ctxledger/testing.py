@@ -671,6 +671,59 @@ class StoreConformance:
                 store.artifacts_by_sha256("ta", bad)
             assert err[0].field == "sha256"
 
+    def test_two_tenants_import_one_trajectory_with_identical_ids(self, store: Any) -> None:
+        """Two tenants import one real trajectory with identical ids; each keeps, assembles and explains its own.
+
+        Record ids are unique per tenant: both imports succeed, reads, assemblies and explanations stay in
+        their tenant, the payload hashes are equal (same content), and deleting one tenant leaves the other
+        whole (records, assemblies, blobs).
+        """
+        from ctxledger.demo import DEMO_PREFIX, demo_source
+        from ctxledger.ledger import Ledger
+
+        ledger = Ledger(store)
+        with demo_source() as path:
+            a = ledger.import_file(path, "tau-bench", tenant_id="dup-a", conversation_id=DEMO_PREFIX)
+            b = ledger.import_file(path, "tau-bench", tenant_id="dup-b", conversation_id=DEMO_PREFIX)
+            with _raises(InputError) as again:
+                ledger.import_file(path, "tau-bench", tenant_id="dup-b", conversation_id=DEMO_PREFIX)
+        assert "'dup-b'" in str(again[0]) and "dup-a" not in str(again[0])
+        (conv,) = a.conversation_ids
+        assert b.conversation_ids == (conv,) and len(a.records) > 50
+        assert [(r.id, r.seq) for r in a.records] == [(r.id, r.seq) for r in b.records]
+        with _raises(InputError) as dup:
+            store.append([b.records[3]])
+        assert dup[0].field == "id" and "'dup-b'" in str(dup[0]) and "dup-a" not in str(dup[0])
+        for tenant, result in (("dup-a", a), ("dup-b", b)):
+            assert store.conversations(tenant) == [conv]
+            assert store.records(tenant, conv) == result.records
+            assert all(store.get(tenant, r.id) == r and r.tenant_id == tenant for r in result.records)
+        artifacts = [r for r in b.records if isinstance(r, ToolArtifact)]
+        assert artifacts and all(store.artifacts_by_sha256("dup-b", x.sha256) for x in artifacts)
+
+        request: dict[str, Any] = {"window_tokens": 8000, "output_tokens": 1000, "now": b.records[-1].created_at}
+        asm_a = ledger.assemble(conv, tenant_id="dup-a", **request)
+        asm_b = ledger.assemble(conv, tenant_id="dup-b", **request)
+        assert asm_a.id != asm_b.id and asm_a.payload_hash == asm_b.payload_hash
+        assert store.get_assembly("dup-a", asm_a.id)["tenant_id"] == "dup-a"
+        assert store.list_assemblies("dup-b", conv)[0]["id"] == asm_b.id
+        with _raises(RecordNotFound):
+            store.get_assembly("dup-b", asm_a.id)
+        first = asm_b.turn_refs[1]
+        assert ledger.explain(asm_b.id, first, tenant_id="dup-b")["ref"] == first
+        with _raises(RecordNotFound):
+            ledger.explain(asm_b.id, first, tenant_id="dup-a")
+
+        assert store.delete_tenant("dup-a") == len(a.records)
+        assert store.records("dup-a", conv) == [] and store.list_assemblies("dup-a") == []
+        with _raises(RecordNotFound):
+            store.get("dup-a", a.records[0].id)
+        assert store.records("dup-b", conv) == b.records
+        assert [m["id"] for m in store.list_assemblies("dup-b")] == [asm_b.id]
+        assert all(store.blobs.exists(x.sha256) for x in artifacts)
+        again_b = Ledger(store).assemble(conv, tenant_id="dup-b", persist=False, **request)
+        assert again_b.payload_hash == asm_b.payload_hash
+
     def test_duplicate_id_is_rejected_and_nothing_is_written(self, store: Any) -> None:
         """An id already stored fails the whole batch with an ``InputError`` naming index and field."""
         store.append([*_start("t1", "c"), _msg("t1", "c", 2, "first")])

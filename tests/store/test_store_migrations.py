@@ -12,9 +12,8 @@ from sqlalchemy import create_engine, inspect
 from sqlalchemy.exc import SQLAlchemyError
 
 from ctxledger.errors import MigrationError
-from ctxledger.store import migrate, open_store
 from ctxledger.store import _engine as store_engine
-from ctxledger.store import schema
+from ctxledger.store import migrate, open_store, schema
 from ctxledger.store._migrate import alembic_config, head_revision
 from ctxledger.store.codec import assembly_row, decode_record, encode_record
 from ctxledger.store.schema import VERSION_TABLE, metadata
@@ -26,9 +25,7 @@ def test_migrated_database_matches_the_schema_module(empty_sql_url: str) -> None
     assert migrate(empty_sql_url) == head_revision() == "0002_tenant_record_ids"
     engine = create_engine(empty_sql_url)
     with engine.connect() as conn:
-        context = MigrationContext.configure(
-            conn, opts={"compare_type": True, "version_table": VERSION_TABLE}
-        )
+        context = MigrationContext.configure(conn, opts={"compare_type": True, "version_table": VERSION_TABLE})
         assert compare_metadata(context, metadata) == []
         names = set(inspect(conn).get_table_names())
         indexes = {ix["name"] for ix in inspect(conn).get_indexes("records")}
@@ -49,9 +46,7 @@ def test_migrate_is_idempotent_and_records_the_revision(empty_sql_url: str) -> N
     migrate(empty_sql_url)
     engine = create_engine(empty_sql_url)
     with engine.connect() as conn:
-        current = MigrationContext.configure(
-            conn, opts={"version_table": VERSION_TABLE}
-        ).get_current_revision()
+        current = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE}).get_current_revision()
     engine.dispose()
     assert current == head_revision()
 
@@ -88,9 +83,7 @@ def _at_revision(url: str, revision: str) -> None:
     engine.dispose()
 
 
-def test_upgrading_a_0001_database_keeps_every_row_and_frees_ids_per_tenant(
-    empty_sql_url: str, tmp_path: Path
-) -> None:
+def test_upgrading_a_0001_database_keeps_every_row_and_frees_ids_per_tenant(empty_sql_url: str, tmp_path: Path) -> None:
     """Rows written at 0001 (ids globally unique) read back after upgrading; then a second tenant may reuse them."""
     _at_revision(empty_sql_url, "0001_initial")
     records = every_record_type("ta", "old")
@@ -144,5 +137,6 @@ def test_downgrade_to_0001_refuses_ids_two_tenants_share(empty_sql_url: str) -> 
         command.downgrade(config, "0001_initial")
     engine.dispose()
     reopened = open_store(empty_sql_url, migrate=False)
-    assert len(reopened.records("ta", "both")) == len(reopened.records("tb", "both")) == len(every_record_type("t", "c"))
+    expected = len(every_record_type("t", "c"))
+    assert len(reopened.records("ta", "both")) == len(reopened.records("tb", "both")) == expected
     reopened.close()

@@ -2,8 +2,9 @@
 
 Append: a batch is checked whole before anything is written. Every record needs non-empty ``id``,
 ``tenant_id``, ``conversation_id`` and ``branch_id``; ids are unique per tenant (within the batch and
-against the tenant's stored records; another tenant may use the same id, and is never told so); a :class:`~ctxledger.records.Branch` has ``id == branch_id`` and, when it has a parent, an
-integer ``fork_seq >= 0``. A :class:`~ctxledger.records.Conversation` record creates its conversation's
+against the tenant's stored records; another tenant may use the same id, and is never told so); a
+:class:`~ctxledger.records.Branch` has ``id == branch_id`` and, when it has a parent, an integer
+``fork_seq >= 0``. A :class:`~ctxledger.records.Conversation` record creates its conversation's
 head (at most once); every other record must belong to a conversation created earlier (in the store or
 earlier in the same batch). ``seq`` is assigned per conversation in input order, continuing the head;
 a ``seq`` set on an input record is ignored.
@@ -47,9 +48,7 @@ def _check_envelope(record: Record, index: int) -> None:
                 field="branch_id",
             )
         fork = record.fork_seq
-        if record.parent_branch_id is not None and (
-            not isinstance(fork, int) or isinstance(fork, bool) or fork < 0
-        ):
+        if record.parent_branch_id is not None and (not isinstance(fork, int) or isinstance(fork, bool) or fork < 0):
             raise InputError(
                 f"branch {record.id!r} has a parent, so fork_seq must be an integer >= 0 (got {fork!r})",
                 source=SOURCE,
@@ -156,9 +155,7 @@ def plan_append(records: Sequence[Record], heads: Mapping[ConversationKey, int])
         key = (record.tenant_id, record.conversation_id)
         if isinstance(record, Conversation):
             if key in current:
-                raise _conversation_error(
-                    record, index, f"conversation {key[1]!r} already exists in tenant {key[0]!r}"
-                )
+                raise _conversation_error(record, index, f"conversation {key[1]!r} already exists in tenant {key[0]!r}")
             current[key] = 0
             created.append(NewConversation(key[0], key[1], record.branch_id, record))
         elif key not in current:

@@ -12,8 +12,8 @@ how an append serialises with concurrent appenders:
   order), so concurrent appenders to one conversation queue and never assign the same ``seq``.
 
 Every query filters by ``tenant_id``; records and assemblies are keyed by ``(tenant_id, id)``, so the
-duplicate-id check of an append looks only inside each record's own tenant. The append rules themselves (ids, conversations, ``seq``) are
-``ctxledger.store._rules``, shared with the in-memory store.
+duplicate-id check of an append looks only inside each record's own tenant. The append rules themselves
+(ids, conversations, ``seq``) are ``ctxledger.store._rules``, shared with the in-memory store.
 """
 
 from __future__ import annotations
@@ -180,9 +180,7 @@ class SqlStore:
         created = {(c.tenant_id, c.conversation_id) for c in plan.created}
         if plan.created:
             conn.execute(conversation_heads.insert(), [self._head_row(c, plan) for c in plan.created])
-        updates = [
-            {"t": key[0], "c": key[1], "h": seq} for key, seq in plan.heads.items() if key not in created
-        ]
+        updates = [{"t": key[0], "c": key[1], "h": seq} for key, seq in plan.heads.items() if key not in created]
         if updates:
             conn.execute(_HEAD_UPDATE, updates)
         for row, seq in zip(rows, plan.seqs, strict=True):
@@ -440,9 +438,7 @@ class SqlStore:
         with self._write() as conn:
             candidates = sorted(
                 conn.scalars(
-                    select(blob_column)
-                    .where(records.c.tenant_id == tenant_id, blob_column.is_not(None))
-                    .distinct()
+                    select(blob_column).where(records.c.tenant_id == tenant_id, blob_column.is_not(None)).distinct()
                 )
             )
             deleted = conn.execute(delete(records).where(records.c.tenant_id == tenant_id)).rowcount
