@@ -82,15 +82,18 @@ def test_reimport_is_refused_before_any_write(tau_slice: ImportBatch) -> None:
     assert store.appends == [tau_slice.records] and len(store.blobs) == blobs_before
 
 
-def test_another_tenant_needs_its_own_conversation_id(cases_dir: Path) -> None:
-    """Record ids are global: a second tenant's copy fails whole unless it gets another conversation id."""
+def test_another_tenant_imports_the_same_source_under_the_same_ids(cases_dir: Path) -> None:
+    """Ids are unique per tenant: a second tenant's copy keeps the ids; a re-import within a tenant is refused."""
     store = MemoryStore()
-    write_batch(store, parse_file(cases_dir / "B01.json", tenant_id="a"))
-    with pytest.raises(InputError, match="already exists"):
+    first = write_batch(store, parse_file(cases_dir / "B01.json", tenant_id="a"))
+    second = write_batch(store, parse_file(cases_dir / "B01.json", tenant_id="b"))
+    assert [r.id for r in second.records] == [r.id for r in first.records]
+    assert store.conversations("a") == store.conversations("b") == ["B01"]
+    assert {r.tenant_id for r in store.records("b", "B01")} == {"b"}
+    with pytest.raises(InputError, match="already in tenant 'b'") as refused:
         write_batch(store, parse_file(cases_dir / "B01.json", tenant_id="b"))
-    assert store.conversations("b") == []
-    write_batch(store, parse_file(cases_dir / "B01.json", tenant_id="b", conversation_id="b-B01"))
-    assert store.conversations("a") == ["B01"] and store.conversations("b") == ["b-B01"]
+    assert "'a'" not in str(refused.value)
+    assert store.records("a", "B01") == first.records
 
 
 def test_progress_reports_each_trajectory(tau_path: Path) -> None:
