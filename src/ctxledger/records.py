@@ -4,7 +4,8 @@ Every record is immutable once written. A correction is a new record that links 
 (``supersedes`` on the new record; the old record's ``superseded_by`` is *derived* by the store from
 the newer records, never written into the old row). Every record carries the same envelope:
 
-* ``id``: globally unique string;
+* ``id``: a string unique within its tenant (a record's identity is ``(tenant_id, id)``; two tenants may
+  use the same ids);
 * ``tenant_id``, ``conversation_id``, ``branch_id``: its scope;
 * ``seq``: monotonic per conversation, assigned by the store on append (0 until then). ``seq`` is the
   snapshot clock: "as of seq S" means every record with ``seq <= S`` (inclusive);
