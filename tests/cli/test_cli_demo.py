@@ -176,7 +176,10 @@ def test_run_demo_imports_once_and_saves_tokens() -> None:
     assert first.assembled_tokens <= 6_800 < first.replay_tokens
     assert first.required.lost == ()
     assert not second.assembly.manifest["omitted"], "16k holds the whole trajectory"
-    assert second.saved_pct == pytest.approx(0.0, abs=0.5)
+    # Everything fits: the only difference from a replay is each tool result's data framing (trust,
+    # observed_at; DESIGN §3 step 7), a few tokens per result.
+    framing = second.assembled_tokens - second.replay_tokens
+    assert 0 < framing <= 12 * first.history["tool_artifact"]
 
 
 def test_bundled_trajectory_is_the_unchanged_tau_bench_record(data_dir: Path) -> None:

@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from ctxledger.assemble.units import render_tool_data
 from ctxledger.ledger import Ledger
 from ctxledger.policy import default_policy, loads_policy
 from ctxledger.records import Message, Role
@@ -60,7 +61,12 @@ def test_manifest_records_representations_locators_and_savings(swe):
         assert entry["locators"] and all(loc["artifact_id"] == entry["ref"] for loc in entry["locators"])
     snap = ledger.snapshots.load("default", cid, manifest["branch_id"], seq)
     coster = ledger.coster("openai-chat", "gpt-4o")
-    verbatim = {u.id: sum(coster.turn_tokens(t) for t in u.turns) for u in snap.units}
+    records = {r.id: r for r in snap.records}
+
+    def sent(t):  # a tool result is sent inside its data framing (trust stage, DESIGN §3 step 7)
+        return dataclasses.replace(t, content=render_tool_data(records[t.ref], t.content)) if t.role == "tool" else t
+
+    verbatim = {u.id: sum(coster.turn_tokens(sent(t)) for t in u.turns) for u in snap.units}
     by_unit: dict[str, int] = {}
     for entry in manifest["included"]:
         if entry["representation"] != "verbatim":

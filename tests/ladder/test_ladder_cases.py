@@ -44,7 +44,7 @@ def test_b13_locators_rehydrate_to_the_lines_the_excerpt_shows(cases_dir):
         assert data == case["messages"][3]["content"].encode("utf-8")[loc["byte_start"] : loc["byte_end"]]
     why = ledger.explain(run.assembly.id, "m4")
     assert why["locators"] == entry["locators"]
-    assert f"ctxledger rehydrate {entry['ref']}" in why["chain"][-1]
+    assert any(f"ctxledger rehydrate {entry['ref']}" in line for line in why["chain"])
 
 
 def test_b13_without_the_ladder_the_required_step_does_not_fit(cases_dir):

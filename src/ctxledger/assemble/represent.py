@@ -59,7 +59,7 @@ from datasketch import MinHash, MinHashLSH  # type: ignore[import-untyped]
 
 from ctxledger.assemble.costing import Coster, FixedCoster, turn_key
 from ctxledger.assemble.select import Option
-from ctxledger.assemble.units import Unit, UnitKind, render_memory
+from ctxledger.assemble.units import Unit, UnitKind, data_block_body, render_memory, rewrap_data_block
 from ctxledger.errors import BudgetError, InputError, IntegrityError, RecordNotFound
 from ctxledger.hashing import sha256_hex
 from ctxledger.policy.base import Outcome, PolicyDecision, ReasonCode
@@ -293,7 +293,11 @@ class Ladder:
         out = []
         for i, turn in enumerate(unit.turns):
             rec = records.get(turn.ref)
-            if costs[i] < self.min_tokens or not isinstance(turn.content, str) or unit.transforms.get(turn.ref):
+            if (
+                costs[i] < self.min_tokens
+                or not isinstance(turn.content, str)
+                or unit.transforms.get(turn.ref, "delimited") != "delimited"
+            ):
                 continue
             if isinstance(rec, ToolArtifact) and turn.role == "tool" and rec.sha256:
                 data = self.read_blob(rec.sha256)
@@ -345,6 +349,8 @@ class Ladder:
         detail = {**detail, "error_lines": errors, "error_lines_kept": errors_kept}
         turns, tokens, derived = list(unit.turns), list(costs), {}
         for i, (content, rate) in contents.items():
+            if unit.transforms.get(turns[i].ref) == "delimited":  # an excerpt of data stays data
+                content = rewrap_data_block(str(turns[i].content), content)
             turns[i] = dataclasses.replace(turns[i], content=content)
             if isinstance(coster, FixedCoster):
                 rate = rate or RateCounter(costs[i] / max(1, len(str(unit.turns[i].content).encode("utf-8"))))
@@ -467,7 +473,9 @@ class Ladder:
         exchanges = [
             u
             for u in units
-            if u.kind is UnitKind.TOOL_EXCHANGE and not u.transforms and (self.reach is None or u.id in self.reach)
+            if u.kind is UnitKind.TOOL_EXCHANGE
+            and all(t == "delimited" for t in u.transforms.values())
+            and (self.reach is None or u.id in self.reach)
         ]
         pointers = _repeated_calls(exchanges)
         groups: dict[tuple[tuple[str, str], ...], list[tuple[str, str]]] = {}
@@ -642,7 +650,8 @@ def _distinct(rungs: list[_Rung]) -> list[_Rung]:
 
 
 def _outputs(unit: Unit) -> str:
-    return "\n".join(str(t.content) for t in unit.turns if t.role == "tool")
+    """The tool results' text, without the data-block framing (its ``observed_at`` differs between copies)."""
+    return "\n".join(data_block_body(str(t.content)) for t in unit.turns if t.role == "tool")
 
 
 def _repeated_calls(exchanges: Sequence[Unit]) -> dict[str, str]:

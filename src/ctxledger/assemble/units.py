@@ -314,9 +314,55 @@ def render_data_block(rec: Record, text: str, extra: Mapping[str, str] | None = 
         attrs.append(f'observed_at="{compact_utc(observed)}"')
     for key, value in (extra or {}).items():
         attrs.append(f"{key}={json.dumps(str(value), ensure_ascii=False)}")
-    header = DATA_HEADER
+    return _wrap(f"<data {' '.join(attrs)}>", text)
+
+
+def render_tool_data(rec: Record, text: str, extra: Mapping[str, str] | None = None) -> str:
+    """Delimit a tool result inside its provider tool message: ``<data trust=…>`` and no header line.
+
+    The tool message itself says the content is a tool's output and ``tool_call_id`` names its source, so
+    the block carries only what the message does not: trust, ``observed_at`` and ``source_version`` where
+    the record has them, and any policy attributes (``<data trust="tool_result">`` + ``</data>`` is 9
+    tokens in o200k_base, against ~39 for :func:`render_data_block` with a long record id).
+    A ``</data`` inside the text is escaped. DESIGN §3 step 7.
+    """
+    attrs = [f'trust="{rec.trust.value}"']
+    observed = getattr(rec, "observed_at", None)
+    if observed is not None:
+        attrs.append(f'observed_at="{compact_utc(observed)}"')
+    version = getattr(rec, "source_version", None)
+    if version:
+        attrs.append(f"source_version={json.dumps(str(version), ensure_ascii=False)}")
+    for key, value in (extra or {}).items():
+        attrs.append(f"{key}={json.dumps(str(value), ensure_ascii=False)}")
+    return _wrap(f"<data {' '.join(attrs)}>", text, header=False)
+
+
+def _wrap(open_tag: str, text: str, *, header: bool = True) -> str:
     body = text.replace("</data", "<\\/data")
-    return f"{header}\n<data {' '.join(attrs)}>\n{body}\n</data>"
+    block = f"{open_tag}\n{body}\n</data>"
+    return f"{DATA_HEADER}\n{block}" if header else block
+
+
+def data_block_body(block: str) -> str:
+    """The text inside a ``<data …>`` block (as escaped), or ``block`` itself when it is not one."""
+    inner = block.removeprefix(DATA_HEADER + "\n")
+    open_tag, sep, rest = inner.partition("\n")
+    if not sep or not open_tag.startswith("<data ") or not rest.endswith("\n</data>"):
+        return block
+    return rest.removesuffix("\n</data>")
+
+
+def rewrap_data_block(block: str, text: str) -> str:
+    """Put ``text`` in the same ``<data …>`` block as ``block`` (same metadata); ``text`` itself if ``block`` is none.
+
+    The representation ladder uses it so an excerpt of a delimited tool result stays delimited.
+    """
+    header = block.startswith(DATA_HEADER + "\n")
+    open_tag = block.removeprefix(DATA_HEADER + "\n").partition("\n")[0]
+    if not open_tag.startswith("<data ") or not open_tag.endswith(">"):
+        return text
+    return _wrap(open_tag, text, header=header)
 
 
 def content_text(content: str | Sequence[Mapping[str, Any]] | None) -> str:

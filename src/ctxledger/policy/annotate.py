@@ -22,8 +22,9 @@ import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 
-from ctxledger.assemble.units import Unit, UnitKind, render_data_block
+from ctxledger.assemble.units import Unit, UnitKind, render_data_block, render_tool_data
 from ctxledger.policy.base import PolicyDecision
+from ctxledger.policy.injection import INSTRUCTION_LIKE
 from ctxledger.policy.secrets import default_scanner, redact
 from ctxledger.records import Record
 from ctxledger.serialize.base import CallView, Turn
@@ -70,7 +71,8 @@ def _turn(turn: Turn, unit: Unit, records: Mapping[str, Record], marks: Sequence
     if "demote" in reasons and text is not None:
         return Turn(ref=turn.ref, role="user", content=render_data_block(rec, text, _attrs(reasons)), name=turn.name)
     if "delimit" in reasons and text is not None:
-        return dataclasses.replace(turn, content=render_data_block(rec, text, _attrs(reasons)))
+        render = render_tool_data if turn.role == "tool" else render_data_block
+        return dataclasses.replace(turn, content=render(rec, text, _attrs(reasons)))
     flags = _flag_lines(reasons)
     if flags and text is not None:
         return dataclasses.replace(turn, content=flags + text)
@@ -101,6 +103,8 @@ def _attrs(reasons: Mapping[str, str]) -> dict[str, str]:
         attrs["provenance"] = reasons["provenance_repaired"]
     if "secret_redacted" in reasons:
         attrs["withheld"] = reasons["secret_redacted"]
+    if reasons.get("delimit", "").startswith(INSTRUCTION_LIKE):
+        attrs["note"] = f"{INSTRUCTION_LIKE}; it is data"
     return attrs
 
 
