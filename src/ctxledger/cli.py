@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -553,6 +554,10 @@ def _print_explanation(console: Console, why: Mapping[str, Any], conv: str) -> N
         if value is not None and value != "":
             table.add_row(name, escape(str(value)))
     console.print(table)
+    if why.get("chain"):
+        console.print("[bold]why[/bold] (record → sources → branch → visibility → policy → stage):")
+        for i, step in enumerate(why["chain"]):
+            console.print(f"  {'└─' if i == len(why['chain']) - 1 else '├─'} {escape(str(step))}")
     for d in why.get("decisions", []):
         console.print(f"  decision: stage {d['stage']} → {d['outcome']} ({d['reason']})")
 
@@ -844,6 +849,50 @@ def conversations(ctx: typer.Context) -> None:
     )
 
 
+def _pairs(values: list[str] | None, option: str) -> dict[str, str]:
+    out = {}
+    for value in values or ():
+        key, sep, val = value.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"must look like KEY=VALUE, got {value!r}", source="<command line>", field=option)
+        out[key.strip()] = val.strip()
+    return out
+
+
+def _request_options(
+    agent: str | None,
+    call_type: str | None,
+    phase: str | None,
+    checks: list[str] | None,
+    exact_evidence: list[str] | None,
+    scope: list[str] | None,
+    source_version: list[str] | None,
+    now: str | None,
+) -> dict[str, Any]:
+    """The optional request fields of ``assemble``, validated; only those given."""
+    out: dict[str, Any] = {"agent": agent, "call_type": call_type, "phase": phase}
+    out = {k: v for k, v in out.items() if v is not None}
+    if checks:
+        out["checks_passed"] = tuple(checks)
+    if exact_evidence:
+        out["exact_evidence"] = True if exact_evidence == ["auto"] else tuple(exact_evidence)
+    if scope:
+        out["scope"] = _pairs(scope, "--scope")
+    if source_version:
+        out["source_versions"] = _pairs(source_version, "--source-version")
+    if now is not None:
+        out["now"] = _parse_now(now)
+    return out
+
+
+def _parse_now(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+    except ValueError as exc:
+        raise InputError(f"not an ISO 8601 time: {text!r}", source="<command line>", field="--now") from exc
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
 @app.command()
 def assemble(
     ctx: typer.Context,
@@ -887,6 +936,39 @@ def assemble(
         str | None,
         typer.Option("--provider", help="Provider the payload goes to (privacy routing fails closed for others)."),
     ] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Agent making the call: binds the policy's working-set contract.")
+    ] = None,
+    call_type: Annotated[
+        str | None, typer.Option("--call-type", help="Call type of the contract (routing, synthesis …).")
+    ] = None,
+    phase: Annotated[
+        str | None, typer.Option("--phase", help="Run phase for tool exposure (investigation, action …).")
+    ] = None,
+    checks: Annotated[
+        list[str] | None,
+        typer.Option("--check-passed", help="A check already passed (eligibility, approval …); repeatable."),
+    ] = None,
+    exact_evidence: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--exact-evidence",
+            help="Read back the raw artifact of this memory/artifact id if policy allows (repeatable); "
+            "'auto' = the most relevant selected memory.",
+        ),
+    ] = None,
+    scope: Annotated[
+        list[str] | None,
+        typer.Option("--scope", help="Caller scope label KEY=VALUE (e.g. user_id=u1), compared with records' scope."),
+    ] = None,
+    source_version: Annotated[
+        list[str] | None,
+        typer.Option("--source-version", help="Current version of a source, SOURCE=VERSION (e.g. repo=d4e5f6)."),
+    ] = None,
+    now: Annotated[
+        str | None,
+        typer.Option("--now", help="The call's clock for freshness, ISO 8601 (e.g. 2026-09-01T09:00Z); default now."),
+    ] = None,
 ) -> None:
     """Assemble the context of the conversation's next model call under a token budget.
 
@@ -908,7 +990,8 @@ def assemble(
     with _handled(), _open(settings) as ledger:
         from ctxledger.policy.loader import load_policy
 
-        extra = {"provider": provider} if provider else {}
+        extra: dict[str, Any] = {"provider": provider} if provider else {}
+        extra.update(_request_options(agent, call_type, phase, checks, exact_evidence, scope, source_version, now))
         asm = ledger.assemble(
             conversation,
             tenant_id=settings.tenant,

@@ -7,6 +7,9 @@ A manifest is a JSON-able dict persisted for every assembly. Its top-level keys:
 * ``id``, ``tenant_id``, ``conversation_id``, ``branch_id``, ``snapshot_seq``, ``created_at``;
 * ``policy`` ``{name, version, hash}``, ``assembler_version``, ``counter`` ``{id, is_estimate}``,
   ``model``, ``api``;
+* ``request``: the rest of what the call asked for — ``now`` (the clock freshness was judged by, ISO 8601),
+  ``provider``, ``query``, ``agent``, ``call_type``, ``phase``, ``checks_passed``, ``exact_evidence``,
+  ``scope``, ``source_versions`` — so the assembly can be reproduced;
 * ``budget`` ``{window, output, margin, input, fixed, dynamic}`` (tokens) and ``ledger`` (per class
   ``{cap, used, required}``, and ``saved_by_transform``: tokens each representation transform saved
   against verbatim);
@@ -118,6 +121,7 @@ def build_manifest(
         "model": request.model,
         "api": request.api,
         "participant_id": request.participant_id,
+        "request": _request_facts(request),
         "budget": {
             "window": budget.window_tokens,
             "output": budget.output_tokens,
@@ -157,6 +161,23 @@ def build_manifest(
         "turn_refs": asm.turn_refs,
         "payload_hash": asm.payload_hash,
         "payload": asm.payload,
+    }
+
+
+def _request_facts(request: Any) -> dict[str, Any]:
+    """What else the call asked for, so the assembly can be reproduced (clock, provider, contract, evidence)."""
+    evidence = request.exact_evidence
+    return {
+        "now": request.now.isoformat() if request.now is not None else None,
+        "provider": request.provider,
+        "query": request.query,
+        "agent": request.agent,
+        "call_type": request.call_type,
+        "phase": request.phase,
+        "checks_passed": list(request.checks_passed),
+        "exact_evidence": evidence if isinstance(evidence, bool) else list(evidence),
+        "scope": dict(request.scope),
+        "source_versions": dict(request.source_versions),
     }
 
 

@@ -14,6 +14,7 @@ from ctxledger.demo import DEMO_CONVERSATION, DEMO_FILE, DEMO_TASK
 from ctxledger.hashing import content_hash
 from ctxledger.ledger import Ledger
 from ctxledger.records import ToolArtifact, ToolCall
+from ctxledger.scenarios._graph import GraphBuilder
 
 if TYPE_CHECKING:
     from conftest import DemoStore
@@ -350,3 +351,70 @@ def test_python_dash_m_runs_the_cli():
 
     out = subprocess.run([sys.executable, "-m", "ctxledger", "--help"], capture_output=True, text=True, check=True)
     assert "Usage: ctxledger" in out.stdout and "assemble" in out.stdout
+
+
+def _contract_store(tmp_path: Path) -> tuple[str, Path, GraphBuilder]:
+    """A SQLite store with a CSV export, its memory (derived at commit a1b2c3) and a policy file with a contract."""
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    with Ledger.open(url) as ledger:
+        g = GraphBuilder(ledger, "cli")
+        g.system("sys", "Be brief.")
+        g.user("u1", "Export the invoices.")
+        g.tool("csv", "billing.export", {}, "id,amount\n1,10\n2,20\n", media_type="text/csv")
+        g.memory("m-csv", "2 invoices exported.", sources=["art-csv"], source_version="repo@a1b2c3")
+        g.user("u2", "Use the exact CSV.")
+    policy = tmp_path / "p.toml"
+    policy.write_text(
+        '[policy]\nname = "cli"\nversion = "1"\n[[contracts]]\nagent = "router"\ncall_type = "routing"\n'
+        'sources = ["instructions", "latest_user_turn"]\nmax_input_tokens = 2000\n',
+        encoding="utf-8",
+    )
+    return url, policy, g
+
+
+def test_assemble_request_options_reach_the_manifest(runner: CliRunner, tmp_path: Path) -> None:
+    """--exact-evidence, --now, --source-version, --agent/--call-type with --policy: each shows in the manifest."""
+    url, policy, g = _contract_store(tmp_path)
+    base = ["--db", url, "assemble", g.conversation_id, "--out", str(tmp_path / "p.json")]
+    result = runner.invoke(app, [*base, "--exact-evidence", g.id("m-csv"), "--now", "2026-09-01T09:30Z"])
+    assert result.exit_code == 0, result.output
+    asm_id = next(w for w in result.stdout.split() if w.startswith("asm_"))
+    with Ledger.open(url) as ledger:
+        manifest = ledger.get_assembly(asm_id)
+    assert manifest["request"]["now"] == "2026-09-01T09:30:00+00:00"
+    assert manifest["request"]["exact_evidence"] == [g.id("m-csv")]
+    assert [r["decision"] for r in manifest["rehydrations"]] == ["rehydrated"]
+    stale = runner.invoke(app, [*base, "--source-version", "repo=d4e5f6", "--now", "2026-09-01T09:30Z"])
+    asm_id = next(w for w in stale.stdout.split() if w.startswith("asm_"))
+    with Ledger.open(url) as ledger:
+        marks = ledger.get_assembly(asm_id)["marks"]
+    assert any(m["ref"] == g.id("m-csv") and m["reason"] == "stale" and "d4e5f6" in m["detail"] for m in marks)
+    bound = runner.invoke(app, [*base, "--policy", str(policy), "--agent", "router", "--call-type", "routing"])
+    asm_id = next(w for w in bound.stdout.split() if w.startswith("asm_"))
+    with Ledger.open(url) as ledger:
+        manifest = ledger.get_assembly(asm_id)
+    assert manifest["contract"]["agent"] == "router" and manifest["budget"]["input"] == 2000
+    assert g.id("m-csv") in {e["ref"] for e in manifest["omitted"]}
+
+
+def test_assemble_rejects_malformed_request_options(runner: CliRunner, tmp_path: Path) -> None:
+    """A bad --scope pair or --now time is an input error naming the option (exit code 2), nothing assembled."""
+    url, _, g = _contract_store(tmp_path)
+    for args, option in ((["--scope", "user_id"], "--scope"), (["--now", "yesterday"], "--now")):
+        result = runner.invoke(app, ["--db", url, "assemble", g.conversation_id, *args])
+        assert result.exit_code == 2 and option in result.output, result.output
+    with Ledger.open(url) as ledger:
+        assert ledger.store.list_assemblies("default", g.conversation_id) == []
+
+
+def test_explain_ref_prints_the_chain(runner: CliRunner, tmp_path: Path) -> None:
+    """`explain ASSEMBLY REF` prints the chain: record → sources → branch → visibility → policy → stage."""
+    url, _, g = _contract_store(tmp_path)
+    out = tmp_path / "p.json"
+    result = runner.invoke(app, ["--db", url, "assemble", g.conversation_id, "--out", str(out)])
+    asm_id = next(w for w in result.stdout.split() if w.startswith("asm_"))
+    why = runner.invoke(app, ["--db", url, "explain", asm_id, g.id("m-csv")])
+    assert why.exit_code == 0, why.output
+    flat = _flat(why.stdout)
+    assert f"derived from {g.id('art-csv')}" in flat and "under policy ctxledger-default version" in flat
+    assert "admitted by stage" in flat

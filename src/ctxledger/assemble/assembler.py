@@ -22,6 +22,7 @@ The result carries the payload and a manifest (:mod:`ctxledger.manifest`).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -238,6 +239,8 @@ def assemble(
         ProviderContractError: the payload would break the provider's message rules (a bug; never sent).
     """
     t0 = time.perf_counter()
+    if request.now is None:  # the clock freshness is judged by is part of the request the manifest records
+        request = dataclasses.replace(request, now=utcnow())
     policy = policy.for_request(request)
     budget = _contract_budget(request, policy)
     records, all_units = _candidates(snap, extra_records, read_blob)
