@@ -5,6 +5,7 @@ A policy file is a versioned, declarative value users can write and review, in T
     [policy]
     name = "support-desk"
     version = "7"
+    # unsafe_without = ["secrets"]      # explicit opt-out of a safety stage (hashed, in every manifest)
     # order of the stages; built-in names or names declared in [stage_classes]
     stages = ["scope", "lineage", "visibility", "privacy", "validity", "trust",
               "working_set", "protection", "no_pii_in_routing", "secrets", "compaction", "memory_first"]
@@ -39,6 +40,8 @@ or the same tables as YAML mappings (``.yaml`` / ``.yml``, read with PyYAML's sa
     policy:
       name: support-desk
       version: "7"
+      stages: [scope, lineage, visibility, privacy, validity, trust, working_set, protection,
+               no_pii_in_routing, secrets, compaction, memory_first]
     stage_classes:
       no_pii_in_routing: acme.ctx:NoPiiInRouting
     stages:
@@ -58,10 +61,16 @@ and YAML files give the same policy and the same hash. YAML's extras are refused
 a key that is not a string, or the same key twice in one mapping (errors name the line); a document that
 is not a mapping.
 
-Without ``[policy].stages`` every built-in stage runs in the default order. A custom stage class must
-have ``name`` and ``version`` class attributes, a ``config()`` method and ``__call__(ctx)`` (the
-:class:`~ctxledger.policy.base.Stage` protocol); its configuration is part of the policy hash. Every
-problem raises :class:`~ctxledger.errors.PolicyFileError` naming the file and the field.
+Without ``[policy].stages`` every built-in stage runs in the default order; a custom stage runs only where
+``[policy].stages`` lists it, so declaring one in ``[stage_classes]`` without listing it is an error, and so
+is a key that is a built-in stage's name or differs from the class's ``name``. The safety stages
+(:data:`~ctxledger.policy.safety.SAFETY_STAGES`) must be listed unless ``[policy] unsafe_without`` names
+them (hashed, and recorded in every manifest); a stage listed twice and two contracts for the same agent and
+call type are errors. A custom stage class must have ``name`` and ``version`` class attributes, a
+``config()`` method and ``__call__(ctx)`` (the :class:`~ctxledger.policy.base.Stage` protocol); its
+configuration is part of the policy hash. Settings are validated by the stages' constructors and the
+settings dataclasses (:mod:`ctxledger.policy.checks`). Every problem raises
+:class:`~ctxledger.errors.PolicyFileError` naming the file and the field (``stages.privacy.allow``).
 """
 
 from __future__ import annotations
