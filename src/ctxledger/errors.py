@@ -178,8 +178,10 @@ class PolicyError(CtxledgerError):
     """A policy definition or stage is invalid, or a stage failed or decided something it may not."""
 
 
-class InvalidSetting(PolicyError):
+class InvalidSetting(PolicyError, ValueError):
     """One setting of a policy part is invalid (raised by stage constructors and the settings dataclasses).
+
+    Also a ``ValueError``: an invalid argument value, for callers that build stages in Python.
 
     The policy loader turns it into a :class:`PolicyFileError` whose field is ``<table>.<setting>``
     (e.g. ``stages.privacy.allow``).
