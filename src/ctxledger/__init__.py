@@ -16,6 +16,7 @@ from ctxledger.errors import (
 from ctxledger.ledger import Ledger
 from ctxledger.policy.base import Policy, ReasonCode
 from ctxledger.policy.default import default_policy
+from ctxledger.policy.loader import load_policy, loads_policy
 from ctxledger.store import open_store
 from ctxledger.tokens import get_counter
 
@@ -36,5 +37,7 @@ __all__ = [
     "RequiredBlocksDoNotFit",
     "default_policy",
     "get_counter",
+    "load_policy",
+    "loads_policy",
     "open_store",
 ]

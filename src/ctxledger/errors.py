@@ -16,7 +16,8 @@ on them::
     │   └── FormatNotRecognised     an import's format cannot be told from its content (lists the formats)
     ├── BudgetError
     │   └── RequiredBlocksDoNotFit  required blocks exceed the input budget (itemised)
-    ├── PolicyError                 a policy file or stage is invalid
+    ├── PolicyError                 a policy, a stage, or a stage's decision is invalid
+    │   ├── InvalidSetting          one setting of a stage, selection, rehydration or contract is invalid
     │   └── PolicyFileError         a policy file is invalid (names file and field)
     ├── SerializationError
     │   └── ProviderContractError   a payload would break a provider's documented message rules
@@ -174,7 +175,28 @@ class RequiredBlocksDoNotFit(BudgetError):
 
 
 class PolicyError(CtxledgerError):
-    """A policy definition or stage is invalid."""
+    """A policy definition or stage is invalid, or a stage failed or decided something it may not."""
+
+
+class InvalidSetting(PolicyError, ValueError):
+    """One setting of a policy part is invalid (raised by stage constructors and the settings dataclasses).
+
+    Also a ``ValueError``: an invalid argument value, for callers that build stages in Python.
+
+    The policy loader turns it into a :class:`PolicyFileError` whose field is ``<table>.<setting>``
+    (e.g. ``stages.privacy.allow``).
+
+    Attributes:
+        owner: what the setting belongs to (a stage name, ``"selection"``, ``"rehydration"``, ``"contract"``).
+        setting: the setting's key, dotted for nested keys (e.g. ``"class_caps.nonsense"``).
+        problem: what is wrong, in words.
+    """
+
+    def __init__(self, owner: str, setting: str, problem: str) -> None:
+        super().__init__(f"{owner}.{setting}: {problem}")
+        self.owner = owner
+        self.setting = setting
+        self.problem = problem
 
 
 class PolicyFileError(PolicyError):

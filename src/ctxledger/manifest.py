@@ -5,8 +5,9 @@ DESIGN §5; seed 000 "Registrar qué vio el modelo"; seed 004 §4.4.
 A manifest is a JSON-able dict persisted for every assembly. Its top-level keys:
 
 * ``id``, ``tenant_id``, ``conversation_id``, ``branch_id``, ``snapshot_seq``, ``created_at``;
-* ``policy`` ``{name, version, hash}``, ``assembler_version``, ``counter`` ``{id, is_estimate}``,
-  ``model``, ``api``;
+* ``policy`` ``{name, version, hash[, unsafe_without]}`` (``unsafe_without``: the safety stages the policy
+  deliberately leaves out, present only when it leaves any out), ``assembler_version``, ``counter``
+  ``{id, is_estimate}``, ``model``, ``api``;
 * ``request``: the rest of what the call asked for — ``now`` (the clock freshness was judged by, ISO 8601),
   ``provider``, ``query``, ``agent``, ``call_type``, ``phase``, ``checks_passed``, ``exact_evidence``,
   ``scope``, ``source_versions`` — so the assembly can be reproduced;
@@ -115,7 +116,7 @@ def build_manifest(
         "branch_id": snap.branch_id,
         "snapshot_seq": snap.seq,
         "created_at": datetime.now(UTC).isoformat(),
-        "policy": {"name": policy.name, "version": policy.version, "hash": policy.hash},
+        "policy": _policy_block(policy),
         "assembler_version": _assembler_version(),
         "counter": {"id": coster.counter_id, "is_estimate": coster.is_estimate},
         "model": request.model,
@@ -226,6 +227,14 @@ def _entry(
 def _promotion(option: Option | None, record_id: str) -> dict[str, Any]:
     decision = record_promotion(option, record_id)
     return {"promotion": decision} if decision else {}
+
+
+def _policy_block(policy: Policy) -> dict[str, Any]:
+    """The manifest's ``policy`` block; ``unsafe_without`` only when the policy opts out of a safety stage."""
+    block: dict[str, Any] = {"name": policy.name, "version": policy.version, "hash": policy.hash}
+    if policy.unsafe_without:
+        block["unsafe_without"] = sorted(policy.unsafe_without)
+    return block
 
 
 def _facts(rec: Any) -> dict[str, Any]:

@@ -18,7 +18,7 @@ POLICY = textwrap.dedent(
     [policy]
     name = "support-desk"
     version = "7"
-    stages = ["scope", "lineage", "visibility", "privacy", "validity", "protection", "memory_first"]
+    stages = ["scope", "lineage", "visibility", "privacy", "validity", "trust", "protection", "secrets", "memory_first"]
 
     [stages.scope]
     keys = ["app", "user_id", "org"]
@@ -86,7 +86,7 @@ def test_toml_policy_loads_stages_config_selection_and_contracts(tmp_path):
     policy = load_policy(path)
     assert (policy.name, policy.version) == ("support-desk", "7")
     assert [s.name for s in policy.stages] == [
-        "scope", "lineage", "visibility", "privacy", "validity", "protection", "memory_first",
+        "scope", "lineage", "visibility", "privacy", "validity", "trust", "protection", "secrets", "memory_first",
     ]  # fmt: skip
     scope = policy.stages[0]
     assert isinstance(scope, ScopeStage) and scope.keys == ("app", "user_id", "org")
@@ -123,7 +123,8 @@ def test_custom_stage_by_import_path_runs_and_is_hashed(tmp_path, monkeypatch, c
         [policy]
         name = "acme"
         version = "1"
-        stages = ["scope", "drop_weekend", "protection"]
+        stages = ["scope", "lineage", "visibility", "privacy", "validity", "trust", "drop_weekend", "protection",
+                  "secrets"]
         [stage_classes]
         drop_weekend = "acme_stages:DropWeekendNotes"
         [stages.drop_weekend]
@@ -131,7 +132,7 @@ def test_custom_stage_by_import_path_runs_and_is_hashed(tmp_path, monkeypatch, c
         """
     )
     policy = loads_policy(text, source="acme.toml")
-    assert policy.describe()["stages"][1] == {
+    assert policy.describe()["stages"][6] == {
         "name": "drop_weekend",
         "version": "3",
         "config": {"tag": "user_constraint"},
@@ -202,7 +203,7 @@ POLICY_YAML = textwrap.dedent(
     policy:
       name: support-desk
       version: "7"
-      stages: [scope, lineage, visibility, privacy, validity, protection, memory_first]
+      stages: [scope, lineage, visibility, privacy, validity, trust, protection, secrets, memory_first]
     stages:
       scope:
         keys: [app, user_id, org]

@@ -46,6 +46,7 @@ from ctxledger.policy.annotate import annotate, mark_attrs
 from ctxledger.policy.base import VERBATIM_REASONS, Outcome, Policy, PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.contracts import expose_tools, tool_name
 from ctxledger.policy.rehydration import rehydrate, wanted_memories
+from ctxledger.policy.safety import run_stage
 from ctxledger.records import Message, Record, Role, ToolArtifact, Visibility, utcnow
 from ctxledger.serialize.base import Serializer, Turn
 
@@ -165,6 +166,12 @@ def run_policy(
     ``records`` / ``units`` default to the snapshot's; the assembler passes them with the other branches'
     candidates added. ``find_artifacts`` (bare sha256 → the request tenant's artifacts with those bytes)
     lets the validity stage repair broken provenance from the whole tenant store.
+
+    Custom stages run under :func:`~ctxledger.policy.safety.run_stage`'s checks.
+
+    Raises:
+        PolicyError: a custom stage raised, or decided something it may not (an unknown reason code, an
+            omission of the instructions, the latest user turn or a required unit); names the stage.
     """
     ctx = StageContext(
         request,
@@ -179,7 +186,7 @@ def run_policy(
     )
     plan = _Plan([], {}, {}, marks=ctx.marks, ctx=ctx)
     for stage in policy.stages:
-        for d in stage(ctx):
+        for d in run_stage(stage, ctx):
             plan.decisions.append(d)
             if d.outcome is Outcome.OMIT and d.ref not in plan.omitted:
                 plan.omitted[d.ref] = (str(d.reason), d.stage, d.detail)

@@ -3,7 +3,9 @@
 Public API: :class:`Policy`, :class:`PolicyDecision`, :class:`ReasonCode`, :class:`StageContext` and the
 :class:`Stage` protocol (:mod:`.base`); the built-in stages (:mod:`.stages`); :func:`default_policy`;
 :func:`load_policy` / :func:`loads_policy` for TOML policy files (:mod:`.loader`);
-:class:`WorkingSetContract` (:mod:`.contracts`).
+:class:`WorkingSetContract` (:mod:`.contracts`). The safety rails — mandatory stages, the explicit
+``unsafe_without`` opt-out, the checks on custom stages' decisions — are :mod:`.safety`; setting validation
+is :mod:`.checks`.
 """
 
 from __future__ import annotations

@@ -19,7 +19,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
+from ctxledger.errors import InvalidSetting, PolicyError
 from ctxledger.hashing import content_hash
+from ctxledger.policy.checks import flag, fractions, number
 from ctxledger.policy.contracts import WorkingSetContract, find_contract
 
 if TYPE_CHECKING:
@@ -170,6 +172,16 @@ class StageContext:
         """Whether a record is a candidate not omitted so far."""
         return record_id not in self.omitted and self.record(record_id) is not None
 
+    def protected(self) -> dict[str, str]:
+        """Record id → why a custom stage may not omit it (the instructions, the latest user turn, required units).
+
+        A custom stage that omits one of these makes the assembly fail with a ``PolicyError``; skip them
+        (:func:`ctxledger.policy.safety.protected_records`).
+        """
+        from ctxledger.policy.safety import protected_records
+
+        return protected_records(self)
+
 
 @runtime_checkable
 class Stage(Protocol):
@@ -207,6 +219,13 @@ class SelectionParams:
       ``w_recency``, ``w_kind``, recency-dominant: the agent continues from its latest steps.
 
     ``question_weights = None`` always uses the second set.
+
+    Raises:
+        InvalidSetting: a weight that is negative or not a number; ``recency_half_life`` not > 0;
+            ``class_caps`` with a key that is not a context class (``conversation``, ``operational``,
+            ``epistemic``, ``provenance``, ``policy``, ``recovery``, ``planning``) or a value outside (0, 1];
+            ``question_weights`` not three weights; ``neighbour_decay`` outside [0, 1];
+            ``neighbour_window`` not an integer >= 0; ``ladder`` not a boolean.
     """
 
     w_relevance: float = 0.4
@@ -223,6 +242,26 @@ class SelectionParams:
     """Share of a neighbour's relevance a unit adds per unit of distance (0 = own score only)."""
     neighbour_window: int = 3
     """How many units on each side count as neighbours."""
+
+    def __post_init__(self) -> None:
+        """Validate every setting (see the class docstring)."""
+        from ctxledger.assemble.units import ContextClass
+
+        for key in ("w_relevance", "w_recency", "w_kind"):
+            number(getattr(self, key), "selection", key, low=0.0)
+        number(self.recency_half_life, "selection", "recency_half_life", low=0.0, low_open=True)
+        caps = fractions(self.class_caps, "selection", "class_caps", [c.value for c in ContextClass])
+        object.__setattr__(self, "class_caps", caps)
+        flag(self.ladder, "selection", "ladder")
+        if self.question_weights is not None:
+            qw = self.question_weights
+            if isinstance(qw, str) or not isinstance(qw, Sequence) or len(qw) != 3:
+                raise InvalidSetting("selection", "question_weights", f"must be 3 weights, got {qw!r}")
+            for i, w in enumerate(qw):
+                number(w, "selection", f"question_weights[{i}]", low=0.0)
+            object.__setattr__(self, "question_weights", tuple(qw))
+        number(self.neighbour_decay, "selection", "neighbour_decay", low=0.0, high=1.0)
+        number(self.neighbour_window, "selection", "neighbour_window", low=0, integer=True)
 
     def weights(self, question: bool) -> tuple[float, float, float]:
         """``(w_relevance, w_recency, w_kind)`` for a request whose query is (or is not) a question (see above)."""
@@ -262,6 +301,16 @@ class RehydrationParams:
     max_artifact_bytes: int = 32_768
     located_ranges: bool = True
 
+    def __post_init__(self) -> None:
+        """Byte budgets are integers > 0; ``located_ranges`` is a boolean.
+
+        Raises:
+            InvalidSetting: naming the setting.
+        """
+        number(self.max_bytes, "rehydration", "max_bytes", low=0, low_open=True, integer=True)
+        number(self.max_artifact_bytes, "rehydration", "max_artifact_bytes", low=0, low_open=True, integer=True)
+        flag(self.located_ranges, "rehydration", "located_ranges")
+
     def as_dict(self) -> dict[str, Any]:
         """JSON-able form (part of the policy hash)."""
         return {
@@ -282,6 +331,13 @@ class Policy:
         rehydration: the byte budget of phase-two rehydration.
         contracts: working-set contracts (agent × call type) this policy can be bound to.
         contract: the contract bound for one call (set by :meth:`for_request`; ``None`` when unbound).
+        unsafe_without: safety stages (:data:`~ctxledger.policy.safety.SAFETY_STAGES`) deliberately left
+            out; part of the hash and of every manifest's ``policy`` block.
+
+    Raises:
+        PolicyError: a safety stage is missing and not named in ``unsafe_without``; a stage is listed twice,
+            or a custom stage takes a built-in stage's name; ``unsafe_without`` names something else than a
+            left-out safety stage; two contracts bind the same agent and call type.
     """
 
     name: str
@@ -291,6 +347,19 @@ class Policy:
     rehydration: RehydrationParams = field(default_factory=RehydrationParams)
     contracts: tuple[WorkingSetContract, ...] = ()
     contract: WorkingSetContract | None = None
+    unsafe_without: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        """Check the stage list, the opt-outs and the contracts (:mod:`ctxledger.policy.safety`)."""
+        from ctxledger.policy.safety import contracts_problem, stage_list_problem
+
+        object.__setattr__(self, "unsafe_without", tuple(self.unsafe_without))
+        problem = stage_list_problem(self.stages, self.unsafe_without)
+        if problem is not None:
+            raise PolicyError(f"policy {self.name}@{self.version}, {problem[0]}: {problem[1]}")
+        dup = contracts_problem(self.contracts)
+        if dup is not None:
+            raise PolicyError(f"policy {self.name}@{self.version}, contracts[{dup[0]}]: {dup[1]}")
 
     def describe(self) -> dict[str, Any]:
         """The canonical description whose hash identifies the policy (and the contract bound, if any)."""
@@ -301,6 +370,8 @@ class Policy:
             "selection": self.selection.as_dict(),
             "rehydration": self.rehydration.as_dict(),
         }
+        if self.unsafe_without:
+            out["unsafe_without"] = sorted(self.unsafe_without)
         if self.contracts:
             out["contracts"] = [c.as_dict() for c in self.contracts]
         if self.contract is not None:

@@ -24,6 +24,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxledger.errors import InvalidSetting
+from ctxledger.policy.checks import fractions, number, string_lists, strings
+
 SOURCES = (
     "instructions",
     "conversation",
@@ -50,6 +53,12 @@ class WorkingSetContract:
         tools: phase → names of the tools exposed in that phase (empty = no phase filtering).
         write_tools: tools that change the world; exposed only after ``write_requires`` checks pass.
         write_requires: checks that must be in the request's ``checks_passed`` before write tools show.
+
+    Raises:
+        InvalidSetting: ``agent`` / ``call_type`` not a non-empty string (or ``None``); an unknown source;
+            ``max_input_tokens`` not an integer > 0; ``class_caps`` with an unknown context class or a value
+            outside (0, 1]; ``tools`` not a table of lists of tool names; ``write_tools`` / ``write_requires``
+            not lists of strings.
     """
 
     agent: str | None = None
@@ -60,6 +69,29 @@ class WorkingSetContract:
     tools: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     write_tools: tuple[str, ...] = ()
     write_requires: tuple[str, ...] = ("eligibility", "approval")
+
+    def __post_init__(self) -> None:
+        """Validate every field (see the class docstring)."""
+        from ctxledger.assemble.units import ContextClass
+
+        for key in ("agent", "call_type"):
+            value = getattr(self, key)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise InvalidSetting("contract", key, f"must be a non-empty string, got {value!r}")
+        sources = strings(self.sources, "contract", "sources")
+        bad = [s for s in sources if s not in SOURCES and not (s.startswith("tag:") and len(s) > 4)]
+        if bad:
+            raise InvalidSetting(
+                "contract", "sources", f"unknown source {bad[0]!r}; known: {', '.join(SOURCES)} or tag:<name>"
+            )
+        if self.max_input_tokens is not None:
+            number(self.max_input_tokens, "contract", "max_input_tokens", low=0, low_open=True, integer=True)
+        caps = fractions(self.class_caps, "contract", "class_caps", [c.value for c in ContextClass])
+        object.__setattr__(self, "sources", sources)
+        object.__setattr__(self, "class_caps", caps)
+        object.__setattr__(self, "tools", string_lists(self.tools, "contract", "tools"))
+        object.__setattr__(self, "write_tools", strings(self.write_tools, "contract", "write_tools"))
+        object.__setattr__(self, "write_requires", strings(self.write_requires, "contract", "write_requires"))
 
     def matches(self, agent: str | None, call_type: str | None) -> bool:
         """Whether the contract binds this agent and call type (``None`` on the contract matches anything)."""

@@ -5,6 +5,7 @@ A policy file is a versioned, declarative value users can write and review, in T
     [policy]
     name = "support-desk"
     version = "7"
+    # unsafe_without = ["secrets"]      # explicit opt-out of a safety stage (hashed, in every manifest)
     # order of the stages; built-in names or names declared in [stage_classes]
     stages = ["scope", "lineage", "visibility", "privacy", "validity", "trust",
               "working_set", "protection", "no_pii_in_routing", "secrets", "compaction", "memory_first"]
@@ -39,6 +40,8 @@ or the same tables as YAML mappings (``.yaml`` / ``.yml``, read with PyYAML's sa
     policy:
       name: support-desk
       version: "7"
+      stages: [scope, lineage, visibility, privacy, validity, trust, working_set, protection,
+               no_pii_in_routing, secrets, compaction, memory_first]
     stage_classes:
       no_pii_in_routing: acme.ctx:NoPiiInRouting
     stages:
@@ -58,10 +61,16 @@ and YAML files give the same policy and the same hash. YAML's extras are refused
 a key that is not a string, or the same key twice in one mapping (errors name the line); a document that
 is not a mapping.
 
-Without ``[policy].stages`` every built-in stage runs in the default order. A custom stage class must
-have ``name`` and ``version`` class attributes, a ``config()`` method and ``__call__(ctx)`` (the
-:class:`~ctxledger.policy.base.Stage` protocol); its configuration is part of the policy hash. Every
-problem raises :class:`~ctxledger.errors.PolicyFileError` naming the file and the field.
+Without ``[policy].stages`` every built-in stage runs in the default order; a custom stage runs only where
+``[policy].stages`` lists it, so declaring one in ``[stage_classes]`` without listing it is an error, and so
+is a key that is a built-in stage's name or differs from the class's ``name``. The safety stages
+(:data:`~ctxledger.policy.safety.SAFETY_STAGES`) must be listed unless ``[policy] unsafe_without`` names
+them (hashed, and recorded in every manifest); a stage listed twice and two contracts for the same agent and
+call type are errors. A custom stage class must have ``name`` and ``version`` class attributes, a
+``config()`` method and ``__call__(ctx)`` (the :class:`~ctxledger.policy.base.Stage` protocol); its
+configuration is part of the policy hash. Settings are validated by the stages' constructors and the
+settings dataclasses (:mod:`ctxledger.policy.checks`). Every problem raises
+:class:`~ctxledger.errors.PolicyFileError` naming the file and the field (``stages.privacy.allow``).
 """
 
 from __future__ import annotations
@@ -75,12 +84,14 @@ from typing import Any
 
 import yaml  # type: ignore[import-untyped]
 
-from ctxledger.errors import PolicyFileError
+from ctxledger.errors import InvalidSetting, PolicyError, PolicyFileError
 from ctxledger.policy.base import Policy, RehydrationParams, SelectionParams, Stage
-from ctxledger.policy.contracts import SOURCES, WorkingSetContract
+from ctxledger.policy.contracts import WorkingSetContract
+from ctxledger.policy.safety import contracts_problem, stage_list_problem
 from ctxledger.policy.stages import STAGES
 
 _TOP_KEYS = {"policy", "stage_classes", "stages", "selection", "rehydration", "contracts"}
+_POLICY_KEYS = {"name", "version", "stages", "unsafe_without"}
 
 YAML_SUFFIXES = (".yaml", ".yml")
 """File suffixes read as YAML; every other policy file is read as TOML."""
@@ -183,13 +194,29 @@ def policy_from_dict(data: Mapping[str, Any], *, source: str = "<dict>") -> Poli
             f"unknown table(s) {unknown}; expected {sorted(_TOP_KEYS)}", source=source, field=unknown[0]
         )
     head = _table(data, "policy", source, required=True)
+    unknown = sorted(set(head) - _POLICY_KEYS)
+    if unknown:
+        raise PolicyFileError(
+            f"unknown key {unknown[0]!r} in [policy]; expected {sorted(_POLICY_KEYS)}",
+            source=source,
+            field=f"policy.{unknown[0]}",
+        )
     name = _string(head, "name", source, "policy.name")
     version = _string(head, "version", source, "policy.version")
-    classes = _stage_classes(_table(data, "stage_classes", source), source)
+    declared = _table(data, "stage_classes", source)
+    classes = _stage_classes(declared, source)
     configs = _table(data, "stages", source)
-    order = head.get("stages", list(STAGES))
-    if not isinstance(order, list) or not all(isinstance(s, str) for s in order):
-        raise PolicyFileError("must be a list of stage names", source=source, field="policy.stages")
+    order = _names(head, "stages", source) if "stages" in head else list(STAGES)
+    unsafe_without = _names(head, "unsafe_without", source) if "unsafe_without" in head else []
+    for key in declared:
+        if key not in order:
+            where = "add it to [policy].stages" if "stages" in head else "write [policy].stages with it"
+            raise PolicyFileError(
+                f"declares custom stage {key!r}, which never runs: {where} where it should run "
+                f"(without [policy].stages only the built-in stages run, in order: {', '.join(STAGES)})",
+                source=source,
+                field=f"stage_classes.{key}",
+            )
     extra = sorted(set(configs) - set(order))
     if extra:
         raise PolicyFileError(
@@ -198,14 +225,29 @@ def policy_from_dict(data: Mapping[str, Any], *, source: str = "<dict>") -> Poli
             field=f"stages.{extra[0]}",
         )
     stages = tuple(_stage(n, classes, configs.get(n, {}), source) for n in order)
+    problem = stage_list_problem(stages, unsafe_without)
+    if problem is not None:
+        raise PolicyFileError(problem[1], source=source, field=problem[0])
+    contracts = _contracts(data.get("contracts", []), source)
+    dup = contracts_problem(contracts)
+    if dup is not None:
+        raise PolicyFileError(dup[1], source=source, field=f"contracts[{dup[0]}]")
     return Policy(
         name=name,
         version=version,
         stages=stages,
         selection=_build(SelectionParams, _table(data, "selection", source), source, "selection"),
         rehydration=_build(RehydrationParams, _table(data, "rehydration", source), source, "rehydration"),
-        contracts=_contracts(data.get("contracts", []), source),
+        contracts=contracts,
+        unsafe_without=tuple(unsafe_without),
     )
+
+
+def _names(head: Mapping[str, Any], key: str, source: str) -> list[str]:
+    value = head[key]
+    if not isinstance(value, list) or not all(isinstance(s, str) and s for s in value):
+        raise PolicyFileError(f"must be a list of stage names, got {value!r}", source=source, field=f"policy.{key}")
+    return value
 
 
 def _table(data: Mapping[str, Any], key: str, source: str, required: bool = False) -> Mapping[str, Any]:
@@ -232,6 +274,12 @@ def _stage_classes(table: Mapping[str, Any], source: str) -> dict[str, type]:
     out: dict[str, type] = dict(STAGES)
     for name, target in table.items():
         field = f"stage_classes.{name}"
+        if name in STAGES:
+            raise PolicyFileError(
+                f"{name!r} is a built-in stage; a custom stage needs a name of its own (built-in: {', '.join(STAGES)})",
+                source=source,
+                field=field,
+            )
         if not isinstance(target, str) or ":" not in target:
             raise PolicyFileError("must be an import path 'module:Class'", source=source, field=field)
         module_name, _, attr = target.partition(":")
@@ -242,6 +290,13 @@ def _stage_classes(table: Mapping[str, Any], source: str) -> dict[str, type]:
         missing = [a for a in ("name", "version", "config", "__call__") if not hasattr(cls, a)]
         if missing:
             raise PolicyFileError(f"{target} is not a Stage (lacks {', '.join(missing)})", source=source, field=field)
+        if cls.name != name:
+            raise PolicyFileError(
+                f"{target} is the stage {cls.name!r}; declare it under that name (the key is the stage's name, "
+                "as in [policy].stages and in manifests)",
+                source=source,
+                field=field,
+            )
         out[name] = cls
     return out
 
@@ -270,7 +325,11 @@ def _build(cls: type, config: Mapping[str, Any], source: str, field: str) -> Any
                 values[f.name] = _typed(values[f.name], f, source, f"{field}.{f.name}")
     try:
         return cls(**values)
-    except TypeError as exc:
+    except InvalidSetting as exc:
+        raise PolicyFileError(exc.problem, source=source, field=f"{field}.{exc.setting}") from exc
+    except PolicyError as exc:
+        raise PolicyFileError(str(exc), source=source, field=field) from exc
+    except (TypeError, ValueError) as exc:
         raise PolicyFileError(f"invalid settings for {cls.__name__}: {exc}", source=source, field=field) from exc
 
 
@@ -304,18 +363,5 @@ def _contracts(value: Any, source: str) -> tuple[WorkingSetContract, ...]:
         field = f"contracts[{i}]"
         if not isinstance(raw, Mapping):
             raise PolicyFileError("must be a table", source=source, field=field)
-        bad = [s for s in raw.get("sources", []) if s not in SOURCES and not str(s).startswith("tag:")]
-        if bad:
-            raise PolicyFileError(
-                f"unknown source {bad[0]!r}; known: {', '.join(SOURCES)} or tag:<name>",
-                source=source,
-                field=f"{field}.sources",
-            )
-        fields = dict(raw)
-        for key in ("sources", "write_tools", "write_requires"):
-            if key in fields:
-                fields[key] = tuple(fields[key])
-        if "tools" in fields:
-            fields["tools"] = {str(k): tuple(v) for k, v in fields["tools"].items()}
-        out.append(_build(WorkingSetContract, fields, source, field))
+        out.append(_build(WorkingSetContract, raw, source, field))
     return tuple(out)

@@ -19,6 +19,7 @@ the reported value could leave part of it behind).
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections import OrderedDict
@@ -210,3 +211,11 @@ def default_scanner() -> SecretScanner:
     if _DEFAULT is None:
         _DEFAULT = SecretScanner()
     return _DEFAULT
+
+
+@functools.cache
+def known_plugins() -> frozenset[str]:
+    """The class names of every detect-secrets plugin installed (what ``plugins`` settings may name)."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+
+    return frozenset(cls.__name__ for cls in get_mapping_from_secret_type_to_class().values())

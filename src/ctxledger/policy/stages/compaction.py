@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from ctxledger.assemble.units import Unit, UnitKind
 from ctxledger.policy.base import PolicyDecision, ReasonCode, StageContext
+from ctxledger.policy.checks import flag
 from ctxledger.policy.stages._common import live_units, omit_unit, require
 from ctxledger.records import Checkpoint, Compaction, Message
 
@@ -34,13 +35,16 @@ class CompactionStage:
 
     Args:
         checkpoints_restore: let checkpoints with ``through_seq`` stand for their owner's earlier tool work.
+
+    Raises:
+        InvalidSetting: ``checkpoints_restore`` is not a boolean.
     """
 
     name: ClassVar[str] = "compaction"
     version: ClassVar[str] = "1"
 
     def __init__(self, checkpoints_restore: bool = True) -> None:
-        self.checkpoints_restore = checkpoints_restore
+        self.checkpoints_restore = flag(checkpoints_restore, self.name, "checkpoints_restore")
 
     def config(self) -> Mapping[str, Any]:
         """Whether checkpoints restore history."""

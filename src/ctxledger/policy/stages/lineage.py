@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from ctxledger.policy.base import PolicyDecision, ReasonCode, StageContext
+from ctxledger.policy.checks import flag
 from ctxledger.policy.stages._common import omit
 from ctxledger.records import Branch, Conversation, Participant, Record, Visibility
 
@@ -24,13 +25,16 @@ class LineageStage:
 
     Args:
         fill_from_other_branches: let ``conversation``/``shared`` records of other branches stay candidates.
+
+    Raises:
+        InvalidSetting: the setting is not a boolean.
     """
 
     name: ClassVar[str] = "lineage"
     version: ClassVar[str] = "1"
 
     def __init__(self, fill_from_other_branches: bool = True) -> None:
-        self.fill_from_other_branches = fill_from_other_branches
+        self.fill_from_other_branches = flag(fill_from_other_branches, self.name, "fill_from_other_branches")
 
     def config(self) -> Mapping[str, Any]:
         """Whether other branches' conversation-visible records may fill remaining room."""

@@ -20,7 +20,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
+from ctxledger.errors import InvalidSetting
 from ctxledger.policy.base import PolicyDecision, ReasonCode, StageContext
+from ctxledger.policy.checks import string_lists, strings
 from ctxledger.policy.stages._common import omit, request_provider
 from ctxledger.records import Branch, Conversation, Participant, Record
 
@@ -38,6 +40,11 @@ class PrivacyStage:
         classes: known privacy classes (others fail closed).
         allow: provider → classes it may receive; ``"*"`` is the default for unnamed providers.
         routes: provider scope → extra providers that may receive data of that scope.
+
+    Raises:
+        InvalidSetting: ``classes`` is not a non-empty list of strings; ``allow`` or ``routes`` is not a table of
+            lists of strings; ``allow`` names a class that is not in ``classes`` (a typo would fail closed
+            silently).
     """
 
     name: ClassVar[str] = "privacy"
@@ -49,9 +56,11 @@ class PrivacyStage:
         allow: Mapping[str, Iterable[str]] | None = None,
         routes: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
-        self.classes = tuple(classes)
-        self.allow = {k: tuple(v) for k, v in (DEFAULT_ALLOW if allow is None else allow).items()}
-        self.routes = {k: tuple(v) for k, v in (routes or {}).items()}
+        self.classes = strings(classes, self.name, "classes")
+        if not self.classes:
+            raise InvalidSetting(self.name, "classes", "must name at least one privacy class")
+        self.allow = string_lists(DEFAULT_ALLOW if allow is None else allow, self.name, "allow", known=self.classes)
+        self.routes = string_lists({} if routes is None else routes, self.name, "routes")
 
     def config(self) -> Mapping[str, Any]:
         """Classes, allow-lists and routes."""

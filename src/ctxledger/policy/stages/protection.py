@@ -39,6 +39,7 @@ from typing import Any, ClassVar
 
 from ctxledger.assemble.units import Unit, UnitKind
 from ctxledger.policy.base import PolicyDecision, StageContext
+from ctxledger.policy.checks import flag
 from ctxledger.policy.stages._common import live_units, participants, require, unit_tags
 from ctxledger.records import Message, Role, ToolStatus
 
@@ -80,13 +81,16 @@ class ProtectionStage:
 
     Args:
         detect_wording: also protect user prohibitions and corrections found by wording, not only by tag.
+
+    Raises:
+        InvalidSetting: ``detect_wording`` is not a boolean.
     """
 
     name: ClassVar[str] = "protection"
     version: ClassVar[str] = "3"
 
     def __init__(self, detect_wording: bool = True) -> None:
-        self.detect_wording = detect_wording
+        self.detect_wording = flag(detect_wording, self.name, "detect_wording")
 
     def config(self) -> Mapping[str, Any]:
         """Whether wording detection is on, and the tag table."""

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from ctxledger.policy.base import PolicyDecision, ReasonCode, StageContext
+from ctxledger.policy.checks import strings
 from ctxledger.policy.stages._common import omit, request_attr
 
 
@@ -25,13 +26,16 @@ class ScopeStage:
 
     Args:
         keys: scope keys that must match (default ``("app", "user_id")``).
+
+    Raises:
+        InvalidSetting: ``keys`` is not a list of non-empty strings (a lone string is refused).
     """
 
     name: ClassVar[str] = "scope"
     version: ClassVar[str] = "2"
 
     def __init__(self, keys: Iterable[str] = ("app", "user_id")) -> None:
-        self.keys = tuple(keys)
+        self.keys = strings(keys, self.name, "keys")
 
     def config(self) -> Mapping[str, Any]:
         """The keys that must match."""

@@ -19,8 +19,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from ctxledger.assemble.units import Unit
+from ctxledger.errors import InvalidSetting
 from ctxledger.policy.base import PolicyDecision, ReasonCode, StageContext
-from ctxledger.policy.secrets import DEFAULT_PLUGINS, Finding, SecretScanner, default_scanner, describe
+from ctxledger.policy.checks import choice, strings
+from ctxledger.policy.secrets import DEFAULT_PLUGINS, Finding, SecretScanner, default_scanner, describe, known_plugins
 from ctxledger.policy.stages._common import live_units, mark, omit
 from ctxledger.serialize.base import Turn
 
@@ -47,20 +49,34 @@ def unit_findings(unit: Unit, scanner: SecretScanner) -> dict[str, tuple[Finding
     return {ref: tuple(v) for ref, v in found.items()}
 
 
+ACTIONS = ("omit", "redact")
+"""What the stage does with an optional unit that holds a secret."""
+
+
 class SecretsStage:
     """Omit (or, for required units, redact) records whose text holds a secret.
 
     Args:
         action: ``"omit"`` (optional units leave with ``secret``) or ``"redact"`` (always redact lines).
         plugins: detect-secrets plugin names (default: :data:`~ctxledger.policy.secrets.DEFAULT_PLUGINS`).
+
+    Raises:
+        InvalidSetting: ``action`` is not ``"omit"`` or ``"redact"``; ``plugins`` is empty (to run without
+            secret scanning, leave the stage out and list it in ``[policy] unsafe_without``) or names a
+            plugin detect-secrets does not have.
     """
 
     name: ClassVar[str] = "secrets"
     version: ClassVar[str] = "1"
 
     def __init__(self, action: str = "omit", plugins: Sequence[str] | None = None) -> None:
-        self.action = action
-        self.plugins = tuple(plugins) if plugins is not None else DEFAULT_PLUGINS
+        self.action = choice(action, self.name, "action", ACTIONS)
+        self.plugins = DEFAULT_PLUGINS
+        if plugins is not None:
+            self.plugins = strings(plugins, self.name, "plugins", known=known_plugins())
+        if not self.plugins:
+            why = "is empty, which scans for nothing; leave the stage out and list it in [policy] unsafe_without"
+            raise InvalidSetting(self.name, "plugins", why)
         self.scanner = default_scanner() if plugins is None else SecretScanner(self.plugins)
 
     def config(self) -> Mapping[str, Any]:

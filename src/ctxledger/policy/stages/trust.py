@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 from ctxledger.assemble.units import Unit, UnitKind, content_text
 from ctxledger.policy.base import PolicyDecision, ReasonCode, StageContext
+from ctxledger.policy.checks import flag, strings
 from ctxledger.policy.injection import INSTRUCTION_LIKE, instruction_like
 from ctxledger.policy.stages._common import live_units, mark, omit_unit, unit_tags
 from ctxledger.records import ToolArtifact, Trust
@@ -40,18 +41,18 @@ class TrustStage:
         evidence_tags: tags that make a record evidence.
         delimit_tool_results: wrap every tool result as data with its metadata (default); ``False``
             wraps only retrieved/untrusted ones and those with instruction-like text.
+
+    Raises:
+        InvalidSetting: ``evidence_tags`` is not a list of non-empty strings; ``delimit_tool_results`` is not
+            a boolean.
     """
 
     name: ClassVar[str] = "trust"
     version: ClassVar[str] = "2"
 
     def __init__(self, evidence_tags: Iterable[str] = ("evidence",), delimit_tool_results: bool = True) -> None:
-        if isinstance(evidence_tags, str) or not all(isinstance(t, str) for t in evidence_tags):
-            raise ValueError("evidence_tags must be a list of strings")
-        if not isinstance(delimit_tool_results, bool):
-            raise ValueError("delimit_tool_results must be true or false")
-        self.evidence_tags = tuple(evidence_tags)
-        self.delimit_tool_results = delimit_tool_results
+        self.evidence_tags = strings(evidence_tags, self.name, "evidence_tags")
+        self.delimit_tool_results = flag(delimit_tool_results, self.name, "delimit_tool_results")
 
     def config(self) -> Mapping[str, Any]:
         """The evidence tags and whether every tool result is delimited."""

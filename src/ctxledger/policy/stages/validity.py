@@ -42,7 +42,9 @@ from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any, ClassVar
 
+from ctxledger.errors import InvalidSetting
 from ctxledger.policy.base import Outcome, PolicyDecision, ReasonCode, StageContext
+from ctxledger.policy.checks import choice, mapping, number, strings
 from ctxledger.policy.stages._common import mark, omit, request_attr
 from ctxledger.policy.stages.scope import scope_mismatch
 from ctxledger.policy.stages.visibility import visible_to
@@ -61,6 +63,19 @@ DEFAULT_STALE_ACTIONS: Mapping[str, str] = {
 DEFAULT_TTL_SECONDS: Mapping[str, int] = {"volatile": 900, "session": 86_400, "bounded": 7 * 86_400}
 """Age after which a record with ``observed_at`` but no ``stale_after`` is stale (durable: never by age)."""
 
+STALE_ACTIONS = ("omit", "mark")
+"""What may happen to a stale record."""
+
+CONFLICT_RULES = ("flag", "prefer_trusted")
+"""How conflicting records are treated."""
+
+
+def _freshness_key(key: str, setting: str, *, with_default: bool) -> None:
+    known = [f.value for f in Freshness] + (["default"] if with_default else [])
+    if key not in known:
+        why = f"unknown freshness class; known: {', '.join(known)}"
+        raise InvalidSetting(ValidityStage.name, f"{setting}.{key}", why)
+
 
 def split_version(value: str) -> tuple[str, str]:
     """``"repo@d4e5f6"`` → ``("repo", "d4e5f6")``; a bare version belongs to source ``""``."""
@@ -77,6 +92,11 @@ class ValidityStage:
         conflicts: ``"flag"`` (keep both sides) or ``"prefer_trusted"``.
         scope_keys: scope labels an artifact of another conversation must share with the request to
             repair provenance (as :class:`~ctxledger.policy.stages.scope.ScopeStage` ``keys``).
+
+    Raises:
+        InvalidSetting: a ``stale_actions`` key that is not a freshness class (or ``default``) or a value
+            other than ``omit`` / ``mark``; a ``ttl_seconds`` key that is not a freshness class or a value
+            that is not a number > 0; an unknown ``conflicts`` rule; ``scope_keys`` not a list of strings.
     """
 
     name: ClassVar[str] = "validity"
@@ -89,10 +109,18 @@ class ValidityStage:
         conflicts: str = "flag",
         scope_keys: Iterable[str] = ("app", "user_id"),
     ) -> None:
-        self.stale_actions = {**DEFAULT_STALE_ACTIONS, **(stale_actions or {})}
-        self.ttl_seconds = dict(DEFAULT_TTL_SECONDS if ttl_seconds is None else ttl_seconds)
-        self.conflicts = conflicts
-        self.scope_keys = tuple(scope_keys)
+        actions = mapping({} if stale_actions is None else stale_actions, self.name, "stale_actions")
+        for key, action in actions.items():
+            _freshness_key(key, "stale_actions", with_default=True)
+            choice(action, self.name, f"stale_actions.{key}", STALE_ACTIONS)
+        self.stale_actions = {**DEFAULT_STALE_ACTIONS, **actions}
+        ttl = mapping(DEFAULT_TTL_SECONDS if ttl_seconds is None else ttl_seconds, self.name, "ttl_seconds")
+        for key, seconds in ttl.items():
+            _freshness_key(key, "ttl_seconds", with_default=False)
+            number(seconds, self.name, f"ttl_seconds.{key}", low=0, low_open=True)
+        self.ttl_seconds = ttl
+        self.conflicts = choice(conflicts, self.name, "conflicts", CONFLICT_RULES)
+        self.scope_keys = strings(scope_keys, self.name, "scope_keys")
 
     def config(self) -> Mapping[str, Any]:
         """Stale actions, TTLs, the conflict rule and the scope keys of cross-conversation repairs."""
