@@ -8,6 +8,11 @@ seed 002 "Freshness no es una timestamp" and "Provenance"; DESIGN §3 step 2.
   is honoured only while the new record is itself a live candidate, and only when the new record's trust
   is at least the old one's: lower trust never overrides higher, so such a claim leaves both records in,
   flagged as a conflict. A newer checkpoint of the same run and owner supersedes the older ones.
+  Claims that cannot be honoured are kept out of the way and flagged, never acted on: a record naming
+  itself is not omitted (mark ``supersession_ignored``); records that supersede each other in a cycle
+  (A names B, B names A, or longer) are all kept and flagged as a ``conflict``; an *older* record (lower
+  ``seq``, or an earlier ``observed_at`` when both have one) cannot supersede a newer one (both kept,
+  ``conflict``, the detail gives both seqs).
 * **Staleness.** A record is stale when ``stale_after`` has passed at the request's ``now``; when it has
   no ``stale_after`` but an ``observed_at``, when the ``ttl_seconds`` of its freshness class has passed
   (``permanent`` never goes stale); when it was derived from an older version of a source than the
@@ -100,7 +105,7 @@ class ValidityStage:
     """
 
     name: ClassVar[str] = "validity"
-    version: ClassVar[str] = "2"
+    version: ClassVar[str] = "3"
 
     def __init__(
         self,
@@ -175,6 +180,8 @@ class ValidityStage:
 
     def _supersession(self, ctx: StageContext) -> Iterable[PolicyDecision]:
         done: set[str] = set()
+        cyclic = _cycles(ctx)
+        flagged: set[tuple[str, str]] = set()
         for new in sorted(ctx.records, key=lambda r: -r.seq):
             if not ctx.live(new.id) and new.id not in done:
                 continue  # a record superseded itself still outdates what it superseded (chains)
@@ -182,10 +189,12 @@ class ValidityStage:
                 old = ctx.record(old_id)
                 if old is None or old_id in done or old_id in ctx.omitted:
                     continue
-                if new.trust.rank > old.trust.rank:
-                    detail = f"{new.id} ({new.trust.value}) claims to supersede {old.id} ({old.trust.value})"
-                    yield mark(self.name, new.id, "conflict", detail + "; lower trust does not override higher")
-                    yield mark(self.name, old.id, "conflict", detail + "; not honoured")
+                refused = _refused(new, old, cyclic)
+                if refused is not None:
+                    pair = (min(new.id, old.id), max(new.id, old.id))
+                    if pair not in flagged:
+                        flagged.add(pair)
+                        yield from refused
                     continue
                 done.add(old_id)
                 yield omit(self.name, old_id, ReasonCode.SUPERSEDED, f"superseded by {new.id}")
@@ -314,6 +323,103 @@ class ValidityStage:
 
 def _strength(rec: Record) -> tuple[int, float]:
     return (-rec.trust.rank, float(getattr(rec, "confidence", 1.0)))
+
+
+def _refused(new: Record, old: Record, cyclic: Mapping[str, int]) -> list[PolicyDecision] | None:
+    """The marks of a supersession claim that is not honoured, or ``None`` when ``new`` may replace ``old``.
+
+    Refused, in this order: a record naming itself (``supersession_ignored``); records that supersede each
+    other in a cycle (both kept, ``conflict``); an older record (lower ``seq``, or an earlier
+    ``observed_at`` when both have one) naming a newer one (both kept, ``conflict``); a record of lower
+    trust naming one of higher trust (both kept, ``conflict``).
+    """
+    stage = ValidityStage.name
+    if new.id == old.id:
+        return [mark(stage, new.id, "supersession_ignored", f"{new.id} claims to supersede itself; ignored")]
+    if new.id in cyclic and cyclic.get(new.id) == cyclic.get(old.id):
+        detail = f"{new.id} and {old.id} supersede each other (a cycle); neither is honoured"
+        return [mark(stage, new.id, "conflict", detail), mark(stage, old.id, "conflict", detail)]
+    if _older(new, old):
+        detail = (
+            f"{new.id} (seq {new.seq}{_observed(new)}) claims to supersede the newer {old.id} "
+            f"(seq {old.seq}{_observed(old)}); an older record cannot supersede a newer one"
+        )
+        return [mark(stage, new.id, "conflict", detail), mark(stage, old.id, "conflict", detail + "; not honoured")]
+    if new.trust.rank > old.trust.rank:
+        detail = f"{new.id} ({new.trust.value}) claims to supersede {old.id} ({old.trust.value})"
+        return [
+            mark(stage, new.id, "conflict", detail + "; lower trust does not override higher"),
+            mark(stage, old.id, "conflict", detail + "; not honoured"),
+        ]
+    return None
+
+
+def _older(new: Record, old: Record) -> bool:
+    """Whether ``new`` is older than the record it claims to supersede (lower seq, or observed earlier)."""
+    if new.seq < old.seq:
+        return True
+    new_at, old_at = getattr(new, "observed_at", None), getattr(old, "observed_at", None)
+    return new_at is not None and old_at is not None and new_at < old_at
+
+
+def _observed(rec: Record) -> str:
+    at = getattr(rec, "observed_at", None)
+    return f", observed {at.isoformat()}" if at is not None else ""
+
+
+def _cycles(ctx: StageContext) -> dict[str, int]:
+    """Record id → cycle number, for records whose ``supersedes`` links lead back to themselves.
+
+    Tarjan's strongly connected components over the explicit ``supersedes`` links among the candidates;
+    a component of two or more records is a cycle (a record naming only itself is handled apart).
+    """
+    edges = {
+        r.id: [o for o in (getattr(r, "supersedes", ()) or ()) if o != r.id and ctx.record(o) is not None]
+        for r in ctx.records
+        if getattr(r, "supersedes", ())
+    }
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: dict[str, int] = {}
+
+    def visit(root: str) -> None:
+        work = [(root, iter(edges.get(root, ())))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(edges.get(child, ()))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                members = []
+                while True:
+                    top = stack.pop()
+                    on_stack.discard(top)
+                    members.append(top)
+                    if top == node:
+                        break
+                if len(members) > 1:
+                    number = len(set(out.values()))
+                    out.update(dict.fromkeys(members, number))
+
+    for rid in edges:
+        if rid not in index:
+            visit(rid)
+    return out
 
 
 def _supersedes(new: Record, ctx: StageContext) -> list[str]:
