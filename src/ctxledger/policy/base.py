@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 from ctxledger.errors import InvalidSetting, PolicyError
 from ctxledger.hashing import content_hash
 from ctxledger.policy.checks import flag, fractions, number
-from ctxledger.policy.contracts import WorkingSetContract, find_contract
+from ctxledger.policy.contracts import WorkingSetContract, bind_contract
 
 if TYPE_CHECKING:
     from ctxledger.assemble.units import Unit
@@ -388,12 +388,16 @@ class Policy:
         return next((s for s in self.stages if s.name == name), None)
 
     def for_request(self, request: Any) -> Policy:
-        """Bind the most specific contract for the request's ``agent`` and ``call_type`` (seed 001).
+        """Bind the contract for the request's ``agent`` and ``call_type`` (seed 001; :func:`bind_contract`).
 
         The bound policy carries the contract (so it is part of the hash in the manifest) and uses the
         contract's class caps when it names any. Unbound requests get the policy unchanged.
+
+        Raises:
+            ConfigurationError: the policy has contracts and the request names an agent or call type
+                none of them matches (or, naming only one, several match); the message lists them.
         """
-        contract = find_contract(self.contracts, getattr(request, "agent", None), getattr(request, "call_type", None))
+        contract = bind_contract(self.contracts, getattr(request, "agent", None), getattr(request, "call_type", None))
         if contract is None:
             return self
         selection = self.selection

@@ -15,6 +15,19 @@ A multi-agent system should not hand every agent the same prompt, memory, tools 
   investigation); ``write_tools`` are exposed only once every check in ``write_requires`` (eligibility,
   approval …) is in the request's ``checks_passed``. Withheld tools are recorded in the manifest.
 
+Both fail closed:
+
+* **Binding** (:func:`bind_contract`). A request that names neither an agent nor a call type is bound
+  only by a contract that names neither. A request that names one or both is bound by the most specific
+  contract that matches (a contract's ``None`` matches anything); failing that, a field the request leaves
+  out matches any value, and exactly one contract must then match (an agent named without a call type
+  binds that agent's only contract). No match, or several, is a ``ConfigurationError`` listing the
+  contracts: an agent the policy does not know never assembles with the full history.
+* **Tools** (:func:`expose_tools`). When a contract lists tools per phase, a call that gives no phase
+  sees only the tools *every* phase lists (the intersection, withheld reason ``no_phase``), and a phase
+  the contract does not list is a ``ConfigurationError``; a tool no phase lists is never exposed. A
+  contract without a ``tools`` table does no phase filtering (write tools still wait for their checks).
+
 Contracts are plain data and part of the policy hash, so "which contract shaped this call" is provable.
 """
 
@@ -24,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxledger.errors import InvalidSetting
+from ctxledger.errors import ConfigurationError, InvalidSetting
 from ctxledger.policy.checks import fractions, number, string_lists, strings
 
 SOURCES = (
@@ -101,6 +114,10 @@ class WorkingSetContract:
         """How specific the binding is (2 = agent and call type), so the most specific contract wins."""
         return int(self.agent is not None) + int(self.call_type is not None)
 
+    def label(self) -> str:
+        """``agent/call_type`` with ``*`` for a field that matches anything."""
+        return f"{self.agent or '*'}/{self.call_type or '*'}"
+
     def as_dict(self) -> dict[str, Any]:
         """JSON-able form (part of the policy hash)."""
         return {
@@ -126,6 +143,41 @@ def find_contract(
     return next(c for c in matching if c.specificity() == best)
 
 
+def bind_contract(
+    contracts: Sequence[WorkingSetContract], agent: str | None, call_type: str | None
+) -> WorkingSetContract | None:
+    """The contract a request for ``agent`` and ``call_type`` is bound by, failing closed (module docstring).
+
+    Returns:
+        The contract, or ``None`` when the policy has no contracts, or when the request names neither an
+        agent nor a call type and no contract names neither.
+
+    Raises:
+        ConfigurationError: the request names an agent or call type that no contract matches, or
+            (naming only one of them) several contracts match; the message lists the contracts.
+    """
+    found = find_contract(contracts, agent, call_type)
+    if found is not None or not contracts or (agent is None and call_type is None):
+        return found
+    loose = [
+        c
+        for c in contracts
+        if (agent is None or c.agent is None or c.agent == agent)
+        and (call_type is None or c.call_type is None or c.call_type == call_type)
+    ]
+    asked = f"agent={agent!r}, call_type={call_type!r}"
+    known = ", ".join(c.label() for c in contracts)
+    if len(loose) == 1:
+        return loose[0]
+    if loose:
+        names = ", ".join(c.label() for c in loose)
+        raise ConfigurationError(
+            f"{asked} matches several working-set contracts ({names}); name the "
+            f"{'call_type' if call_type is None else 'agent'} too (contracts: {known})"
+        )
+    raise ConfigurationError(f"no working-set contract of the policy matches {asked}; the contracts are: {known}")
+
+
 def tool_name(schema: Mapping[str, Any]) -> str:
     """Name of a tool schema in OpenAI (``{"function": {"name"}}``) or flat (``{"name"}``) form."""
     function = schema.get("function")
@@ -141,15 +193,32 @@ def expose_tools(
 ) -> tuple[tuple[Mapping[str, Any], ...], list[dict[str, str]]]:
     """Filter tool schemas by the contract's phases and write-tool checks (seed 001 "Divulgación Progresiva").
 
+    With per-phase tools and no ``phase``, only the tools every phase lists are exposed (fail closed).
+
     Returns:
         ``(exposed, withheld)``: the schemas to send, and ``{name, reason}`` for each one held back
-        (``reason`` is ``"phase"`` or ``"checks:<missing,…>"``).
+        (``reason`` is ``"phase"`` (not listed for this phase), ``"no_phase"`` (no phase given and not
+        listed for every phase) or ``"checks:<missing,…>"``).
+
+    Raises:
+        ConfigurationError: ``phase`` is not one of the phases the contract lists tools for.
     """
     if contract is None:
         return tuple(tools), []
     exposed: list[Mapping[str, Any]] = []
     withheld: list[dict[str, str]] = []
-    allowed = contract.tools.get(phase or "", None) if contract.tools else None
+    allowed: frozenset[str] | None = None
+    held_as = "phase"
+    if contract.tools and phase is None:
+        allowed = frozenset.intersection(*(frozenset(v) for v in contract.tools.values()))
+        held_as = "no_phase"
+    elif contract.tools:
+        if phase not in contract.tools:
+            raise ConfigurationError(
+                f"phase {phase!r} is not a phase of working-set contract {contract.label()}; "
+                f"its phases are: {', '.join(sorted(contract.tools))}"
+            )
+        allowed = frozenset(contract.tools[phase])
     missing = [c for c in contract.write_requires if c not in checks_passed]
     for schema in tools:
         name = tool_name(schema)
@@ -157,7 +226,7 @@ def expose_tools(
         if is_write and missing:
             withheld.append({"name": name, "reason": "checks:" + ",".join(missing)})
         elif allowed is not None and name not in allowed:
-            withheld.append({"name": name, "reason": "phase"})
+            withheld.append({"name": name, "reason": held_as})
         else:
             exposed.append(schema)
     return tuple(exposed), withheld
