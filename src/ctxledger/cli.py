@@ -504,6 +504,8 @@ def _print_summary(console: Console, manifest: Mapping[str, Any]) -> None:
     console.print(_counts_table(manifest))
     for line in _saving_lines(manifest):
         console.print(line)
+    for warning in manifest.get("warnings") or ():
+        console.print(f"[yellow]warning:[/] {escape(str(warning.get('detail', warning)))}", soft_wrap=True)
 
 
 def _print_manifest(console: Console, manifest: Mapping[str, Any], records: Mapping[str, Record]) -> None:
@@ -990,7 +992,7 @@ def assemble(
     with _handled(), _open(settings) as ledger:
         from ctxledger.policy.loader import load_policy
 
-        extra: dict[str, Any] = {"provider": provider} if provider else {}
+        extra: dict[str, Any] = {"provider": provider} if provider is not None else {}
         extra.update(_request_options(agent, call_type, phase, checks, exact_evidence, scope, source_version, now))
         asm = ledger.assemble(
             conversation,

@@ -29,6 +29,10 @@ A manifest is a JSON-able dict persisted for every assembly. Its top-level keys:
   the broken source id when the validity stage repaired the memory's provenance with ``artifact``);
 * ``tools`` ``{exposed, withheld}`` (tool exposure by phase and checks); ``lineage`` (the branch hops);
   ``contract``: the working-set contract bound, if any;
+* ``warnings``: inputs that named nothing and so were not used, ``{code, input, value, detail}``
+  (``unknown_exact_evidence``, ``unknown_participant``, ``unknown_provider``
+  (:mod:`ctxledger.assemble.inputs`), ``unknown_promoted_record``, ``promotion_not_owned`` (the visibility
+  stage)); empty when every input was known;
 * ``tokens`` ``{estimated_input, replay, saved, observed_input, observed_output, error}``;
 * ``timings`` (milliseconds), ``turn_refs`` (record id of each turn in payload order),
   ``payload_hash`` and ``payload``.
@@ -150,6 +154,7 @@ def build_manifest(
         "tools": dict(plan.tools),
         "lineage": [{"branch_id": h.branch_id, "max_seq": h.max_seq} for h in snap.lineage],
         "contract": policy.contract.as_dict() if policy.contract is not None else None,
+        "warnings": list(plan.ctx.warnings) if plan.ctx is not None else [],
         "tokens": {
             "estimated_input": asm.input_tokens,
             "replay": replay,

@@ -39,6 +39,20 @@ def test_assemble_prints_payload_json_on_stdout_and_the_report_on_stderr(
     assert "omitted │ selection │ budget" in flat
 
 
+def test_assemble_prints_a_warning_for_each_unknown_input(runner: CliRunner, demo_store: DemoStore) -> None:
+    """An unknown provider or participant still assembles (failing closed), named on stderr and in the manifest."""
+    args = ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--provider", "nonsense-llm", "--participant", "p/x"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    flat = _flat(result.stderr)
+    assert "warning: provider 'nonsense-llm' is named by neither" in flat
+    assert "warning: no participant record or record owner is 'p/x'" in flat
+    asm_id = next(w for w in result.stderr.split() if w.startswith("asm_"))
+    with Ledger.open(demo_store.url) as ledger:
+        codes = [w["code"] for w in ledger.get_assembly(asm_id)["warnings"]]
+    assert codes == ["unknown_participant", "unknown_provider"]
+
+
 def test_assemble_out_writes_the_persisted_payload(runner: CliRunner, demo_store: DemoStore, tmp_path: Path) -> None:
     """--out writes the payload whose hash the persisted manifest records; --show prints the omitted table."""
     out = tmp_path / "payload.json"

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ctxledger.assemble.costing import Coster
+from ctxledger.assemble.inputs import unknown_inputs
 from ctxledger.assemble.relevance import is_question, spread, tokenize
 from ctxledger.assemble.represent import charge_savings, omit_redundant
 from ctxledger.assemble.room import anchor_user_turn, make_room_for_errors
@@ -253,6 +254,8 @@ def assemble(
     records, all_units = _candidates(snap, extra_records, read_blob)
     plan = run_policy(policy, request, snap, records=records, units=all_units, find_artifacts=find_artifacts)
     plan.extra_records = list(extra_records)
+    if plan.ctx is not None:
+        plan.ctx.warnings[:0] = unknown_inputs(request, records, policy)
     units = [annotate(u, plan.marks) for u in all_units if not any(r in plan.omitted for r in u.record_ids)]
     for u in all_units:
         for rid in u.record_ids:

@@ -129,6 +129,10 @@ class StageContext:
         snapshot_seq: the snapshot's ``seq`` (records of the request's conversation after it are not seen).
         repairs: memory id → {broken source artifact id → the artifact that repairs it}, filled by the
             validity stage; rehydration reads the repaired artifact's bytes instead of the broken one's.
+        warnings: inputs the assembly could not use, as ``{code, input, value, detail}`` dicts (an unknown
+            record id a checkpoint promotes, an unknown ``exact_evidence`` id, participant or provider …);
+            stages append to it, and the manifest carries it as ``warnings``. A warning never opens
+            anything up: what it names was not used.
     """
 
     request: Any
@@ -144,6 +148,7 @@ class StageContext:
     find_artifacts: Callable[[str], Sequence[ToolArtifact]] | None = None
     snapshot_seq: int | None = None
     repairs: dict[str, dict[str, ToolArtifact]] = field(default_factory=dict)
+    warnings: list[dict[str, str]] = field(default_factory=list)
     _by_id: dict[str, Record] | None = field(default=None, repr=False)
     _unit_of: dict[str, Unit] | None = field(default=None, repr=False)
 
@@ -167,6 +172,12 @@ class StageContext:
             if hop.branch_id == rec.branch_id:
                 return hop.max_seq is None or rec.seq <= hop.max_seq
         return False
+
+    def warn(self, code: str, input_name: str, value: str, detail: str) -> None:
+        """Record a warning about an input the assembly could not use (once per code and value)."""
+        entry = {"code": code, "input": input_name, "value": value, "detail": detail}
+        if entry not in self.warnings:
+            self.warnings.append(entry)
 
     def live(self, record_id: str) -> bool:
         """Whether a record is a candidate not omitted so far."""

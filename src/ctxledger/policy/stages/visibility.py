@@ -8,7 +8,10 @@
   ``not_promoted`` until it is **promoted**: a checkpoint the child writes at a terminal state, visible
   to the parent (``shared_with`` the parent, or branch/conversation-visible), promotes itself (the final
   report, generated-file references, a failed or timed-out status) and every record id listed in its
-  ``state["promote"]``.
+  ``state["promote"]``. Listing one record of an atomic unit (the artifact, the call or the assistant
+  message of a tool exchange) promotes the whole unit; only records the checkpoint's owner owns are
+  promoted, and audit-only records never are. Ids that name no candidate, or a record of another
+  owner, are recorded in the manifest's ``warnings``.
 
 A request without a participant sees no private or shared state at all (fail closed).
 """
@@ -38,7 +41,7 @@ class VisibilityStage:
     """Omit what the calling participant may not see; let promoted subagent state through."""
 
     name: ClassVar[str] = "visibility"
-    version: ClassVar[str] = "2"
+    version: ClassVar[str] = "3"
 
     def config(self) -> Mapping[str, Any]:
         """No settings."""
@@ -52,10 +55,10 @@ class VisibilityStage:
         for rec in ctx.records:
             if rec.id in ctx.omitted or isinstance(rec, Participant):
                 continue
-            if rec.id in promoted and promoted[rec.id] == (rec.owner_participant_id or ""):
-                continue  # promoted by its own owner
-            if rec.visibility is Visibility.AUDIT_ONLY:
+            if rec.visibility is Visibility.AUDIT_ONLY:  # promotion never publishes audit-only records
                 yield omit(self.name, rec.id, ReasonCode.AUDIT_ONLY, "kept for audit; never sent to a model")
+            elif rec.id in promoted and promoted[rec.id] == (rec.owner_participant_id or ""):
+                continue  # promoted by its own owner
             elif not visible_to(rec, who):
                 yield self._private(rec, who, people)
 
@@ -70,6 +73,10 @@ def _promoted(ctx: StageContext, who: str | None) -> dict[str, str]:
     """Record id → promoting owner, for the ids listed by checkpoints ``who`` can see.
 
     Only a record's own owner can promote it (a checkpoint cannot publish another participant's state).
+    Listing any record of an atomic unit (the assistant message, a tool call or its artifact) promotes
+    the whole unit, since a unit enters whole or not at all. An id that is no candidate of the call is
+    recorded as a warning (``unknown_promoted_record``), as is a listed record owned by someone else
+    (``promotion_not_owned``); neither promotes anything.
     """
     out: dict[str, str] = {}
     if who is None:
@@ -78,6 +85,29 @@ def _promoted(ctx: StageContext, who: str | None) -> dict[str, str]:
         if not isinstance(rec, Checkpoint) or rec.id in ctx.omitted or not visible_to(rec, who):
             continue
         listed = rec.state.get("promote", ())
-        if isinstance(listed, list | tuple):
-            out.update({str(i): rec.owner_participant_id or "" for i in listed})
+        if not isinstance(listed, list | tuple):
+            continue
+        owner = rec.owner_participant_id or ""
+        for rid in (str(i) for i in listed):
+            target = ctx.record(rid)
+            if target is None:
+                ctx.warn(
+                    "unknown_promoted_record",
+                    f"checkpoint {rec.id} state.promote",
+                    rid,
+                    f"checkpoint {rec.id} promotes {rid!r}, which is no candidate record of this call",
+                )
+                continue
+            if (target.owner_participant_id or "") != owner:
+                ctx.warn(
+                    "promotion_not_owned",
+                    f"checkpoint {rec.id} state.promote",
+                    rid,
+                    f"checkpoint {rec.id} (owner {owner or 'nobody'}) cannot promote {rid}, "
+                    f"owned by {target.owner_participant_id or 'nobody'}",
+                )
+                continue
+            unit = ctx.unit_of(rid)
+            for member in unit.record_ids if unit is not None else (rid,):
+                out.setdefault(member, owner)
     return out
