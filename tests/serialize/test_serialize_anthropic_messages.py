@@ -363,3 +363,21 @@ def test_validate_rejects_each_broken_rule(anthropic: AnthropicMessagesSerialize
     with pytest.raises(ProviderContractError) as caught:
         anthropic.validate(payload)
     assert (caught.value.rule, caught.value.index) == (rule, index)
+
+
+def test_a_relayed_turn_is_labelled_and_never_merged_into_the_assistant_message(anthropic) -> None:
+    """Alice's turn relayed to Bob is a labelled user block; Bob's own assistant message holds only Bob's text."""
+    turns = [
+        Turn("u", "user", "Your view?"),
+        Turn("b1", "assistant", "Spaces.", name="bob"),
+        Turn("a", "user", "Tabs.", name="alice", relayed=True),
+        Turn("b2", "assistant", "Still spaces.", name="bob"),
+    ]
+    payload = anthropic.build(turns, model="claude-sonnet-4-5", max_tokens=100)
+    sdk_valid_anthropic(payload)
+    assert [(m["role"], [b["text"] for b in m["content"]]) for m in payload["messages"]] == [
+        ("user", ["Your view?"]),
+        ("assistant", ["bob: Spaces."]),
+        ("user", ["alice: Tabs."]),
+        ("assistant", ["bob: Still spaces."]),
+    ]

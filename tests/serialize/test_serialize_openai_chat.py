@@ -388,3 +388,23 @@ def test_turn_tokens_errors_name_the_ref_without_an_index(
     with pytest.raises(InputError) as bad_part:
         openai.turn_tokens(Turn("m9", "user", ({"type": "audio"},)), counter)
     assert (bad_part.value.index, bad_part.value.field) == (None, "content[0]")
+
+
+def test_a_relayed_turn_is_a_named_user_message_with_a_visible_label(openai: OpenAIChatSerializer, counter) -> None:
+    """Another participant's turn: role user, ``name``, and a ``"<name>: "`` label on the text (string or parts)."""
+    turns = [
+        Turn("u", "user", "Your view?"),
+        Turn("a", "user", "Tabs.", name="alice", relayed=True),
+        Turn("p", "user", ({"type": "text", "text": "See chart."},), name="alice", relayed=True),
+        Turn("b", "assistant", "Spaces.", name="bob"),
+    ]
+    payload = openai.build(turns, model="gpt-4o")
+    assert payload["messages"][1:] == [
+        {"role": "user", "content": "alice: Tabs.", "name": "alice"},
+        {"role": "user", "content": [{"type": "text", "text": "alice: See chart."}], "name": "alice"},
+        {"role": "assistant", "content": "Spaces.", "name": "bob"},
+    ]
+    sdk_valid_openai(payload)
+    assert openai.count(payload, counter) == openai.base_tokens(counter) + sum(
+        openai.turn_tokens(t, counter) for t in turns
+    )

@@ -4,7 +4,9 @@ Pipeline, constraints first and relevance second (seed 002 "Primero restriccione
 
 1. **Candidates**: the snapshot of the active branch lineage up to ``as_of_seq`` (:mod:`.snapshot`).
 2. **Hard filters and protection**: the policy's stages write :class:`PolicyDecision` s; an omitted
-   record takes its whole unit out (a unit enters whole or not at all).
+   record takes its whole unit out (a unit enters whole or not at all). In multi-participant
+   conversations assistant turns are then attributed to their speakers, and other participants'
+   messages relayed as labelled user turns (:mod:`.speakers`).
 3. **Budget**: ``B_input = W − O − M``; the fixed blocks (instructions, tool schemas, reply priming)
    and every other required unit must fit, else :class:`RequiredBlocksDoNotFit` lists them all.
 4. **Utility and selection** (:mod:`.select`): ``utility = w_rel·relevance + w_rec·recency + w_kind·prior``
@@ -39,6 +41,7 @@ from ctxledger.assemble.represent import charge_savings, omit_redundant
 from ctxledger.assemble.room import anchor_user_turn, make_room_for_errors
 from ctxledger.assemble.select import Option, SelectionItem, select
 from ctxledger.assemble.snapshot import Snapshot
+from ctxledger.assemble.speakers import attribute_speakers
 from ctxledger.assemble.units import Unit, UnitKind, build_units, content_text
 from ctxledger.budget import Budget, BudgetLedger
 from ctxledger.errors import BudgetItem, ConfigurationError
@@ -262,6 +265,7 @@ def assemble(
             if rid not in plan.omitted and any(r in plan.omitted for r in u.record_ids):
                 reason, stage, _ = next(plan.omitted[r] for r in u.record_ids if r in plan.omitted)
                 plan.omitted[rid] = (reason, stage, f"unit {u.id} omitted as a whole")
+    units = attribute_speakers(units, records, request.participant_id)
     if not policy.selection.ladder:
         options_for = redundancy = None
     if redundancy is not None:
@@ -526,7 +530,7 @@ def _latest_user_text(units: Sequence[Unit]) -> str:
 
 def _kind_prior(unit: Unit) -> float:
     prior = KIND_PRIOR[unit.kind]
-    if unit.role == "user":
+    if unit.role == "user" and not unit.turns[0].relayed:  # another participant's turn is no user turn
         prior += 0.1
     if unit.kind is UnitKind.TOOL_EXCHANGE and unit.status is not None and unit.status.value != "succeeded":
         prior += 0.3

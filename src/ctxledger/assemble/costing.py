@@ -42,18 +42,23 @@ class Coster(Protocol):
 
 
 def turn_key(turn: Turn) -> str:
-    """Content hash of a turn's model-facing fields (its ``ref`` is excluded)."""
-    return content_hash(
-        [
-            turn.role,
-            turn.content if isinstance(turn.content, str | None) else [dict(p) for p in turn.content],
-            turn.name,
-            [[c.call_id, c.name, c.arguments] for c in turn.tool_calls],
-            turn.tool_call_id,
-            turn.tool_name,
-            turn.is_error,
-        ]
-    )
+    """Content hash of a turn's model-facing fields (its ``ref`` is excluded).
+
+    ``relayed`` enters the hash only when set, so the keys of every other turn (persisted in the store's
+    token-count table) are the same as before it existed.
+    """
+    fields: list[object] = [
+        turn.role,
+        turn.content if isinstance(turn.content, str | None) else [dict(p) for p in turn.content],
+        turn.name,
+        [[c.call_id, c.name, c.arguments] for c in turn.tool_calls],
+        turn.tool_call_id,
+        turn.tool_name,
+        turn.is_error,
+    ]
+    if turn.relayed:
+        fields.append("relayed")
+    return content_hash(fields)
 
 
 class SerializerCoster:

@@ -672,9 +672,24 @@ def _discussion(g: GraphBuilder) -> dict[str, Any]:
 
 
 def _discussion_check(asm: Any, g: GraphBuilder) -> list[str]:
-    names = {m.get("name") for m in asm.payload["messages"]}
+    """Every speaker is named (OpenAI ``name``) or labelled (``"<name>: "``); debater-b stays out of a's turns.
+
+    Assembled for debater-a, debater-b's words never sit in an assistant message (Anthropic would merge
+    them into a's own turn).
+    """
+    shown: set[str] = set()
+    failures = []
     want = {"debater-a", "debater-b", "moderator"}
-    return [] if want <= names else [f"speaker labels lost: {sorted(want - names)}"]
+    for message in asm.payload["messages"]:
+        content = message.get("content")
+        texts = [content] if isinstance(content, str) else [b.get("text", "") for b in content or ()]
+        speakers = {message.get("name")} | {w for w in want for t in texts if t and t.startswith(f"{w}:")}
+        shown |= speakers
+        if message["role"] == "assistant" and "debater-b" in speakers:
+            failures.append("debater-b's words are in an assistant message of debater-a's call")
+    if not want <= shown:
+        failures.append(f"speaker labels lost: {sorted(want - shown)}")
+    return failures
 
 
 # -- 14. child subagent artifact capture ---------------------------------------------------------------

@@ -25,6 +25,11 @@ IMAGE_DETAILS = ("low", "high", "auto")
 _ROLES = ("system", "developer", "user", "assistant", "tool")
 
 
+def speaker_label(name: str, text: str) -> str:
+    """``"<name>: <text>"``: how a named author is shown inside a turn's text (``"<name>:"`` for no text)."""
+    return f"{name}: {text}" if text else f"{name}:"
+
+
 def check_turns(turns: Sequence[Turn]) -> None:
     """Check roles, per-role fields and tool pairing of ``turns`` in order.
 

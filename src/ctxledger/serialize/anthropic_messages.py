@@ -16,7 +16,9 @@ Rules followed, from Anthropic's Messages API reference and its *Tool use* guide
   in the one user message that follows it, before any user text merged after them;
 * OpenAI ``image_url`` parts become ``image`` blocks (a ``base64`` source for data URLs, a ``url``
   source otherwise); empty or whitespace-only text blocks are never emitted (the API rejects them);
-* an author ``name`` is rendered as a ``"<name>: "`` label on the turn's first text block.
+* an author ``name`` is rendered as a ``"<name>: "`` label on the turn's first text block; another
+  participant's turn relayed as a user turn (``Turn.relayed``) is a user message labelled so, never
+  merged into the assistant's own message.
 
 Token counts are estimates (Anthropic publishes no tokenizer; its ``count_tokens`` endpoint is the
 exact source and the margin must cover the difference): :data:`MESSAGE_TOKENS` plus the role's tokens per
@@ -37,7 +39,7 @@ from typing import Any
 
 from ctxledger.errors import ProviderContractError
 from ctxledger.hashing import canonical_json
-from ctxledger.serialize._turns import at, check_turns, content_parts, function_definitions
+from ctxledger.serialize._turns import at, check_turns, content_parts, function_definitions, speaker_label
 from ctxledger.serialize.base import Turn
 from ctxledger.serialize.images import anthropic_image_tokens, image_size_from_base64, parse_data_url
 from ctxledger.tokens import TokenCounter
@@ -330,8 +332,8 @@ def _system_value(blocks: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
 def _label(name: str, blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Prefix the first text block with ``"<name>: "``, or lead with a ``"<name>:"`` block."""
     if blocks and blocks[0]["type"] == "text":
-        return [{"type": "text", "text": f"{name}: {blocks[0]['text']}"}, *blocks[1:]]
-    return [{"type": "text", "text": f"{name}:"}, *blocks]
+        return [{"type": "text", "text": speaker_label(name, blocks[0]["text"])}, *blocks[1:]]
+    return [{"type": "text", "text": speaker_label(name, "")}, *blocks]
 
 
 def _tool_use(call_id: str, name: str, arguments: str) -> dict[str, Any]:

@@ -40,6 +40,9 @@ class Turn:
         tool_call_id: for tool turns, the ``call_id`` it answers.
         tool_name: for tool turns, the tool's name.
         is_error: for tool turns, whether the result is an error.
+        relayed: another participant's assistant turn shown to this call's participant as a user turn
+            (multi-participant conversations): it carries its speaker's ``name``, and every serializer
+            puts a visible ``"<name>: "`` label on its text, so it never reads as the model's own turn.
     """
 
     ref: str
@@ -50,6 +53,7 @@ class Turn:
     tool_call_id: str | None = None
     tool_name: str | None = None
     is_error: bool = False
+    relayed: bool = False
 
 
 @runtime_checkable

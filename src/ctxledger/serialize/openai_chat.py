@@ -4,7 +4,9 @@ One turn becomes exactly one message (no message is invented, merged or reordere
 ``developer``, ``user``, ``assistant`` (with ``tool_calls``) or ``tool`` (with ``tool_call_id``), as in
 OpenAI's API reference for ``POST /v1/chat/completions``. Tool results are the data channel: their
 content is sent as given, never rewritten into instructions. Multi-part content (text and
-``image_url`` parts) is kept intact (case B08).
+``image_url`` parts) is kept intact (case B08). Another participant's turn relayed as a user turn
+(``Turn.relayed``) carries ``name`` and, since not every model shows ``name`` to itself, a visible
+``"<name>: "`` label on its text as well.
 
 Token counts follow the OpenAI cookbook *How to count tokens with tiktoken* (gpt-4o family):
 
@@ -31,7 +33,7 @@ from typing import Any
 
 from ctxledger.errors import ProviderContractError
 from ctxledger.hashing import canonical_json
-from ctxledger.serialize._turns import at, check_turns, content_parts, function_definitions
+from ctxledger.serialize._turns import at, check_turns, content_parts, function_definitions, speaker_label
 from ctxledger.serialize.base import Turn
 from ctxledger.serialize.images import (
     GPT_4O_TILE_RATES,
@@ -149,6 +151,8 @@ class OpenAIChatSerializer:
         if turn.role == "tool":
             message["tool_call_id"] = turn.tool_call_id
         message["content"] = self._content(index, turn)
+        if turn.relayed and turn.name:
+            message["content"] = _labelled(turn.name, message["content"])
         if turn.name is not None and turn.role != "tool":
             message["name"] = turn.name
         if turn.tool_calls:
@@ -330,6 +334,16 @@ class OpenAIChatSerializer:
             pending = {call["id"] for call in message.get("tool_calls") or ()}
         if pending:
             _fail(len(messages) - 1, "tool_call_unanswered", f"no results for tool calls {sorted(pending)}")
+
+
+def _labelled(name: str, content: Any) -> Any:
+    """Content with a visible ``"<name>: "`` label: on the string, or on (or before) the first text part."""
+    if isinstance(content, str):
+        return speaker_label(name, content)
+    parts = list(content or ())
+    if parts and parts[0].get("type") == "text":
+        return [{**parts[0], "text": speaker_label(name, str(parts[0]["text"]))}, *parts[1:]]
+    return [{"type": "text", "text": speaker_label(name, "")}, *parts]
 
 
 def _fail(index: int, rule: str, what: str) -> None:

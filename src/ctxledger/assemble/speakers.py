@@ -1,0 +1,87 @@
+"""Speakers in multi-participant conversations: who said each assistant turn (new-user report item 12).
+
+Provider formats have one ``assistant`` role: the model takes every assistant turn for its own words.
+When several participants speak (a debate, a moderator and agents, a parent and its subagents), that is
+wrong twice over: the speakers' turns look alike, and Anthropic merges adjacent assistant turns into one
+message, so Bob would read Alice's words as his own. After the policy has run, :func:`attribute_speakers`
+fixes that on the units that will be costed and selected:
+
+* **Names.** When two or more participants own live assistant turns, or the call is for a participant
+  other than a turn's owner, each assistant turn (messages and tool-call turns) carries its speaker's
+  name: ``Message.name`` when set, else the owner's :class:`~ctxledger.records.Participant` ``name``, else
+  the owner's id. Transform ``speaker_named``.
+* **Other participants' messages.** When the call is for participant P, an assistant *message* owned by
+  another participant becomes a **user** turn with that name, relayed (:attr:`Turn.relayed`): OpenAI
+  Chat sends ``name`` and a ``"<name>: "`` label on the text, Anthropic the label (it has no ``name``
+  field), and neither merges it into P's own assistant message. Transform ``speaker_relayed``. Another
+  participant's tool-call turn stays an assistant turn (its results must follow its calls) but is
+  named, so Anthropic shows a ``"<name>:"`` label before its ``tool_use`` blocks.
+
+A conversation with a single assistant speaker, assembled for that speaker or for no participant, is left
+exactly as it was (same turns, same payload hash). Records are never changed; the unit's turns are.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from ctxledger.assemble.units import Unit, UnitKind
+from ctxledger.records import Message, Participant, Record, Role
+
+_SPOKEN = (UnitKind.MESSAGE, UnitKind.TOOL_EXCHANGE)
+
+
+def attribute_speakers(units: Sequence[Unit], records: Sequence[Record], participant_id: str | None) -> list[Unit]:
+    """Name the assistant turns of other speakers and relay other participants' messages (module docstring).
+
+    Args:
+        units: the live units of the call (after every policy stage), in ``seq`` order.
+        records: the call's candidate records (the :class:`Participant` records give the names).
+        participant_id: the participant the call is for, or ``None``.
+
+    Returns:
+        The units, with new :class:`Unit` values where a turn changed (the others are the same objects).
+    """
+    owners = {
+        u.records[0].owner_participant_id
+        for u in units
+        if u.kind in _SPOKEN and _assistant_message(u) is not None and u.records[0].owner_participant_id
+    }
+    if not owners:
+        return list(units)
+    several = len(owners) >= 2
+    if not several and (participant_id is None or owners == {participant_id}):
+        return list(units)
+    people = {r.id: r for r in records if isinstance(r, Participant)}
+    return [_attributed(u, people, participant_id, several) for u in units]
+
+
+def _assistant_message(unit: Unit) -> Message | None:
+    first = unit.records[0] if unit.records else None
+    return first if isinstance(first, Message) and first.role is Role.ASSISTANT else None
+
+
+def _attributed(unit: Unit, people: dict[str, Participant], participant_id: str | None, several: bool) -> Unit:
+    msg = _assistant_message(unit) if unit.kind in _SPOKEN else None
+    owner = msg.owner_participant_id if msg is not None else None
+    if msg is None or owner is None:
+        return unit
+    other = participant_id is not None and owner != participant_id
+    if not (several or other):
+        return unit
+    person = people.get(owner)
+    name = msg.name or (person.name if person is not None and person.name else owner)
+    first = unit.turns[0]
+    relay = other and unit.kind is UnitKind.MESSAGE and first.role == "assistant" and first.content is not None
+    if relay:
+        turn = dataclasses.replace(first, role="user", name=name, relayed=True)
+        step = "speaker_relayed"
+    elif first.name is None and first.role == "assistant":
+        turn = dataclasses.replace(first, name=name)
+        step = "speaker_named"
+    else:
+        return unit
+    transforms = dict(unit.transforms)
+    transforms[msg.id] = "+".join(filter(None, [transforms.get(msg.id), step]))
+    return dataclasses.replace(unit, turns=(turn, *unit.turns[1:]), transforms=transforms)
