@@ -39,7 +39,7 @@ def test_why_did_the_model_see_this_memory(explained):
     chain = " | ".join(why["chain"])
     assert f"derived from {g.id('art-gmail')}" in chain
     assert f"inherited from branch {g.main}" in chain and f"active branch {g.id('b2')}" in chain
-    assert "under policy ctxledger-default version 3 (sha256:" in chain
+    assert "under policy ctxledger-default version 4 (sha256:" in chain
     assert "admitted by stage selection" in chain and "the compact memory was sufficient" in chain
 
 

@@ -194,7 +194,7 @@ def test_manifest_counts_omissions_by_reason_and_stage(cases_dir):
     manifest = run.assembly.manifest
     assert manifest["omitted_by_reason"] == {"summarized": len(manifest["omitted"])}
     assert manifest["omitted_by_stage"] == {"compaction": len(manifest["omitted"])}
-    assert manifest["policy"]["name"] == "ctxledger-default" and manifest["policy"]["version"] == "3"
+    assert manifest["policy"]["name"] == "ctxledger-default" and manifest["policy"]["version"] == "4"
 
 
 POLICY_YAML = textwrap.dedent(

@@ -6,7 +6,7 @@ from ctxledger.policy.base import Policy, RehydrationParams, SelectionParams
 from ctxledger.policy.stages import STAGES
 
 DEFAULT_POLICY_NAME = "ctxledger-default"
-DEFAULT_POLICY_VERSION = "3"
+DEFAULT_POLICY_VERSION = "4"
 
 
 def default_policy() -> Policy:
