@@ -546,6 +546,7 @@ def _print_explanation(console: Console, why: Mapping[str, Any], conv: str) -> N
         ("utility", None if why.get("utility") is None else f"{why['utility']:.4f}"),
         ("transform", why.get("transform")),
         ("detail", why.get("detail") or None),
+        ("note", why.get("note")),
         ("branch", why.get("branch_id")),
         ("policy", why.get("policy")),
     ]

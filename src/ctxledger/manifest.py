@@ -17,7 +17,8 @@ A manifest is a JSON-able dict persisted for every assembly. Its top-level keys:
 * ``candidates``: every candidate record id; ``included``: ``{ref, unit, kind, role, external_id,
   representation, tokens, stage, reason, utility, transform, locators[, promotion]}`` (``locators``:
   where an excerpt, extraction or reference of the record points in its exact bytes, empty for
-  verbatim; ``promotion``: the decision that turned an artifact into the memory shown); ``omitted``:
+  verbatim; ``promotion``: the decision that turned an artifact into the memory shown; ``note``: present
+  when a required unit entered as an exact excerpt because its verbatim form did not fit); ``omitted``:
   ``{ref, unit, external_id, reason, stage, detail}`` (a ``redundant`` one's detail names the kept
   unit); every candidate is in exactly one of the two;
 * ``omitted_by_reason`` / ``omitted_by_stage``: counts of omitted candidates (branch, visibility, budget …
@@ -223,10 +224,16 @@ def _entry(
                 "source_version": getattr(rec, "source_version", None),
                 "locators": record_locators(option, rec.id),
                 **_promotion(option, rec.id),
+                **_note(option),
                 **_facts(rec),
             }
         )
     return out
+
+
+def _note(option: Option | None) -> dict[str, Any]:
+    note = option.detail.get("note") if option is not None else None
+    return {"note": str(note)} if note else {}
 
 
 def _promotion(option: Option | None, record_id: str) -> dict[str, Any]:
@@ -276,7 +283,7 @@ def explain(manifest: Mapping[str, Any], ref: str) -> dict[str, Any]:
 
     Returns:
         ``{ref, status, stage, reason, unit, representation, tokens, utility, transform, locators,
-        branch_id, policy, decisions, marks, rehydrations, chain}``: for an included record the stage that
+        branch_id, policy, decisions, marks, rehydrations, detail, note, chain}``: for an included record the stage that
         admitted it (``fixed``, ``protection`` or ``selection``) with its utility and tokens; for an
         omitted one the reason code and the stage. ``chain`` reads memory → artifact → branch → policy version → stage
         as sentences (seed 004 §4.4).
@@ -308,6 +315,7 @@ def explain(manifest: Mapping[str, Any], ref: str) -> dict[str, Any]:
         "marks": marks,
         "rehydrations": rehydrations,
         "detail": entry.get("detail", ""),
+        "note": entry.get("note"),
     }
     out["chain"] = _chain(manifest, status, entry, marks, rehydrations)
     return out
@@ -338,6 +346,8 @@ def _chain(
         if entry.get("utility") is not None:
             how += f", utility {entry['utility']}"
         chain.append(how + f", {entry.get('tokens')} tokens")
+        if entry.get("note"):
+            chain.append(entry["note"])
         if entry.get("locators"):
             spans = ", ".join(f"bytes {loc['byte_start']}:{loc['byte_end']}" for loc in entry["locators"][:4])
             more = f" (+{len(entry['locators']) - 4} more)" if len(entry["locators"]) > 4 else ""

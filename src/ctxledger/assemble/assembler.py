@@ -8,7 +8,10 @@ Pipeline, constraints first and relevance second (seed 002 "Primero restriccione
    conversations assistant turns are then attributed to their speakers, and other participants'
    messages relayed as labelled user turns (:mod:`.speakers`).
 3. **Budget**: ``B_input = W − O − M``; the fixed blocks (instructions, tool schemas, reply priming)
-   and every other required unit must fit, else :class:`RequiredBlocksDoNotFit` lists them all.
+   and every other required unit must fit, else :class:`RequiredBlocksDoNotFit` lists them all. A
+   required tool output whose verbatim form takes more than :data:`REQUIRED_VERBATIM_SHARE` of
+   ``B_dynamic`` (a failed call's 40,000-line log) enters as an exact excerpt with locators instead (see
+   :func:`oversized_required`), so one huge output cannot block every later call.
 4. **Utility and selection** (:mod:`.select`): ``utility = w_rel·relevance + w_rec·recency + w_kind·prior``
    per unit (relevance: stemmed BM25 spread to neighbouring units; relevance-dominant weights when the
    query is a question outside a tool loop, :class:`~ctxledger.policy.base.SelectionParams`), a
@@ -68,6 +71,10 @@ KIND_PRIOR: Mapping[str, float] = {
 
 FILL_FACTOR = 0.25
 """Utility scale of conversation-visible or shared units of other branches: they rank below the lineage's."""
+
+REQUIRED_VERBATIM_SHARE = 0.5
+"""A required unit whose verbatim form costs more than this share of ``B_dynamic`` (tokens) is offered only as
+exact excerpts (:func:`oversized_required`): the bytes it shows are the stored bytes, with locators to the rest."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,9 +233,11 @@ def assemble(
         coster: costs turns in tokens (serialized form).
         serializer: builds, validates and counts the provider payload.
         counter_for_payload: counter used to recount the built payload (default: the coster's counter).
-        options_for: optional ``(unit, verbatim_option, coster) -> list[Option]`` adding cheaper
-            representations of a unit (the representation ladder); default verbatim only. Units whose
-            protection reason is in :data:`~ctxledger.policy.base.VERBATIM_REASONS` never get them.
+        options_for: optional ``(unit, verbatim_option, coster, *, required=False) -> list[Option]`` adding
+            cheaper representations of a unit (the representation ladder); default verbatim only. Units whose
+            protection reason is in :data:`~ctxledger.policy.base.VERBATIM_REASONS` never get them, except
+            that a required unit too large to enter verbatim (:func:`oversized_required`) is offered only
+            its excerpts (asked with ``required=True``).
         extra_records: records of the conversation outside the snapshot's lineage (other branches, or an
             ancestor after the fork), up to the snapshot ``seq``: the lineage stage records them as
             branch exclusions, and conversation-visible or shared ones may fill remaining room.
@@ -275,12 +284,14 @@ def assemble(
     tools = tuple(request.tools) if request.tools is not None else snap.tool_schemas
     tools, withheld = expose_tools(policy.contract, tools, phase=request.phase, checks_passed=request.checks_passed)
     plan.tools = {"exposed": [tool_name(t) for t in tools], "withheld": withheld}
-    fixed, required_units, dynamic = _check_budget(budget, units, plan, costs, coster, tools, options_for)
+    fixed, required_units, dynamic, oversized = _check_budget(
+        budget, units, plan, turn_costs, coster, tools, options_for
+    )
     t_policy = time.perf_counter()
     ledger = BudgetLedger(dynamic, policy.selection.class_caps)
     relevance = _relevance_by_id(request, snap, policy)
     weights = policy.selection.weights(_asks_question(request, units))
-    items = _selection_items(units, plan, turn_costs, relevance, policy, coster, options_for, weights)
+    items = _selection_items(units, plan, turn_costs, relevance, policy, coster, options_for, weights, oversized)
     result = select(items, dynamic, ledger)
     if options_for is not None:
         make_room_for_errors(items, result, dynamic, ledger)
@@ -429,11 +440,21 @@ def _check_budget(
     budget: Budget,
     units: Sequence[Unit],
     plan: _Plan,
-    costs: Mapping[str, int],
+    turn_costs: Mapping[str, tuple[int, ...]],
     coster: Coster,
     tools: Sequence[Mapping[str, Any]],
     options_for: Any,
-) -> tuple[list[Unit], list[Unit], int]:
+) -> tuple[list[Unit], list[Unit], int, dict[str, list[Option]]]:
+    """Check that the fixed blocks and the required units fit ``B_input``; return them and ``B_dynamic``.
+
+    Returns:
+        ``(fixed units, required units, B_dynamic, oversized)``: ``oversized`` maps the required units
+        too large to enter verbatim to their excerpt options (:func:`oversized_required`).
+
+    Raises:
+        RequiredBlocksDoNotFit: itemised, each required unit at its cheapest allowed form.
+    """
+    costs = {uid: sum(c) for uid, c in turn_costs.items()}
     fixed = [u for u in units if u.kind is UnitKind.INSTRUCTION]
     required = [u for u in units if u.id in plan.required and u.kind is not UnitKind.INSTRUCTION]
     blocks = [BudgetItem("request", "reply priming", coster.base_tokens())]
@@ -441,15 +462,77 @@ def _check_budget(
         blocks.append(BudgetItem("tools", f"{len(tools)} tool schemas", coster.tools_tokens(tools)))
     blocks += [BudgetItem(u.id, "instruction", costs[u.id]) for u in fixed]
     fixed_tokens = sum(b.tokens for b in blocks)
+    dynamic = budget.input_tokens - fixed_tokens
+    oversized = oversized_required(required, plan.required, turn_costs, coster, dynamic, options_for)
     for u in required:
         cheapest = costs[u.id]
-        if options_for is not None and plan.required[u.id] not in VERBATIM_REASONS:
+        if u.id in oversized:
+            cheapest = min(o.tokens for o in oversized[u.id])
+        elif options_for is not None and plan.required[u.id] not in VERBATIM_REASONS:
             alternatives = options_for(u, _verbatim(u, costs[u.id]), coster)
             cheapest = min([cheapest, *(o.tokens for o in alternatives)])
         ext = _external(u)
         blocks.append(BudgetItem(u.id if ext is None else f"{u.id} ({ext})", plan.required[u.id], cheapest))
     budget.check_required(blocks)
-    return fixed, required, budget.input_tokens - fixed_tokens
+    return fixed, required, dynamic, oversized
+
+
+def oversized_required(
+    required: Sequence[Unit],
+    reasons: Mapping[str, str],
+    turn_costs: Mapping[str, tuple[int, ...]],
+    coster: Coster,
+    dynamic: int,
+    options_for: Any,
+) -> dict[str, list[Option]]:
+    """The required units too large to enter verbatim, each with the excerpts it may enter as instead.
+
+    A required unit (a failed call not yet followed by a success, the step being continued …) whose verbatim
+    form costs more than :data:`REQUIRED_VERBATIM_SHARE` of ``B_dynamic`` would crowd out the rest of the
+    context, and one larger than ``B_dynamic`` would make every later call fail with
+    ``RequiredBlocksDoNotFit``. Such a unit is offered only as the representation ladder's *excerpts*
+    (exact bytes: head, tail and the error lines with their neighbours, plus locators to rehydrate the
+    rest): an excerpt of exact bytes is not a summary, and extractions, memories and references are not
+    offered for it. Each excerpt's ``detail["note"]`` says that the verbatim form did not fit (the manifest
+    shows it).
+
+    Units stay verbatim, and the budget check decides, when their protection reason is in
+    :data:`~ctxledger.policy.base.VERBATIM_REASONS` (the latest user turn, constraints, approvals,
+    ``retry_critical`` …: case B15 wants a user turn that cannot fit to fail loudly, never to be cut), when
+    they have no large text to excerpt (long tool-call arguments), or when the ladder is off.
+
+    Args:
+        required: the required non-instruction units.
+        reasons: unit id → protection reason.
+        turn_costs: unit id → verbatim tokens per turn.
+        coster: this assembly's coster.
+        dynamic: ``B_dynamic`` in tokens.
+        options_for: the representation ladder (called with ``required=True``); ``None`` → no excerpts.
+
+    Returns:
+        unit id → excerpt options (their utility is the rung factor; the caller scales it); units that stay
+        verbatim are absent.
+    """
+    out: dict[str, list[Option]] = {}
+    if options_for is None:
+        return out
+    limit = REQUIRED_VERBATIM_SHARE * max(dynamic, 0)
+    for unit in required:
+        per_turn = turn_costs[unit.id]
+        tokens = sum(per_turn)
+        if tokens <= limit or reasons.get(unit.id) in VERBATIM_REASONS:
+            continue
+        verbatim = Option("verbatim", tokens, 1.0, unit.turns, turn_tokens=per_turn)
+        excerpts = [o for o in options_for(unit, verbatim, coster, required=True) if o.representation == "excerpt"]
+        if not excerpts:
+            continue
+        fits = "does not fit" if tokens > dynamic else f"takes more than {REQUIRED_VERBATIM_SHARE:.0%} of"
+        note = (
+            f"required, but its verbatim form ({tokens} tokens) {fits} B_dynamic ({dynamic} tokens): "
+            "entered as an exact excerpt of the stored bytes; the locators rehydrate the rest"
+        )
+        out[unit.id] = [dataclasses.replace(o, detail={**o.detail, "note": note}) for o in excerpts]
+    return out
 
 
 def _external(unit: Unit) -> str | None:
@@ -470,6 +553,7 @@ def _selection_items(
     coster: Coster,
     options_for: Any,
     weights: tuple[float, float, float] | None = None,
+    oversized: Mapping[str, Sequence[Option]] | None = None,
 ) -> list[SelectionItem]:
     params = policy.selection
     w_relevance, w_recency, w_kind = weights or params.weights(False)
@@ -485,7 +569,9 @@ def _selection_items(
         options = [verbatim]
         required = unit.id in plan.required
         verbatim_only = plan.required.get(unit.id) in VERBATIM_REASONS
-        if options_for is not None and not verbatim_only:
+        if oversized and unit.id in oversized:  # too large to enter verbatim: exact excerpts only
+            options = [dataclasses.replace(o, utility=round(utility * o.utility, 9)) for o in oversized[unit.id]]
+        elif options_for is not None and not verbatim_only:
             options += options_for(unit, verbatim, coster)
         items.append(
             SelectionItem(

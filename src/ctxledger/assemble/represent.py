@@ -235,19 +235,21 @@ class Ladder:
         bound.reach = reach
         return bound
 
-    def __call__(self, unit: Unit, verbatim: Option, coster: Coster) -> list[Option]:
+    def __call__(self, unit: Unit, verbatim: Option, coster: Coster, *, required: bool = False) -> list[Option]:
         """The options of ``unit`` besides verbatim, each with exact tokens and a utility below verbatim's.
 
         Args:
             unit: the candidate unit (possibly annotated by policy marks).
             verbatim: its verbatim option (the utility and per-turn tokens are taken from it).
             coster: the coster of this assembly; every option is priced by it.
+            required: the assembler needs the rungs of a required unit too large to enter verbatim; such a
+                unit gets them even when it lies outside :attr:`reach`.
 
         Returns:
             Options in rung order (excerpts largest first, extraction, memory, reference); empty when
             the unit has no large text.
         """
-        if self.reach is not None and unit.id not in self.reach:
+        if self.reach is not None and unit.id not in self.reach and not required:
             return []
         key = (_tenant_of(unit), unit.id, _content_key(unit), coster.counter_id, self.focus, self.query)
         rungs = self._cache.get(key)
