@@ -68,10 +68,13 @@ class BlobNotFound(RecordNotFound):
     Attributes:
         sha256: the bare-hex digest that was not found (also ``record_id``; ``tenant_id`` is ``""``).
         where: the blob store searched (a folder path, or ``"memory"``).
+        artifact_id: the tool artifact whose bytes were asked for, when known.
     """
 
-    def __init__(self, sha256: str, where: str) -> None:
-        StoreError.__init__(self, f"blob {sha256!r} not found in {where}")
+    def __init__(self, sha256: str, where: str, artifact_id: str | None = None) -> None:
+        owner = f" (the raw bytes of artifact {artifact_id!r})" if artifact_id else ""
+        StoreError.__init__(self, f"blob {sha256!r}{owner} not found in {where}")
+        self.artifact_id = artifact_id
         self.tenant_id = ""
         self.record_id = sha256
         self.sha256 = sha256

@@ -102,7 +102,15 @@ class Ledger:
     # -- recording ---------------------------------------------------------------------------------
 
     def append(self, records: Sequence[Record]) -> list[Record]:
-        """Append records in one transaction; return them with ``seq`` assigned (see ``GraphStore.append``)."""
+        """Append records in one transaction; return them with ``seq`` assigned (see ``GraphStore.append``).
+
+        A :class:`~ctxledger.records.ToolArtifact` names its raw bytes by sha256; put them first with
+        ``ledger.store.blobs.put(data)`` (its ``sha256`` and ``size_bytes`` go on the artifact).
+
+        Raises:
+            InputError: names the record index and field: a duplicate id, an unknown conversation, or a
+                tool artifact whose ``sha256`` is not in the blob store. Nothing is written.
+        """
         return self.store.append(records)
 
     def import_file(

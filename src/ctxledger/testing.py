@@ -61,7 +61,7 @@ from ctxledger.store.codec import (
     format_time,
 )
 
-__all__ = ["MemoryBlobStore", "MemoryStore", "StoreConformance", "every_record_type"]
+__all__ = ["EVERY_RECORD_BLOB", "MemoryBlobStore", "MemoryStore", "StoreConformance", "every_record_type"]
 
 
 class MemoryBlobStore:
@@ -160,10 +160,12 @@ class MemoryStore:
         """Append records atomically and return them with ``seq`` assigned (see ``GraphStore.append``).
 
         Raises:
-            InputError: a duplicate id, an unknown conversation, or an unstorable field (nothing written).
+            InputError: a duplicate id, an unknown conversation, an unstorable field, or a tool artifact
+                whose blob is not stored (nothing written).
         """
         batch = list(records)
         _rules.check_batch(batch)
+        _rules.check_blobs(batch, self.blobs.exists)
         rows = [encode_record(r, i) for i, r in enumerate(batch)]
         with self._lock:
             stored = (_rules.record_key(r) for r in batch if r.id in self._tenant(r.tenant_id).records)
@@ -374,11 +376,16 @@ def _msg(tenant: str, conv: str, n: int, text: str, branch: str | None = None) -
     return Message(id=f"{tenant}:{branch_id}/{n}", content=text, **_env(tenant, conv, n, branch_id))
 
 
+EVERY_RECORD_BLOB = b'{"error": "upstream timeout", "flights": []}'
+"""The raw output of :func:`every_record_type`'s tool artifact (put it into the blob store before appending)."""
+
+
 def every_record_type(tenant: str, conv: str) -> list[Record]:
     """One record of every kind of ``RECORD_TYPES`` with every field set to a non-default value.
 
-    The first two are the Conversation and its main Branch (so the list can be appended as is); all
-    records belong to conversation ``conv`` of ``tenant``.
+    The first two are the Conversation and its main Branch (so the list can be appended as is, once
+    :data:`EVERY_RECORD_BLOB` is in the store's blobs); all records belong to conversation ``conv`` of
+    ``tenant``.
     """
     common: dict[str, Any] = {
         "owner_participant_id": f"{conv}/p-assistant",
@@ -452,8 +459,8 @@ def every_record_type(tenant: str, conv: str) -> list[Record]:
             tool_call_id=f"{conv}/call-1",
             call_id="call_abc",
             name="search_flights",
-            sha256="ab" * 32,
-            size_bytes=2048,
+            sha256=sha256_hex(EVERY_RECORD_BLOB),
+            size_bytes=len(EVERY_RECORD_BLOB),
             media_type="application/json",
             tool_version="2.1",
             status=ToolStatus.FAILED,
@@ -777,6 +784,32 @@ class StoreConformance:
             with _raises(RecordNotFound):
                 store.get("t1", batch[0].id)
 
+    def test_an_artifact_whose_blob_is_not_stored_is_refused(self, store: Any) -> None:
+        """A ToolArtifact must name stored bytes: a missing or malformed sha256 writes nothing and names it."""
+        store.append(_start("t1", "c"))
+        data = b"report: 3 rows"
+        missing = sha256_hex(b"never stored")
+
+        def art(n: int, sha256: str) -> ToolArtifact:
+            return ToolArtifact(
+                id=f"t1:c/art{n}",
+                tool_call_id="t1:c/call",
+                call_id="call_1",
+                name="report",
+                sha256=sha256,
+                size_bytes=len(data),
+                **_env("t1", "c", n),
+            )
+
+        for sha in (missing, "", "sha256:" + sha256_hex(data)):
+            with _raises(InputError) as caught:
+                store.append([_msg("t1", "c", 2, "ok"), art(3, sha)])
+            assert (caught[0].index, caught[0].field) == (1, "sha256")
+            assert "t1:c/art3" in str(caught[0])
+            assert store.head_seq("t1", "c") == 2
+        ref = store.blobs.put(data)
+        assert store.append([art(4, ref.sha256)])[0].sha256 == ref.sha256
+
     def test_every_record_type_round_trips_with_all_fields_set(self, store: Any) -> None:
         """Each kind, every field non-default (incl. tuples, mappings, datetimes), reads back equal."""
         records = every_record_type("t1", "rt")
@@ -786,6 +819,7 @@ class StoreConformance:
                 f.name for f in dataclasses.fields(record) if f.name != "seq" and getattr(record, f.name) == _default(f)
             ]
             assert unset == [], f"{type(record).__name__} leaves {unset} at their defaults"
+        store.blobs.put(EVERY_RECORD_BLOB)
         out = store.append(records)
         assert [r.seq for r in out] == list(range(1, len(records) + 1))
         assert [store.get("t1", r.id) for r in out] == out

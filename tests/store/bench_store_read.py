@@ -26,27 +26,34 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from store_realdata import trajectory_files, trajectory_records
 
-from ctxledger.records import Branch, Conversation, Participant, Record
+from ctxledger.records import Branch, Conversation, Participant, Record, ToolArtifact
 from ctxledger.store import open_store
+from ctxledger.store.base import BlobStore
+from ctxledger.testing import MemoryBlobStore
 
 DATA_DIR = Path(os.environ.get("CTXLEDGER_SHARED_DIR", Path(__file__).resolve().parents[3] / "shared")) / "data"
 POSTGRES_URL = os.environ.get("CTXLEDGER_TEST_POSTGRES_URL")
 
 
 @functools.cache
-def _history(tenant: str) -> tuple[Record, ...]:
-    """The history records (no Conversation/Branch/Participant) of every real trajectory."""
-    return tuple(
+def _history(tenant: str) -> tuple[tuple[Record, ...], MemoryBlobStore]:
+    """The history records (no Conversation/Branch/Participant) of every real trajectory, and their raw outputs."""
+    blobs = MemoryBlobStore()
+    records = tuple(
         r
         for path in trajectory_files(DATA_DIR)
-        for r in trajectory_records(path, tenant)
+        for r in trajectory_records(path, tenant, blobs=blobs)
         if not isinstance(r, Conversation | Branch | Participant)
     )
+    return records, blobs
 
 
-def big_conversation(n: int, tenant: str, conv: str) -> list[Record]:
-    """A Conversation, its main Branch, then ``n - 2`` real history records re-homed into it."""
-    history = _history(tenant)
+def big_conversation(n: int, tenant: str, conv: str, blobs: BlobStore) -> list[Record]:
+    """A Conversation, its main Branch, then ``n - 2`` real history records re-homed into it.
+
+    The raw outputs of its tool artifacts are put into ``blobs`` (a store refuses artifacts without them).
+    """
+    history, raw = _history(tenant)
     head: list[Record] = [
         Conversation(id=conv, tenant_id=tenant, conversation_id=conv, branch_id=f"{conv}/main"),
         Branch(id=f"{conv}/main", tenant_id=tenant, conversation_id=conv, branch_id=f"{conv}/main"),
@@ -55,6 +62,8 @@ def big_conversation(n: int, tenant: str, conv: str) -> list[Record]:
         dataclasses.replace(r, id=f"{conv}/{i}", conversation_id=conv, branch_id=f"{conv}/main")
         for i, r in enumerate(islice(cycle(history), n - 2))
     ]
+    for sha in {r.sha256 for r in body if isinstance(r, ToolArtifact)}:
+        blobs.put(raw.get(sha))
     return head + body
 
 
@@ -62,7 +71,7 @@ def measure(url: str, n: int) -> tuple[float, float, float]:
     """Append ``n`` records to a fresh store; return (append s, read wall-clock s, read CPU s of this process)."""
     store = open_store(url, blobs_dir=tempfile.mkdtemp())
     conv = f"bench-{uuid.uuid4().hex[:8]}"
-    records = big_conversation(n, "bench", conv)
+    records = big_conversation(n, "bench", conv, store.blobs)
     t0 = time.perf_counter()
     store.append(records)
     t1, cpu1 = time.perf_counter(), time.process_time()

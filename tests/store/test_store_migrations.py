@@ -17,7 +17,7 @@ from ctxledger.store import migrate, open_store, schema
 from ctxledger.store._migrate import alembic_config, head_revision
 from ctxledger.store.codec import assembly_row, decode_record, encode_record
 from ctxledger.store.schema import VERSION_TABLE, metadata
-from ctxledger.testing import every_record_type
+from ctxledger.testing import EVERY_RECORD_BLOB, every_record_type
 
 
 def test_migrated_database_matches_the_schema_module(empty_sql_url: str) -> None:
@@ -64,12 +64,12 @@ def test_open_without_migrating_refuses_an_unmigrated_database(empty_sql_url: st
 def test_data_survives_reopening(empty_sql_url: str, tmp_path: Path) -> None:
     """Records and blobs written through one store are read back by a store opened later."""
     first = open_store(empty_sql_url, blobs_dir=tmp_path / "blobs")
+    ref = first.blobs.put(EVERY_RECORD_BLOB)
     written = first.append(every_record_type("t", "persist"))
-    ref = first.blobs.put(b"raw tool output")
     first.close()
     second = open_store(empty_sql_url, blobs_dir=tmp_path / "blobs")
     assert second.records("t", "persist") == written
-    assert second.blobs.get(ref.sha256) == b"raw tool output"
+    assert second.blobs.get(ref.sha256) == EVERY_RECORD_BLOB
     second.close()
 
 
@@ -114,6 +114,7 @@ def test_upgrading_a_0001_database_keeps_every_row_and_frees_ids_per_tenant(empt
         assert store.records("ta", "old") == expected
         assert [store.get("ta", r.id) for r in expected] == expected
         assert store.get_assembly("ta", "asm-old")["snapshot_seq"] == 3
+        store.blobs.put(EVERY_RECORD_BLOB)
         again = store.append(every_record_type("tb", "old"))
         assert [r.id for r in again] == [r.id for r in expected]
         assert store.records("ta", "old") == expected
@@ -124,9 +125,10 @@ def test_upgrading_a_0001_database_keeps_every_row_and_frees_ids_per_tenant(empt
         store.close()
 
 
-def test_downgrade_to_0001_refuses_ids_two_tenants_share(empty_sql_url: str) -> None:
+def test_downgrade_to_0001_refuses_ids_two_tenants_share(empty_sql_url: str, tmp_path: Path) -> None:
     """Going back to globally unique ids fails while two tenants hold one id, and leaves the data at head."""
-    store = open_store(empty_sql_url)
+    store = open_store(empty_sql_url, blobs_dir=tmp_path / "blobs")
+    store.blobs.put(EVERY_RECORD_BLOB)
     store.append(every_record_type("ta", "both"))
     store.append(every_record_type("tb", "both"))
     store.close()

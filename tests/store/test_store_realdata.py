@@ -60,7 +60,7 @@ def test_deleting_one_tenant_keeps_blobs_another_tenant_imported_too(
 
 def test_ten_thousand_real_records_read_back_in_order(store: GraphStore) -> None:
     """10,000 real history records of one conversation read back equal and in order (speed: see bench/)."""
-    records = big_conversation(10_000, "perf", "perf-conv")
+    records = big_conversation(10_000, "perf", "perf-conv", store.blobs)
     written = store.append(records)
     back = store.records("perf", "perf-conv")
     assert back == written

@@ -45,7 +45,7 @@ from ctxledger.assemble.room import anchor_user_turn, make_room_for_errors
 from ctxledger.assemble.select import Option, SelectionItem, select
 from ctxledger.assemble.snapshot import Snapshot
 from ctxledger.assemble.speakers import attribute_speakers
-from ctxledger.assemble.units import Unit, UnitKind, build_units, content_text
+from ctxledger.assemble.units import UNAVAILABLE, Unit, UnitKind, build_units, content_text
 from ctxledger.budget import Budget, BudgetLedger
 from ctxledger.errors import BudgetItem, ConfigurationError
 from ctxledger.hashing import content_hash
@@ -268,6 +268,7 @@ def assemble(
     plan.extra_records = list(extra_records)
     if plan.ctx is not None:
         plan.ctx.warnings[:0] = unknown_inputs(request, records, policy)
+    _mark_unavailable(plan, all_units)
     units = [annotate(u, plan.marks) for u in all_units if not any(r in plan.omitted for r in u.record_ids)]
     for u in all_units:
         for rid in u.record_ids:
@@ -340,6 +341,25 @@ def assemble(
         },
     )
     return asm
+
+
+def _mark_unavailable(plan: _Plan, units: Sequence[Unit]) -> None:
+    """Mark ``provenance_broken`` every tool result whose raw bytes could not be read back intact.
+
+    Such a result renders as a reference (:func:`~ctxledger.assemble.units.unavailable_text`) instead of
+    crashing the call; the mark (stage ``integrity``) names the record, its sha256 and what went wrong, so
+    the manifest's ``marks`` and ``explain`` say why the model saw no output.
+    """
+    for unit in units:
+        for rid, transform in unit.transforms.items():
+            if transform not in UNAVAILABLE:
+                continue
+            art = next(r for r in unit.records if r.id == rid)
+            sha = getattr(art, "sha256", "")
+            detail = f"{UNAVAILABLE[transform]} (sha256 {sha}); shown as a reference to artifact {rid}"
+            decision = PolicyDecision(rid, "integrity", Outcome.MARK, "provenance_broken", detail)
+            plan.decisions.append(decision)
+            plan.marks.setdefault(rid, []).append(decision)
 
 
 def _contract_budget(request: AssemblyRequest, policy: Policy) -> Budget:

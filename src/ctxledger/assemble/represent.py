@@ -60,7 +60,7 @@ from datasketch import MinHash, MinHashLSH  # type: ignore[import-untyped]
 from ctxledger.assemble.costing import Coster, FixedCoster, turn_key
 from ctxledger.assemble.select import Option
 from ctxledger.assemble.units import Unit, UnitKind, data_block_body, render_memory, rewrap_data_block
-from ctxledger.errors import BudgetError, InputError, IntegrityError, RecordNotFound
+from ctxledger.errors import BlobNotFound, BudgetError, InputError, IntegrityError, RecordNotFound
 from ctxledger.hashing import sha256_hex
 from ctxledger.policy.base import Outcome, PolicyDecision, ReasonCode
 from ctxledger.records import Message, Record, ToolArtifact, ToolCall, ToolMemory
@@ -745,7 +745,8 @@ def rehydrate_ref(
     text as UTF-8 (the bytes its excerpts locate), checked against the locator's sha256 when one is given.
 
     Raises:
-        RecordNotFound: no such record or blob in the tenant (also for a blob only other tenants reference).
+        RecordNotFound: no such record or blob in the tenant (also for a blob only other tenants reference; a
+            missing blob of an artifact names the artifact).
         IntegrityError: stored bytes no longer match their hash, or a locator's sha256 does not match.
         InputError: malformed locator, range outside the content, or a record without content.
     """
@@ -759,7 +760,10 @@ def rehydrate_ref(
     if isinstance(rec, ToolArtifact):
         if locator is not None and locator.sha256 != rec.sha256:
             raise IntegrityError(f"locator sha256 {locator.sha256[:16]} is not artifact {rec.id}'s")
-        return rehydrate(store.blobs, rec.sha256, byte_range=wanted)
+        try:
+            return rehydrate(store.blobs, rec.sha256, byte_range=wanted)
+        except BlobNotFound as exc:
+            raise BlobNotFound(rec.sha256, exc.where, rec.id) from None
     if isinstance(rec, Message) and isinstance(rec.content, str):
         data = rec.content.encode("utf-8")
         if locator is not None and sha256_hex(data) != locator.sha256:

@@ -11,6 +11,11 @@ tool schemas of the request.
 A call with no recorded result (pending or deferred) is rendered as a tool turn whose content states that
 status, with the transform ``status_stub`` recorded in the manifest: both providers require every call to
 be answered in the request, and the model must see that the call is unresolved (seed 004 §4.2).
+
+A result whose raw bytes are gone from the blob store (deleted after the artifact was written), or no
+longer hash to its sha256, is rendered as a reference that says so (:func:`unavailable_text`: artifact
+id, sha256, size), with the transform ``blob_missing`` or ``blob_mismatch``; the call still gets its
+answer and the assembly goes on (the assembler marks the record ``provenance_broken`` in the manifest).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from ctxledger.errors import BlobNotFound, InputError, IntegrityError
 from ctxledger.records import (
     Checkpoint,
     Compaction,
@@ -61,6 +67,16 @@ class ContextClass(StrEnum):
 
 
 _OPEN = (ToolStatus.PENDING, ToolStatus.DEFERRED)
+
+BLOB_MISSING = "blob_missing"
+"""Transform of a tool result whose raw bytes are not in the blob store."""
+BLOB_MISMATCH = "blob_mismatch"
+"""Transform of a tool result whose stored bytes no longer hash to the artifact's sha256."""
+UNAVAILABLE = {
+    BLOB_MISSING: "raw bytes missing from the blob store",
+    BLOB_MISMATCH: "stored bytes no longer match the artifact's sha256",
+}
+"""What each unavailable-bytes transform means (the text the model and the manifest get)."""
 
 
 @dataclass(slots=True)
@@ -221,7 +237,9 @@ def _tool_exchange(
         record_ids.append(art.id)
         records.append(art)
         last_seq = max(last_seq, art.seq)
-        text = read_blob(art.sha256).decode("utf-8", errors="replace")
+        text, unavailable = _raw_text(art, read_blob)
+        if unavailable is not None:
+            transforms[art.id] = unavailable
         texts.append(text)
         turns.append(
             Turn(
@@ -247,6 +265,33 @@ def _tool_exchange(
         tool_names=tuple(c.name for c in calls),
         transforms=transforms,
         records=tuple(records),
+    )
+
+
+def _raw_text(art: ToolArtifact, read_blob: BlobReader) -> tuple[str, str | None]:
+    """The result's text, or ``(reference text, transform)`` when its bytes cannot be read back intact."""
+    try:
+        return read_blob(art.sha256).decode("utf-8", errors="replace"), None
+    except (BlobNotFound, InputError):  # InputError: a sha256 that cannot name a blob at all
+        return unavailable_text(art, BLOB_MISSING), BLOB_MISSING
+    except IntegrityError:
+        return unavailable_text(art, BLOB_MISMATCH), BLOB_MISMATCH
+
+
+def unavailable_text(art: ToolArtifact, transform: str) -> str:
+    """The model-facing reference standing in for a result whose raw bytes are unavailable.
+
+    Args:
+        art: the artifact.
+        transform: :data:`BLOB_MISSING` or :data:`BLOB_MISMATCH`.
+
+    Returns:
+        e.g. ``[tool result unavailable: artifact c/4 (sha256:ab12…, 12 bytes): raw bytes missing from
+        the blob store]``.
+    """
+    return (
+        f"[tool result unavailable: artifact {art.id} (sha256:{art.sha256}, {art.size_bytes} bytes): "
+        f"{UNAVAILABLE[transform]}]"
     )
 
 

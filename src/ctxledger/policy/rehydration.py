@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxledger.assemble.units import Unit, UnitKind, render_data_block
+from ctxledger.errors import BlobNotFound, InputError, IntegrityError
 from ctxledger.hashing import sha256_hex
 from ctxledger.policy.base import Policy, ReasonCode
 from ctxledger.policy.secrets import default_scanner, redact
@@ -249,7 +250,12 @@ def _check(
         return str(ReasonCode.BYTE_BUDGET), f"{size} bytes > {limit} bytes left in the byte budget", ()
     if read_blob is None:
         return "missing", "no blob store to read from", ()
-    data = read_blob(art.sha256)
+    try:
+        data = read_blob(art.sha256)
+    except (BlobNotFound, InputError):
+        return "missing", "raw bytes missing from the blob store", ()
+    except IntegrityError:
+        return "missing", "stored bytes no longer match the artifact's sha256", ()
     if sha256_hex(data) != art.sha256:
         return "missing", "stored bytes no longer match the artifact's sha256", ()
     pieces = [data[a:b] for a, b in ranges] if ranges else [data]

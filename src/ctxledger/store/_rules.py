@@ -7,7 +7,9 @@ against the tenant's stored records; another tenant may use the same id, and is 
 ``fork_seq >= 0``. A :class:`~ctxledger.records.Conversation` record creates its conversation's
 head (at most once); every other record must belong to a conversation created earlier (in the store or
 earlier in the same batch). ``seq`` is assigned per conversation in input order, continuing the head;
-a ``seq`` set on an input record is ignored.
+a ``seq`` set on an input record is ignored. A :class:`~ctxledger.records.ToolArtifact` must name bytes
+the store's blob store already holds (a bare-hex ``sha256``; put the bytes first): an artifact whose raw
+output does not exist would break every later assembly and rehydration.
 
 Lineage: a branch sees its own records and, through ``parent_branch_id``/``fork_seq``, its parent's
 records with ``seq <= fork_seq`` (inclusive), recursively; a grandparent is bounded by the smallest
@@ -21,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ctxledger.errors import InputError, RecordNotFound, StoreError
-from ctxledger.records import Branch, Conversation, Record
+from ctxledger.records import Branch, Conversation, Record, ToolArtifact
 from ctxledger.store.base import LineageHop
 from ctxledger.store.codec import SOURCE
 
@@ -83,6 +85,38 @@ def check_batch(records: Sequence[Record]) -> None:
                 field="id",
             )
         first_index[key] = index
+
+
+def check_blobs(records: Sequence[Record], exists: Callable[[str], bool]) -> None:
+    """Check that every :class:`~ctxledger.records.ToolArtifact` of a batch names a stored blob.
+
+    Args:
+        records: the batch.
+        exists: the store's ``blobs.exists`` (bare-hex sha256 → whether the blob is stored).
+
+    Raises:
+        InputError: names the record index, the artifact id and the field ``sha256``: the digest is empty
+            or not a bare hex sha256, or no blob with it is in the blob store.
+    """
+    for index, record in enumerate(records):
+        if not isinstance(record, ToolArtifact):
+            continue
+        sha = record.sha256
+        if not isinstance(sha, str) or len(sha) != 64 or sha.strip("0123456789abcdef"):
+            raise InputError(
+                f"tool artifact {record.id!r} needs the bare-hex sha256 of its raw bytes (got {sha!r})",
+                source=SOURCE,
+                index=index,
+                field="sha256",
+            )
+        if not exists(sha):
+            raise InputError(
+                f"tool artifact {record.id!r}: no blob with sha256 {sha} is in the blob store; store the raw "
+                "bytes first (ref = ledger.store.blobs.put(data), then sha256=ref.sha256)",
+                source=SOURCE,
+                index=index,
+                field="sha256",
+            )
 
 
 def ids_by_tenant(records: Iterable[Record]) -> dict[str, list[str]]:

@@ -83,7 +83,8 @@ class GraphStore(Protocol):
 
         Raises:
             InputError: a record id already exists in the record's tenant (the error names only that
-                tenant's record), or a record names an unknown conversation.
+                tenant's record), a record names an unknown conversation, or a ``ToolArtifact``'s ``sha256``
+                names no blob of ``blobs`` (field ``sha256``).
         """
         ...
 

@@ -158,13 +158,14 @@ class SqlStore:
         See ``GraphStore.append`` and ``ctxledger.store._rules`` for the rules.
 
         Raises:
-            InputError: a duplicate id, an unknown conversation, or an unstorable field; nothing is
-                written (names the record index and field).
+            InputError: a duplicate id, an unknown conversation, an unstorable field, or a tool artifact
+                whose blob is not stored; nothing is written (names the record index and field).
         """
         batch = list(records)
         if not batch:
             return []
         _rules.check_batch(batch)
+        _rules.check_blobs(batch, self.blobs.exists)
         rows = [encode_record(r, i) for i, r in enumerate(batch)]
         try:
             with self._write() as conn:
