@@ -51,9 +51,10 @@ from ctxledger.errors import BudgetItem, ConfigurationError
 from ctxledger.hashing import content_hash
 from ctxledger.policy.annotate import annotate, mark_attrs
 from ctxledger.policy.base import VERBATIM_REASONS, Outcome, Policy, PolicyDecision, ReasonCode, StageContext
-from ctxledger.policy.contracts import expose_tools, tool_name
+from ctxledger.policy.contracts import expose_tools, tool_name, tool_ref
 from ctxledger.policy.rehydration import rehydrate, wanted_memories
 from ctxledger.policy.safety import run_stage
+from ctxledger.policy.secrets import default_scanner, redact_json
 from ctxledger.records import Message, Record, Role, ToolArtifact, Visibility, utcnow
 from ctxledger.serialize.base import Serializer, Turn
 
@@ -171,12 +172,14 @@ def run_policy(
     records: Sequence[Record] | None = None,
     units: Sequence[Unit] | None = None,
     find_artifacts: Callable[[str], Sequence[ToolArtifact]] | None = None,
+    tools: Sequence[Mapping[str, Any]] = (),
 ) -> _Plan:
     """Run every stage in order; return decisions, omissions (first reason wins), requirements and marks.
 
     ``records`` / ``units`` default to the snapshot's; the assembler passes them with the other branches'
     candidates added. ``find_artifacts`` (bare sha256 → the request tenant's artifacts with those bytes)
-    lets the validity stage repair broken provenance from the whole tenant store.
+    lets the validity stage repair broken provenance from the whole tenant store. ``tools`` are the tool
+    schemas the call exposes (the secrets stage scans them).
 
     Custom stages run under :func:`~ctxledger.policy.safety.run_stage`'s checks.
 
@@ -194,6 +197,7 @@ def run_policy(
         contract=policy.contract,
         find_artifacts=find_artifacts,
         snapshot_seq=snap.seq,
+        tools=tuple(tools),
     )
     plan = _Plan([], {}, {}, marks=ctx.marks, ctx=ctx)
     for stage in policy.stages:
@@ -264,10 +268,16 @@ def assemble(
     policy = policy.for_request(request)
     budget = _contract_budget(request, policy)
     records, all_units = _candidates(snap, extra_records, read_blob)
-    plan = run_policy(policy, request, snap, records=records, units=all_units, find_artifacts=find_artifacts)
+    tools = tuple(request.tools) if request.tools is not None else snap.tool_schemas
+    tools, withheld = expose_tools(policy.contract, tools, phase=request.phase, checks_passed=request.checks_passed)
+    plan = run_policy(
+        policy, request, snap, records=records, units=all_units, find_artifacts=find_artifacts, tools=tools
+    )
     plan.extra_records = list(extra_records)
     if plan.ctx is not None:
         plan.ctx.warnings[:0] = unknown_inputs(request, records, policy)
+    plan.tools = {"exposed": [tool_name(t) for t in tools], "withheld": withheld}
+    tools = _redact_tools(tools, plan, policy)
     _mark_unavailable(plan, all_units)
     units = [annotate(u, plan.marks) for u in all_units if not any(r in plan.omitted for r in u.record_ids)]
     for u in all_units:
@@ -282,9 +292,6 @@ def assemble(
         units = omit_redundant(units, redundancy(units, plan.required), plan.omitted, plan.decisions)
     turn_costs = _turn_costs(snap, coster, units)
     costs = {uid: sum(c) for uid, c in turn_costs.items()}
-    tools = tuple(request.tools) if request.tools is not None else snap.tool_schemas
-    tools, withheld = expose_tools(policy.contract, tools, phase=request.phase, checks_passed=request.checks_passed)
-    plan.tools = {"exposed": [tool_name(t) for t in tools], "withheld": withheld}
     fixed, required_units, dynamic, oversized = _check_budget(
         budget, units, plan, turn_costs, coster, tools, options_for
     )
@@ -341,6 +348,20 @@ def assemble(
         },
     )
     return asm
+
+
+def _redact_tools(tools: Sequence[Mapping[str, Any]], plan: _Plan, policy: Policy) -> tuple[Mapping[str, Any], ...]:
+    """The tool schemas with every string holding a secret redacted, for schemas marked ``secret_redacted``.
+
+    The secrets stage marks a schema by its :func:`~ctxledger.policy.contracts.tool_ref`; its scanner (the
+    policy's ``secrets`` stage, else the default one) finds the strings again here. The redacted schemas are
+    what is costed, sent, and stored with the manifest's payload.
+    """
+    marked = {d.ref for ds in plan.marks.values() for d in ds if d.reason == "secret_redacted"}
+    if not any(tool_ref(i, t) in marked for i, t in enumerate(tools)):
+        return tuple(tools)
+    scanner = getattr(policy.stage("secrets"), "scanner", None) or default_scanner()
+    return tuple(redact_json(t, scanner) if tool_ref(i, t) in marked else t for i, t in enumerate(tools))
 
 
 def _mark_unavailable(plan: _Plan, units: Sequence[Unit]) -> None:

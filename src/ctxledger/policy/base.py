@@ -133,6 +133,9 @@ class StageContext:
             record id a checkpoint promotes, an unknown ``exact_evidence`` id, participant or provider …);
             stages append to it, and the manifest carries it as ``warnings``. A warning never opens
             anything up: what it names was not used.
+        tools: the tool schemas (OpenAI ``tools`` form) this call exposes, after the contract's phase rules;
+            the secrets stage scans them and marks a schema holding a secret by its ref
+            :func:`~ctxledger.policy.contracts.tool_ref` (``tools/<name>``).
     """
 
     request: Any
@@ -149,6 +152,7 @@ class StageContext:
     snapshot_seq: int | None = None
     repairs: dict[str, dict[str, ToolArtifact]] = field(default_factory=dict)
     warnings: list[dict[str, str]] = field(default_factory=list)
+    tools: Sequence[Mapping[str, Any]] = ()
     _by_id: dict[str, Record] | None = field(default=None, repr=False)
     _unit_of: dict[str, Unit] | None = field(default=None, repr=False)
 

@@ -184,6 +184,11 @@ def tool_name(schema: Mapping[str, Any]) -> str:
     return str(function.get("name") if isinstance(function, Mapping) else schema.get("name", ""))
 
 
+def tool_ref(index: int, schema: Mapping[str, Any]) -> str:
+    """The ref policy decisions use for a tool schema of a request: ``tools/<name>`` (``tools/<index>`` unnamed)."""
+    return f"tools/{tool_name(schema) or index}"
+
+
 def expose_tools(
     contract: WorkingSetContract | None,
     tools: Sequence[Mapping[str, Any]],

@@ -23,7 +23,7 @@ import functools
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -194,6 +194,47 @@ def redact(text: str, findings: Sequence[Finding]) -> str:
             end = "\n" if lines[number - 1].endswith("\n") else ""
             lines[number - 1] = f"[withheld by policy: {', '.join(sorted(set(types)))} on line {number}]{end}"
     return "".join(lines)
+
+
+def scan_json(value: Any, scanner: SecretScanner, path: str = "") -> list[tuple[str, Finding]]:
+    """Scan every string value of a JSON value (object values, array items), e.g. a tool schema.
+
+    Args:
+        value: the JSON value (mappings, sequences, strings, numbers …).
+        scanner: the scanner to use.
+        path: the dotted path of ``value`` (``""`` at the top).
+
+    Returns:
+        ``(path, finding)`` pairs, e.g. ``("function.parameters.properties.region.default", Finding(1, …))``;
+        array items are addressed as ``enum[2]``. Never the secret itself.
+    """
+    if isinstance(value, str):
+        return [(path, f) for f in scanner.scan(value)]
+    out: list[tuple[str, Finding]] = []
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            out += scan_json(item, scanner, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            out += scan_json(item, scanner, f"{path}[{i}]")
+    return out
+
+
+def redact_json(value: Any, scanner: SecretScanner) -> Any:
+    """``value`` with every string holding a secret redacted line by line (:func:`redact`); a copy, same shape."""
+    if isinstance(value, str):
+        return redact(value, scanner.scan(value))
+    if isinstance(value, Mapping):
+        return {key: redact_json(item, scanner) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_json(item, scanner) for item in value]
+    return value
+
+
+def describe_json(hits: Sequence[tuple[str, Finding]]) -> str:
+    """A content-free description of :func:`scan_json` hits: ``"1 secret withheld: GitHub Token at a.b (line 1)"``."""
+    parts = ", ".join(f"{f.type} at {path or '(top)'} (line {f.line})" for path, f in hits)
+    return f"{len(hits)} secret{'s' if len(hits) != 1 else ''} withheld: {parts}"
 
 
 def describe(findings: Sequence[Finding]) -> str:

@@ -10,7 +10,12 @@ results, memory and compaction text) is scanned with :class:`~ctxledger.policy.s
   ``[withheld by policy: <type> on line N]``;
 * otherwise (``action = "omit"``, the default) the unit is left out with reason ``secret``.
 
-The decision's detail lists the secret types and line numbers, never the values.
+Tool schemas (the request's ``tools=`` or the newest ``SkillState.tool_schemas``, as exposed to this call)
+are scanned too, every string value (descriptions, enums, defaults …): a schema holding a secret is marked
+``secret_redacted`` under its ref ``tools/<name>``, and the assembler redacts those strings before the
+schemas are costed and sent.
+
+The decision's detail lists the secret types and line numbers (for a schema: the JSON path), never the values.
 """
 
 from __future__ import annotations
@@ -22,7 +27,17 @@ from ctxledger.assemble.units import Unit
 from ctxledger.errors import InvalidSetting
 from ctxledger.policy.base import PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.checks import choice, strings
-from ctxledger.policy.secrets import DEFAULT_PLUGINS, Finding, SecretScanner, default_scanner, describe, known_plugins
+from ctxledger.policy.contracts import tool_ref
+from ctxledger.policy.secrets import (
+    DEFAULT_PLUGINS,
+    Finding,
+    SecretScanner,
+    default_scanner,
+    describe,
+    describe_json,
+    known_plugins,
+    scan_json,
+)
 from ctxledger.policy.stages._common import live_units, mark, omit
 from ctxledger.serialize.base import Turn
 
@@ -67,7 +82,8 @@ class SecretsStage:
     """
 
     name: ClassVar[str] = "secrets"
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "2"
+    """2: tool schemas are scanned and redacted too."""
 
     def __init__(self, action: str = "omit", plugins: Sequence[str] | None = None) -> None:
         self.action = choice(action, self.name, "action", ACTIONS)
@@ -96,3 +112,7 @@ class SecretsStage:
                     yield mark(self.name, ref, "secret_redacted", detail)
                 else:
                     yield omit(self.name, ref, ReasonCode.SECRET, detail)
+        for index, schema in enumerate(ctx.tools):
+            hits = scan_json(schema, self.scanner)
+            if hits:
+                yield mark(self.name, tool_ref(index, schema), "secret_redacted", describe_json(hits))
