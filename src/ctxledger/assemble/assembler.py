@@ -73,9 +73,11 @@ KIND_PRIOR: Mapping[str, float] = {
 FILL_FACTOR = 0.25
 """Utility scale of conversation-visible or shared units of other branches: they rank below the lineage's."""
 
-REQUIRED_VERBATIM_SHARE = 0.5
+REQUIRED_VERBATIM_SHARE = 1.0
 """A required unit whose verbatim form costs more than this share of ``B_dynamic`` (tokens) is offered only as
-exact excerpts (:func:`oversized_required`): the bytes it shows are the stored bytes, with locators to the rest."""
+exact excerpts (:func:`oversized_required`): the bytes it shows are the stored bytes, with locators to the rest.
+``1.0``: only when it cannot fit at all — a required output that fits is sent whole (the agent may need all of
+it, e.g. a file it is about to edit), however little room it leaves the rest."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -529,9 +531,8 @@ def oversized_required(
     """The required units too large to enter verbatim, each with the excerpts it may enter as instead.
 
     A required unit (a failed call not yet followed by a success, the step being continued …) whose verbatim
-    form costs more than :data:`REQUIRED_VERBATIM_SHARE` of ``B_dynamic`` would crowd out the rest of the
-    context, and one larger than ``B_dynamic`` would make every later call fail with
-    ``RequiredBlocksDoNotFit``. Such a unit is offered only as the representation ladder's *excerpts*
+    form costs more than :data:`REQUIRED_VERBATIM_SHARE` of ``B_dynamic`` (all of it) would make every later
+    call fail with ``RequiredBlocksDoNotFit``. Such a unit is offered only as the representation ladder's *excerpts*
     (exact bytes: head, tail and the error lines with their neighbours, plus locators to rehydrate the
     rest): an excerpt of exact bytes is not a summary, and extractions, memories and references are not
     offered for it. Each excerpt's ``detail["note"]`` says that the verbatim form did not fit (the manifest
@@ -567,9 +568,8 @@ def oversized_required(
         excerpts = [o for o in options_for(unit, verbatim, coster, required=True) if o.representation == "excerpt"]
         if not excerpts:
             continue
-        fits = "does not fit" if tokens > dynamic else f"takes more than {REQUIRED_VERBATIM_SHARE:.0%} of"
         note = (
-            f"required, but its verbatim form ({tokens} tokens) {fits} B_dynamic ({dynamic} tokens): "
+            f"required, but its verbatim form ({tokens} tokens) does not fit B_dynamic ({dynamic} tokens): "
             "entered as an exact excerpt of the stored bytes; the locators rehydrate the rest"
         )
         out[unit.id] = [dataclasses.replace(o, detail={**o.detail, "note": note}) for o in excerpts]
