@@ -17,6 +17,7 @@ from ctxledger.ledger import Ledger
 from ctxledger.policy.base import Policy, ReasonCode
 from ctxledger.policy.default import default_policy
 from ctxledger.policy.loader import load_policy, loads_policy
+from ctxledger.recorder import Recorder, ToolExchange
 from ctxledger.store import open_store
 from ctxledger.tokens import get_counter
 
@@ -34,7 +35,9 @@ __all__ = [
     "ProviderContractError",
     "ReasonCode",
     "RecordNotFound",
+    "Recorder",
     "RequiredBlocksDoNotFit",
+    "ToolExchange",
     "default_policy",
     "get_counter",
     "load_policy",

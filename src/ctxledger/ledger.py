@@ -20,8 +20,9 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxledger.assemble.assembler import Assembly, AssemblyRequest, assemble, unit_turn_costs
 from ctxledger.assemble.costing import Coster, SerializerCoster
@@ -36,6 +37,9 @@ from ctxledger.represent.compaction import Compactor
 from ctxledger.serialize import get_serializer
 from ctxledger.store.base import GraphStore
 from ctxledger.tokens import TokenCounter, counter_for_model
+
+if TYPE_CHECKING:
+    from ctxledger.recorder import Recorder
 
 DEFAULT_URL = "sqlite:///.ctxledger/ctxledger.db"
 """Where the embedded default store lives (relative to the working directory)."""
@@ -112,6 +116,32 @@ class Ledger:
                 tool artifact whose ``sha256`` is not in the blob store. Nothing is written.
         """
         return self.store.append(records)
+
+    def recorder(
+        self,
+        conversation_id: str,
+        tenant_id: str = "default",
+        clock: datetime | Callable[[], datetime] | None = None,
+        **kwargs: Any,
+    ) -> Recorder:
+        """A :class:`~ctxledger.recorder.Recorder` that writes a live agent's history of ``conversation_id``.
+
+        The conversation (with its main branch) is created on first use and continued when it exists.
+
+        Args:
+            conversation_id: the conversation.
+            tenant_id: its tenant.
+            clock: ``None`` (current UTC time per record), a callable returning aware datetimes, or an aware
+                start datetime for a reproducible stepping clock (``step=`` per record, default 1 s).
+            **kwargs: ``step`` and ``title`` (see :class:`~ctxledger.recorder.Recorder`).
+
+        Raises:
+            ConfigurationError: a naive or unusable ``clock``.
+            InputError: an empty ``conversation_id`` or ``tenant_id``.
+        """
+        from ctxledger.recorder import Recorder
+
+        return Recorder(self, conversation_id, tenant_id, clock, **kwargs)
 
     def import_file(
         self,
@@ -288,9 +318,7 @@ class Ledger:
             self._conversations.popitem(last=False)
         hops = {h.branch_id: h.max_seq for h in snap.lineage}
         return [
-            r
-            for r in cached
-            if r.seq <= snap.seq and (r.branch_id not in hops or (hops[r.branch_id] or r.seq) < r.seq)
+            r for r in cached if r.seq <= snap.seq and (r.branch_id not in hops or (hops[r.branch_id] or r.seq) < r.seq)
         ]
 
     def _request(
