@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,3 +36,19 @@ def cases_dir() -> Path:
     """The failure cases of ``../shared/cases``."""
     assert CASES_DIR.is_dir(), f"shared cases not found at {CASES_DIR}; set CTXLEDGER_SHARED_DIR"
     return CASES_DIR
+
+
+@pytest.fixture(scope="session")
+def readme_block() -> Callable[[str, str], str]:
+    """``readme_block(lang, marker)``: the one fenced ``lang`` block of README.md that contains ``marker``.
+
+    Tests run the README's examples as written, so the README and the code cannot drift apart.
+    """
+
+    def find(lang: str, marker: str) -> str:
+        text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+        found = [b for b in re.findall(rf"```{lang}\n(.*?)```", text, flags=re.S) if marker in b]
+        assert len(found) == 1, f"README has {len(found)} {lang} blocks with {marker!r}"
+        return found[0]
+
+    return find

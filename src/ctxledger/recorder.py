@@ -274,14 +274,10 @@ class Recorder:
         bid = self.id(name)
         parent_id = self._ref(parent, "parent", "branch", bid) if parent is not None else self.main
         after = self._ref(fork_after, "fork_after", "record", bid)
-        self._write(
-            Branch,
-            name,
-            {"branch": bid},
-            record_id=bid,
-            parent_branch_id=parent_id,
-            fork_seq=self.records[after].seq,
-            name=name,
+        env = {**self._envelope({}, bid), "branch": bid}  # a branch record lives on itself
+        fork_seq = self.records[after].seq
+        self._append(
+            [self._build(Branch, name, env, record_id=bid, parent_branch_id=parent_id, fork_seq=fork_seq, name=name)]
         )
         self.branch_id = bid
         return bid

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import re
 import textwrap
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -20,7 +18,6 @@ from ctxledger.policy.stages import STAGES, PrivacyStage, ScopeStage, SecretsSta
 from ctxledger.scenarios._graph import GraphBuilder
 from ctxledger.testing import MemoryStore
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 GITHUB_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 HEAD = '[policy]\nname = "p"\nversion = "1"\n'
 ALL = ", ".join(f'"{s}"' for s in STAGES)
@@ -198,24 +195,17 @@ def test_declared_but_unlisted_custom_stage_is_an_error(tamper_module):
     assert listed.value.field == "stage_classes.tamper" and "add it to [policy].stages" in listed.value.problem
 
 
-def _readme_block(lang: str, marker: str) -> str:
-    blocks = re.findall(rf"```{lang}\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
-    found = [b for b in blocks if marker in b]
-    assert len(found) == 1, f"README has {len(found)} {lang} blocks with {marker!r}"
-    return found[0]
-
-
-def test_readme_policy_example_loads_and_runs_its_custom_stage(tmp_path, monkeypatch):
+def test_readme_policy_example_loads_and_runs_its_custom_stage(tmp_path, monkeypatch, readme_block):
     """The README's policy (TOML and YAML) and its acme/ctx.py stage, taken from README.md itself, work together."""
     package = tmp_path / "acme"
     package.mkdir()
     (package / "__init__.py").write_text("", encoding="utf-8")
-    (package / "ctx.py").write_text(_readme_block("python", "class NoPiiInRouting"), encoding="utf-8")
+    (package / "ctx.py").write_text(readme_block("python", "class NoPiiInRouting"), encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     for name in ("acme", "acme.ctx"):
         monkeypatch.delitem(__import__("sys").modules, name, raising=False)
-    policy = ctxledger.loads_policy(_readme_block("toml", "[stage_classes]"), source="README.toml")
-    yml = ctxledger.loads_policy(_readme_block("yaml", "stage_classes:"), source="README.yaml", syntax="yaml")
+    policy = ctxledger.loads_policy(readme_block("toml", "[stage_classes]"), source="README.toml")
+    yml = ctxledger.loads_policy(readme_block("yaml", "stage_classes:"), source="README.yaml", syntax="yaml")
     assert yml.hash == policy.hash and "no_pii_in_routing" in [s.name for s in policy.stages]
     ledger = Ledger(MemoryStore(), policy=policy)
     g = GraphBuilder(ledger, "t")
