@@ -73,6 +73,9 @@ KIND_PRIOR: Mapping[str, float] = {
 FILL_FACTOR = 0.25
 """Utility scale of conversation-visible or shared units of other branches: they rank below the lineage's."""
 
+_HIDDEN = frozenset({ReasonCode.PRIVATE_TO_PARTICIPANT, ReasonCode.NOT_PROMOTED, ReasonCode.AUDIT_ONLY})
+"""Omission reasons of the visibility stage: a record omitted for one of them is not this participant's to see."""
+
 REQUIRED_VERBATIM_SHARE = 1.0
 """A required unit whose verbatim form costs more than this share of ``B_dynamic`` (tokens) is offered only as
 exact excerpts (:func:`oversized_required`): the bytes it shows are the stored bytes, with locators to the rest.
@@ -453,6 +456,7 @@ def _rehydrate(
         remaining,
         repairs,
         lambda rid: mark_attrs(plan.marks.get(rid, ())),
+        lambda rid: plan.omitted.get(rid, ("",))[0] in _HIDDEN,
     )
     plan.rehydrations = rplan.entries
     for unit in targets:

@@ -122,6 +122,7 @@ def rehydrate(
     remaining_tokens: int,
     repairs: Repairs | None = None,
     mark_attrs: Callable[[str], Mapping[str, str]] | None = None,
+    hidden: Callable[[str], bool] | None = None,
 ) -> RehydrationPlan:
     """Decide phase two for each target memory unit (see the module docstring).
 
@@ -138,6 +139,9 @@ def rehydrate(
             from the artifact that repaired it.
         mark_attrs: record id → the data-block attributes of its policy marks (stale, conflict, repaired
             provenance …), kept on the re-rendered block.
+        hidden: record id → whether the visibility stage withheld it from this participant. A private
+            artifact it let through was promoted (a subagent's checkpoint listed it), so it may be read
+            back; without ``hidden`` only visibility itself counts. Audit-only artifacts never come back.
 
     Returns:
         The new turns per unit id, their representation, and one manifest entry per artifact.
@@ -156,7 +160,7 @@ def rehydrate(
             # a repaired source holds the same bytes as the broken one, so the locator's ranges still apply
             located = broken if broken is not None else aid
             ranges = located_ranges(mem, located) if policy.rehydration.located_ranges else ()
-            reason, detail, texts = _check(art, request, policy, read_blob, bytes_left, ranges)
+            reason, detail, texts = _check(art, request, policy, read_blob, bytes_left, ranges, hidden)
             if reason is None and isinstance(art, ToolArtifact):
                 raw = _Raw(art, ranges, texts)
                 bytes_left -= raw.size
@@ -228,10 +232,12 @@ def _check(
     read_blob: Callable[[str], bytes] | None,
     bytes_left: int,
     ranges: tuple[tuple[int, int], ...] = (),
+    hidden: Callable[[str], bool] | None = None,
 ) -> tuple[str | None, str, tuple[str, ...]]:
     if not isinstance(art, ToolArtifact):
         return "missing", "the source artifact is not a candidate of this assembly", ()
-    if not visible_to(art, getattr(request, "participant_id", None)):
+    promoted = hidden is not None and not hidden(art.id) and art.visibility.value != "audit_only"
+    if not promoted and not visible_to(art, getattr(request, "participant_id", None)):
         return (
             str(ReasonCode.AUDIT_ONLY if art.visibility.value == "audit_only" else ReasonCode.PRIVATE_TO_PARTICIPANT),
             ("the raw artifact is not visible to this participant"),
