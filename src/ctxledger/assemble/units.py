@@ -21,6 +21,7 @@ answer and the assembly goes on (the assembler marks the record ``provenance_bro
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -348,18 +349,18 @@ def compact_utc(moment: datetime) -> str:
 def render_data_block(rec: Record, text: str, extra: Mapping[str, str] | None = None) -> str:
     """Delimit derived or retrieved content as data with its metadata, never as instructions.
 
-    ``extra`` adds attributes (e.g. ``status="stale"``, ``revalidate_with=…``). A ``</data`` inside the
-    text is escaped, so content cannot close the block and speak as instructions.
+    ``extra`` adds attributes (e.g. ``status="stale"``, ``revalidate_with=…``). Every attribute value is
+    XML-attribute-escaped (:func:`attr_value`) so a record id, version or detail cannot add attributes or
+    end the tag, and a closing ``</data`` inside the text (any case, any spacing) is escaped
+    (:func:`escape_body`), so content cannot close the block and speak as instructions.
 
     DESIGN §3 step 7; seed 000 "Instrucciones y evidencia no tienen la misma autoridad".
     """
-    attrs = [f'source="{rec.id}"', f'kind="{rec.kind.value}"', f'trust="{rec.trust.value}"']
+    attrs = {"source": rec.id, "kind": rec.kind.value, "trust": rec.trust.value}
     observed = getattr(rec, "observed_at", None)
     if observed is not None:
-        attrs.append(f'observed_at="{compact_utc(observed)}"')
-    for key, value in (extra or {}).items():
-        attrs.append(f"{key}={json.dumps(str(value), ensure_ascii=False)}")
-    return _wrap(f"<data {' '.join(attrs)}>", text)
+        attrs["observed_at"] = compact_utc(observed)
+    return _wrap(open_tag(attrs, extra), text)
 
 
 def render_tool_data(rec: Record, text: str, extra: Mapping[str, str] | None = None) -> str:
@@ -369,31 +370,75 @@ def render_tool_data(rec: Record, text: str, extra: Mapping[str, str] | None = N
     the block carries only what the message does not: trust, ``observed_at`` and ``source_version`` where
     the record has them, and any policy attributes (``<data trust="tool_result">`` + ``</data>`` is 9
     tokens in o200k_base, against ~39 for :func:`render_data_block` with a long record id).
-    A ``</data`` inside the text is escaped. DESIGN §3 step 7.
+    Attribute values and a ``</data`` inside the text are escaped as in :func:`render_data_block`.
+    DESIGN §3 step 7.
     """
-    attrs = [f'trust="{rec.trust.value}"']
+    attrs = {"trust": rec.trust.value}
     observed = getattr(rec, "observed_at", None)
     if observed is not None:
-        attrs.append(f'observed_at="{compact_utc(observed)}"')
+        attrs["observed_at"] = compact_utc(observed)
     version = getattr(rec, "source_version", None)
     if version:
-        attrs.append(f"source_version={json.dumps(str(version), ensure_ascii=False)}")
-    for key, value in (extra or {}).items():
-        attrs.append(f"{key}={json.dumps(str(value), ensure_ascii=False)}")
-    return _wrap(f"<data {' '.join(attrs)}>", text, header=False)
+        attrs["source_version"] = str(version)
+    return _wrap(open_tag(attrs, extra), text, header=False)
 
 
-def _wrap(open_tag: str, text: str, *, header: bool = True) -> str:
-    body = text.replace("</data", "<\\/data")
-    block = f"{open_tag}\n{body}\n</data>"
+_ATTR_ESCAPES = {
+    "&": "&amp;",
+    "<": "&lt;",
+    ">": "&gt;",
+    '"': "&quot;",
+    "'": "&apos;",
+    "\n": "&#10;",
+    "\r": "&#13;",
+    "\t": "&#9;",
+}
+_ATTR_SPECIAL = re.compile("[&<>\"'\n\r\t]")
+_ATTR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+_CLOSER = re.compile(r"<(\s*)/(\s*data)", re.IGNORECASE)
+
+
+def attr_value(value: object) -> str:
+    """``str(value)`` escaped for a double-quoted XML attribute: ``& < > " '`` and newline, CR, tab as entities.
+
+    Escaping the line breaks keeps every ``<data …>`` opening tag on one line, which
+    :func:`data_block_body` and :func:`rewrap_data_block` rely on.
+    """
+    return _ATTR_SPECIAL.sub(lambda m: _ATTR_ESCAPES[m.group(0)], str(value))
+
+
+def open_tag(attrs: Mapping[str, object], extra: Mapping[str, object] | None = None) -> str:
+    """The ``<data k="v" …>`` opening tag of ``attrs`` then ``extra``, every value escaped with :func:`attr_value`.
+
+    Raises:
+        InputError: an attribute name is not an XML name (names come from code, never from records).
+    """
+    parts = []
+    for key, value in [*attrs.items(), *(extra or {}).items()]:
+        if not _ATTR_NAME.fullmatch(key):
+            raise InputError("is not an XML attribute name", source="<data block>", field=key)
+        parts.append(f'{key}="{attr_value(value)}"')
+    return f"<data {' '.join(parts)}>"
+
+
+def escape_body(text: str) -> str:
+    r"""``text`` with every closing ``</data`` (any case, whitespace around the slash) made inert (``<\\/data``).
+
+    Idempotent: escaped text is left as it is, so an excerpt of a block's body can be wrapped again.
+    """
+    return _CLOSER.sub(r"<\1\\/\2", text)
+
+
+def _wrap(tag: str, text: str, *, header: bool = True) -> str:
+    block = f"{tag}\n{escape_body(text)}\n</data>"
     return f"{DATA_HEADER}\n{block}" if header else block
 
 
 def data_block_body(block: str) -> str:
     """The text inside a ``<data …>`` block (as escaped), or ``block`` itself when it is not one."""
     inner = block.removeprefix(DATA_HEADER + "\n")
-    open_tag, sep, rest = inner.partition("\n")
-    if not sep or not open_tag.startswith("<data ") or not rest.endswith("\n</data>"):
+    tag, sep, rest = inner.partition("\n")
+    if not sep or not tag.startswith("<data ") or not tag.endswith(">") or not rest.endswith("\n</data>"):
         return block
     return rest.removesuffix("\n</data>")
 
@@ -404,10 +449,10 @@ def rewrap_data_block(block: str, text: str) -> str:
     The representation ladder uses it so an excerpt of a delimited tool result stays delimited.
     """
     header = block.startswith(DATA_HEADER + "\n")
-    open_tag = block.removeprefix(DATA_HEADER + "\n").partition("\n")[0]
-    if not open_tag.startswith("<data ") or not open_tag.endswith(">"):
+    tag = block.removeprefix(DATA_HEADER + "\n").partition("\n")[0]
+    if not tag.startswith("<data ") or not tag.endswith(">"):
         return text
-    return _wrap(open_tag, text, header=header)
+    return _wrap(tag, text, header=header)
 
 
 def content_text(content: str | Sequence[Mapping[str, Any]] | None) -> str:
