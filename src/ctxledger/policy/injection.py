@@ -8,6 +8,9 @@ keeps such content inside a ``<data>`` block — and this module only *finds* it
 
 The patterns are English phrasings seen in published injection examples; they are a flag, not a filter:
 a miss leaves the content delimited as data like any other tool result, a false hit only adds the note.
+"You are now" counts only before an article ("a", "an", "the", "in"), a persona name in capitals ("You
+are now DAN.") or a "… mode", so "You are now logged in." is not flagged. The trust stage applies it to
+tool results, retrieved and untrusted messages, memories, compactions and checkpoints.
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ _PATTERNS = (
     r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+|your\s+)*(?:previous|prior|above|earlier|"
     r"preceding|system|original)\s+(?:instructions?|prompts?|rules|directions|messages)",
     r"\byou\s+are\s+now\s+(?:a|an|the|in)\b",
+    r"\byou\s+are\s+now\s+(?-i:(?!OK\b)[A-Z][A-Z0-9]+)\b",  # a persona name in capitals: "You are now DAN."
+    r"\byou\s+are\s+now\s+(?:[\w-]+\s+){0,2}mode\b",  # "you are now jailbreak mode"
+    r"\b(?:developer|god|jailbreak|dan)\s+mode\s+(?:is\s+)?(?:enabled|activated|on)\b",
     r"\bnew\s+(?:system\s+)?(?:instructions?|prompt)\s*:",
     r"\b(?:system|developer)\s+prompt\s*:",
     r"<\s*/?\s*(?:system|instructions?)\s*>",

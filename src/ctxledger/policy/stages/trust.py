@@ -14,6 +14,9 @@ tienen la misma autoridad"; DESIGN §1 (trust order) and §3 step 7.
   data"``. ``delimit_tool_results = false`` leaves tool results of trust ``tool_result`` and above in
   the provider's tool message alone (about 25 tokens saved per result) unless instruction-like text
   is found in them.
+* memories, compactions and checkpoints are always rendered as data blocks; where instruction-like text
+  is found in them (a summary or checkpoint state can carry an injected phrase along from its sources),
+  the record is marked ``delimit`` with the same detail, so the block carries the same note.
 * A system or developer message whose trust is below ``developer`` (e.g. imported from a tool) is marked
   ``demote``: it is rendered as delimited data in a user turn, never with instruction authority. Lower
   trust never overrides higher.
@@ -32,6 +35,7 @@ from ctxledger.policy.stages._common import live_units, mark, omit_unit, unit_ta
 from ctxledger.records import ToolArtifact, Trust
 
 _DELIMITED = (Trust.RETRIEVED, Trust.UNTRUSTED)
+_DATA_KINDS = (UnitKind.MEMORY, UnitKind.COMPACTION, UnitKind.CHECKPOINT)
 
 
 class TrustStage:
@@ -48,7 +52,8 @@ class TrustStage:
     """
 
     name: ClassVar[str] = "trust"
-    version: ClassVar[str] = "2"
+    version: ClassVar[str] = "3"
+    """3: instruction-like text is flagged in memories, compactions, checkpoints and every message turn."""
 
     def __init__(self, evidence_tags: Iterable[str] = ("evidence",), delimit_tool_results: bool = True) -> None:
         self.evidence_tags = strings(evidence_tags, self.name, "evidence_tags")
@@ -73,9 +78,13 @@ class TrustStage:
                 continue
             if unit.kind in (UnitKind.TOOL_EXCHANGE, UnitKind.MESSAGE):
                 yield from self._delimit(unit)
+            elif unit.kind in _DATA_KINDS:
+                phrase = instruction_like(unit.text)
+                if phrase is not None:
+                    yield mark(self.name, unit.id, "delimit", f"{INSTRUCTION_LIKE}: {phrase!r}")
 
     def _delimit(self, unit: Unit) -> Iterable[PolicyDecision]:
-        texts = {t.ref: content_text(t.content) for t in unit.turns if t.role in ("tool", "user")}
+        texts = {t.ref: content_text(t.content) for t in unit.turns}
         for rec in unit.records:
             is_result = isinstance(rec, ToolArtifact)
             if not is_result and rec.trust not in _DELIMITED:
