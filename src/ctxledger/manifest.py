@@ -10,7 +10,9 @@ A manifest is a JSON-able dict persisted for every assembly. Its top-level keys:
   ``{id, is_estimate}``, ``model``, ``api``;
 * ``request``: the rest of what the call asked for — ``now`` (the clock freshness was judged by, ISO 8601),
   ``provider``, ``query``, ``agent``, ``call_type``, ``phase``, ``checks_passed``, ``exact_evidence``,
-  ``scope``, ``source_versions`` — so the assembly can be reproduced;
+  ``scope``, ``source_versions`` — so the assembly can be reproduced; every free-text value among them is
+  stored with the lines holding a secret replaced (:func:`~ctxledger.policy.secrets.redact`), so a secret
+  passed as ``query=`` never reaches the store;
 * ``budget`` ``{window, output, margin, input, fixed, dynamic}`` (tokens) and ``ledger`` (per class
   ``{cap, used, required}``, and ``saved_by_transform``: tokens each representation transform saved
   against verbatim);
@@ -51,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxledger.assemble.represent import record_locators, record_promotion
 from ctxledger.errors import RecordNotFound
+from ctxledger.policy.secrets import redact_text
 
 if TYPE_CHECKING:
     from ctxledger.assemble.assembler import Assembly, AssemblyRequest, _Plan
@@ -172,19 +175,23 @@ def build_manifest(
 
 
 def _request_facts(request: Any) -> dict[str, Any]:
-    """What else the call asked for, so the assembly can be reproduced (clock, provider, contract, evidence)."""
+    """What else the call asked for, so the assembly can be reproduced (clock, provider, contract, evidence).
+
+    Free-text values (query, agent, call type, phase, checks, evidence ids, scope and source versions) are
+    redacted with the default secret scanner: the manifest is stored, and a secret never is.
+    """
     evidence = request.exact_evidence
     return {
         "now": request.now.isoformat() if request.now is not None else None,
         "provider": request.provider,
-        "query": request.query,
-        "agent": request.agent,
-        "call_type": request.call_type,
-        "phase": request.phase,
-        "checks_passed": list(request.checks_passed),
-        "exact_evidence": evidence if isinstance(evidence, bool) else list(evidence),
-        "scope": dict(request.scope),
-        "source_versions": dict(request.source_versions),
+        "query": redact_text(request.query),
+        "agent": redact_text(request.agent),
+        "call_type": redact_text(request.call_type),
+        "phase": redact_text(request.phase),
+        "checks_passed": [redact_text(c) for c in request.checks_passed],
+        "exact_evidence": evidence if isinstance(evidence, bool) else [redact_text(e) for e in evidence],
+        "scope": {k: redact_text(v) for k, v in request.scope.items()},
+        "source_versions": {k: redact_text(v) for k, v in request.source_versions.items()},
     }
 
 

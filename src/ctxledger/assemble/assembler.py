@@ -54,7 +54,7 @@ from ctxledger.policy.base import VERBATIM_REASONS, Outcome, Policy, PolicyDecis
 from ctxledger.policy.contracts import expose_tools, tool_name, tool_ref
 from ctxledger.policy.rehydration import rehydrate, wanted_memories
 from ctxledger.policy.safety import run_stage
-from ctxledger.policy.secrets import default_scanner, redact_json
+from ctxledger.policy.secrets import SPEAKER_WITHHELD, default_scanner, redact_json
 from ctxledger.records import Message, Record, Role, ToolArtifact, Visibility, utcnow
 from ctxledger.serialize.base import Serializer, Turn
 
@@ -290,7 +290,8 @@ def assemble(
             if rid not in plan.omitted and any(r in plan.omitted for r in u.record_ids):
                 reason, stage, _ = next(plan.omitted[r] for r in u.record_ids if r in plan.omitted)
                 plan.omitted[rid] = (reason, stage, f"unit {u.id} omitted as a whole")
-    units = attribute_speakers(units, records, request.participant_id)
+    withheld_names = {d.ref for ds in plan.marks.values() for d in ds if d.reason == SPEAKER_WITHHELD}
+    units = attribute_speakers(units, records, request.participant_id, withheld_names)
     if not policy.selection.ladder:
         options_for = redundancy = None
     if redundancy is not None:

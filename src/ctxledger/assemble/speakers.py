@@ -17,6 +17,9 @@ fixes that on the units that will be costed and selected:
   participant's tool-call turn stays an assistant turn (its results must follow its calls) but is
   named, so Anthropic shows a ``"<name>:"`` label before its ``tool_use`` blocks.
 
+A participant whose name holds a secret (listed in ``withheld`` by the secrets stage) is named
+``speaker_withheld`` instead; a message whose own ``name`` held one was already renamed by the policy.
+
 A conversation with a single assistant speaker, assembled for that speaker or for no participant, is left
 exactly as it was (same turns, same payload hash). Records are never changed; the unit's turns are.
 """
@@ -24,21 +27,28 @@ exactly as it was (same turns, same payload hash). Records are never changed; th
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from ctxledger.assemble.units import Unit, UnitKind
+from ctxledger.policy.secrets import SPEAKER_WITHHELD
 from ctxledger.records import Message, Participant, Record, Role
 
 _SPOKEN = (UnitKind.MESSAGE, UnitKind.TOOL_EXCHANGE)
 
 
-def attribute_speakers(units: Sequence[Unit], records: Sequence[Record], participant_id: str | None) -> list[Unit]:
+def attribute_speakers(
+    units: Sequence[Unit],
+    records: Sequence[Record],
+    participant_id: str | None,
+    withheld: Collection[str] = (),
+) -> list[Unit]:
     """Name the assistant turns of other speakers and relay other participants' messages (module docstring).
 
     Args:
         units: the live units of the call (after every policy stage), in ``seq`` order.
         records: the call's candidate records (the :class:`Participant` records give the names).
         participant_id: the participant the call is for, or ``None``.
+        withheld: participant ids whose name holds a secret (named ``speaker_withheld``).
 
     Returns:
         The units, with new :class:`Unit` values where a turn changed (the others are the same objects).
@@ -54,7 +64,7 @@ def attribute_speakers(units: Sequence[Unit], records: Sequence[Record], partici
     if not several and (participant_id is None or owners == {participant_id}):
         return list(units)
     people = {r.id: r for r in records if isinstance(r, Participant)}
-    return [_attributed(u, people, participant_id, several) for u in units]
+    return [_attributed(u, people, participant_id, several, withheld) for u in units]
 
 
 def _assistant_message(unit: Unit) -> Message | None:
@@ -62,7 +72,9 @@ def _assistant_message(unit: Unit) -> Message | None:
     return first if isinstance(first, Message) and first.role is Role.ASSISTANT else None
 
 
-def _attributed(unit: Unit, people: dict[str, Participant], participant_id: str | None, several: bool) -> Unit:
+def _attributed(
+    unit: Unit, people: dict[str, Participant], participant_id: str | None, several: bool, withheld: Collection[str]
+) -> Unit:
     msg = _assistant_message(unit) if unit.kind in _SPOKEN else None
     owner = msg.owner_participant_id if msg is not None else None
     if msg is None or owner is None:
@@ -71,8 +83,13 @@ def _attributed(unit: Unit, people: dict[str, Participant], participant_id: str 
     if not (several or other):
         return unit
     person = people.get(owner)
-    name = msg.name or (person.name if person is not None and person.name else owner)
     first = unit.turns[0]
+    if msg.name:
+        name = first.name or msg.name  # the turn's name, as the policy left it (withheld when it held a secret)
+    elif owner in withheld:
+        name = SPEAKER_WITHHELD
+    else:
+        name = person.name if person is not None and person.name else owner
     relay = other and unit.kind is UnitKind.MESSAGE and first.role == "assistant" and first.content is not None
     if relay:
         turn = dataclasses.replace(first, role="user", name=name, relayed=True)

@@ -9,6 +9,8 @@ stale record may appear only as a staleness mark and a revalidation hint"):
 * ``provenance_repaired`` → ``provenance="…"`` (``provenance_repaired``);
 * ``secret_redacted`` → every line holding a secret is replaced (``secret_redacted``); tool-call
   arguments holding one are replaced by ``{"withheld_by_policy": …}``;
+* ``speaker_withheld`` → a speaker name holding a secret is replaced by ``speaker_withheld``
+  (``speaker_withheld``; a participant's name is replaced where speakers are attributed);
 * ``delimit`` → the content is wrapped in a data block with its metadata (``delimited``);
 * ``demote`` → an instruction-role message of low trust becomes a delimited user turn (``demoted``).
 
@@ -25,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from ctxledger.assemble.units import Unit, UnitKind, render_data_block, render_tool_data
 from ctxledger.policy.base import PolicyDecision
 from ctxledger.policy.injection import INSTRUCTION_LIKE
-from ctxledger.policy.secrets import default_scanner, redact
+from ctxledger.policy.secrets import SPEAKER_WITHHELD, default_scanner, redact
 from ctxledger.records import Record
 from ctxledger.serialize.base import CallView, Turn
 
@@ -35,6 +37,7 @@ _TRANSFORM = {
     "conflict": "conflict_flagged",
     "provenance_repaired": "provenance_repaired",
     "secret_redacted": "secret_redacted",
+    "speaker_withheld": "speaker_withheld",
     "delimit": "delimited",
     "demote": "demoted",
 }
@@ -65,6 +68,8 @@ def _turn(turn: Turn, unit: Unit, records: Mapping[str, Record], marks: Sequence
         return turn
     if "secret_redacted" in reasons:
         turn = _redacted(turn)
+    if SPEAKER_WITHHELD in reasons and turn.name:
+        turn = dataclasses.replace(turn, name=SPEAKER_WITHHELD)
     if unit.kind in _DATA_KINDS:
         return dataclasses.replace(turn, content=render_data_block(rec, _data_text(unit, rec), _attrs(reasons)))
     text = turn.content if isinstance(turn.content, str) else None

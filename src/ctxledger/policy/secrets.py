@@ -243,6 +243,18 @@ def describe(findings: Sequence[Finding]) -> str:
     return f"{len(findings)} secret{'s' if len(findings) != 1 else ''} withheld: {parts}"
 
 
+SPEAKER_WITHHELD = "speaker_withheld"
+"""The speaker name sent instead of one that holds a secret: valid as an OpenAI ``name``
+(``^[a-zA-Z0-9_-]{1,64}$``) and as an Anthropic ``"<name>: "`` label."""
+
+
+def redact_text(text: Any, scanner: SecretScanner | None = None) -> Any:
+    """``text`` with every line holding a secret replaced (:func:`redact`); a non-string is returned as it is."""
+    if not isinstance(text, str) or not text:
+        return text
+    return redact(text, (scanner or default_scanner()).scan(text))
+
+
 _DEFAULT: SecretScanner | None = None
 
 

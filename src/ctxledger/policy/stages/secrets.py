@@ -15,6 +15,12 @@ are scanned too, every string value (descriptions, enums, defaults …): a schem
 ``secret_redacted`` under its ref ``tools/<name>``, and the assembler redacts those strings before the
 schemas are costed and sent.
 
+Speaker names are scanned too: a turn's ``name`` (``Message.name``, a ``speaker=`` label) and the ``name`` of
+every :class:`~ctxledger.records.Participant` among the candidates (used as the speaker label of its turns).
+A name holding a secret is marked ``speaker_withheld`` (on the message, or on the participant id), and the
+assembler sends :data:`~ctxledger.policy.secrets.SPEAKER_WITHHELD` instead — as OpenAI's ``name`` field and
+as the ``"<name>: "`` label both providers show; the record's content is judged on its own.
+
 The decision's detail lists the secret types and line numbers (for a schema: the JSON path), never the values.
 """
 
@@ -30,6 +36,7 @@ from ctxledger.policy.checks import choice, strings
 from ctxledger.policy.contracts import tool_ref
 from ctxledger.policy.secrets import (
     DEFAULT_PLUGINS,
+    SPEAKER_WITHHELD,
     Finding,
     SecretScanner,
     default_scanner,
@@ -39,6 +46,7 @@ from ctxledger.policy.secrets import (
     scan_json,
 )
 from ctxledger.policy.stages._common import live_units, mark, omit
+from ctxledger.records import Participant
 from ctxledger.serialize.base import Turn
 
 
@@ -64,6 +72,16 @@ def unit_findings(unit: Unit, scanner: SecretScanner) -> dict[str, tuple[Finding
     return {ref: tuple(v) for ref, v in found.items()}
 
 
+def name_findings(unit: Unit, scanner: SecretScanner) -> dict[str, tuple[Finding, ...]]:
+    """Record id → findings in the speaker ``name`` of the unit's turns."""
+    found: dict[str, tuple[Finding, ...]] = {}
+    for turn in unit.turns:
+        hits = scanner.scan(turn.name) if turn.name else ()
+        if hits:
+            found[turn.ref] = hits
+    return found
+
+
 ACTIONS = ("omit", "redact")
 """What the stage does with an optional unit that holds a secret."""
 
@@ -82,8 +100,8 @@ class SecretsStage:
     """
 
     name: ClassVar[str] = "secrets"
-    version: ClassVar[str] = "2"
-    """2: tool schemas are scanned and redacted too."""
+    version: ClassVar[str] = "3"
+    """2: tool schemas are scanned and redacted too. 3: speaker names are scanned and withheld."""
 
     def __init__(self, action: str = "omit", plugins: Sequence[str] | None = None) -> None:
         self.action = choice(action, self.name, "action", ACTIONS)
@@ -102,6 +120,8 @@ class SecretsStage:
     def __call__(self, ctx: StageContext) -> Iterable[PolicyDecision]:
         """Scan every live unit; decide per record."""
         for unit in live_units(ctx):
+            for ref, hits in name_findings(unit, self.scanner).items():
+                yield mark(self.name, ref, SPEAKER_WITHHELD, f"speaker name: {describe(hits)}")
             findings = unit_findings(unit, self.scanner)
             if not findings:
                 continue
@@ -112,6 +132,11 @@ class SecretsStage:
                     yield mark(self.name, ref, "secret_redacted", detail)
                 else:
                     yield omit(self.name, ref, ReasonCode.SECRET, detail)
+        for rec in ctx.records:
+            if isinstance(rec, Participant) and rec.name:
+                hits = self.scanner.scan(rec.name)
+                if hits:
+                    yield mark(self.name, rec.id, SPEAKER_WITHHELD, f"participant name: {describe(hits)}")
         for index, schema in enumerate(ctx.tools):
             hits = scan_json(schema, self.scanner)
             if hits:
