@@ -57,6 +57,7 @@ from ctxledger.policy.safety import run_stage
 from ctxledger.policy.secrets import SPEAKER_WITHHELD, default_scanner, redact_json
 from ctxledger.records import Message, Record, Role, ToolArtifact, Visibility, utcnow
 from ctxledger.serialize.base import Serializer, Turn
+from ctxledger.serialize.tool_names import request_tool_names, tool_name_map
 
 ASSEMBLER_VERSION = "1.0"
 
@@ -326,6 +327,9 @@ def assemble(
     t_select = time.perf_counter()
     turns = _ordered_turns(fixed, chosen_units, result.chosen)
     payload = serializer.build(turns, model=request.model, tools=tools)
+    renamed = {k: v for k, v in tool_name_map(request_tool_names(turns, tools)).items() if k != v}
+    if renamed:
+        plan.tools["renamed"] = renamed
     serializer.validate(payload)
     counter = counter_for_payload or getattr(coster, "counter", None)
     input_tokens = serializer.count(payload, counter) if counter is not None else _sum_costs(coster, turns, tools)

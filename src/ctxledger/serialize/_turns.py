@@ -15,6 +15,7 @@ from typing import Any
 
 from ctxledger.errors import InputError, ProviderContractError
 from ctxledger.serialize.base import Turn
+from ctxledger.serialize.tool_names import wire_tool_name
 
 TURN_SOURCE = "<turns>"
 """``InputError.source`` for problems found in a turn sequence passed to ``build``."""
@@ -194,7 +195,8 @@ def function_definitions(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, A
     """Reduce OpenAI ``tools`` entries to their function definitions with provider keys only.
 
     Each entry is ``{"type": "function", "function": {"name", "description"?, "parameters"?,
-    "strict"?}}`` (OpenAI Chat Completions, "tools"); store-only keys such as ``tokens`` are dropped.
+    "strict"?}}`` (OpenAI Chat Completions, "tools"); store-only keys such as ``tokens`` are dropped. The
+    name is the one sent (:func:`~ctxledger.serialize.tool_names.wire_tool_name`).
 
     Raises:
         InputError: an entry is not a function tool or has no string name (names index and field).
@@ -203,14 +205,10 @@ def function_definitions(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, A
     for index, tool in enumerate(tools):
         function = tool.get("function") if isinstance(tool, Mapping) else None
         if not isinstance(tool, Mapping) or tool.get("type", "function") != "function":
-            raise InputError(
-                "only function tools are supported", source=TOOLS_SOURCE, index=index, field="type"
-            )
+            raise InputError("only function tools are supported", source=TOOLS_SOURCE, index=index, field="type")
         if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
-            raise InputError(
-                "tool has no function name", source=TOOLS_SOURCE, index=index, field="function.name"
-            )
-        out.append(
-            {key: function[key] for key in ("name", "description", "parameters", "strict") if key in function}
-        )
+            raise InputError("tool has no function name", source=TOOLS_SOURCE, index=index, field="function.name")
+        definition = {key: function[key] for key in ("name", "description", "parameters", "strict") if key in function}
+        definition["name"] = wire_tool_name(definition["name"])
+        out.append(definition)
     return out

@@ -42,6 +42,7 @@ from ctxledger.hashing import canonical_json
 from ctxledger.serialize._turns import at, check_turns, content_parts, function_definitions, speaker_label
 from ctxledger.serialize.base import Turn
 from ctxledger.serialize.images import anthropic_image_tokens, image_size_from_base64, parse_data_url
+from ctxledger.serialize.tool_names import TOOL_NAME, rename_tools, wire_tool_name
 from ctxledger.tokens import TokenCounter
 
 MESSAGE_TOKENS = 3
@@ -102,6 +103,7 @@ class AnthropicMessagesSerializer:
             InputError: a content part or a tool definition is malformed.
         """
         check_turns(turns)
+        turns, tools = rename_tools(turns, tools)
         payload: dict[str, Any] = {"model": model}
         system = [b for i, t in enumerate(turns) if t.role in _SYSTEM_ROLES for b in self._blocks(i, t)]
         if system:
@@ -142,9 +144,7 @@ class AnthropicMessagesSerializer:
             raise ProviderContractError("there is no user or assistant turn to send", rule="no_messages")
         return messages
 
-    def _blocks(
-        self, index: int | None, turn: Turn, ids: Mapping[str, str] | None = None
-    ) -> list[dict[str, Any]]:
+    def _blocks(self, index: int | None, turn: Turn, ids: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
         """The content blocks one turn renders to (never empty); ``ids`` maps call ids to ``tool_use`` ids."""
         ids = ids or {}
         if turn.role == "tool":
@@ -153,7 +153,7 @@ class AnthropicMessagesSerializer:
         if turn.name:
             blocks = _label(turn.name, blocks)
         blocks += [
-            _tool_use(ids.get(call.call_id, call.call_id), call.name, call.arguments)
+            _tool_use(ids.get(call.call_id, call.call_id), wire_tool_name(call.name), call.arguments)
             for call in turn.tool_calls
         ]
         if not blocks:
@@ -252,7 +252,9 @@ class AnthropicMessagesSerializer:
         Rules: ``system`` is top-level, never a message role; the first message is from the user; roles
         alternate; content is never empty and text blocks are never blank; block types fit the role;
         every ``tool_use`` is answered by a ``tool_result`` in the next (user) message, results first;
-        no ``tool_result`` without its ``tool_use`` right before it; ``tool_use`` ids are unique.
+        no ``tool_result`` without its ``tool_use`` right before it; ``tool_use`` ids are unique; every
+        tool and ``tool_use`` name matches ``^[a-zA-Z0-9_-]{1,64}$`` (:mod:`ctxledger.serialize.tool_names`;
+        :meth:`build` maps recorded names to such names, so this only guards against a bug).
 
         Raises:
             ProviderContractError: with ``index`` (message position) and ``rule``.
@@ -272,6 +274,12 @@ class AnthropicMessagesSerializer:
             previous = role
         if pending:
             _fail(len(messages) - 1, "tool_call_unanswered", f"no tool_result for {pending}")
+        for position, tool in enumerate(payload.get("tools") or ()):
+            name = tool.get("name") if isinstance(tool, Mapping) else None
+            if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
+                raise ProviderContractError(
+                    f"tools[{position}]: name {name!r} does not match ^[a-zA-Z0-9_-]{{1,64}}$", rule="bad_tool_name"
+                )
 
 
 def anthropic_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -304,9 +312,7 @@ def block_tokens(block: Mapping[str, Any], counter: TokenCounter) -> int:
         size = image_size_from_base64(source["data"]) if source.get("type") == "base64" else None
         return anthropic_image_tokens(size)
     if kind == "tool_use":
-        return (
-            TOOL_BLOCK_TOKENS + counter.count(block["name"]) + counter.count(canonical_json(block["input"]))
-        )
+        return TOOL_BLOCK_TOKENS + counter.count(block["name"]) + counter.count(canonical_json(block["input"]))
     if kind == "tool_result":
         return TOOL_BLOCK_TOKENS + _content_tokens(block.get("content") or "", counter)
     raise ProviderContractError(f"cannot count content block of type {kind!r}", rule="unknown_block")
@@ -405,15 +411,9 @@ def _check_system(system: Any) -> None:
             raise ProviderContractError("system is blank", rule="empty_content")
         return
     if not isinstance(system, list) or not system:
-        raise ProviderContractError(
-            "system must be a string or a non-empty list of text blocks", rule="bad_system"
-        )
+        raise ProviderContractError("system must be a string or a non-empty list of text blocks", rule="bad_system")
     for block in system:
-        if (
-            not isinstance(block, Mapping)
-            or block.get("type") != "text"
-            or not str(block.get("text", "")).strip()
-        ):
+        if not isinstance(block, Mapping) or block.get("type") != "text" or not str(block.get("text", "")).strip():
             raise ProviderContractError("system blocks must be non-blank text blocks", rule="bad_system")
 
 
@@ -473,9 +473,7 @@ def _check_results(index: int, blocks: list[Any], pending: list[str]) -> None:
             )
     missing = sorted(set(pending) - set(answered))
     if missing:
-        _fail(
-            index, "tool_call_unanswered", f"no tool_result for {missing} in the message after the tool_use"
-        )
+        _fail(index, "tool_call_unanswered", f"no tool_result for {missing} in the message after the tool_use")
     if len(set(answered)) != len(answered):
         _fail(index, "duplicate_tool_result", f"a tool_use is answered twice: {answered}")
 
@@ -483,6 +481,9 @@ def _check_results(index: int, blocks: list[Any], pending: list[str]) -> None:
 def _tool_use_ids(index: int, blocks: list[Any], seen: set[str]) -> list[str]:
     """Ids of this message's ``tool_use`` blocks, checked unique across the request."""
     ids = [b["id"] for b in blocks if b.get("type") == "tool_use"]
+    for block in blocks:
+        if block.get("type") == "tool_use" and not TOOL_NAME.fullmatch(str(block.get("name"))):
+            _fail(index, "bad_tool_name", f"tool_use name {block.get('name')!r} does not match ^[a-zA-Z0-9_-]{{1,64}}$")
     for call_id in ids:
         if call_id in seen:
             _fail(index, "duplicate_tool_call_id", f"tool_use id {call_id!r} is used twice")

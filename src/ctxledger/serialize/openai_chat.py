@@ -42,6 +42,7 @@ from ctxledger.serialize.images import (
     image_size_from_url,
     openai_image_tokens,
 )
+from ctxledger.serialize.tool_names import TOOL_NAME, rename_tools, wire_tool_name
 from ctxledger.tokens import TokenCounter
 
 TOKENS_PER_MESSAGE = 3
@@ -134,6 +135,7 @@ class OpenAIChatSerializer:
             InputError: a content part or a tool definition is malformed.
         """
         check_turns(turns)
+        turns, tools = rename_tools(turns, tools)
         payload: dict[str, Any] = {
             "model": model,
             "messages": [self._message(index, turn) for index, turn in enumerate(turns)],
@@ -157,7 +159,11 @@ class OpenAIChatSerializer:
             message["name"] = turn.name
         if turn.tool_calls:
             message["tool_calls"] = [
-                {"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                {
+                    "id": c.call_id,
+                    "type": "function",
+                    "function": {"name": wire_tool_name(c.name), "arguments": c.arguments},
+                }
                 for c in turn.tool_calls
             ]
         return message
@@ -213,9 +219,7 @@ class OpenAIChatSerializer:
             tokens += TOKENS_PER_NAME + counter.count(str(message["name"]))
         for call in message.get("tool_calls") or ():
             function = call["function"]
-            tokens += (
-                TOOL_CALL_TOKENS + counter.count(function["name"]) + counter.count(function["arguments"])
-            )
+            tokens += TOOL_CALL_TOKENS + counter.count(function["name"]) + counter.count(function["arguments"])
         return tokens
 
     def _content_tokens(self, content: Any, counter: TokenCounter) -> int:
@@ -235,9 +239,7 @@ class OpenAIChatSerializer:
                 url, detail = image_part_url(part)
                 total += openai_image_tokens(image_size_from_url(url), detail, self.image_rates)
             else:
-                raise ProviderContractError(
-                    f"cannot count content part of type {kind!r}", rule="unknown_part"
-                )
+                raise ProviderContractError(f"cannot count content part of type {kind!r}", rule="unknown_part")
         return total
 
     def tools_tokens(self, tools: Sequence[Mapping[str, Any]], counter: TokenCounter) -> int:
@@ -301,7 +303,9 @@ class OpenAIChatSerializer:
         Rules (API reference and function-calling guide): known roles and message keys only; content
         required except on an assistant message with ``tool_calls``; part types allowed for the role;
         every ``tool_calls`` id answered by ``tool`` messages immediately after it, all of them before
-        any other role; no ``tool`` message without an unanswered call right before it.
+        any other role; no ``tool`` message without an unanswered call right before it; every tool and
+        call name matches ``^[a-zA-Z0-9_-]{1,64}$`` (:mod:`ctxledger.serialize.tool_names`; :meth:`build`
+        maps recorded names to such names, so this only guards against a bug).
 
         Raises:
             ProviderContractError: with ``index`` (message position) and ``rule``.
@@ -334,6 +338,13 @@ class OpenAIChatSerializer:
             pending = {call["id"] for call in message.get("tool_calls") or ()}
         if pending:
             _fail(len(messages) - 1, "tool_call_unanswered", f"no results for tool calls {sorted(pending)}")
+        for position, tool in enumerate(payload.get("tools") or ()):
+            name = (tool.get("function") or {}).get("name") if isinstance(tool, Mapping) else None
+            if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
+                raise ProviderContractError(
+                    f"tools[{position}]: function name {name!r} does not match ^[a-zA-Z0-9_-]{{1,64}}$",
+                    rule="bad_tool_name",
+                )
 
 
 def _labelled(name: str, content: Any) -> Any:
@@ -396,6 +407,8 @@ def _check_tool_calls(index: int, calls: Any) -> None:
             or not isinstance(function.get("arguments"), str)
         ):
             _fail(index, "bad_tool_calls", "a tool call needs id, type 'function', name and string arguments")
+        if not TOOL_NAME.fullmatch(function["name"]):
+            _fail(index, "bad_tool_name", f"tool call name {function['name']!r} does not match ^[a-zA-Z0-9_-]{{1,64}}$")
         ids.append(call["id"])
     if len(set(ids)) != len(ids):
         _fail(index, "duplicate_tool_call_id", f"tool call ids repeat: {ids}")
