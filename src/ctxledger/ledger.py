@@ -28,7 +28,7 @@ from ctxledger.assemble.assembler import Assembly, AssemblyRequest, assemble, un
 from ctxledger.assemble.costing import Coster, SerializerCoster
 from ctxledger.assemble.represent import Ladder, reach
 from ctxledger.assemble.snapshot import SnapshotLoader
-from ctxledger.errors import ConfigurationError, InputError
+from ctxledger.errors import ConfigurationError, InputError, RecordNotFound
 from ctxledger.manifest import explain
 from ctxledger.policy.base import Policy
 from ctxledger.policy.default import default_policy
@@ -297,10 +297,18 @@ class Ledger:
             options_for=ladder,
             redundancy=ladder.redundant,
             find_artifacts=lambda sha: self.store.artifacts_by_sha256(req.tenant_id, sha),
+            find_record=lambda rid: self._find_record(req.tenant_id, rid),
         )
         if persist:
             self.store.put_assembly(asm.manifest)
         return asm
+
+    def _find_record(self, tenant_id: str, record_id: str) -> Record | None:
+        """The tenant's record with that id, or ``None`` (sources of derived records outside the candidates)."""
+        try:
+            return self.store.get(tenant_id, record_id)
+        except RecordNotFound:
+            return None
 
     def _off_lineage(self, snap: Any) -> list[Record]:
         """Records of the conversation outside the snapshot's lineage, up to its ``seq`` (cached incrementally).

@@ -24,7 +24,13 @@ def explained():
         "From: a@b.example\nBody: meet at 5",
         result_env={"provider_scope": "google"},
     )
-    g.memory("mem-123", "1 unread email (meeting at 5).", sources=["art-gmail"], revalidation_tool="gmail.get")
+    g.memory(
+        "mem-123",
+        "1 unread email (meeting at 5).",
+        sources=["art-gmail"],
+        revalidation_tool="gmail.get",
+        tags=["safe_summary"],  # declared safe: it does not carry the Google scope of its source
+    )
     branch = g.branch("b2", fork_after="mem-123")
     g.user("u2", "Anything new?")
     asm = ledger.assemble(g.conversation_id, branch_id=branch, provider="openai", now=g.now)

@@ -265,7 +265,7 @@ def test_rehydration_by_id_checks_visibility_and_token_room(api):
     g.tool("csv", "export", {}, "a,b\n1,2\n3,4\n", media_type="text/csv")
     g.memory("m-csv", "2 rows", sources=["art-csv"], revalidation_tool="export")
     g.tool("log", "dump", {}, "line\n" * 5, result_env={"visibility": "audit_only"})
-    g.memory("m-log", "5 lines", sources=["art-log"])
+    g.memory("m-log", "5 lines", sources=["art-log"], tags=["safe_summary"])  # else hidden with its audit-only source
     g.user("u2", "Exact data please.")
     asm = ledger.assemble(g.conversation_id, api=api, exact_evidence=("m-csv", "m-log"), now=g.now)
     decisions = {r["artifact"]: (r["decision"], r["reason"]) for r in asm.manifest["rehydrations"]}

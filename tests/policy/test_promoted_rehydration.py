@@ -22,7 +22,9 @@ def test_parent_reads_back_a_promoted_private_result_only(promoted):
     rec.user("Why did the export fail?")
     private = {"owner": scout, "visibility": "participant_private"}
     logs = rec.tool_call("logs.search", {"job": "export"}, RAW, **private)
-    fact = rec.memory("Export failed: disk full.", sources=[logs], owner=scout, visibility="branch")
+    fact = rec.memory(  # declared safe, so the parent sees it whether or not the raw result is promoted
+        "Export failed: disk full.", sources=[logs], owner=scout, visibility="branch", tags=["safe_summary"]
+    )
     rec.checkpoint("scout-1", {"status": "done"}, promote=[logs] if promoted else [], owner=scout)
     rec.user("Quote the exact log line.")
     asm = ledger.assemble("r", participant_id=lead, exact_evidence=[fact], now=datetime(2026, 9, 1, 10, tzinfo=UTC))

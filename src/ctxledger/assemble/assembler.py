@@ -55,6 +55,7 @@ from ctxledger.policy.contracts import expose_tools, tool_name, tool_ref
 from ctxledger.policy.rehydration import rehydrate, wanted_memories
 from ctxledger.policy.safety import run_stage
 from ctxledger.policy.secrets import SPEAKER_WITHHELD, default_scanner, redact_json
+from ctxledger.policy.stages.visibility import promoted_records, sees
 from ctxledger.records import Message, Record, Role, ToolArtifact, Visibility, utcnow
 from ctxledger.serialize.base import Serializer, Turn
 from ctxledger.serialize.tool_names import request_tool_names, tool_name_map
@@ -73,9 +74,6 @@ KIND_PRIOR: Mapping[str, float] = {
 
 FILL_FACTOR = 0.25
 """Utility scale of conversation-visible or shared units of other branches: they rank below the lineage's."""
-
-_HIDDEN = frozenset({ReasonCode.PRIVATE_TO_PARTICIPANT, ReasonCode.NOT_PROMOTED, ReasonCode.AUDIT_ONLY})
-"""Omission reasons of the visibility stage: a record omitted for one of them is not this participant's to see."""
 
 REQUIRED_VERBATIM_SHARE = 1.0
 """A required unit whose verbatim form costs more than this share of ``B_dynamic`` (tokens) is offered only as
@@ -179,13 +177,16 @@ def run_policy(
     units: Sequence[Unit] | None = None,
     find_artifacts: Callable[[str], Sequence[ToolArtifact]] | None = None,
     tools: Sequence[Mapping[str, Any]] = (),
+    find_record: Callable[[str], Record | None] | None = None,
 ) -> _Plan:
     """Run every stage in order; return decisions, omissions (first reason wins), requirements and marks.
 
     ``records`` / ``units`` default to the snapshot's; the assembler passes them with the other branches'
     candidates added. ``find_artifacts`` (bare sha256 → the request tenant's artifacts with those bytes)
     lets the validity stage repair broken provenance from the whole tenant store. ``tools`` are the tool
-    schemas the call exposes (the secrets stage scans them).
+    schemas the call exposes (the secrets stage scans them). ``find_record`` (record id → the request tenant's
+    record, or ``None``) lets the privacy and visibility stages read the sources of derived records that are
+    no candidates.
 
     Custom stages run under :func:`~ctxledger.policy.safety.run_stage`'s checks.
 
@@ -202,6 +203,7 @@ def run_policy(
         now=request.now or utcnow(),
         contract=policy.contract,
         find_artifacts=find_artifacts,
+        find_record=find_record,
         snapshot_seq=snap.seq,
         tools=tuple(tools),
     )
@@ -233,6 +235,7 @@ def assemble(
     read_blob: Callable[[str], bytes] | None = None,
     redundancy: Callable[[Sequence[Unit], Mapping[str, str]], Mapping[str, str]] | None = None,
     find_artifacts: Callable[[str], Sequence[ToolArtifact]] | None = None,
+    find_record: Callable[[str], Record | None] | None = None,
 ) -> Assembly:
     """Assemble the context of the next model call.
 
@@ -259,6 +262,9 @@ def assemble(
             tenant) holding those bytes, in any conversation (``GraphStore.artifacts_by_sha256`` bound to the
             tenant). With it the validity stage repairs a memory's broken provenance from the whole tenant
             store, not only from the candidates; a repaired memory rehydrates from the repaired artifact.
+        find_record: record id → the record of ``request.tenant_id`` (and of no other tenant) with that id, or
+            ``None`` (``GraphStore.get`` bound to the tenant). The privacy and visibility stages look up the
+            sources of a derived record that are no candidates with it; without it such sources do not restrict.
 
     Returns:
         The :class:`Assembly`; its manifest is complete but not yet persisted.
@@ -277,7 +283,14 @@ def assemble(
     tools = tuple(request.tools) if request.tools is not None else snap.tool_schemas
     tools, withheld = expose_tools(policy.contract, tools, phase=request.phase, checks_passed=request.checks_passed)
     plan = run_policy(
-        policy, request, snap, records=records, units=all_units, find_artifacts=find_artifacts, tools=tools
+        policy,
+        request,
+        snap,
+        records=records,
+        units=all_units,
+        find_artifacts=find_artifacts,
+        tools=tools,
+        find_record=find_record,
     )
     plan.extra_records = list(extra_records)
     if plan.ctx is not None:
@@ -461,7 +474,7 @@ def _rehydrate(
         remaining,
         repairs,
         lambda rid: mark_attrs(plan.marks.get(rid, ())),
-        lambda rid: plan.omitted.get(rid, ("",))[0] in _HIDDEN,
+        _hidden(plan.ctx, request.participant_id),
     )
     plan.rehydrations = rplan.entries
     for unit in targets:
@@ -476,6 +489,21 @@ def _rehydrate(
             representation, sum(turn_tokens), old.utility, turns, transform, {}, turn_tokens
         )
         ledger.charge(unit.context_class.value, sum(turn_tokens) - old.tokens)
+
+
+def _hidden(ctx: StageContext, who: str | None) -> Callable[[str], bool]:
+    """Record id → whether the visibility rules withhold it from ``who`` (by visibility and promotion).
+
+    Rehydration asks this before reading a private artifact back, so a promoted artifact comes back exactly
+    for the promotion's audience, and never for someone an earlier stage's omission hid the question from.
+    """
+    promoted = promoted_records(ctx, who)
+
+    def hidden(rid: str) -> bool:
+        rec = ctx.record(rid)
+        return rec is None or not sees(rec, who, promoted)
+
+    return hidden
 
 
 def unit_turn_costs(snap: Snapshot, coster: Coster) -> list[tuple[int, ...]]:

@@ -126,6 +126,10 @@ class StageContext:
         find_artifacts: bare-hex sha256 → the request tenant's tool artifacts with those bytes, in any
             conversation (``GraphStore.artifacts_by_sha256`` bound to the tenant); ``None`` when the caller
             has no store to search. The validity stage repairs broken provenance with it.
+        find_record: record id → the request tenant's record with that id, in any conversation, or ``None``
+            (``GraphStore.get`` bound to the tenant); ``None`` when the caller has no store. The privacy and
+            visibility stages look up the sources of a derived record that are no candidates with it
+            (:mod:`ctxledger.policy.derivation`).
         snapshot_seq: the snapshot's ``seq`` (records of the request's conversation after it are not seen).
         repairs: memory id → {broken source artifact id → the artifact that repairs it}, filled by the
             validity stage; rehydration reads the repaired artifact's bytes instead of the broken one's.
@@ -149,6 +153,7 @@ class StageContext:
     contract: Any = None
     marks: dict[str, list[PolicyDecision]] = field(default_factory=dict)
     find_artifacts: Callable[[str], Sequence[ToolArtifact]] | None = None
+    find_record: Callable[[str], Record | None] | None = None
     snapshot_seq: int | None = None
     repairs: dict[str, dict[str, ToolArtifact]] = field(default_factory=dict)
     warnings: list[dict[str, str]] = field(default_factory=list)

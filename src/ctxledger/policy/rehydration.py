@@ -139,9 +139,11 @@ def rehydrate(
             from the artifact that repaired it.
         mark_attrs: record id → the data-block attributes of its policy marks (stale, conflict, repaired
             provenance …), kept on the re-rendered block.
-        hidden: record id → whether the visibility stage withheld it from this participant. A private
-            artifact it let through was promoted (a subagent's checkpoint listed it), so it may be read
-            back; without ``hidden`` only visibility itself counts. Audit-only artifacts never come back.
+        hidden: record id → whether the visibility rules withhold it from this participant, promotion
+            included (:func:`~ctxledger.policy.stages.visibility.sees`). A private artifact they do not
+            withhold was promoted to this participant (its owner's checkpoint lists it and this participant
+            is the checkpoint's audience: the owner's parent or its ``shared_with``), so it may be read back;
+            without ``hidden`` only visibility itself counts. Audit-only artifacts never come back.
 
     Returns:
         The new turns per unit id, their representation, and one manifest entry per artifact.

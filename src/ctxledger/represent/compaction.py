@@ -433,6 +433,13 @@ def _privacy(records: Sequence[Record]) -> str:
     return classes[0] if len(classes) == 1 else "mixed:" + ",".join(classes)
 
 
+def _provider_scope(records: Sequence[Record]) -> str | None:
+    scopes = sorted({r.provider_scope for r in records if r.provider_scope})
+    if not scopes:
+        return None
+    return scopes[0] if len(scopes) == 1 else "mixed:" + ",".join(scopes)
+
+
 def compaction_record(
     records: Sequence[Record],
     *,
@@ -447,7 +454,10 @@ def compaction_record(
 
     The envelope comes from the records: their single tenant/conversation, the last record's branch,
     ``created_at`` = the newest source's ``created_at`` (deterministic), ``trust=generated_summary``, and
-    ``privacy_class`` = the sources' class, or ``"mixed:<a>,<b>"`` when they differ.
+    ``privacy_class`` = the sources' class, or ``"mixed:<a>,<b>"`` when they differ (no privacy class of a
+    policy, so the privacy stage omits it: fail closed); ``provider_scope`` = the scope the scoped sources
+    share (unscoped sources add no restriction), or ``"mixed:<a>,<b>"`` when they come from several providers'
+    accounts: no provider is that scope, so the compaction goes to none unless a policy route names it.
 
     Raises:
         InputError: no records, or records from more than one tenant or conversation.
@@ -467,6 +477,7 @@ def compaction_record(
         created_at=max(r.created_at for r in scoped),
         trust=Trust.GENERATED_SUMMARY,
         privacy_class=_privacy(scoped),
+        provider_scope=_provider_scope(scoped),
         through_seq=through_seq if through_seq is not None else max(r.seq for r in scoped),
         source_ids=tuple(r.id for r in scoped),
         policy_version=policy_version,

@@ -536,6 +536,7 @@ def _gmail(g: GraphBuilder) -> dict[str, Any]:
         locators=_important_locators(raw, art.id, art.sha256),  # type: ignore[attr-defined]
         revalidation_tool="gmail.users.messages.get",
         freshness="volatile",
+        tags=["safe_summary"],  # counts and labels only, no bodies: the seed's safe summary of Google data
     )
     g.user("u2", "Quote the exact wording of the IMPORTANT client emails so I can answer them today.")
     return {"exact_evidence": True, "provider": "openai"}
@@ -718,6 +719,7 @@ def _child_capture(g: GraphBuilder) -> dict[str, Any]:
         sources=["art-c-scan"],
         owner=child,
         visibility="participant_private",
+        tags=["safe_summary"],  # the child's own findings; the audit-only raw scan never reaches a model
     )
     g.user("u2", "Is the audit done?", visibility="conversation")
     return {"participant_id": parent}
@@ -763,6 +765,7 @@ def _parent_resume(g: GraphBuilder) -> dict[str, Any]:
         visibility="participant_private",
         sources=["art-c1-work"],
         freshness="durable",
+        tags=["safe_summary"],  # a file reference, not the private build log: promotable to the parent
     )
     g.checkpoint(
         "ckpt-c1",

@@ -10,9 +10,13 @@ scope its data came from, e.g. ``"google"``). For the provider the payload goes 
 * data with a ``provider_scope`` goes only to that same provider or to the providers ``routes`` lists for
   it (``provider_restricted``); when the request's provider is unknown, scoped data never goes.
 
-A safe summary derived from restricted data (a memory without the provider scope, in an allowed class)
-stays selectable, with its revalidation hint; the raw data stays out. :meth:`PrivacyStage.allows` is
-also what phase-two rehydration asks before it reads a raw artifact back.
+A derived record (a memory, a compaction) is held to its sources' restrictions too, transitively
+(:mod:`ctxledger.policy.derivation`): when a source may not go to the provider, neither may the record, and
+its detail names that source (``derived from c/art-gmail (provider_scope google)``), so data from one
+provider's OAuth scope never reaches another provider through a summary of it. A summary declared safe (tag
+``safe_summary``: it carries none of the restricted data) keeps only its own restrictions, so it stays
+selectable with its revalidation hint while the raw data stays out. :meth:`PrivacyStage.allows` is also what
+phase-two rehydration asks before it reads a raw artifact back.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any, ClassVar
 from ctxledger.errors import InvalidSetting
 from ctxledger.policy.base import PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.checks import string_lists, strings
+from ctxledger.policy.derivation import restricting_sources
 from ctxledger.policy.stages._common import omit, request_provider
 from ctxledger.records import Branch, Conversation, Participant, Record
 
@@ -48,7 +53,7 @@ class PrivacyStage:
     """
 
     name: ClassVar[str] = "privacy"
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "2"
 
     def __init__(
         self,
@@ -71,7 +76,18 @@ class PrivacyStage:
         }
 
     def allows(self, rec: Record, provider: str | None) -> tuple[ReasonCode | None, str]:
-        """``(None, "")`` when ``rec`` may go to ``provider``, else the reason code and a detail (no content)."""
+        """``(None, "")`` when ``rec`` may go to ``provider``, else the reason code and a detail (no content).
+
+        Only the record's own envelope counts here; :meth:`__call__` adds what a derived record inherits.
+        """
+        reason, why = self._restriction(rec, provider)
+        if reason is None:
+            return None, ""
+        if reason is ReasonCode.PROVIDER_RESTRICTED:
+            return reason, f"derived from {rec.provider_scope} data; provider {provider!r} may not receive it"
+        return reason, why
+
+    def _restriction(self, rec: Record, provider: str | None) -> tuple[ReasonCode | None, str]:
         cls = rec.privacy_class
         if cls not in self.classes:
             return ReasonCode.PRIVACY_RESTRICTED, f"unknown privacy class {cls!r} (fail closed)"
@@ -80,18 +96,27 @@ class PrivacyStage:
             return ReasonCode.PRIVACY_RESTRICTED, f"privacy class {cls!r} may not go to provider {provider!r}"
         origin = rec.provider_scope
         if origin and (provider is None or (provider != origin and provider not in self.routes.get(origin, ()))):
-            return (
-                ReasonCode.PROVIDER_RESTRICTED,
-                f"derived from {origin} data; provider {provider!r} may not receive it",
-            )
+            return ReasonCode.PROVIDER_RESTRICTED, f"provider_scope {origin}"
         return None, ""
 
     def __call__(self, ctx: StageContext) -> Iterable[PolicyDecision]:
-        """Omit records the request's provider may not receive."""
+        """Omit records the request's provider may not receive, by their own envelope or a source's."""
         provider = request_provider(ctx.request)
         for rec in ctx.records:
             if rec.id in ctx.omitted or isinstance(rec, Conversation | Branch | Participant):
                 continue
             reason, detail = self.allows(rec, provider)
+            if reason is None:
+                reason, detail = self._inherited(ctx, rec, provider)
             if reason is not None:
                 yield omit(self.name, rec.id, reason, detail)
+
+    def _inherited(self, ctx: StageContext, rec: Record, provider: str | None) -> tuple[ReasonCode | None, str]:
+        """The first restriction ``rec`` inherits from a source (nearest first), naming the source."""
+        for src in restricting_sources(ctx, rec):
+            reason, why = self._restriction(src, provider)
+            if reason is not None:
+                if reason is ReasonCode.PROVIDER_RESTRICTED:
+                    why = f"{why}; provider {provider!r} may not receive it"
+                return reason, f"derived from {src.id} ({why})"
+        return None, ""
