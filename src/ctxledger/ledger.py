@@ -32,7 +32,7 @@ from ctxledger.errors import ConfigurationError, InputError, RecordNotFound
 from ctxledger.manifest import explain
 from ctxledger.policy.base import Policy
 from ctxledger.policy.default import default_policy
-from ctxledger.records import Compaction, Record
+from ctxledger.records import Compaction, Conversation, Record
 from ctxledger.represent.compaction import Compactor
 from ctxledger.serialize import get_serializer
 from ctxledger.store.base import GraphStore
@@ -280,7 +280,12 @@ class Ledger:
         """
         req = self._request(conversation_id, tenant_id, request)
         _check_snapshot(req.as_of_seq)
+        head = self.store.head_seq(req.tenant_id, req.conversation_id)
+        if head == 0:
+            raise RecordNotFound(req.tenant_id, req.conversation_id, what="conversation")
         branch = req.branch_id or self._main_branch(req.tenant_id, req.conversation_id)
+        if req.as_of_seq is not None:
+            self._check_snapshot_bounds(req, branch, head)
         snap = self.snapshots.load(req.tenant_id, req.conversation_id, branch, req.as_of_seq)
         coster = coster or self.coster(req.api, req.model, counter)
         ladder = self.ladder.bind(
@@ -341,8 +346,45 @@ class Ledger:
             raise ConfigurationError(f"invalid assembly request: {exc}") from exc
 
     def _main_branch(self, tenant_id: str, conversation_id: str) -> str:
-        conv = self.store.get(tenant_id, conversation_id)
+        try:
+            conv = self.store.get(tenant_id, conversation_id)
+        except RecordNotFound:
+            raise RecordNotFound(tenant_id, conversation_id, what="conversation") from None
+        if not isinstance(conv, Conversation):
+            raise RecordNotFound(tenant_id, conversation_id, what="conversation")
         return conv.branch_id
+
+    def _check_snapshot_bounds(self, req: AssemblyRequest, branch_id: str, head: int) -> None:
+        """Refuse a snapshot past the conversation's head, or from before ``branch_id`` existed.
+
+        A forked branch begins at its Branch record's ``seq``: before it the branch did not exist, so a
+        snapshot there would hold nothing of it (at most an inherited prefix no call was ever made from).
+
+        Raises:
+            InputError: names ``as_of_seq``, the head or the seq the branch begins at.
+            RecordNotFound: ``branch_id`` is no branch of the tenant.
+        """
+        seq = req.as_of_seq
+        assert seq is not None
+        if seq > head:
+            raise InputError(
+                f"snapshot {seq} is past the head of conversation {req.conversation_id} (seq {head}); "
+                "omit it to assemble at the head",
+                source="assemble",
+                field="as_of_seq",
+            )
+        try:
+            record = self.store.branch(req.tenant_id, branch_id)
+        except RecordNotFound:
+            self.store.lineage(req.tenant_id, branch_id)  # a main branch without a Branch record passes
+            return
+        if record.parent_branch_id is not None and seq < record.seq:
+            raise InputError(
+                f"branch {branch_id} begins at seq {record.seq} (forked from {record.parent_branch_id} after seq "
+                f"{record.fork_seq}); snapshot {seq} is before it existed; use --snapshot/as_of_seq >= {record.seq}",
+                source="assemble",
+                field="as_of_seq",
+            )
 
     # -- compacting and rehydrating -----------------------------------------------------------------
 

@@ -32,10 +32,10 @@ A manifest is a JSON-able dict persisted for every assembly. Its top-level keys:
   the broken source id when the validity stage repaired the memory's provenance with ``artifact``);
 * ``tools`` ``{exposed, withheld}`` (tool exposure by phase and checks); ``lineage`` (the branch hops);
   ``contract``: the working-set contract bound, if any;
-* ``warnings``: inputs that named nothing and so were not used, ``{code, input, value, detail}``
-  (``unknown_exact_evidence``, ``unknown_participant``, ``unknown_provider``
-  (:mod:`ctxledger.assemble.inputs`), ``unknown_promoted_record``, ``promotion_not_owned`` (the visibility
-  stage)); empty when every input was known;
+* ``warnings``: inputs that named nothing or had no effect, ``{code, input, value, detail}``
+  (``unknown_exact_evidence``, ``unknown_participant``, ``unknown_provider``, ``unused_contract_input``,
+  ``now_before_records`` (:mod:`ctxledger.assemble.inputs`), ``unknown_promoted_record``,
+  ``promotion_not_owned`` (the visibility stage)); empty when every input was known and used;
 * ``tokens`` ``{estimated_input, replay, saved, observed_input, observed_output, error}``;
 * ``timings`` (milliseconds), ``turn_refs`` (record id of each turn in payload order),
   ``payload_hash`` and ``payload``.

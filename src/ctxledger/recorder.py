@@ -29,8 +29,8 @@ Clock:
 
 Envelope keywords, accepted by every record method (:class:`Envelope`): ``owner`` (a participant),
 ``visibility`` (``participant_private``, ``branch`` (default), ``conversation``, ``shared``, ``audit_only``),
-``shared_with`` (participants; implies ``visibility="shared"``), ``privacy_class`` (one of the policy's
-privacy classes; default ``internal``), ``provider_scope`` (the provider whose account the data came from,
+``shared_with`` (participants; implies ``visibility="shared"``, which requires it), ``privacy_class`` (one of
+the policy's privacy classes; default ``internal``), ``provider_scope`` (the provider whose account the data came from,
 e.g. ``"google"``), ``trust`` (a :class:`~ctxledger.records.Trust` value), ``tags`` (``meta["tags"]``, e.g.
 ``["typed_request"]`` or ``["evidence"]``), ``scope`` (labels such as ``{"user_id": …}``), ``branch`` (write
 on another branch than the current one) and ``meta`` (store-only metadata).
@@ -67,6 +67,7 @@ from ctxledger.records import (
     Trust,
     Visibility,
 )
+from ctxledger.store._rules import in_lineage
 
 if TYPE_CHECKING:
     from ctxledger.ledger import Ledger
@@ -263,17 +264,26 @@ class Recorder:
         return pid
 
     def branch(self, name: str, *, fork_after: Ref, parent: str | None = None) -> str:
-        """Fork a branch after record ``fork_after`` (inclusive) of ``parent`` (default: main) and switch to it.
+        """Fork a branch after record ``fork_after`` (inclusive) of ``parent`` and switch to it.
+
+        ``parent`` defaults to the branch the recorder is on (:attr:`branch_id`), so forking twice in a row
+        nests the second branch in the first; pass ``parent=rec.main`` (or another branch) to fork elsewhere.
+        The new branch sees ``parent``'s lineage up to ``fork_after``, so that record must be one ``parent``
+        sees: written on ``parent`` or inherited by it, at or before its head.
 
         Returns:
             The branch id, ``<conversation>/<name>``.
 
         Raises:
-            InputError: ``fork_after`` names no record, ``parent`` no branch, or the name is taken.
+            InputError: ``fork_after`` names no record or one outside ``parent``'s lineage (e.g. a record of
+                a sibling branch, or of the parent's own parent after the parent's fork point), ``parent``
+                names no branch, or the name is taken.
         """
         bid = self.id(name)
-        parent_id = self._ref(parent, "parent", "branch", bid) if parent is not None else self.main
+        parent_id = self._ref(parent, "parent", "branch", bid) if parent is not None else self.branch_id
         after = self._ref(fork_after, "fork_after", "record", bid)
+        if self.strict:
+            self._check_in_lineage(after, parent_id, bid)
         env = {**self._envelope({}, bid), "branch": bid}  # a branch record lives on itself
         fork_seq = self.records[after].seq
         self._append(
@@ -787,6 +797,13 @@ class Recorder:
         out["shared_with"] = tuple(self._ref(p, f"shared_with[{i}]", "participant", rid) for i, p in enumerate(shared))
         vis = env.get("visibility") or ("shared" if out["shared_with"] else "branch")
         out["visibility"] = _enum(Visibility, vis, rid, "visibility")
+        if self.strict and out["visibility"] is Visibility.SHARED and not out["shared_with"]:
+            raise InputError(
+                'visibility="shared" needs the participants it is shared with (shared_with=[…]); without them '
+                'nobody would see the record — use visibility="conversation" to show it to everyone',
+                source=rid,
+                field="shared_with",
+            )
         if env.get("owner") is not None:
             out["owner"] = self._ref(env["owner"], "owner", "participant", rid)
         if env.get("branch"):
@@ -850,6 +867,19 @@ class Recorder:
         if want is not None and not isinstance(self.records[found], want):
             raise InputError(f"{found} is a {self.records[found].kind.value}, not a {kind}", source=source, field=field)
         return found
+
+    def _check_in_lineage(self, after: str, parent_id: str, source: str) -> None:
+        """Refuse a fork point that ``parent_id`` does not see (its lineage, up to the head)."""
+        record = self.records[after]
+        hops = self.ledger.store.lineage(self.tenant_id, parent_id)
+        if in_lineage(record, hops):
+            return
+        raise InputError(
+            f"{after} (seq {record.seq}, on branch {record.branch_id}) is not in the lineage of the parent "
+            f"branch {parent_id}; fork after a record {parent_id} sees, or pass parent= the branch it is on",
+            source=source,
+            field="fork_after",
+        )
 
     def _lookup(self, rid: str) -> Record | None:
         return self.records.get(rid) or self._foreign.get(rid)

@@ -432,3 +432,63 @@ def test_explain_ref_prints_the_chain(runner: CliRunner, tmp_path: Path) -> None
     flat = _flat(why.stdout)
     assert f"derived from {g.id('art-csv')}" in flat and "under policy ctxledger-default version" in flat
     assert "admitted by stage" in flat
+
+
+def _branched_store(tmp_path: Path) -> tuple[str, dict[str, int]]:
+    """A SQLite store with conversation inc-1: main, and planB forked after the third record of main."""
+    from datetime import UTC, datetime
+
+    url = f"sqlite:///{tmp_path / 'b.db'}"
+    with Ledger.open(url) as ledger:
+        rec = ledger.recorder("inc-1", clock=datetime(2026, 9, 1, 9, 0, tzinfo=UTC))
+        lead = rec.participant("lead")
+        rec.system("You are the incident lead.")
+        rec.user("What broke?")
+        fork = rec.assistant("Looking.", owner=lead)
+        plan_b = rec.branch("planB", fork_after=fork)
+        rec.user("Try plan B.")
+        seqs = {"planB": rec.seq(plan_b), "head": ledger.store.head_seq("default", "inc-1")}
+    return url, seqs
+
+
+def test_assemble_a_snapshot_before_the_branch_or_past_the_head_is_a_clean_input_error(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    """--snapshot before planB existed, or past the head: exit 2 naming as_of_seq, not a provider-contract error."""
+    url, seqs = _branched_store(tmp_path)
+    base = ["--db", url, "assemble", "inc-1", "--now", "2026-09-01T10:00Z"]
+    early = runner.invoke(app, [*base, "--branch", "inc-1/planB", "--snapshot", "3"])
+    assert early.exit_code == 2, early.output
+    flat = _flat(early.stderr)
+    assert f"branch inc-1/planB begins at seq {seqs['planB']}" in flat and "as_of_seq" in flat
+    assert "payload has no messages" not in flat and "Traceback" not in early.output
+    past = runner.invoke(app, [*base, "--snapshot", "9999"])
+    assert past.exit_code == 2 and f"past the head of conversation inc-1 (seq {seqs['head']})" in _flat(past.stderr)
+    ok = runner.invoke(app, [*base, "--branch", "inc-1/planB", "--snapshot", str(seqs["planB"])])
+    assert ok.exit_code == 0, ok.output
+
+
+def test_assemble_names_an_unknown_conversation_as_a_conversation(runner: CliRunner, tmp_path: Path) -> None:
+    """`assemble nope` says the conversation is not found in the tenant (not 'record')."""
+    url, _ = _branched_store(tmp_path)
+    result = runner.invoke(app, ["--db", url, "assemble", "nope"])
+    assert result.exit_code == 2
+    assert "error: conversation 'nope' not found in tenant 'default'" in _flat(result.stderr)
+
+
+def test_assemble_warns_about_contract_options_without_contracts_and_resolves_participant_names(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    """--agent/--phase under the default policy print warnings; --participant lead is inc-1/participant/lead."""
+    url, _ = _branched_store(tmp_path)
+    args = ["--db", url, "assemble", "inc-1", "--now", "2026-09-01T10:00Z", "--participant", "lead"]
+    result = runner.invoke(app, [*args, "--agent", "router", "--phase", "action"])
+    assert result.exit_code == 0, result.output
+    flat = _flat(result.stderr)
+    assert "warning: policy ctxledger-default@" in flat and "so agent 'router' had no effect" in flat
+    assert "so phase 'action' had no effect" in flat and "unknown_participant" not in flat
+    assert "no participant record" not in flat
+    payload = json.loads(result.stdout)
+    assert {"role": "assistant", "content": "Looking."} in payload["messages"]  # the lead's own turn, not relayed
+    early = runner.invoke(app, [*args[:-4], "--now", "2026-08-01T00:00Z"])
+    assert early.exit_code == 0 and "warning: now 2026-08-01T00:00:00+00:00 is earlier than" in _flat(early.stderr)

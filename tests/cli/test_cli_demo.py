@@ -205,3 +205,14 @@ def test_bundled_data_keeps_the_mit_notice_and_never_includes_locomo() -> None:
     names = sorted(p.name for p in folder.iterdir() if p.name != "__pycache__")
     assert names == sorted(["NOTICE", "__init__.py", DEMO_FILE])
     assert not any("locomo" in n.lower() for n in names)
+
+
+def test_readme_explain_example_names_a_record_the_demo_leaves_out(demo_store: DemoStore, readme_block) -> None:
+    """The README's `explain asm_… N  # why record N was left out` names a record the demo really omits (budget)."""
+    block = readme_block("bash", "demo.db explain asm_…")
+    line = next(ln for ln in block.splitlines() if "left out" in ln)
+    number = line.split("explain asm_…")[1].split()[0]
+    omitted = {e["ref"]: e["reason"] for e in demo_store.manifest["omitted"]}
+    assert omitted[f"{DEMO_CONVERSATION}/{number}"] == "budget"
+    assert f"record {number} was left out (budget)" in line
+    assert f"explain {demo_store.manifest['id']} {number}" in demo_store.output  # the demo suggests the same one

@@ -109,7 +109,7 @@ def test_policy_hash_is_stable_and_changes_with_any_setting():
 
 def test_default_policy_runs_every_builtin_stage_in_order():
     """Without a stage list a policy file runs every built-in stage, like the default policy."""
-    policy = loads_policy('[policy]\nname = "p"\nversion = 1\n')
+    policy = loads_policy('[policy]\nname = "p"\nversion = "1"\n')
     assert [s.name for s in policy.stages] == list(STAGES) == [s.name for s in default_policy().stages]
     assert policy.version == "1"
 
@@ -237,8 +237,8 @@ def test_yaml_policy_equals_the_equivalent_toml_policy_and_hash(tmp_path, suffix
     assert yml.describe() == toml.describe() and yml.hash == toml.hash
     assert yml.hash != loads_policy(POLICY_YAML.replace("org]", "tenant]"), syntax="yaml").hash
     assert (
-        loads_policy("policy: {name: p, version: 1}\n", syntax="yaml").hash
-        == loads_policy('[policy]\nname = "p"\nversion = 1\n').hash
+        loads_policy("policy: {name: p, version: '1'}\n", syntax="yaml").hash
+        == loads_policy('[policy]\nname = "p"\nversion = "1"\n').hash
     )
 
 
@@ -279,7 +279,11 @@ def test_yaml_policy_errors_are_the_toml_ones(toml, yml):
         ("policy:\n  name: p\n  version: [1\n", 4, "invalid YAML"),
         ("policy:\n  name: p\n\tversion: 1\n", 3, "invalid YAML"),
         ("policy:\n  name: p\n  name: q\n  version: 1\n", 3, "duplicate key 'name'"),
-        ("policy: {name: p, version: 1}\nstages:\n  privacy:\n    allow: {1: [public]}\n", 4, "key 1 is not a string"),
+        (
+            "policy: {name: p, version: '1'}\nstages:\n  privacy:\n    allow: {1: [public]}\n",
+            4,
+            "key 1 is not a string",
+        ),
     ],
 )
 def test_bad_yaml_names_file_and_line(tmp_path, text, line, words):
@@ -301,3 +305,23 @@ def test_yaml_document_must_be_a_mapping_and_empty_means_no_policy_table():
     assert empty.value.field == "policy" and "missing [policy] table" in str(empty.value)
     with pytest.raises(PolicyFileError, match="unknown policy syntax 'json'"):
         loads_policy("{}", syntax="json")
+
+
+@pytest.mark.parametrize(
+    ("text", "syntax", "field"),
+    [
+        ('[policy]\nname = "p"\nversion = 1.10\n', "toml", "policy.version"),
+        ('[policy]\nname = "p"\nversion = 7\n', "toml", "policy.version"),
+        ("policy: {name: p, version: 1.10}\n", "yaml", "policy.version"),
+        ('[policy]\nname = 42\nversion = "1"\n', "toml", "policy.name"),
+        ("policy: {name: 42, version: '1'}\n", "yaml", "policy.name"),
+    ],
+)
+def test_numeric_policy_name_or_version_is_refused_not_coerced(text, syntax, field):
+    """version = 1.10 would be recorded as "1.1": a number is a PolicyFileError asking to quote it."""
+    with pytest.raises(PolicyFileError) as info:
+        loads_policy(text, source=f"p.{syntax}", syntax=syntax)
+    assert info.value.field == field
+    assert "must be a string" in str(info.value) and "quote it" in str(info.value)
+    quoted = loads_policy('[policy]\nname = "p"\nversion = "1.10"\n')
+    assert quoted.version == "1.10"

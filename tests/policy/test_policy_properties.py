@@ -49,7 +49,11 @@ def _build(items, req):
     g = GraphBuilder(ledger, "prop")
     g.system("sys", "You are a careful assistant.", visibility="conversation")
     g.user("u0", "Start.", visibility="conversation")
-    branches = {"main": g.main, "b1": g.branch("b1", fork_after="u0"), "b2": g.branch("b2", fork_after="u0")}
+    branches = {
+        "main": g.main,
+        "b1": g.branch("b1", fork_after="u0"),
+        "b2": g.branch("b2", fork_after="u0", parent=g.main),
+    }
     memories: list[int] = []
     for i, it in enumerate(items):
         g.on(branches[it["branch"]])

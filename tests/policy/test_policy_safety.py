@@ -33,15 +33,18 @@ STAGE_MODULE = textwrap.dedent(
         name = "tamper"
         version = "1"
 
-        def __init__(self, targets=(), reason="out_of_scope", outcome="omit", stage=None, boom=False):
+        def __init__(self, targets=(), reason="out_of_scope", outcome="omit", stage=None, boom=False, refs=()):
             self.targets, self.reason, self.outcome, self.stage, self.boom = targets, reason, outcome, stage, boom
+            self.refs = refs
 
         def config(self):
-            return {"targets": list(self.targets), "reason": self.reason, "outcome": self.outcome}
+            return {"targets": list(self.targets), "reason": self.reason, "outcome": self.outcome, "refs": self.refs}
 
         def __call__(self, ctx):
             if self.boom:
                 raise RuntimeError("boom in a custom stage")
+            for ref in self.refs:  # decided about as given, candidate or not
+                yield PolicyDecision(ref, self.name, self.outcome, self.reason, "by ref")
             for rec in ctx.records:
                 if rec.external_id in self.targets:
                     yield PolicyDecision(rec.id, self.stage or self.name, self.outcome, self.reason, "tampered")
@@ -322,6 +325,24 @@ def test_custom_stage_cannot_omit_instructions_or_the_latest_user_turn(tamper_mo
     ledger, g = _history(_tamper_policy(targets=["u1"]))
     asm = _assemble(ledger, g)
     assert any(e["ref"] == g.id("u1") and e["stage"] == "tamper" for e in asm.manifest["omitted"])
+
+
+@pytest.mark.parametrize("ref", ["t/nope", "other-conversation/1", "tools/not_exposed"])
+def test_custom_stage_decision_about_a_non_candidate_is_a_policy_error_naming_it(tamper_module, ref):
+    """A decision naming no candidate record (a typo, another conversation) or no exposed tool is refused."""
+    ledger, g = _history(_tamper_policy(refs=[ref], outcome="mark"))
+    with pytest.raises(PolicyError) as info:
+        _assemble(ledger, g)
+    assert "'tamper'" in str(info.value) and f"{ref!r}, which is not a candidate of this call" in str(info.value)
+
+
+def test_custom_stage_may_decide_about_candidates_and_exposed_tools(tamper_module):
+    """Record ids of the call and tools/<name> of an exposed tool are accepted refs."""
+    tool = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {}}}}
+    ledger, g = _history(_tamper_policy(refs=["t/a2", "tools/lookup"], outcome="mark", reason="custom:seen"))
+    asm = _assemble(ledger, g, tools=[tool])
+    marked = {(m["ref"], m["stage"]) for m in asm.manifest["marks"]}
+    assert {("t/a2", "tamper"), ("tools/lookup", "tamper")} <= marked
 
 
 def test_exception_in_a_custom_stage_is_a_policy_error_naming_it(tamper_module):

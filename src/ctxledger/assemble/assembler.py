@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from ctxledger.assemble.costing import Coster
-from ctxledger.assemble.inputs import unknown_inputs
+from ctxledger.assemble.inputs import resolve_participant, unknown_inputs
 from ctxledger.assemble.relevance import is_question, spread, tokenize
 from ctxledger.assemble.represent import charge_savings, omit_redundant
 from ctxledger.assemble.room import anchor_user_turn, make_room_for_errors
@@ -273,13 +273,17 @@ def assemble(
         RequiredBlocksDoNotFit: the fixed and required blocks exceed ``B_input`` (itemised).
         ConfigurationError: the budget leaves no room for input.
         ProviderContractError: the payload would break the provider's message rules (a bug; never sent).
+        InputError: ``request.participant_id`` is a name several participants share
+            (:func:`~ctxledger.assemble.inputs.resolve_participant`).
     """
     t0 = time.perf_counter()
+    now_given = request.now is not None
     if request.now is None:  # the clock freshness is judged by is part of the request the manifest records
         request = dataclasses.replace(request, now=utcnow())
     policy = policy.for_request(request)
     budget = _contract_budget(request, policy)
     records, all_units = _candidates(snap, extra_records, read_blob)
+    request = resolve_participant(request, records)
     tools = tuple(request.tools) if request.tools is not None else snap.tool_schemas
     tools, withheld = expose_tools(policy.contract, tools, phase=request.phase, checks_passed=request.checks_passed)
     plan = run_policy(
@@ -294,7 +298,7 @@ def assemble(
     )
     plan.extra_records = list(extra_records)
     if plan.ctx is not None:
-        plan.ctx.warnings[:0] = unknown_inputs(request, records, policy)
+        plan.ctx.warnings[:0] = unknown_inputs(request, records, policy, now_given=now_given)
     plan.tools = {"exposed": [tool_name(t) for t in tools], "withheld": withheld}
     tools = _redact_tools(tools, plan, policy)
     _mark_unavailable(plan, all_units)

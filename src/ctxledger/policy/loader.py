@@ -68,9 +68,11 @@ is a key that is a built-in stage's name or differs from the class's ``name``. T
 them (hashed, and recorded in every manifest); a stage listed twice and two contracts for the same agent and
 call type are errors. A custom stage class must have ``name`` and ``version`` class attributes, a
 ``config()`` method and ``__call__(ctx)`` (the :class:`~ctxledger.policy.base.Stage` protocol); its
-configuration is part of the policy hash. Settings are validated by the stages' constructors and the
-settings dataclasses (:mod:`ctxledger.policy.checks`). Every problem raises
-:class:`~ctxledger.errors.PolicyFileError` naming the file and the field (``stages.privacy.allow``).
+configuration is part of the policy hash. ``[policy] name`` and ``version`` must be quoted strings
+(``version = "1.10"``): a bare number is refused, because TOML and YAML read ``1.10`` as ``1.1``.
+Settings are validated by the stages' constructors and the settings dataclasses
+(:mod:`ctxledger.policy.checks`). Every problem raises :class:`~ctxledger.errors.PolicyFileError` naming the
+file and the field (``stages.privacy.allow``).
 """
 
 from __future__ import annotations
@@ -262,9 +264,15 @@ def _table(data: Mapping[str, Any], key: str, source: str, required: bool = Fals
 
 
 def _string(table: Mapping[str, Any], key: str, source: str, field: str) -> str:
+    """A required non-empty string; a number is refused, since TOML and YAML would change it (1.10 → 1.1)."""
     value = table.get(key)
     if isinstance(value, int | float) and not isinstance(value, bool):
-        value = str(value)
+        raise PolicyFileError(
+            f'must be a string; quote it ({key} = "…"): a bare number is read as a number and loses its '
+            f"spelling (1.10 becomes 1.1); got the number {value!r}",
+            source=source,
+            field=field,
+        )
     if not isinstance(value, str) or not value:
         raise PolicyFileError("must be a non-empty string", source=source, field=field)
     return value

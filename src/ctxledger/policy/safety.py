@@ -16,8 +16,10 @@ can reorder, configure and extend them, but not lose them by accident:
   :class:`~ctxledger.policy.base.PolicyDecision` carrying the stage's own name and a known outcome; an
   ``omit`` decision's reason must be a :class:`~ctxledger.policy.base.ReasonCode` value or a custom code
   ``custom:<name>`` (lowercase letters, digits and ``_``), so operators can tell extension codes from
-  DESIGN §5's; and a custom stage may not omit the instructions, the latest user turn or a unit already
-  required (:func:`protected_records`) — protection cannot be overridden.
+  DESIGN §5's; every decision's ``ref`` must be a candidate of the call (a record of ``ctx.records``, or
+  ``tools/<name>`` of an exposed tool), so a typo is not silently accepted; and a custom stage may not
+  omit the instructions, the latest user turn or a unit already required (:func:`protected_records`) —
+  protection cannot be overridden.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ctxledger.assemble.units import UnitKind
 from ctxledger.errors import CtxledgerError, PolicyError
 from ctxledger.policy.base import Outcome, PolicyDecision, ReasonCode, StageContext
+from ctxledger.policy.contracts import tool_ref
 from ctxledger.policy.stages import STAGES
 from ctxledger.records import Message, Role
 
@@ -132,7 +135,7 @@ def run_stage(stage: Any, ctx: StageContext) -> Iterator[PolicyDecision]:
     Raises:
         PolicyError: a custom stage raised (the original exception is chained), returned something that is
             not a decision, decided under another stage's name, used an unknown outcome or omission reason,
-            or tried to omit a protected record.
+            decided about a ref that is not a candidate of the call, or tried to omit a protected record.
     """
     if is_builtin(stage):
         yield from stage(ctx)
@@ -141,11 +144,27 @@ def run_stage(stage: Any, ctx: StageContext) -> Iterator[PolicyDecision]:
     protected = protected_records(ctx)
     try:
         for d in _call(stage, ctx):
-            yield _checked(name, d, protected)
+            d = _checked(name, d, protected)
+            _check_ref(name, d, ctx)
+            yield d
     except CtxledgerError:
         raise
     except Exception as exc:
         raise PolicyError(f"policy stage {name!r} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _check_ref(name: str, d: PolicyDecision, ctx: StageContext) -> None:
+    """Refuse a decision about something that is not a candidate of the call: a record or an exposed tool."""
+    if ctx.record(d.ref) is not None:
+        return
+    tools = {tool_ref(i, t) for i, t in enumerate(ctx.tools)}
+    if d.ref in tools:
+        return
+    raise PolicyError(
+        f"policy stage {name!r} decided {d.outcome.value} about {d.ref!r}, which is not a candidate of this call "
+        f"(conversation {ctx.request.conversation_id}, up to seq {ctx.snapshot_seq}): a decision's ref must be the "
+        "id of a record in ctx.records or tools/<name> of an exposed tool"
+    )
 
 
 def _call(stage: Any, ctx: StageContext) -> Iterable[Any]:

@@ -468,7 +468,7 @@ def _branches(g: GraphBuilder) -> dict[str, Any]:
     g.memory("note-pdf", "The user wants every deliverable exported as PDF.", visibility="conversation", trust="user")
     g.on(g.main)
     g.user("u-main-later", "Also check last year's memo.")
-    g.branch("b-casual", fork_after="mem-memo")
+    g.branch("b-casual", fork_after="mem-memo", parent=g.main)
     g.user("u-casual", "Make the reply casual.")
     g.tool(
         "draft-casual",
@@ -853,7 +853,7 @@ def _branch_send(g: GraphBuilder) -> dict[str, Any]:
         {"title": "Alt post"},
         json.dumps({"documentId": "1OTHERdraft", "log": P.build_log(72, 50)}),
     )
-    send = g.branch("b-send", fork_after="a1")
+    send = g.branch("b-send", fork_after="a1", parent=g.main)
     g.user("u-edit", "Rewrite it with a customer quote from Globex.")
     return {"branch_id": send}
 
