@@ -83,6 +83,12 @@ def is_question(text: str) -> bool:
 class IncrementalBM25:
     """An append-only BM25 index over documents identified by their insertion position.
 
+    Postings are kept per term as growing ``docs`` / ``tfs`` lists (documents in insertion order, so
+    sorted) with a numpy copy made lazily when a query needs the term, so scoring a query costs one
+    vectorised pass per query term instead of a Python loop over its postings. Each document's score
+    is computed with the same floating-point operations in the same order as the scalar formula
+    (query terms in the same order), so the scores are bit-for-bit those of a per-posting loop.
+
     Args:
         k1: term-frequency saturation (bm25s default 1.5).
         b: length normalisation (bm25s default 0.75).
@@ -91,8 +97,10 @@ class IncrementalBM25:
     def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
         self.k1 = k1
         self.b = b
-        self._postings: dict[str, list[tuple[int, int]]] = {}
+        self._postings: dict[str, tuple[list[int], list[int]]] = {}
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._lengths: list[int] = []
+        self._length_array = np.zeros(0, dtype=np.int64)
         self._total_length = 0
 
     def __len__(self) -> int:
@@ -103,10 +111,28 @@ class IncrementalBM25:
         """Index one document's tokens and return its position."""
         doc = len(self._lengths)
         for term, tf in Counter(tokens).items():
-            self._postings.setdefault(term, []).append((doc, tf))
+            docs, tfs = self._postings.setdefault(term, ([], []))
+            docs.append(doc)
+            tfs.append(tf)
         self._lengths.append(len(tokens))
         self._total_length += len(tokens)
         return doc
+
+    def _term_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(docs, tfs)`` of a term as numpy arrays (cached until the term's postings change)."""
+        postings = self._postings.get(term)
+        if postings is None:
+            return None
+        cached = self._arrays.get(term)
+        if cached is None or len(cached[0]) != len(postings[0]):
+            cached = (np.asarray(postings[0], dtype=np.int64), np.asarray(postings[1], dtype=np.int64))
+            self._arrays[term] = cached
+        return cached
+
+    def _lengths_upto(self, n: int) -> np.ndarray:
+        if len(self._length_array) != len(self._lengths):
+            self._length_array = np.asarray(self._lengths, dtype=np.int64)
+        return self._length_array[:n]
 
     def scores(self, query_tokens: Sequence[str], n_docs: int | None = None) -> np.ndarray:
         """BM25 scores of the first ``n_docs`` documents (default: all) for a tokenized query.
@@ -123,14 +149,19 @@ class IncrementalBM25:
             return out
         total = self._total_length if n == len(self._lengths) else sum(self._lengths[:n])
         avgdl = total / n if total else 1.0
+        lengths = self._lengths_upto(n)
         for term in set(query_tokens):
-            postings = [(d, tf) for d, tf in self._postings.get(term, ()) if d < n]
-            if not postings:
+            arrays = self._term_arrays(term)
+            if arrays is None:
                 continue
-            idf = math.log(1 + (n - len(postings) + 0.5) / (len(postings) + 0.5))
-            for doc, tf in postings:
-                norm = tf + self.k1 * (1 - self.b + self.b * self._lengths[doc] / avgdl)
-                out[doc] += idf * tf / norm
+            docs, tfs = arrays
+            df = int(np.searchsorted(docs, n)) if docs[-1] >= n else len(docs)
+            if df == 0:
+                continue
+            docs, tfs = docs[:df], tfs[:df]
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            norm = tfs + self.k1 * (1 - self.b + self.b * lengths[docs] / avgdl)
+            out[docs] += idf * tfs / norm
         return out
 
     def truncate(self, n_docs: int) -> None:
@@ -138,10 +169,12 @@ class IncrementalBM25:
         if n_docs >= len(self._lengths):
             return
         for term in list(self._postings):
-            plist = self._postings[term]
-            while plist and plist[-1][0] >= n_docs:
-                plist.pop()
-            if not plist:
+            docs, tfs = self._postings[term]
+            while docs and docs[-1] >= n_docs:
+                docs.pop()
+                tfs.pop()
+            if not docs:
                 del self._postings[term]
+                self._arrays.pop(term, None)
         self._total_length -= sum(self._lengths[n_docs:])
         del self._lengths[n_docs:]

@@ -60,12 +60,18 @@ def _keeps_errors(item: SelectionItem, option: Option) -> bool:
     return option.representation == "verbatim" or error_lines(option)[1] >= total
 
 
-def _downgrades(items: Sequence[SelectionItem], result: SelectionResult, admitting: str) -> list[_Move]:
-    """For each chosen optional unit, its cheaper option that keeps every error line and loses least per token."""
+def _downgrades(
+    by_id: Mapping[str, SelectionItem], result: SelectionResult, admitting: str
+) -> list[_Move]:
+    """For each chosen optional unit, its cheaper option that keeps every error line and loses least per token.
+
+    Only chosen units can be downgraded, so only they are visited (``by_id``: unit id → item); the moves
+    are sorted on a total key, so the order of the visit does not matter.
+    """
     moves = []
-    for item in items:
-        current = result.chosen.get(item.unit_id)
-        if item.required or current is None or item.unit_id == admitting:
+    for unit_id, current in result.chosen.items():
+        item = by_id.get(unit_id)
+        if item is None or item.required or unit_id == admitting:
             continue
         cheaper = [o for o in item.options if o.tokens < current.tokens and _keeps_errors(item, o)]
         if not cheaper:
@@ -96,15 +102,19 @@ def make_room_for_errors(
     waiting = [by_id[u] for u in result.omitted if u in by_id and _unit_errors(by_id[u]) > 0]
     waiting.sort(key=lambda i: (-max(o.utility for o in i.options), -i.seq, i.unit_id))
     admitted = []
+    moves: list[_Move] | None = None  # the downgrades of the current selection (it changes only on admission)
     for item in waiting:
-        if _admit(item, items, result, budget_tokens, ledger):
+        if moves is None:
+            moves = _downgrades(by_id, result, "")
+        if _admit(item, [m for m in moves if m.item.unit_id != item.unit_id], result, budget_tokens, ledger):
             admitted.append(item.unit_id)
+            moves = None
     return admitted
 
 
 def _admit(
     item: SelectionItem,
-    items: Sequence[SelectionItem],
+    moves: Sequence[_Move],
     result: SelectionResult,
     budget_tokens: int,
     ledger: BudgetLedger,
@@ -112,7 +122,7 @@ def _admit(
     target = _evidence_option(item)
     remaining = budget_tokens - sum(o.tokens for o in result.chosen.values())
     plan: list[_Move] = []
-    for move in _downgrades(items, result, item.unit_id):
+    for move in moves:
         if remaining >= target.tokens:
             break
         plan.append(move)
@@ -180,7 +190,7 @@ def anchor_user_turn(
     need = min(o.tokens for o in anchor.options)
     remaining = budget_tokens - sum(o.tokens for o in result.chosen.values())
     moves: list[_Move] = []
-    for move in _downgrades(items, result, anchor.unit_id):
+    for move in _downgrades(by_id, result, anchor.unit_id):
         if remaining >= need:
             break
         moves.append(move)
