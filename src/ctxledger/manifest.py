@@ -103,6 +103,7 @@ def build_manifest(
     external = {r.id: r.external_id for r in all_records}
     cand_pos = {ref: i for i, ref in enumerate(candidates)}
     by_id = {r.id: r for r in all_records}
+    facts = snap.memo.setdefault("manifest_facts", {})
     omitted = [
         {
             "ref": ref,
@@ -110,7 +111,7 @@ def build_manifest(
             "reason": reason,
             "stage": stage,
             "detail": detail,
-            **_facts(by_id[ref]),
+            **_cached_facts(facts, by_id[ref]),
         }
         for ref, (reason, stage, detail) in plan.omitted.items()
         if ref not in included_refs and ref in cand_pos
@@ -254,6 +255,15 @@ def _policy_block(policy: Policy) -> dict[str, Any]:
     if policy.unsafe_without:
         block["unsafe_without"] = sorted(policy.unsafe_without)
     return block
+
+
+def _cached_facts(cache: dict[str, tuple[Any, Any]], rec: Any) -> dict[str, Any]:
+    """:func:`_facts` of a record, cached while the record object is the same (records are immutable)."""
+    hit = cache.get(rec.id)
+    if hit is None or hit[0] is not rec:
+        hit = cache[rec.id] = (rec, _facts(rec))
+    facts: dict[str, Any] = hit[1]
+    return {**facts, "sources": list(facts["sources"])} if facts["sources"] else facts
 
 
 def _facts(rec: Any) -> dict[str, Any]:

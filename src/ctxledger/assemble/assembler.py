@@ -206,6 +206,7 @@ def run_policy(
         find_record=find_record,
         snapshot_seq=snap.seq,
         tools=tuple(tools),
+        memo=snap.memo,
     )
     plan = _Plan([], {}, {}, marks=ctx.marks, ctx=ctx)
     for stage in policy.stages:

@@ -34,6 +34,9 @@ class Snapshot:
         tool_schemas: tool schemas of the newest SkillState.
         costs: coster id → verbatim token cost per unit (aligned with ``units``).
         graph_ms: milliseconds spent reading the store for this snapshot.
+        memo: facts that depend on one unit or record alone (secret findings, tags, manifest facts),
+            kept across assemblies: ``namespace → id → (object, value)``, valid only for that very object
+            (see :meth:`~ctxledger.policy.base.StageContext.memoized`).
     """
 
     tenant_id: str
@@ -47,6 +50,7 @@ class Snapshot:
     index: IncrementalBM25
     costs: dict[str, list[int]] = field(default_factory=dict)
     graph_ms: float = 0.0
+    memo: dict[Any, dict[str, tuple[Any, Any]]] = field(default_factory=dict)
 
     @property
     def lineage_branches(self) -> frozenset[str]:

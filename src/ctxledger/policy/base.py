@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from ctxledger.errors import InvalidSetting, PolicyError
 from ctxledger.hashing import content_hash
@@ -27,6 +27,8 @@ from ctxledger.policy.contracts import WorkingSetContract, bind_contract
 if TYPE_CHECKING:
     from ctxledger.assemble.units import Unit
     from ctxledger.records import Record, ToolArtifact
+
+T = TypeVar("T")
 
 
 class ReasonCode(StrEnum):
@@ -140,6 +142,10 @@ class StageContext:
         tools: the tool schemas (OpenAI ``tools`` form) this call exposes, after the contract's phase rules;
             the secrets stage scans them and marks a schema holding a secret by its ref
             :func:`~ctxledger.policy.contracts.tool_ref` (``tools/<name>``).
+        memo: a cache of facts that depend only on one unit (or record), kept across assemblies by the
+            snapshot the candidates come from: ``namespace → id → (the unit or record object, value)``.
+            A value counts only while its object is the very one asked about, so a unit the snapshot
+            rebuilt (a late tool result completed it) is computed afresh. ``None``: nothing is cached.
     """
 
     request: Any
@@ -158,7 +164,9 @@ class StageContext:
     repairs: dict[str, dict[str, ToolArtifact]] = field(default_factory=dict)
     warnings: list[dict[str, str]] = field(default_factory=list)
     tools: Sequence[Mapping[str, Any]] = ()
+    memo: dict[Any, dict[str, tuple[Any, Any]]] | None = field(default=None, repr=False)
     _by_id: dict[str, Record] | None = field(default=None, repr=False)
+    _live: tuple[int, list[Unit]] | None = field(default=None, repr=False)
     _unit_of: dict[str, Unit] | None = field(default=None, repr=False)
 
     def record(self, record_id: str) -> Record | None:
@@ -187,6 +195,29 @@ class StageContext:
         entry = {"code": code, "input": input_name, "value": value, "detail": detail}
         if entry not in self.warnings:
             self.warnings.append(entry)
+
+    def memoized(self, namespace: Any, obj: Any, compute: Callable[[], T]) -> T:
+        """``compute()`` for a unit or record, cached in :attr:`memo` under ``namespace`` and ``obj.id``.
+
+        Only for values that depend on ``obj`` alone (and on what ``namespace`` names, e.g. a stage's
+        settings), never on the request or on other candidates.
+        """
+        if self.memo is None:
+            return compute()
+        table = self.memo.setdefault(namespace, {})
+        hit = table.get(obj.id)
+        if hit is not None and hit[0] is obj:
+            return hit[1]  # type: ignore[no-any-return]
+        value = compute()
+        table[obj.id] = (obj, value)
+        return value
+
+    def live_units(self) -> list[Unit]:
+        """Units none of whose records were omitted so far (``omitted`` only grows, so its size dates the list)."""
+        if self._live is None or self._live[0] != len(self.omitted):
+            omitted = self.omitted
+            self._live = (len(omitted), [u for u in self.units if not any(r in omitted for r in u.record_ids)])
+        return list(self._live[1])
 
     def live(self, record_id: str) -> bool:
         """Whether a record is a candidate not omitted so far."""

@@ -53,7 +53,12 @@ def unit_tags(unit: Unit) -> frozenset[str]:
 
 def live_units(ctx: StageContext) -> list[Unit]:
     """Units none of whose records were omitted by an earlier stage."""
-    return [u for u in ctx.units if not any(r in ctx.omitted for r in u.record_ids)]
+    return ctx.live_units()
+
+
+def memo_unit_tags(ctx: StageContext, unit: Unit) -> frozenset[str]:
+    """:func:`unit_tags`, cached per unit on the context's memo."""
+    return ctx.memoized("unit_tags", unit, lambda: unit_tags(unit))
 
 
 def participants(ctx: StageContext) -> dict[str, Participant]:

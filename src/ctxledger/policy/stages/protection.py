@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 from ctxledger.assemble.units import Unit, UnitKind
 from ctxledger.policy.base import PolicyDecision, StageContext
 from ctxledger.policy.checks import flag
-from ctxledger.policy.stages._common import live_units, participants, require, unit_tags
+from ctxledger.policy.stages._common import live_units, memo_unit_tags, participants, require
 from ctxledger.records import Message, Role, ToolStatus
 
 TAG_REASONS: Mapping[str, str] = {
@@ -106,14 +106,14 @@ class ProtectionStage:
         for i in range(len(units) - 1, -1, -1):
             unit = units[i]
             reason = _position_reason(unit, i, last_user, newest_step) or _state_reason(unit, succeeded_after)
-            reason = reason or self._content_reason(unit, moderators)
+            reason = reason or self._content_reason(unit, moderators, ctx)
             if unit.kind is UnitKind.TOOL_EXCHANGE and unit.status is ToolStatus.SUCCEEDED:
                 succeeded_after.update(unit.tool_names)
             if reason:
                 yield require(self.name, unit.id, reason)
 
-    def _content_reason(self, unit: Unit, moderators: set[str]) -> str | None:
-        found = unit_tags(unit)
+    def _content_reason(self, unit: Unit, moderators: set[str], ctx: StageContext) -> str | None:
+        found = memo_unit_tags(ctx, unit)
         for tag, reason in TAG_REASONS.items():
             if tag in found:
                 return reason

@@ -119,10 +119,14 @@ class SecretsStage:
 
     def __call__(self, ctx: StageContext) -> Iterable[PolicyDecision]:
         """Scan every live unit; decide per record."""
+        namespace = ("secrets", self.plugins)
         for unit in live_units(ctx):
-            for ref, hits in name_findings(unit, self.scanner).items():
+            names = ctx.memoized(
+                ("secret names", self.plugins), unit, lambda unit=unit: name_findings(unit, self.scanner)
+            )
+            for ref, hits in names.items():
                 yield mark(self.name, ref, SPEAKER_WITHHELD, f"speaker name: {describe(hits)}")
-            findings = unit_findings(unit, self.scanner)
+            findings = ctx.memoized(namespace, unit, lambda unit=unit: unit_findings(unit, self.scanner))
             if not findings:
                 continue
             redact = self.action == "redact" or unit.id in ctx.required

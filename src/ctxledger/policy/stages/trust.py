@@ -31,7 +31,7 @@ from ctxledger.assemble.units import Unit, UnitKind, content_text
 from ctxledger.policy.base import PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.checks import flag, strings
 from ctxledger.policy.injection import INSTRUCTION_LIKE, instruction_like
-from ctxledger.policy.stages._common import live_units, mark, omit_unit, unit_tags
+from ctxledger.policy.stages._common import live_units, mark, memo_unit_tags, omit_unit
 from ctxledger.records import ToolArtifact, Trust
 
 _DELIMITED = (Trust.RETRIEVED, Trust.UNTRUSTED)
@@ -68,7 +68,7 @@ class TrustStage:
         for unit in live_units(ctx):
             lowest = max(unit.records, key=lambda r: r.trust.rank)
             evidence = unit.kind in (UnitKind.TOOL_EXCHANGE, UnitKind.MEMORY) or bool(
-                unit_tags(unit) & set(self.evidence_tags)
+                memo_unit_tags(ctx, unit) & set(self.evidence_tags)
             )
             if lowest.trust is Trust.UNTRUSTED and not evidence:
                 yield from omit_unit(self.name, unit, ReasonCode.UNTRUSTED_NON_EVIDENCE, f"{lowest.id} is untrusted")
