@@ -99,21 +99,13 @@ def build_manifest(
     included = [e for group in included for e in (group if isinstance(group, list) else [group])]
     included_refs = {e["ref"] for e in included}
     all_records = [*snap.records, *plan.extra_records]
-    candidates = [r.id for r in all_records if r.kind.value not in _STRUCTURAL]
-    external = {r.id: r.external_id for r in all_records}
+    candidates = _candidate_ids(snap) + [r.id for r in plan.extra_records if r.kind.value not in _STRUCTURAL]
     cand_pos = {ref: i for i, ref in enumerate(candidates)}
     by_id = {r.id: r for r in all_records}
-    facts = snap.memo.setdefault("manifest_facts", {})
+    cache = snap.memo.setdefault("manifest_omitted", {})
     omitted = [
-        {
-            "ref": ref,
-            "external_id": external.get(ref),
-            "reason": reason,
-            "stage": stage,
-            "detail": detail,
-            **_cached_facts(facts, by_id[ref]),
-        }
-        for ref, (reason, stage, detail) in plan.omitted.items()
+        _omitted_entry(cache, by_id[ref], why)
+        for ref, why in plan.omitted.items()
         if ref not in included_refs and ref in cand_pos
     ]
     by_reason = Counter(e["reason"] for e in omitted)
@@ -196,6 +188,16 @@ def _request_facts(request: Any) -> dict[str, Any]:
     }
 
 
+def _candidate_ids(snap: Snapshot) -> list[str]:
+    """Ids of the snapshot's non-structural records, extended as the (append-only) snapshot grows."""
+    count, ids = snap.memo.get("manifest_candidates", {}).get("", (0, []))
+    if count > len(snap.records):
+        count, ids = 0, []
+    ids = ids + [r.id for r in snap.records[count:] if r.kind.value not in _STRUCTURAL]
+    snap.memo.setdefault("manifest_candidates", {})[""] = (len(snap.records), ids)
+    return list(ids)
+
+
 def _assembler_version() -> str:
     from ctxledger.assemble.assembler import ASSEMBLER_VERSION
 
@@ -257,13 +259,22 @@ def _policy_block(policy: Policy) -> dict[str, Any]:
     return block
 
 
-def _cached_facts(cache: dict[str, tuple[Any, Any]], rec: Any) -> dict[str, Any]:
-    """:func:`_facts` of a record, cached while the record object is the same (records are immutable)."""
+def _omitted_entry(cache: dict[str, tuple[Any, Any]], rec: Any, why: tuple[str, str, str]) -> dict[str, Any]:
+    """The ``omitted`` entry of a record, built once per (record object, reason, stage, detail).
+
+    Records are immutable and most omissions repeat from one call to the next (a long history mostly
+    leaves out the same old turns for ``budget``), so the entry is cached on the snapshot and each manifest
+    gets its own copy.
+    """
     hit = cache.get(rec.id)
-    if hit is None or hit[0] is not rec:
-        hit = cache[rec.id] = (rec, _facts(rec))
-    facts: dict[str, Any] = hit[1]
-    return {**facts, "sources": list(facts["sources"])} if facts["sources"] else facts
+    if hit is None or hit[0] is not rec or hit[1][0] != why:
+        reason, stage, detail = why
+        entry = {"ref": rec.id, "external_id": rec.external_id, "reason": reason, "stage": stage, "detail": detail}
+        hit = cache[rec.id] = (rec, (why, {**entry, **_facts(rec)}))
+    out = dict(hit[1][1])
+    if out["sources"]:
+        out["sources"] = list(out["sources"])
+    return out
 
 
 def _facts(rec: Any) -> dict[str, Any]:
