@@ -10,25 +10,78 @@ holds if there is exactly one canonical form, so this module is that contract:
 * NaN and infinities are refused (they have no JSON form);
 * the digest is written with its algorithm tag, ``"sha256:<hex>"``, so a later change of algorithm
   is visible in stored data.
+
+Long manifests repeat most of their entries from one call to the next; :class:`EncodedList` lets the
+code that builds such a list hand over each item's canonical JSON (cached by the builder), and
+:func:`canonical_json` of a mapping holding one joins those texts instead of encoding the items again.
+The text is the same either way.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 ALGORITHM = "sha256"
 
 
+class EncodedList(list[Any]):
+    """A list whose items come with their canonical JSON, made when the items were built.
+
+    The items are treated as immutable: the texts are used only while the list holds the very item
+    objects it was made with (same length, same objects in the same places); after any change to the
+    list itself they are ignored and the items are encoded afresh.
+
+    Args:
+        items: the JSON-able items.
+        texts: ``canonical_json(item)`` of each item, in the same order.
+
+    Raises:
+        ValueError: ``texts`` and ``items`` differ in length.
+    """
+
+    def __init__(self, items: Iterable[Any], texts: Sequence[str]) -> None:
+        super().__init__(items)
+        if len(texts) != len(self):
+            raise ValueError(f"EncodedList: {len(self)} items but {len(texts)} texts")
+        self.texts = tuple(texts)
+        self.originals = tuple(self)
+
+    def encoded(self) -> str | None:
+        """The canonical JSON of the list from the items' texts, or ``None`` once the list was changed."""
+        if len(self) != len(self.originals) or any(a is not b for a, b in zip(self, self.originals, strict=True)):
+            return None
+        return "[" + ",".join(self.texts) + "]"
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def canonical_json(value: Any) -> str:
     """Return the canonical JSON text of ``value`` (see the module docstring).
+
+    A mapping with string keys whose values include an :class:`EncodedList` is written key by key in
+    sorted order, joining that list's item texts (the same text ``json.dumps`` would give).
 
     Raises:
         ValueError: if ``value`` holds NaN or an infinity.
         TypeError: if ``value`` holds something JSON cannot represent.
     """
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    if (
+        isinstance(value, dict)
+        and any(isinstance(v, EncodedList) for v in value.values())
+        and all(isinstance(k, str) for k in value)
+    ):
+        parts = []
+        for key in sorted(value):
+            item = value[key]
+            text = item.encoded() if isinstance(item, EncodedList) else None
+            parts.append(_dumps(key) + ":" + (text if text is not None else _dumps(item)))
+        return "{" + ",".join(parts) + "}"
+    return _dumps(value)
 
 
 def sha256_hex(data: bytes) -> str:

@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxledger.assemble.represent import record_locators, record_promotion
 from ctxledger.errors import RecordNotFound
+from ctxledger.hashing import EncodedList, canonical_json
 from ctxledger.policy.secrets import redact_text
 
 if TYPE_CHECKING:
@@ -103,13 +104,16 @@ def build_manifest(
     cand_pos = {ref: i for i, ref in enumerate(candidates)}
     by_id = {r.id: r for r in all_records}
     cache = snap.memo.setdefault("manifest_omitted", {})
-    omitted = [
-        _omitted_entry(cache, by_id[ref], why)
-        for ref, why in plan.omitted.items()
-        if ref not in included_refs and ref in cand_pos
-    ]
-    by_reason = Counter(e["reason"] for e in omitted)
-    by_stage = Counter(e["stage"] for e in omitted)
+    omitted = sorted(
+        (
+            _omitted_entry(cache, by_id[ref], why)
+            for ref, why in plan.omitted.items()
+            if ref not in included_refs and ref in cand_pos
+        ),
+        key=lambda e: cand_pos[e[0]["ref"]],
+    )
+    by_reason = Counter(e["reason"] for e, _ in omitted)
+    by_stage = Counter(e["stage"] for e, _ in omitted)
     return {
         "id": asm.id,
         "tenant_id": request.tenant_id,
@@ -135,7 +139,7 @@ def build_manifest(
         "ledger": ledger.as_dict(),
         "candidates": candidates,
         "included": included,
-        "omitted": sorted(omitted, key=lambda e: cand_pos[e["ref"]]),
+        "omitted": EncodedList((e for e, _ in omitted), [t for _, t in omitted]),
         "omitted_by_reason": dict(sorted(by_reason.items())),
         "omitted_by_stage": dict(sorted(by_stage.items())),
         "decisions": [
@@ -259,22 +263,26 @@ def _policy_block(policy: Policy) -> dict[str, Any]:
     return block
 
 
-def _omitted_entry(cache: dict[str, tuple[Any, Any]], rec: Any, why: tuple[str, str, str]) -> dict[str, Any]:
-    """The ``omitted`` entry of a record, built once per (record object, reason, stage, detail).
+def _omitted_entry(
+    cache: dict[str, tuple[Any, Any]], rec: Any, why: tuple[str, str, str]
+) -> tuple[dict[str, Any], str]:
+    """The ``omitted`` entry of a record and its canonical JSON, built once per (record, reason, stage, detail).
 
     Records are immutable and most omissions repeat from one call to the next (a long history mostly
-    leaves out the same old turns for ``budget``), so the entry is cached on the snapshot and each manifest
-    gets its own copy.
+    leaves out the same old turns for ``budget``), so the entry and its text are cached on the snapshot;
+    each manifest gets its own copy of the entry, and the text lets the manifest be persisted without
+    encoding every entry again (:class:`~ctxledger.hashing.EncodedList`).
     """
     hit = cache.get(rec.id)
     if hit is None or hit[0] is not rec or hit[1][0] != why:
         reason, stage, detail = why
         entry = {"ref": rec.id, "external_id": rec.external_id, "reason": reason, "stage": stage, "detail": detail}
-        hit = cache[rec.id] = (rec, (why, {**entry, **_facts(rec)}))
+        entry |= _facts(rec)
+        hit = cache[rec.id] = (rec, (why, entry, canonical_json(entry)))
     out = dict(hit[1][1])
     if out["sources"]:
         out["sources"] = list(out["sources"])
-    return out
+    return out, hit[1][2]
 
 
 def _facts(rec: Any) -> dict[str, Any]:

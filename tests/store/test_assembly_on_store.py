@@ -64,3 +64,21 @@ def test_provenance_repair_from_the_tenant_store_on_each_backend(store):
     failures, _ = check(scenario, asm, g)
     assert failures + scenario.check(asm, g) == []
     assert ledger.explain(asm.id, g.id("mem-q3"))["rehydrations"][0]["repaired_from"] == g.id("art-q3-export")
+
+
+def test_persisted_manifest_text_is_the_canonical_json_of_the_manifest(store, data_dir):
+    """The omitted list is persisted from cached entry texts; the stored manifest equals the one returned, also on a repeat."""
+    import json
+
+    from ctxledger.hashing import canonical_json
+
+    ledger = Ledger(store)
+    result = ledger.import_file(data_dir / "mini-swe-agent-deepseek" / "marshmallow-code__marshmallow-1359.traj.json")
+    conv = result.conversation_ids[0]
+    for _ in range(2):  # the second call reuses the cached entries and texts
+        asm = ledger.assemble(conv, window_tokens=8000, output_tokens=800, margin_tokens=200)
+        assert asm.manifest["omitted"]
+        stored = ledger.get_assembly(asm.id)
+        assert stored == json.loads(json.dumps(asm.manifest, default=str))
+        plain = {**asm.manifest, "omitted": list(asm.manifest["omitted"])}
+        assert canonical_json(asm.manifest) == canonical_json(plain)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxledger.errors import InputError, StoreError
-from ctxledger.hashing import canonical_json
+from ctxledger.hashing import EncodedList, canonical_json
 from ctxledger.records import RECORD_TYPES, Message, Role, ToolArtifact, ToolMemory
 from ctxledger.store.codec import (
     ENVELOPE_COLUMNS,
@@ -140,3 +140,29 @@ def test_manifests_keep_their_content_and_gain_observed_usage() -> None:
         with pytest.raises(InputError) as caught:
             assembly_row(bad)
         assert caught.value.field == field
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    entries=st.lists(st.dictionaries(st.text(max_size=6), json_values, max_size=4), max_size=6),
+    others=st.dictionaries(st.text(max_size=6), json_values, max_size=4),
+)
+def test_encoded_lists_give_the_same_canonical_text(entries, others) -> None:
+    """A mapping holding an EncodedList encodes to exactly the text of plain lists, and a changed list is re-encoded."""
+    texts = [canonical_json(e) for e in entries]
+    value = {**others, "omitted": EncodedList(entries, texts)}
+    plain = json.dumps({**others, "omitted": entries}, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert canonical_json(value) == plain
+    stale = EncodedList(entries, ["{}"] * len(entries))
+    stale.append({"late": 1})
+    assert canonical_json({"omitted": stale}) == canonical_json({"omitted": [*entries, {"late": 1}]})
+    if entries:
+        swapped = EncodedList(entries, ["{}"] * len(entries))
+        swapped[0] = dict(entries[0])
+        assert canonical_json({"omitted": swapped}) == canonical_json({"omitted": entries})
+
+
+def test_encoded_list_needs_one_text_per_item() -> None:
+    """Texts and items must line up."""
+    with pytest.raises(ValueError, match="2 items but 1 texts"):
+        EncodedList([{}, {}], ["{}"])
