@@ -67,7 +67,7 @@ def _scalar_bm25(docs, query, n, k1=1.5, b=0.75):
 
 
 def test_incremental_bm25_vectorised_scores_equal_the_scalar_formula(data_dir):
-    """Scores of a prefix, and after truncating and re-adding, equal the scalar loop exactly (payload hashes rely on it)."""
+    """Scores of a prefix, and after truncating and re-adding, equal the scalar loop bit for bit."""
     import json
 
     conv = json.loads((data_dir / "locomo" / "locomo10_conv0-6.json").read_text())[0]["conversation"]

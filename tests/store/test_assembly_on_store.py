@@ -67,7 +67,7 @@ def test_provenance_repair_from_the_tenant_store_on_each_backend(store):
 
 
 def test_persisted_manifest_text_is_the_canonical_json_of_the_manifest(store, data_dir):
-    """The omitted list is persisted from cached entry texts; the stored manifest equals the one returned, also on a repeat."""
+    """The omitted list is persisted from cached entry texts; the stored manifest is the one returned."""
     import json
 
     from ctxledger.hashing import canonical_json

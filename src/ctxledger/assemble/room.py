@@ -60,9 +60,7 @@ def _keeps_errors(item: SelectionItem, option: Option) -> bool:
     return option.representation == "verbatim" or error_lines(option)[1] >= total
 
 
-def _downgrades(
-    by_id: Mapping[str, SelectionItem], result: SelectionResult, admitting: str
-) -> list[_Move]:
+def _downgrades(by_id: Mapping[str, SelectionItem], result: SelectionResult, admitting: str) -> list[_Move]:
     """For each chosen optional unit, its cheaper option that keeps every error line and loses least per token.
 
     Only chosen units can be downgraded, so only they are visited (``by_id``: unit id → item); the moves

@@ -212,6 +212,31 @@ class StageContext:
         table[obj.id] = (obj, value)
         return value
 
+    def scan(self, namespace: Any, items: Sequence[Any], compute: Callable[[Any], Any]) -> list[tuple[Any, Any]]:
+        """``(item, compute(item))`` for every item of ``items`` whose value is truthy, in order.
+
+        For a stage whose verdict on one record (or unit) depends on that item and on what ``namespace``
+        names (the stage's settings, the request fields it reads) but not on other candidates: history is
+        append-only, so the verdicts on a prefix are kept in :attr:`memo` and only new items are computed.
+        The cache holds while ``items`` is the same list object and still starts with the same objects
+        (its last cached item is checked; the snapshot replaces every unit after one it rebuilds).
+        """
+        if self.memo is None:
+            return [(item, value) for item in items if (value := compute(item))]
+        table = self.memo.setdefault(("scan", namespace), {})
+        hit = table.get("")
+        start, found = 0, []
+        if hit is not None:
+            seq, count, last, cached = hit
+            if seq is items and count <= len(items) and (count == 0 or items[count - 1] is last):
+                start, found = count, list(cached)
+        for item in items[start:]:
+            value = compute(item)
+            if value:
+                found.append((item, value))
+        table[""] = (items, len(items), items[-1] if items else None, found)
+        return list(found)
+
     def live_units(self) -> list[Unit]:
         """Units none of whose records were omitted so far (``omitted`` only grows, so its size dates the list)."""
         if self._live is None or self._live[0] != len(self.omitted):

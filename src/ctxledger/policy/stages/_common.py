@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ctxledger.hashing import canonical_json
 from ctxledger.policy.base import Outcome, PolicyDecision, StageContext
 from ctxledger.records import Participant, Record
 
@@ -54,6 +55,11 @@ def unit_tags(unit: Unit) -> frozenset[str]:
 def live_units(ctx: StageContext) -> list[Unit]:
     """Units none of whose records were omitted by an earlier stage."""
     return ctx.live_units()
+
+
+def stage_key(stage: Any, *request_fields: Any) -> tuple[Any, ...]:
+    """A memo namespace for one stage's verdicts: its name, version and settings, plus the request fields it reads."""
+    return (stage.name, stage.version, canonical_json(dict(stage.config())), *request_fields)
 
 
 def memo_unit_tags(ctx: StageContext, unit: Unit) -> frozenset[str]:

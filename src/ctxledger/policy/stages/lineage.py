@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from ctxledger.policy.base import PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.checks import flag
-from ctxledger.policy.stages._common import omit
+from ctxledger.policy.stages._common import omit, stage_key
 from ctxledger.records import Branch, Conversation, Participant, Record, Visibility
 
 _STRUCTURAL = (Conversation, Branch, Participant)
@@ -42,12 +42,18 @@ class LineageStage:
 
     def __call__(self, ctx: StageContext) -> Iterable[PolicyDecision]:
         """Omit off-lineage records with ``not_in_lineage`` and say where they live."""
-        for rec in ctx.records:
-            if rec.id in ctx.omitted or isinstance(rec, _STRUCTURAL) or ctx.in_lineage(rec):
-                continue
-            if self.fill_from_other_branches and rec.visibility in (Visibility.CONVERSATION, Visibility.SHARED):
-                continue
-            yield omit(self.name, rec.id, ReasonCode.NOT_IN_LINEAGE, _where(rec, ctx))
+        hops = tuple((h.branch_id, h.max_seq) for h in ctx.lineage)
+        key = stage_key(self, hops, tuple(sorted(ctx.lineage_branches)))
+        for rec, decision in ctx.scan(key, ctx.records, lambda r: self._decide(r, ctx)):
+            if rec.id not in ctx.omitted:
+                yield decision
+
+    def _decide(self, rec: Record, ctx: StageContext) -> PolicyDecision | None:
+        if isinstance(rec, _STRUCTURAL) or ctx.in_lineage(rec):
+            return None
+        if self.fill_from_other_branches and rec.visibility in (Visibility.CONVERSATION, Visibility.SHARED):
+            return None
+        return omit(self.name, rec.id, ReasonCode.NOT_IN_LINEAGE, _where(rec, ctx))
 
 
 def _where(rec: Record, ctx: StageContext) -> str:

@@ -12,7 +12,8 @@ from typing import Any, ClassVar
 
 from ctxledger.policy.base import PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.checks import strings
-from ctxledger.policy.stages._common import omit, request_attr
+from ctxledger.policy.stages._common import omit, request_attr, stage_key
+from ctxledger.records import Record
 
 
 class ScopeStage:
@@ -45,13 +46,16 @@ class ScopeStage:
         """Omit out-of-scope records with ``out_of_scope`` and the mismatching key in the detail."""
         req = ctx.request
         scope: Mapping[str, str] = request_attr(ctx, "scope", None) or {}
-        for rec in ctx.records:
-            if rec.tenant_id != req.tenant_id or rec.conversation_id != req.conversation_id:
-                yield omit(self.name, rec.id, ReasonCode.OUT_OF_SCOPE, "another tenant or conversation")
-                continue
-            detail = self._mismatch(rec.scope, scope)
-            if detail:
-                yield omit(self.name, rec.id, ReasonCode.OUT_OF_SCOPE, detail)
+        labels = tuple(sorted((str(k), repr(v)) for k, v in scope.items()))
+        key = stage_key(self, req.tenant_id, req.conversation_id, labels)
+        for _, decision in ctx.scan(key, ctx.records, lambda r: self._decide(r, req, scope)):
+            yield decision
+
+    def _decide(self, rec: Record, req: Any, scope: Mapping[str, str]) -> PolicyDecision | None:
+        if rec.tenant_id != req.tenant_id or rec.conversation_id != req.conversation_id:
+            return omit(self.name, rec.id, ReasonCode.OUT_OF_SCOPE, "another tenant or conversation")
+        detail = self._mismatch(rec.scope, scope)
+        return omit(self.name, rec.id, ReasonCode.OUT_OF_SCOPE, detail) if detail else None
 
     def _mismatch(self, have: Mapping[str, str], want: Mapping[str, str]) -> str:
         return scope_mismatch(have, want, self.keys)

@@ -45,7 +45,7 @@ from ctxledger.policy.secrets import (
     known_plugins,
     scan_json,
 )
-from ctxledger.policy.stages._common import live_units, mark, omit
+from ctxledger.policy.stages._common import mark, omit, stage_key
 from ctxledger.records import Participant
 from ctxledger.serialize.base import Turn
 
@@ -117,16 +117,21 @@ class SecretsStage:
         """Action and plugins."""
         return {"action": self.action, "plugins": list(self.plugins)}
 
+    def _unit_findings(
+        self, unit: Unit
+    ) -> tuple[dict[str, tuple[Finding, ...]], dict[str, tuple[Finding, ...]]] | None:
+        """Findings in a unit's speaker names and in its texts (``None`` when both are empty); pure in the unit."""
+        names, found = name_findings(unit, self.scanner), unit_findings(unit, self.scanner)
+        return (names, found) if names or found else None
+
     def __call__(self, ctx: StageContext) -> Iterable[PolicyDecision]:
         """Scan every live unit; decide per record."""
-        namespace = ("secrets", self.plugins)
-        for unit in live_units(ctx):
-            names = ctx.memoized(
-                ("secret names", self.plugins), unit, lambda unit=unit: name_findings(unit, self.scanner)
-            )
+        omitted = ctx.omitted
+        for unit, (names, findings) in ctx.scan(stage_key(self), ctx.units, self._unit_findings):
+            if any(r in omitted for r in unit.record_ids):
+                continue
             for ref, hits in names.items():
                 yield mark(self.name, ref, SPEAKER_WITHHELD, f"speaker name: {describe(hits)}")
-            findings = ctx.memoized(namespace, unit, lambda unit=unit: unit_findings(unit, self.scanner))
             if not findings:
                 continue
             redact = self.action == "redact" or unit.id in ctx.required
@@ -136,11 +141,10 @@ class SecretsStage:
                     yield mark(self.name, ref, "secret_redacted", detail)
                 else:
                     yield omit(self.name, ref, ReasonCode.SECRET, detail)
-        for rec in ctx.records:
-            if isinstance(rec, Participant) and rec.name:
-                hits = self.scanner.scan(rec.name)
-                if hits:
-                    yield mark(self.name, rec.id, SPEAKER_WITHHELD, f"participant name: {describe(hits)}")
+        for rec, _ in ctx.scan("named participants", ctx.records, lambda r: isinstance(r, Participant) and r.name):
+            hits = self.scanner.scan(rec.name)
+            if hits:
+                yield mark(self.name, rec.id, SPEAKER_WITHHELD, f"participant name: {describe(hits)}")
         for index, schema in enumerate(ctx.tools):
             hits = scan_json(schema, self.scanner)
             if hits:

@@ -31,7 +31,7 @@ from ctxledger.assemble.units import Unit, UnitKind, content_text
 from ctxledger.policy.base import PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.checks import flag, strings
 from ctxledger.policy.injection import INSTRUCTION_LIKE, instruction_like
-from ctxledger.policy.stages._common import live_units, mark, memo_unit_tags, omit_unit
+from ctxledger.policy.stages._common import mark, omit_unit, stage_key, unit_tags
 from ctxledger.records import ToolArtifact, Trust
 
 _DELIMITED = (Trust.RETRIEVED, Trust.UNTRUSTED)
@@ -65,23 +65,28 @@ class TrustStage:
 
     def __call__(self, ctx: StageContext) -> Iterable[PolicyDecision]:
         """Decide per unit, on the lowest trust among its records."""
-        for unit in live_units(ctx):
-            lowest = max(unit.records, key=lambda r: r.trust.rank)
-            evidence = unit.kind in (UnitKind.TOOL_EXCHANGE, UnitKind.MEMORY) or bool(
-                memo_unit_tags(ctx, unit) & set(self.evidence_tags)
-            )
-            if lowest.trust is Trust.UNTRUSTED and not evidence:
-                yield from omit_unit(self.name, unit, ReasonCode.UNTRUSTED_NON_EVIDENCE, f"{lowest.id} is untrusted")
-                continue
-            if unit.kind is UnitKind.INSTRUCTION and lowest.trust.rank > Trust.DEVELOPER.rank:
-                yield mark(self.name, unit.id, "demote", f"instruction-role text with trust {lowest.trust.value}")
-                continue
-            if unit.kind in (UnitKind.TOOL_EXCHANGE, UnitKind.MESSAGE):
-                yield from self._delimit(unit)
-            elif unit.kind in _DATA_KINDS:
-                phrase = instruction_like(unit.text)
-                if phrase is not None:
-                    yield mark(self.name, unit.id, "delimit", f"{INSTRUCTION_LIKE}: {phrase!r}")
+        omitted = ctx.omitted
+        for unit, decisions in ctx.scan(stage_key(self), ctx.units, self._decide):
+            if not any(r in omitted for r in unit.record_ids):
+                yield from decisions
+
+    def _decide(self, unit: Unit) -> list[PolicyDecision]:
+        """The decisions about one unit: they depend on the unit alone (cached per unit by the caller)."""
+        lowest = max(unit.records, key=lambda r: r.trust.rank)
+        evidence = unit.kind in (UnitKind.TOOL_EXCHANGE, UnitKind.MEMORY) or bool(
+            unit_tags(unit) & set(self.evidence_tags)
+        )
+        if lowest.trust is Trust.UNTRUSTED and not evidence:
+            return list(omit_unit(self.name, unit, ReasonCode.UNTRUSTED_NON_EVIDENCE, f"{lowest.id} is untrusted"))
+        if unit.kind is UnitKind.INSTRUCTION and lowest.trust.rank > Trust.DEVELOPER.rank:
+            return [mark(self.name, unit.id, "demote", f"instruction-role text with trust {lowest.trust.value}")]
+        if unit.kind in (UnitKind.TOOL_EXCHANGE, UnitKind.MESSAGE):
+            return list(self._delimit(unit))
+        if unit.kind in _DATA_KINDS:
+            phrase = instruction_like(unit.text)
+            if phrase is not None:
+                return [mark(self.name, unit.id, "delimit", f"{INSTRUCTION_LIKE}: {phrase!r}")]
+        return []
 
     def _delimit(self, unit: Unit) -> Iterable[PolicyDecision]:
         texts = {t.ref: content_text(t.content) for t in unit.turns}
