@@ -43,7 +43,7 @@ seed 002 "Freshness no es una timestamp" and "Provenance"; DESIGN §3 step 2.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, ClassVar
 
@@ -180,9 +180,10 @@ class ValidityStage:
 
     def _supersession(self, ctx: StageContext) -> Iterable[PolicyDecision]:
         done: set[str] = set()
-        cyclic = _cycles(ctx)
+        claimants = [r for r, _ in ctx.scan((self.name, "claims"), ctx.records, _claims)]
+        cyclic = _cycles(ctx, claimants)
         flagged: set[tuple[str, str]] = set()
-        for new in sorted(ctx.records, key=lambda r: -r.seq):
+        for new in sorted(claimants, key=lambda r: -r.seq):  # records that claim nothing decide nothing
             if not ctx.live(new.id) and new.id not in done:
                 continue  # a record superseded itself still outdates what it superseded (chains)
             for old_id in _supersedes(new, ctx):
@@ -205,7 +206,7 @@ class ValidityStage:
         now = ctx.now or utcnow()
         current = _current_versions(ctx)
         out: list[PolicyDecision] = []
-        for rec in ctx.records:
+        for rec, _ in ctx.scan((self.name, "may_go_stale"), ctx.records, _may_go_stale):
             if rec.id in ctx.omitted:
                 continue
             why = _stale_by_time(rec, now, self.ttl_seconds) or _stale_by_version(rec, current)
@@ -295,7 +296,7 @@ class ValidityStage:
     def _conflicts(self, ctx: StageContext, omitted_now: set[str]) -> list[PolicyDecision]:
         out: list[PolicyDecision] = []
         seen: set[tuple[str, str]] = set()
-        for rec in ctx.records:
+        for rec, _ in ctx.scan((self.name, "conflicts"), ctx.records, lambda r: bool(getattr(r, "conflicts_with", ()))):
             for other_id in getattr(rec, "conflicts_with", ()) or ():
                 other = ctx.record(other_id)
                 pair = (min(rec.id, other_id), max(rec.id, other_id))
@@ -367,7 +368,7 @@ def _observed(rec: Record) -> str:
     return f", observed {at.isoformat()}" if at is not None else ""
 
 
-def _cycles(ctx: StageContext) -> dict[str, int]:
+def _cycles(ctx: StageContext, claimants: Sequence[Record] | None = None) -> dict[str, int]:
     """Record id → cycle number, for records whose ``supersedes`` links lead back to themselves.
 
     Tarjan's strongly connected components over the explicit ``supersedes`` links among the candidates;
@@ -375,7 +376,7 @@ def _cycles(ctx: StageContext) -> dict[str, int]:
     """
     edges = {
         r.id: [o for o in (getattr(r, "supersedes", ()) or ()) if o != r.id and ctx.record(o) is not None]
-        for r in ctx.records
+        for r in (ctx.records if claimants is None else claimants)
         if getattr(r, "supersedes", ())
     }
     index: dict[str, int] = {}
@@ -422,6 +423,23 @@ def _cycles(ctx: StageContext) -> dict[str, int]:
     return out
 
 
+def _claims(rec: Record) -> bool:
+    """Whether a record can supersede anything: it lists ``supersedes``, or it is a checkpoint."""
+    return bool(getattr(rec, "supersedes", ())) or isinstance(rec, Checkpoint)
+
+
+def _may_go_stale(rec: Record) -> bool:
+    """Whether staleness can apply at all: a time bound, a source version, or provenance to check."""
+    if isinstance(rec, ToolMemory) or getattr(rec, "source_version", None):
+        return True
+    freshness = getattr(rec, "freshness", None)
+    if freshness is Freshness.PERMANENT:
+        return False
+    return getattr(rec, "stale_after", None) is not None or (
+        freshness is not None and getattr(rec, "observed_at", None) is not None
+    )
+
+
 def _supersedes(new: Record, ctx: StageContext) -> list[str]:
     ids = list(getattr(new, "supersedes", ()) or ())
     if isinstance(new, Checkpoint):
@@ -454,7 +472,8 @@ def _stale_by_time(rec: Record, now: Any, ttl: Mapping[str, int]) -> str:
 
 def _current_versions(ctx: StageContext) -> dict[str, str]:
     current: dict[str, str] = {}
-    for rec in ctx.records:  # seq order: the newest observation of a source wins
+    versioned = ctx.scan("source_version", ctx.records, lambda r: bool(getattr(r, "source_version", None)))
+    for rec, _ in versioned:  # seq order: the newest observation of a source wins
         value = getattr(rec, "source_version", None)
         if value and ctx.in_lineage(rec):
             source, version = split_version(value)
