@@ -303,12 +303,16 @@ def assemble(
     plan.tools = {"exposed": [tool_name(t) for t in tools], "withheld": withheld}
     tools = _redact_tools(tools, plan, policy)
     _mark_unavailable(plan, all_units)
-    units = [annotate(u, plan.marks) for u in all_units if not any(r in plan.omitted for r in u.record_ids)]
+    units = []
     for u in all_units:
+        # the first omitted record (in unit order) gives its reason to the rest of the unit
+        first = next((plan.omitted[r] for r in u.record_ids if r in plan.omitted), None)
+        if first is None:
+            units.append(annotate(u, plan.marks) if plan.marks else u)
+            continue
         for rid in u.record_ids:
-            if rid not in plan.omitted and any(r in plan.omitted for r in u.record_ids):
-                reason, stage, _ = next(plan.omitted[r] for r in u.record_ids if r in plan.omitted)
-                plan.omitted[rid] = (reason, stage, f"unit {u.id} omitted as a whole")
+            if rid not in plan.omitted:
+                plan.omitted[rid] = (first[0], first[1], f"unit {u.id} omitted as a whole")
     withheld_names = {d.ref for ds in plan.marks.values() for d in ds if d.reason == SPEAKER_WITHHELD}
     units = attribute_speakers(units, records, request.participant_id, withheld_names)
     if not policy.selection.ladder:

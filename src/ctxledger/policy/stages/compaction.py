@@ -28,6 +28,8 @@ from ctxledger.policy.stages._common import live_units, omit_unit, require
 from ctxledger.records import Checkpoint, Compaction, Message
 
 _COVERABLE = (UnitKind.MESSAGE, UnitKind.TOOL_EXCHANGE)
+_COVERS = (UnitKind.COMPACTION, UnitKind.CHECKPOINT)
+"""Kinds of unit that can cover others (see ``CompactionStage._covered``)."""
 
 
 class CompactionStage:
@@ -52,6 +54,9 @@ class CompactionStage:
 
     def __call__(self, ctx: StageContext) -> Iterable[PolicyDecision]:
         """Omit covered units (``summarized``); require each compaction that covered something."""
+        covers = ctx.scan((self.name, "covers"), ctx.units, lambda u: u.kind in _COVERS)
+        if not any(not any(r in ctx.omitted for r in u.record_ids) for u, _ in covers):
+            return  # no live compaction or checkpoint: nothing is covered
         units = live_units(ctx)
         by_ext = {r.external_id: r.id for r in ctx.records if r.external_id}
         taken: set[str] = set()

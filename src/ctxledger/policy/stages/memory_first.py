@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from ctxledger.assemble.units import UnitKind
+from ctxledger.assemble.units import Unit, UnitKind
 from ctxledger.policy.base import PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.stages._common import live_units, omit_unit
 from ctxledger.records import ToolArtifact, ToolMemory
@@ -34,13 +34,14 @@ class MemoryFirstStage:
 
     def __call__(self, ctx: StageContext) -> Iterable[PolicyDecision]:
         """Omit covered, unprotected tool exchanges, naming the memories that carry them."""
-        units = live_units(ctx)
         carried: dict[str, str] = {}
-        for unit in units:
-            rec = unit.records[0]
-            if unit.kind is UnitKind.MEMORY and isinstance(rec, ToolMemory):
-                for aid in rec.source_artifact_ids:
-                    carried.setdefault(aid, rec.id)
+        for unit, _ in ctx.scan((self.name, "memories"), ctx.units, _is_memory):
+            if not any(r in ctx.omitted for r in unit.record_ids):
+                for aid in unit.records[0].source_artifact_ids:
+                    carried.setdefault(aid, unit.records[0].id)
+        if not carried:
+            return  # nothing is carried by a live memory: no exchange can be covered
+        units = live_units(ctx)
         for unit in units:
             if unit.kind is not UnitKind.TOOL_EXCHANGE or unit.id in ctx.required:
                 continue
@@ -49,3 +50,7 @@ class MemoryFirstStage:
                 memories = sorted({carried[a] for a in artifacts})
                 detail = f"results carried by {', '.join(memories)}; raw {', '.join(artifacts)} kept for rehydration"
                 yield from omit_unit(self.name, unit, ReasonCode.COVERED_BY_MEMORY, detail)
+
+
+def _is_memory(unit: Unit) -> bool:
+    return unit.kind is UnitKind.MEMORY and isinstance(unit.records[0], ToolMemory)
