@@ -99,19 +99,7 @@ def build_manifest(
         included.extend(_entry(unit, option, stage, reason, option.turn_tokens or None, coster))
     included = [e for group in included for e in (group if isinstance(group, list) else [group])]
     included_refs = {e["ref"] for e in included}
-    all_records = [*snap.records, *plan.extra_records]
-    candidates = _candidate_ids(snap) + [r.id for r in plan.extra_records if r.kind.value not in _STRUCTURAL]
-    cand_pos = {ref: i for i, ref in enumerate(candidates)}
-    by_id = {r.id: r for r in all_records}
-    cache = snap.memo.setdefault("manifest_omitted", {})
-    omitted = sorted(
-        (
-            _omitted_entry(cache, by_id[ref], why)
-            for ref, why in plan.omitted.items()
-            if ref not in included_refs and ref in cand_pos
-        ),
-        key=lambda e: cand_pos[e[0]["ref"]],
-    )
+    omitted, candidates = _omitted(snap, plan, included_refs)
     by_reason = Counter(e["reason"] for e, _ in omitted)
     by_stage = Counter(e["stage"] for e, _ in omitted)
     return {
@@ -192,14 +180,39 @@ def _request_facts(request: Any) -> dict[str, Any]:
     }
 
 
-def _candidate_ids(snap: Snapshot) -> list[str]:
-    """Ids of the snapshot's non-structural records, extended as the (append-only) snapshot grows."""
-    count, ids = snap.memo.get("manifest_candidates", {}).get("", (0, []))
+def _omitted(snap: Snapshot, plan: _Plan, included: set[str]) -> tuple[list[tuple[dict[str, Any], str]], list[str]]:
+    """The omitted entries (with their canonical JSON) in candidate order, and the candidate ids.
+
+    Candidates are the non-structural records of the snapshot, then those of other branches.
+    """
+    records = _candidate_records(snap)
+    cache = snap.memo.setdefault("manifest_omitted", {})
+    if not plan.extra_records:  # walk the candidates in order: no sort needed
+        omitted = [
+            _omitted_entry(cache, rec, why)
+            for rec in records
+            if (why := plan.omitted.get(rec.id)) is not None and rec.id not in included
+        ]
+        return omitted, [r.id for r in records]
+    candidates = [r.id for r in records] + [r.id for r in plan.extra_records if r.kind.value not in _STRUCTURAL]
+    cand_pos = {ref: i for i, ref in enumerate(candidates)}
+    by_id = {r.id: r for r in [*snap.records, *plan.extra_records]}
+    entries = (
+        _omitted_entry(cache, by_id[ref], why)
+        for ref, why in plan.omitted.items()
+        if ref not in included and ref in cand_pos
+    )
+    return sorted(entries, key=lambda e: cand_pos[e[0]["ref"]]), candidates
+
+
+def _candidate_records(snap: Snapshot) -> list[Any]:
+    """The snapshot's non-structural records, extended as the (append-only) snapshot grows."""
+    count, found = snap.memo.get("manifest_candidates", {}).get("", (0, []))
     if count > len(snap.records):
-        count, ids = 0, []
-    ids = ids + [r.id for r in snap.records[count:] if r.kind.value not in _STRUCTURAL]
-    snap.memo.setdefault("manifest_candidates", {})[""] = (len(snap.records), ids)
-    return list(ids)
+        count, found = 0, []
+    found = found + [r for r in snap.records[count:] if r.kind.value not in _STRUCTURAL]
+    snap.memo.setdefault("manifest_candidates", {})[""] = (len(snap.records), found)
+    return found
 
 
 def _assembler_version() -> str:
