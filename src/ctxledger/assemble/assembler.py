@@ -308,7 +308,7 @@ def assemble(
         # the first omitted record (in unit order) gives its reason to the rest of the unit
         first = next((plan.omitted[r] for r in u.record_ids if r in plan.omitted), None)
         if first is None:
-            units.append(annotate(u, plan.marks) if plan.marks else u)
+            units.append(_annotated(u, plan.marks, snap.memo) if plan.marks else u)
             continue
         for rid in u.record_ids:
             if rid not in plan.omitted:
@@ -438,16 +438,43 @@ def _candidates(
     return records, units
 
 
+def _annotated(unit: Unit, marks: Mapping[str, Sequence[PolicyDecision]], memo: dict[Any, Any]) -> Unit:
+    """:func:`~ctxledger.policy.annotate.annotate`, cached on the snapshot per (unit object, its marks).
+
+    Rendering marks (every tool result is delimited as data) is pure in the unit and the decisions about
+    its records, and those repeat from one call to the next; the same annotated unit object comes back,
+    so its token costs are cached too (:func:`_turn_costs`).
+    """
+    mine = tuple((rid, tuple(marks[rid])) for rid in unit.record_ids if rid in marks)
+    if not mine:
+        return unit
+    table = memo.setdefault("annotated", {})
+    hit = table.get(unit.id)
+    if hit is not None and hit[0] is unit and hit[1] == mine:
+        return hit[2]  # type: ignore[no-any-return]
+    out = annotate(unit, marks)
+    table[unit.id] = (unit, mine, out)
+    return out
+
+
 def _turn_costs(snap: Snapshot, coster: Coster, units: Sequence[Unit]) -> dict[str, tuple[int, ...]]:
-    """Per-turn costs of each unit: the snapshot's cache for its own units, counted afresh for others."""
+    """Per-turn costs of each unit: the snapshot's cache for its own units, else counted.
+
+    Others (annotated by a mark, or from another branch) are counted once per unit object and coster and
+    kept on the snapshot's memo.
+    """
     own = {u.id: (u, c) for u, c in zip(snap.units, unit_turn_costs(snap, coster), strict=True)}
+    others = snap.memo.setdefault(("turn_costs", coster.counter_id), {})
     out: dict[str, tuple[int, ...]] = {}
     for unit in units:
         cached = own.get(unit.id)
+        if cached is None or cached[0] is not unit:
+            cached = others.get(unit.id)
         if cached is not None and cached[0] is unit:
             out[unit.id] = cached[1]
-        else:  # annotated by a mark, or from another branch
+        else:
             out[unit.id] = tuple(coster.turn_tokens(t) for t in unit.turns)
+            others[unit.id] = (unit, out[unit.id])
     return out
 
 
