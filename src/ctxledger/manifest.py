@@ -47,7 +47,7 @@ The same policy on the same snapshot selects the same items and yields the same 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from ctxledger.assemble.snapshot import Snapshot
     from ctxledger.assemble.units import Unit
     from ctxledger.budget import Budget, BudgetLedger
-    from ctxledger.policy.base import Policy
+    from ctxledger.policy.base import Policy, PolicyDecision
 
 _STRUCTURAL = {"conversation", "branch", "participant", "model_run", "skill_state"}
 
@@ -130,15 +130,8 @@ def build_manifest(
         "omitted": EncodedList((e for e, _ in omitted), [t for _, t in omitted]),
         "omitted_by_reason": dict(sorted(by_reason.items())),
         "omitted_by_stage": dict(sorted(by_stage.items())),
-        "decisions": [
-            {"ref": d.ref, "stage": d.stage, "outcome": d.outcome.value, "reason": str(d.reason), "detail": d.detail}
-            for d in plan.decisions
-        ],
-        "marks": [
-            {"ref": d.ref, "stage": d.stage, "reason": d.reason, "detail": d.detail}
-            for ds in plan.marks.values()
-            for d in ds
-        ],
+        "decisions": _encoded(snap, "manifest_decisions", plan.decisions, _decision_entry),
+        "marks": _encoded(snap, "manifest_marks", [d for ds in plan.marks.values() for d in ds], _mark_entry),
         "rehydrations": list(plan.rehydrations),
         "tools": dict(plan.tools),
         "lineage": [{"branch_id": h.branch_id, "max_seq": h.max_seq} for h in snap.lineage],
@@ -203,6 +196,37 @@ def _omitted(snap: Snapshot, plan: _Plan, included: set[str]) -> tuple[list[tupl
         if ref not in included and ref in cand_pos
     )
     return sorted(entries, key=lambda e: cand_pos[e[0]["ref"]]), candidates
+
+
+def _decision_entry(d: PolicyDecision) -> dict[str, Any]:
+    return {"ref": d.ref, "stage": d.stage, "outcome": d.outcome.value, "reason": str(d.reason), "detail": d.detail}
+
+
+def _mark_entry(d: PolicyDecision) -> dict[str, Any]:
+    return {"ref": d.ref, "stage": d.stage, "reason": d.reason, "detail": d.detail}
+
+
+def _encoded(
+    snap: Snapshot, name: str, decisions: Sequence[PolicyDecision], entry: Callable[[PolicyDecision], dict[str, Any]]
+) -> EncodedList:
+    """Manifest entries of decisions with their canonical JSON, built once per distinct decision.
+
+    Most decisions repeat from one call to the next (every tool result is marked ``delimit``); the cache on
+    the snapshot keeps only the decisions of the latest call, so it never outgrows one manifest.
+    """
+    old: dict[PolicyDecision, tuple[dict[str, Any], str]] = snap.memo.get(name, {}).get("", {})
+    new: dict[PolicyDecision, tuple[dict[str, Any], str]] = {}
+    entries, texts = [], []
+    for d in decisions:
+        hit = new.get(d) or old.get(d)
+        if hit is None:
+            value = entry(d)
+            hit = (value, canonical_json(value))
+        new[d] = hit
+        entries.append(dict(hit[0]))
+        texts.append(hit[1])
+    snap.memo[name] = {"": new}
+    return EncodedList(entries, texts)
 
 
 def _candidate_records(snap: Snapshot) -> list[Any]:
