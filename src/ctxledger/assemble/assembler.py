@@ -466,6 +466,7 @@ def _turn_costs(snap: Snapshot, coster: Coster, units: Sequence[Unit]) -> dict[s
     own = {u.id: (u, c) for u, c in zip(snap.units, unit_turn_costs(snap, coster), strict=True)}
     others = snap.memo.setdefault(("turn_costs", coster.counter_id), {})
     out: dict[str, tuple[int, ...]] = {}
+    missing: list[Unit] = []
     for unit in units:
         cached = own.get(unit.id)
         if cached is None or cached[0] is not unit:
@@ -473,9 +474,13 @@ def _turn_costs(snap: Snapshot, coster: Coster, units: Sequence[Unit]) -> dict[s
         if cached is not None and cached[0] is unit:
             out[unit.id] = cached[1]
         else:
-            out[unit.id] = tuple(coster.turn_tokens(t) for t in unit.turns)
-            others[unit.id] = (unit, out[unit.id])
-    return out
+            missing.append(unit)
+    if missing:  # one read and one write of the store's count table, not one per turn
+        coster.prefetch([t for u in missing for t in u.turns])
+    for unit in missing:
+        out[unit.id] = tuple(coster.turn_tokens(t) for t in unit.turns)
+        others[unit.id] = (unit, out[unit.id])
+    return {u.id: out[u.id] for u in units}
 
 
 def _rehydrate(
