@@ -34,9 +34,10 @@ class Snapshot:
         tool_schemas: tool schemas of the newest SkillState.
         costs: coster id → verbatim token cost per unit (aligned with ``units``).
         graph_ms: milliseconds spent reading the store for this snapshot.
-        memo: facts that depend on one unit or record alone (secret findings, tags, manifest facts),
-            kept across assemblies: ``namespace → id → (object, value)``, valid only for that very object
-            (see :meth:`~ctxledger.policy.base.StageContext.memoized`).
+        memo: facts that depend on one unit or record alone (secret findings, tags, stage verdicts,
+            rendered units, manifest entries), kept across assemblies as ``namespace → key → entry``; an
+            entry is valid only for the very objects it was made from
+            (:meth:`~ctxledger.policy.base.StageContext.memoized`, :meth:`~ctxledger.policy.base.StageContext.scan`).
     """
 
     tenant_id: str

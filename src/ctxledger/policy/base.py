@@ -143,9 +143,10 @@ class StageContext:
             the secrets stage scans them and marks a schema holding a secret by its ref
             :func:`~ctxledger.policy.contracts.tool_ref` (``tools/<name>``).
         memo: a cache of facts that depend only on one unit (or record), kept across assemblies by the
-            snapshot the candidates come from: ``namespace → id → (the unit or record object, value)``.
-            A value counts only while its object is the very one asked about, so a unit the snapshot
-            rebuilt (a late tool result completed it) is computed afresh. ``None``: nothing is cached.
+            snapshot the candidates come from (``namespace → key → entry``; see :meth:`memoized` and
+            :meth:`scan`). An entry counts only while its objects are the very ones asked about, so a unit
+            the snapshot rebuilt (a late tool result completed it) is computed afresh. ``None``: nothing is
+            cached.
     """
 
     request: Any
