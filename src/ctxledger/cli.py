@@ -158,6 +158,7 @@ class Settings:
     db: str
     db_given: bool
     tenant: str
+    blobs: Path | None = None
 
 
 # -- plumbing ------------------------------------------------------------------------------------------
@@ -221,7 +222,7 @@ def _handled(window_option: str = "--window") -> Iterator[None]:
 
 @contextmanager
 def _open(settings: Settings) -> Iterator[Ledger]:
-    with Ledger.open(settings.db) as ledger:
+    with Ledger.open(settings.db, blobs_dir=settings.blobs) as ledger:
         yield ledger
 
 
@@ -582,9 +583,19 @@ def main(
         ),
     ] = None,
     tenant: Annotated[str, typer.Option("--tenant", help="Tenant whose records are read and written.")] = "default",
+    blobs: Annotated[
+        Path | None,
+        typer.Option(
+            "--blobs",
+            envvar="CTXLEDGER_BLOBS",
+            help="Folder of raw tool outputs (blobs). Default: <db>.blobs next to a SQLite file; "
+            "./.ctxledger/blobs for PostgreSQL — set it so every working directory sees the same blobs.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Record an agent's history and assemble budgeted, explained contexts from it."""
-    ctx.obj = Settings(db or DEFAULT_URL, db is not None, tenant)
+    ctx.obj = Settings(db or DEFAULT_URL, db is not None, tenant, blobs)
 
 
 @app.command()
@@ -1481,6 +1492,10 @@ def eval_run(
                 "--out - (stdout) cannot hold the report's files (report.md, results.json, rows.jsonl, plots); "
                 "pass a folder, e.g. --out eval-report"
             )
+        if plots:
+            from ctxledger.eval.report import check_plotting
+
+            check_plotting()  # before hours of calls, not after
         names = _dataset_list(dataset)
         register()
         root = _existing_dir(data_dir, "dataset", "--data-dir")

@@ -81,15 +81,24 @@ class Ledger:
         self._conversations: OrderedDict[tuple[str, str], list[Record]] = OrderedDict()
 
     @classmethod
-    def open(cls, url: str | None = None, **kwargs: Any) -> Ledger:
+    def open(cls, url: str | None = None, *, blobs_dir: str | os.PathLike[str] | None = None, **kwargs: Any) -> Ledger:
         """Open (and migrate) the store at ``url`` (default :func:`default_url`) and wrap it.
+
+        Args:
+            url: the store URL (``sqlite:///…``, ``postgresql+psycopg://…``, ``memory://``).
+            blobs_dir: folder of the raw-output blob store; default ``CTXLEDGER_BLOBS`` if set, else the
+                backend's default (``<db>.blobs`` next to a SQLite file; ``./.ctxledger/blobs`` for
+                PostgreSQL, relative to the working directory — set it when several processes or folders
+                share one database).
+            **kwargs: passed to :class:`Ledger` (``policy=`` …).
 
         Raises:
             ConfigurationError: unknown URL scheme or missing driver extra.
         """
         from ctxledger.store import open_store
 
-        return cls(open_store(url or default_url()), **kwargs)
+        blobs = blobs_dir if blobs_dir is not None else os.environ.get("CTXLEDGER_BLOBS") or None
+        return cls(open_store(url or default_url(), blobs_dir=blobs), **kwargs)
 
     def close(self) -> None:
         """Close the store."""

@@ -492,3 +492,20 @@ def test_assemble_warns_about_contract_options_without_contracts_and_resolves_pa
     assert {"role": "assistant", "content": "Looking."} in payload["messages"]  # the lead's own turn, not relayed
     early = runner.invoke(app, [*args[:-4], "--now", "2026-08-01T00:00Z"])
     assert early.exit_code == 0 and "warning: now 2026-08-01T00:00:00+00:00 is earlier than" in _flat(early.stderr)
+
+
+def test_blobs_option_puts_raw_outputs_where_asked_and_a_wrong_folder_warns(
+    runner: CliRunner, tmp_path: Path, data_dir: Path
+) -> None:
+    """--blobs DIR holds the raw outputs; assembling with another folder warns instead of silently degrading."""
+    url = f"sqlite:///{tmp_path / 'b.db'}"
+    blobs = tmp_path / "shared-blobs"
+    traj = data_dir / "mini-swe-agent-deepseek" / "marshmallow-code__marshmallow-1359.traj.json"
+    result = runner.invoke(app, ["--db", url, "--blobs", str(blobs), "import", str(traj), "--conversation-id", "m"])
+    assert result.exit_code == 0, result.output
+    assert any(p.is_file() for p in blobs.rglob("*")) and not (tmp_path / "b.db.blobs").exists()
+    ok = runner.invoke(app, ["--db", url, "--blobs", str(blobs), "assemble", "m", "--out", str(tmp_path / "p.json")])
+    assert ok.exit_code == 0 and "could not be read" not in ok.output, ok.output
+    wrong = runner.invoke(app, ["--db", url, "--blobs", str(tmp_path / "empty"), "assemble", "m", "--out", "-"])
+    assert wrong.exit_code == 0, wrong.output
+    assert "could not be read" in _flat(wrong.stderr) and "--blobs" in _flat(wrong.stderr)

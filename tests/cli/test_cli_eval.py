@@ -91,3 +91,16 @@ def test_eval_run_refuses_out_dash_instead_of_making_a_folder_named_dash(runner:
     assert result.exit_code == 2
     assert "--out - (stdout) cannot hold the report" in " ".join(result.output.split())
     assert not (tmp_path / "-").exists()
+
+
+def test_eval_run_without_matplotlib_fails_before_any_call(runner: CliRunner, tmp_path, monkeypatch, data_dir):
+    """Plots asked for but matplotlib missing: a user error up front, no calls run, no report folder left."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    out = tmp_path / "r"
+    args = ["eval", "run", "-d", "locomo", "--data-dir", str(data_dir), "--out", str(out), "--max-cases", "3"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and "--no-plots" in " ".join(result.output.split())
+    assert not out.exists()

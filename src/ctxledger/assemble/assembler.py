@@ -403,6 +403,7 @@ def _mark_unavailable(plan: _Plan, units: Sequence[Unit]) -> None:
     crashing the call; the mark (stage ``integrity``) names the record, its sha256 and what went wrong, so
     the manifest's ``marks`` and ``explain`` say why the model saw no output.
     """
+    missing = []
     for unit in units:
         for rid, transform in unit.transforms.items():
             if transform not in UNAVAILABLE:
@@ -413,6 +414,17 @@ def _mark_unavailable(plan: _Plan, units: Sequence[Unit]) -> None:
             decision = PolicyDecision(rid, "integrity", Outcome.MARK, "provenance_broken", detail)
             plan.decisions.append(decision)
             plan.marks.setdefault(rid, []).append(decision)
+            missing.append(rid)
+    if missing and plan.ctx is not None:  # usually the wrong blob folder: say so once, loudly
+        plan.ctx.warnings.append(
+            {
+                "code": "raw_outputs_unavailable",
+                "input": "blob store",
+                "value": f"{len(missing)} tool results",
+                "detail": f"raw bytes of {len(missing)} tool result(s) could not be read (first: {missing[0]}); "
+                "is the blob folder right? (ctxledger --blobs DIR / CTXLEDGER_BLOBS / Ledger.open(blobs_dir=…))",
+            }
+        )
 
 
 def _contract_budget(request: AssemblyRequest, policy: Policy) -> Budget:

@@ -156,6 +156,18 @@ def render_markdown(results: EvalResults, reference: str = OURS) -> str:
     return "\n".join(out)
 
 
+def check_plotting() -> None:
+    """Raise now, before any call is run, when PNG plots were asked for and matplotlib is missing.
+
+    Raises:
+        ConfigurationError: matplotlib is not installed (the message says how to install it or skip plots).
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise ConfigurationError(_HINT.replace("plots=False", "--no-plots / plots=False"))
+
+
 def _pyplot() -> Any:
     try:
         import matplotlib
