@@ -8,6 +8,7 @@ from ctxledger.budget import Budget
 from ctxledger.errors import (
     ConfigurationError,
     CtxledgerError,
+    DuplicateRecordId,
     InputError,
     ProviderContractError,
     RecordNotFound,
@@ -29,6 +30,7 @@ __all__ = [
     "Budget",
     "ConfigurationError",
     "CtxledgerError",
+    "DuplicateRecordId",
     "InputError",
     "Ledger",
     "Policy",

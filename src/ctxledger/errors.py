@@ -12,6 +12,7 @@ on them::
     │   │   └── BlobNotFound        no blob with that sha256 in the blob store
     │   └── TenantIsolationError    a request tried to read across tenants
     ├── InputError                  an import or API input is invalid (names file, record index, field)
+    │   ├── DuplicateRecordId       an appended record's id is already stored in its tenant
     │   ├── UsageAlreadyRecorded    observed usage of an assembly exists and overwriting was not asked for
     │   └── FormatNotRecognised     an import's format cannot be told from its content (lists the formats)
     ├── BudgetError
@@ -108,6 +109,27 @@ class InputError(CtxledgerError):
         self.index = index
         self.field = field
         self.problem = problem
+
+
+class DuplicateRecordId(InputError):
+    """An append named a record id its tenant already holds (records are immutable); nothing was written.
+
+    Raised by every store's ``append`` (also when a concurrent writer stored the id first).
+
+    Attributes:
+        record_id: the id that is taken.
+        tenant_id: the tenant it is taken in.
+    """
+
+    def __init__(self, record_id: str, tenant_id: str, *, source: str, index: int | None) -> None:
+        super().__init__(
+            f"record id {record_id!r} already exists in tenant {tenant_id!r}; records are immutable",
+            source=source,
+            index=index,
+            field="id",
+        )
+        self.record_id = record_id
+        self.tenant_id = tenant_id
 
 
 class UsageAlreadyRecorded(InputError):

@@ -37,10 +37,20 @@ on another branch than the current one) and ``meta`` (store-only metadata).
 
 A conversation that already exists in the store is continued: its records are read once, numbering goes on
 after the highest number, and the records' names stay usable as references.
+
+Several writers (threads with their own recorder, processes, service replicas on one database) may record
+into one conversation at once. The store gives every record its own ``seq`` under its write lock; a number
+the recorder chose that another writer stored first makes the recorder read the records written since
+(:meth:`Recorder.refresh`) and write again under the next free numbers, up to :data:`RENUMBER_ATTEMPTS`
+times; a writer that keeps losing skips further ahead each time, so under contention the numbers stay
+unique but may leave gaps. A ``name=`` another writer already used stays an
+:class:`~ctxledger.errors.DuplicateRecordId`. Two recorders creating the same conversation at once both end
+up writing into it.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -48,7 +58,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-from ctxledger.errors import ConfigurationError, InputError, RecordNotFound
+from ctxledger.errors import ConfigurationError, DuplicateRecordId, InputError, RecordNotFound
 from ctxledger.records import (
     Branch,
     Checkpoint,
@@ -71,6 +81,9 @@ from ctxledger.store._rules import in_lineage
 
 if TYPE_CHECKING:
     from ctxledger.ledger import Ledger
+
+RENUMBER_ATTEMPTS = 20
+"""How often one write is retried after another writer took the numbers it chose (see the module docstring)."""
 
 DEFAULT_STEP = timedelta(seconds=1)
 """How far a stepping clock (a fixed start) moves per record."""
@@ -95,6 +108,39 @@ _ENVELOPE = frozenset(
     }
 )
 _NUMBERED = re.compile(r"\d+")
+
+
+def _renumbering(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Retry a write whose self-numbered ids another writer stored first, after :meth:`Recorder.refresh`.
+
+    Only ids the recorder numbered itself during the call are renumbered; a taken ``name=`` stays an
+    error. The clock is put back before each retry, so a stepping clock does not skip ahead. The n-th retry
+    starts ``2**(n-1) - 1`` numbers after the highest stored one, so a writer that keeps losing the race to
+    a busy one gets through.
+    """
+
+    @functools.wraps(method)
+    def write(self: Recorder, *args: Any, **kwargs: Any) -> Any:
+        if self._numbered is not None:  # a nested call: the outer one retries
+            return method(self, *args, **kwargs)
+        attempt = 0
+        while True:
+            self._numbered, now = set(), self.now
+            try:
+                return method(self, *args, **kwargs)
+            except DuplicateRecordId as exc:
+                attempt += 1
+                if exc.record_id not in self._numbered or attempt >= RENUMBER_ATTEMPTS:
+                    raise
+                self.now = now
+                self.refresh()
+                # the other writer keeps numbering from where it is; jump further ahead each time so a
+                # writer that loses the race again and again still gets through (numbers may leave gaps)
+                self._next_number += (1 << min(attempt - 1, 10)) - 1
+            finally:
+                self._numbered = None
+
+    return write
 
 
 class Envelope(TypedDict, total=False):
@@ -176,13 +222,14 @@ class Recorder:
         self._clock, self.now = _clock(clock)
         self._step = step
         self._next_number = 0
+        self._numbered: set[str] | None = None
+        self._seen_seq = 0
         self._names: dict[str, str] = {}
         self._foreign: dict[str, Record] = {}
         self.main = f"{conversation_id}/main"
         self.branch_id = self.main
         if not self._resume():
-            self._write(Conversation, "conversation", {}, record_id=conversation_id, title=title or conversation_id)
-            self._write(Branch, "main", {}, record_id=self.main, name="main")
+            self._create(title or conversation_id)
 
     # -- ids, clock and lookups --------------------------------------------------------------------------
 
@@ -216,6 +263,24 @@ class Recorder:
             InputError: ``branch`` names no branch of the conversation.
         """
         self.branch_id = self._ref(branch, "branch", "branch", "on()")
+
+    def refresh(self) -> int:
+        """Read the records other writers appended to the conversation since this recorder last looked.
+
+        Afterwards numbering continues after their numbers too and their names work as references.
+        Writes do this by themselves when another writer took the numbers they chose (see the module
+        docstring), so call it only to reference another writer's records.
+
+        Returns:
+            How many records were new to this recorder.
+        """
+        new = [
+            r
+            for r in self.ledger.store.records(self.tenant_id, self.conversation_id, after_seq=self._seen_seq)
+            if r.id not in self.records
+        ]
+        self._append_known(new)
+        return len(new)
 
     # -- structure ---------------------------------------------------------------------------------------
 
@@ -314,6 +379,7 @@ class Recorder:
 
     # -- tools -------------------------------------------------------------------------------------------
 
+    @_renumbering
     def tool_call(
         self,
         tool: str,
@@ -406,6 +472,7 @@ class Recorder:
         stored = self._append(written)
         return ToolExchange(stored[0].id, stored[1].id, stored[2].id if len(stored) > 2 else None)
 
+    @_renumbering
     def tool_result(
         self,
         call: Ref,
@@ -463,6 +530,7 @@ class Recorder:
 
     # -- derived state -----------------------------------------------------------------------------------
 
+    @_renumbering
     def memory(
         self,
         summary: str,
@@ -552,6 +620,7 @@ class Recorder:
             supersedes=tuple(self._ref(s, f"supersedes[{i}]", "record", rid) for i, s in enumerate(supersedes)),
         ).id
 
+    @_renumbering
     def checkpoint(
         self,
         run_id: str,
@@ -603,6 +672,7 @@ class Recorder:
         env.setdefault("trust", "verified_internal")
         return self._write(Checkpoint, name, env, record_id=rid, run_id=run_id, through_seq=through_seq, state=full).id
 
+    @_renumbering
     def compaction(
         self,
         text: str,
@@ -639,6 +709,7 @@ class Recorder:
             policy_version=policy_version if policy_version is not None else str(self.ledger.policy.version),
         ).id
 
+    @_renumbering
     def skills(
         self,
         skills: Sequence[str],
@@ -695,10 +766,13 @@ class Recorder:
             rid = self.id(str(n))
             if rid not in self.records:
                 if left == 0:
+                    if self._numbered is not None:
+                        self._numbered.add(rid)
                     return rid
                 left -= 1
             n += 1
 
+    @_renumbering
     def _message(self, role: Role, text: str, name: str | None, speaker: str | None, env: Mapping[str, Any]) -> str:
         rid = self.id(name) if name else self._number()
         _text(text, rid, "text")
@@ -891,6 +965,17 @@ class Recorder:
             self.now = _aware(self._clock(), "<clock>", "clock()")  # type: ignore[assignment]
         return self.now
 
+    def _create(self, title: str) -> None:
+        """Write the conversation and its main branch in one append; join it if another writer was first."""
+        env = self._envelope({}, self.conversation_id)
+        conv = self._build(Conversation, "conversation", env, record_id=self.conversation_id, title=title)
+        main = self._build(Branch, "main", env, record_id=self.main, name="main")
+        try:
+            self._append([conv, main])
+        except InputError:  # its id, or (PostgreSQL) its head, was written by another writer meanwhile
+            if not self._resume():
+                raise
+
     def _resume(self) -> bool:
         """Load an existing conversation; ``False`` when it does not exist yet."""
         try:
@@ -906,6 +991,7 @@ class Recorder:
     def _append_known(self, records: Iterable[Record]) -> None:
         for rec in records:
             self.records[rec.id] = rec
+            self._seen_seq = max(self._seen_seq, rec.seq or 0)
             if isinstance(rec, Participant) and rec.name:
                 self._names.setdefault(rec.name, rec.id)
             number = rec.id[len(self.conversation_id) + 1 :]

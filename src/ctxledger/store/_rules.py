@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ctxledger.errors import InputError, RecordNotFound, StoreError
+from ctxledger.errors import DuplicateRecordId, InputError, RecordNotFound, StoreError
 from ctxledger.records import Branch, Conversation, Record, ToolArtifact
 from ctxledger.store.base import LineageHop
 from ctxledger.store.codec import SOURCE
@@ -127,7 +127,7 @@ def ids_by_tenant(records: Iterable[Record]) -> dict[str, list[str]]:
     return dict(sorted(grouped.items()))
 
 
-def duplicate_error(records: Sequence[Record], existing: Iterable[RecordKey]) -> InputError | None:
+def duplicate_error(records: Sequence[Record], existing: Iterable[RecordKey]) -> DuplicateRecordId | None:
     """The error for the first record whose ``(tenant_id, id)`` is already stored, or ``None``.
 
     Args:
@@ -138,12 +138,7 @@ def duplicate_error(records: Sequence[Record], existing: Iterable[RecordKey]) ->
     taken = set(existing)
     for index, record in enumerate(records):
         if record_key(record) in taken:
-            return InputError(
-                f"record id {record.id!r} already exists in tenant {record.tenant_id!r}; records are immutable",
-                source=SOURCE,
-                index=index,
-                field="id",
-            )
+            return DuplicateRecordId(record.id, record.tenant_id, source=SOURCE, index=index)
     return None
 
 
