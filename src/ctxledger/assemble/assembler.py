@@ -45,7 +45,7 @@ from ctxledger.assemble.room import anchor_user_turn, make_room_for_errors
 from ctxledger.assemble.select import Option, SelectionItem, select
 from ctxledger.assemble.snapshot import Snapshot
 from ctxledger.assemble.speakers import attribute_speakers
-from ctxledger.assemble.units import UNAVAILABLE, Unit, UnitKind, build_units, content_text
+from ctxledger.assemble.units import UNAVAILABLE, Unit, UnitKind, build_units, content_text, drop_thinking
 from ctxledger.budget import Budget, BudgetLedger
 from ctxledger.errors import BudgetItem, ConfigurationError
 from ctxledger.hashing import content_hash
@@ -315,6 +315,9 @@ def assemble(
                 plan.omitted[rid] = (first[0], first[1], f"unit {u.id} omitted as a whole")
     withheld_names = {d.ref for ds in plan.marks.values() for d in ds if d.reason == SPEAKER_WITHHELD}
     units = attribute_speakers(units, records, request.participant_id, withheld_names)
+    scanner = getattr(policy.stage("secrets"), "scanner", None) or default_scanner()
+    keep_thinking = bool(getattr(serializer, "sends_thinking", False))
+    units = [drop_thinking(u, keep_thinking, lambda text: bool(scanner.scan(text))) for u in units]
     if not policy.selection.ladder:
         options_for = redundancy = None
     if redundancy is not None:

@@ -44,7 +44,7 @@ class Coster(Protocol):
 def turn_key(turn: Turn) -> str:
     """Content hash of a turn's model-facing fields (its ``ref`` is excluded).
 
-    ``relayed`` enters the hash only when set, so the keys of every other turn (persisted in the store's
+    ``relayed`` and ``thinking`` enter the hash only when set, so the keys of every other turn (persisted in the store's
     token-count table) are the same as before it existed.
     """
     fields: list[object] = [
@@ -58,6 +58,8 @@ def turn_key(turn: Turn) -> str:
     ]
     if turn.relayed:
         fields.append("relayed")
+    if turn.thinking:
+        fields.append([[at, dict(block)] for at, block in turn.thinking])
     return content_hash(fields)
 
 

@@ -20,6 +20,7 @@ answer and the assembly goes on (the assembler marks the record ``provenance_bro
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -183,9 +184,62 @@ def is_summary_message(msg: Message) -> bool:
     return msg.meta.get("kind") == "summary" and msg.role is not Role.ASSISTANT
 
 
+def thinking_blocks(msg: Message) -> tuple[tuple[int | None, Mapping[str, Any]], ...]:
+    """An assistant message's reasoning blocks with their original positions (``Turn.thinking``).
+
+    Read from ``meta["thinking"]`` (the blocks as received, e.g. by the Anthropic importer) and
+    ``meta["thinking_at"]`` (their positions in the original content array; absent or not matching:
+    ``None``, i.e. before the other blocks). Only ``thinking`` and ``redacted_thinking`` blocks are
+    taken; anything else stored under that key is ignored. Other roles have none.
+    """
+    blocks = msg.meta.get("thinking") if msg.role is Role.ASSISTANT else None
+    if not isinstance(blocks, list):
+        return ()
+    kept = [b for b in blocks if isinstance(b, Mapping) and b.get("type") in ("thinking", "redacted_thinking")]
+    at = msg.meta.get("thinking_at")
+    positions: list[int | None] = [None] * len(kept)
+    if isinstance(at, list) and len(at) == len(blocks) == len(kept) and all(type(k) is int and k >= 0 for k in at):
+        positions = list(at)
+    return tuple(zip(positions, kept, strict=True))
+
+
+THINKING_DROPPED = "thinking_dropped"
+"""Transform: an assistant turn's reasoning blocks were not sent (see :func:`drop_thinking`)."""
+
+THINKING_WITHHELD = "thinking_withheld"
+"""Transform: an assistant turn's reasoning blocks held a secret and were not sent."""
+
+
+def drop_thinking(unit: Unit, keep: bool, has_secret: Callable[[str], bool]) -> Unit:
+    """``unit`` without the reasoning blocks that must not be sent, each such turn's transform recorded.
+
+    Reasoning blocks are dropped from every turn when ``keep`` is false (the payload format has no place
+    for them, e.g. OpenAI Chat: transform ``thinking_dropped``), from turns that are no longer assistant
+    turns (relayed to another participant as a user turn: ``thinking_dropped``), and from a turn whose
+    thinking text holds a secret by ``has_secret`` (``thinking_withheld``: a signed block cannot be redacted,
+    and secrets never enter a context).
+    """
+    turns, transforms = list(unit.turns), dict(unit.transforms)
+    for i, turn in enumerate(turns):
+        if not turn.thinking:
+            continue
+        texts = [str(b.get("thinking") or "") for _, b in turn.thinking]
+        if any(has_secret(t) for t in texts if t):
+            step = THINKING_WITHHELD
+        elif not keep or turn.role != "assistant":
+            step = THINKING_DROPPED
+        else:
+            continue
+        turns[i] = dataclasses.replace(turn, thinking=())
+        transforms[turn.ref] = "+".join(filter(None, [transforms.get(turn.ref), step]))
+    if turns == list(unit.turns):
+        return unit
+    return dataclasses.replace(unit, turns=tuple(turns), transforms=transforms)
+
+
 def _message_unit(msg: Message) -> Unit:
     instruction = msg.role in (Role.SYSTEM, Role.DEVELOPER)
-    turn = Turn(ref=msg.id, role=msg.role.value, content=msg.content, name=msg.name)
+    turn = Turn(ref=msg.id, role=msg.role.value, content=msg.content, name=msg.name, thinking=thinking_blocks(msg))
     return Unit(
         id=msg.id,
         kind=UnitKind.INSTRUCTION if instruction else UnitKind.MESSAGE,
@@ -212,6 +266,7 @@ def _tool_exchange(
             content=msg.content,
             name=msg.name,
             tool_calls=tuple(CallView(c.call_id, c.name, c.arguments) for c in calls),
+            thinking=thinking_blocks(msg),
         )
     ]
     record_ids: list[str] = [msg.id]

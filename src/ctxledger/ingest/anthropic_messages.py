@@ -8,7 +8,9 @@ Mapping (issue 2, item 3):
   (``{name, description, input_schema}``) → a ``SkillState`` in OpenAI form right after it;
 * assistant ``text`` blocks → the Message content (one block → a string, several → text parts),
   ``tool_use`` blocks → ``ToolCall`` records (``arguments = json.dumps(input)``; index = position among
-  the message's ``tool_use`` blocks); ``thinking`` / ``redacted_thinking`` blocks → ``meta["thinking"]``;
+  the message's ``tool_use`` blocks); ``thinking`` / ``redacted_thinking`` blocks → ``meta["thinking"]`` (as
+  received, signature included) and their positions in the content array → ``meta["thinking_at"]``
+  (Anthropic payloads send them back there, see :mod:`ctxledger.serialize.anthropic_messages`);
 * user ``tool_result`` blocks → ``ToolArtifact`` records (``is_error`` → ``failed``; string content as
   is, text blocks joined by newlines, blocks with images kept as their JSON), then the message's
   remaining ``text`` / ``image`` blocks → a user Message after the artifacts;
@@ -157,6 +159,7 @@ class AnthropicMapper:
         parts: list[Part] = []
         calls: list[tuple[str, str, str, int]] = []
         thinking: list[Mapping[str, Any]] = []
+        thinking_at: list[int] = []
         for k, block in enumerate(blocks):
             bloc = _block_loc(loc, k) if not as_string else loc
             kind = _block_type(block, bloc)
@@ -166,9 +169,11 @@ class AnthropicMapper:
                 calls.append((*_tool_use(block, bloc), k))
             elif kind in ("thinking", "redacted_thinking"):
                 thinking.append(dict(block))
+                thinking_at.append(k)
             else:
                 raise bloc.error(f"an assistant message cannot carry a {kind!r} block", "type")
-        meta = _meta(msg) | _block_extras(blocks) | ({"thinking": thinking} if thinking else {})
+        reasoning = {"thinking": thinking, "thinking_at": thinking_at} if thinking else {}
+        meta = _meta(msg) | _block_extras(blocks) | reasoning
         message = self.b.add(
             Message,
             loc,

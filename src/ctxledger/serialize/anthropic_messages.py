@@ -20,6 +20,20 @@ Rules followed, from Anthropic's Messages API reference and its *Tool use* guide
   participant's turn relayed as a user turn (``Turn.relayed``) is a user message labelled so, never
   merged into the assistant's own message.
 
+Extended thinking: an assistant turn's ``thinking`` / ``redacted_thinking`` blocks (``Turn.thinking``, from
+``meta["thinking"]`` of an imported message) are sent back complete and unmodified, signature included, at
+their original positions in the message (:func:`with_thinking`), on every assistant turn that has them.
+Anthropic's *Thinking in tool and multi-turn workflows* guide
+(platform.claude.com/docs/build-with-claude/thinking-tool-workflows) states the rule: when a tool result is
+returned, the thinking blocks of the assistant message that made the call must come back with it, and the
+assistant message must be echoed exactly as received (rebuilding it or filtering out ``redacted_thinking``
+blocks is a 400 error). Older models strip thinking blocks of earlier turns themselves; models with
+*preserved thinking* (…/build-with-claude/preserved-thinking) keep them and check that nothing before a block
+changed, so an assembly that leaves out or compacts earlier history can fail that check: such requests need
+the API's ``prefix_mismatch_behavior`` set to drop rather than reject. Reasoning blocks are counted (thinking
+text, or the redacted data, plus :data:`TOOL_BLOCK_TOKENS`) and never excerpted; a turn relayed as a user
+turn carries none.
+
 Token counts are estimates (Anthropic publishes no tokenizer; its ``count_tokens`` endpoint is the
 exact source and the margin must cover the difference): :data:`MESSAGE_TOKENS` plus the role's tokens per
 message (and once for ``system``), text as text, images at Anthropic's pixel rate
@@ -80,6 +94,8 @@ class AnthropicMessagesSerializer:
     """
 
     name = "anthropic-messages"
+    sends_thinking = True
+    """Assistant turns carry their ``thinking`` / ``redacted_thinking`` blocks (see the module docstring)."""
 
     def __init__(self, *, tool_system_prompt_tokens: int = TOOL_USE_SYSTEM_PROMPT_TOKENS) -> None:
         self.tool_system_prompt_tokens = tool_system_prompt_tokens
@@ -156,6 +172,8 @@ class AnthropicMessagesSerializer:
             _tool_use(ids.get(call.call_id, call.call_id), wire_tool_name(call.name), call.arguments)
             for call in turn.tool_calls
         ]
+        if turn.role == "assistant" and turn.thinking:
+            blocks = with_thinking(blocks, turn.thinking)
         if not blocks:
             raise ProviderContractError(
                 f"{turn.role} {at(turn, index)} has no non-blank content to send",
@@ -315,7 +333,27 @@ def block_tokens(block: Mapping[str, Any], counter: TokenCounter) -> int:
         return TOOL_BLOCK_TOKENS + counter.count(block["name"]) + counter.count(canonical_json(block["input"]))
     if kind == "tool_result":
         return TOOL_BLOCK_TOKENS + _content_tokens(block.get("content") or "", counter)
+    if kind == "thinking":
+        return TOOL_BLOCK_TOKENS + counter.count(str(block.get("thinking") or ""))
+    if kind == "redacted_thinking":
+        return TOOL_BLOCK_TOKENS + counter.count(str(block.get("data") or ""))
     raise ProviderContractError(f"cannot count content block of type {kind!r}", rule="unknown_block")
+
+
+def with_thinking(
+    blocks: Sequence[dict[str, Any]], thinking: Sequence[tuple[int | None, Mapping[str, Any]]]
+) -> list[dict[str, Any]]:
+    """Put an assistant turn's reasoning blocks back where they were in the message it was imported from.
+
+    Each block goes, as a copy of the block as received (signature and all), to its original position in
+    the content array (clamped to the end); blocks without a position lead, in their order, which is where
+    the API returns them. Nothing in a reasoning block is changed.
+    """
+    out = list(blocks)
+    unplaced = [dict(b) for pos, b in thinking if pos is None]
+    for pos, block in sorted(((pos, b) for pos, b in thinking if pos is not None), key=lambda p: p[0]):
+        out.insert(min(pos, len(out)), dict(block))
+    return [*unplaced, *out]
 
 
 def _content_tokens(content: str | Sequence[Mapping[str, Any]], counter: TokenCounter) -> int:

@@ -43,6 +43,11 @@ class Turn:
         relayed: another participant's assistant turn shown to this call's participant as a user turn
             (multi-participant conversations): it carries its speaker's ``name``, and every serializer
             puts a visible ``"<name>: "`` label on its text, so it never reads as the model's own turn.
+        thinking: for assistant turns, the provider's reasoning blocks as received (Anthropic ``thinking``
+            / ``redacted_thinking`` blocks with their ``signature``), each with its position in the
+            message's original content array (``None`` when unknown: before the other blocks). Only a
+            serializer whose ``sends_thinking`` is true sends them, unmodified; the assembler drops them
+            for the others and records the transform ``thinking_dropped``.
     """
 
     ref: str
@@ -54,6 +59,7 @@ class Turn:
     tool_name: str | None = None
     is_error: bool = False
     relayed: bool = False
+    thinking: tuple[tuple[int | None, Mapping[str, Any]], ...] = ()
 
 
 @runtime_checkable
@@ -78,9 +84,7 @@ class Serializer(Protocol):
         """Tokens every request costs regardless of content (e.g. reply priming)."""
         ...
 
-    def build(
-        self, turns: Sequence[Turn], *, model: str, tools: Sequence[Mapping[str, Any]] = ()
-    ) -> dict[str, Any]:
+    def build(self, turns: Sequence[Turn], *, model: str, tools: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
         """Return the request payload (a JSON-able dict) for ``turns`` in the given order.
 
         Raises:
