@@ -4,8 +4,8 @@ Seed 000 ("No mezcles secretos con el contexto simplemente porque una herramient
 004 §8 R3/R12. The scanner is Yelp's ``detect-secrets`` (its ad-hoc line scanner, ``scan_line``, with the
 plugins named in :data:`DEFAULT_PLUGINS`; the entropy plugins are left out by default because content
 hashes and ids are high-entropy by nature and must stay readable). A few token formats detect-secrets
-does not know yet (OpenAI ``sk-proj-``/Anthropic ``sk-ant-`` keys, Google API keys) are added as
-:data:`EXTRA_PATTERNS`.
+does not know yet (OpenAI ``sk-proj-``/Anthropic ``sk-ant-`` keys, Google API keys, passwords in URLs
+that its Basic Auth rule misses) are added as :data:`EXTRA_PATTERNS`.
 
 Speed: detect-secrets costs about a millisecond per line, so only *candidate* lines are scanned: lines
 that a cheap prefilter (:data:`PREFILTER`) says could hold a credential (a keyword such as ``password``
@@ -55,16 +55,29 @@ DEFAULT_PLUGINS = (
 )
 """detect-secrets plugins used by default (every plugin except the entropy and public-IP ones)."""
 
+URL_CREDENTIALS = (
+    r"(?i)\b[a-z][a-z0-9+.\-]*://"  # scheme
+    r"[^\s/:@\"'<>]*"  # user (may be empty: redis://:password@host)
+    r":[^\s/\"'<>]+"  # password: any characters but whitespace, '/' and quotes, '@' included
+    r"@[^\s/@:\"'<>?#]+"  # host, after the last '@' of the authority
+)
+"""A password in a URL's authority, ``scheme://user:password@host`` (``postgresql://admin:S3cr3t!@db:5432/prod``,
+``redis://:pw@cache``, ``amqp://guest:p@ss#1@mq``). detect-secrets' Basic Auth rule misses passwords with
+characters such as ``!``, ``#`` or ``@``. Not matched: a URL without a password (``ssh://git@host``,
+``https://example.com/a@b``), a port followed by a path with an ``@`` (``https://host:8080/a@b``), or
+``user@host`` without a scheme."""
+
 EXTRA_PATTERNS = {
     "OpenAI/Anthropic API Key": r"\bsk-(?:proj-|ant-[a-z0-9]+-)?[A-Za-z0-9_\-]{32,}",
     "Google API Key": r"\bAIza[0-9A-Za-z_\-]{35}\b",
+    "URL Credentials": URL_CREDENTIALS,
 }
 """Token formats checked besides the detect-secrets plugins (type → regex)."""
 
 PREFILTER = re.compile(
     r"(?i)(pass(?:word|wd|phrase)|\bpwd\b|secret|token|api[_-]?key|apikey|\bauth(?:orization)?\b|bearer|credential"
     r"|private[_ -]?key|access[_-]?key|AKIA|gh[pousr]_|glpat-|xox[abposr]-|sk_live|rk_live|\bsk-|AIza|eyJ"
-    r"|-----BEGIN|://[^/\s:@]+:[^/\s@]+@)"
+    r"|-----BEGIN|://[^/\s:@]*:[^/\s]+@)"
 )
 """Test for lines that could hold a credential; only these reach detect-secrets."""
 
@@ -73,7 +86,7 @@ VALUE_HINT = re.compile(
     r"|access[_-]?key)[\"']?\s*[:=]\s*\S"
     r"|bearer\s+\S{8,}"
     r"|[\w\-+/=]{24,}"
-    r"|AKIA|gh[pousr]_|glpat-|xox[abposr]-|sk_live|rk_live|\bsk-|AIza|eyJ|-----BEGIN|://[^/\s:@]+:[^/\s@]+@"
+    r"|AKIA|gh[pousr]_|glpat-|xox[abposr]-|sk_live|rk_live|\bsk-|AIza|eyJ|-----BEGIN|://[^/\s:@]*:[^/\s]+@"
 )
 """Second gate: a prefiltered line must also carry something shaped like a credential (a keyword with an
 assigned value, a bearer token, a run of 24 or more token characters, or a known key prefix). Prose that
