@@ -417,7 +417,7 @@ class Ledger:
         Args:
             conversation_id: the conversation.
             through_seq: last ``seq`` covered, inclusive; default: the end of the last unit before the
-                latest user turn.
+                latest user turn (an earlier compaction counts as ending at its own ``through_seq``).
             compactor: default the deterministic offline compactor; e.g. an ``LLMCompactor``.
             tenant_id: the tenant.
             branch_id: the branch (default: the conversation's main branch).
@@ -428,7 +428,9 @@ class Ledger:
 
         Raises:
             CompactionRefused: an invariant was lost (or the compactor failed); nothing was written.
-            InputError: ``through_seq`` splits a tool exchange, lies beyond the head, or covers nothing.
+            InputError: ``through_seq`` splits a tool exchange, lies beyond the head, or covers nothing; or,
+                with the default boundary, an earlier compaction already covers it ("nothing new to
+                compact": record more turns, or pass ``through_seq``).
             RecordNotFound: no such conversation or branch in the tenant.
         """
         from ctxledger.assemble.compaction import build_compaction

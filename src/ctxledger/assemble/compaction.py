@@ -3,8 +3,11 @@
 DESIGN §4 and seed 001 "Límites de Compactación": compaction happens at stable boundaries (after a plan
 is accepted, after a checkpoint, before a handoff), never in the middle of a step. Here a ``seq`` is a
 *stable boundary* when no atomic unit straddles it: an assistant message, its tool calls and all their
-results lie wholly at or before it, or wholly after it. The default boundary is the end of the last unit
-before the latest user turn, so the turn in progress is never compacted.
+results lie wholly at or before it, or wholly after it. A compaction itself stands at one point, the end of the
+history it replaces (its ``through_seq``), so no boundary splits it. The default boundary is the end of the last
+unit before the latest user turn, so the turn in progress is never compacted; when an existing compaction already
+reaches that far (``compact()`` twice in a row), there is nothing new to compact and that is an ``InputError``
+saying so, rather than a second compaction of the same history. An explicit ``through_seq`` may compact again.
 
 The sources of a compaction are the messages, tool calls, tool results, memories, checkpoints, model
 runs and earlier compactions of the branch lineage up to the boundary, except instructions (never
@@ -43,11 +46,22 @@ _SOURCE_TYPES = (Message, ToolCall, ToolArtifact, ToolMemory, Checkpoint, ModelR
 _VISIBLE = (Visibility.CONVERSATION, Visibility.BRANCH)
 
 
+def _end(unit: Unit) -> int:
+    """Where a unit ends for boundaries: a compaction stands at the end of the history it replaces."""
+    return unit.seq if unit.kind is UnitKind.COMPACTION else unit.last_seq
+
+
 def default_boundary(units: Sequence[Unit]) -> int:
     """The end ``seq`` of the last unit before the latest user turn (0 when there is none)."""
     latest_user = max((u.seq for u in units if u.kind is UnitKind.MESSAGE and u.role == "user"), default=None)
-    ends = [u.last_seq for u in units if latest_user is None or u.last_seq < latest_user]
+    ends = [_end(u) for u in units if latest_user is None or _end(u) < latest_user]
     return max(ends, default=0)
+
+
+def covered_through(records: Sequence[Record]) -> tuple[int, str | None]:
+    """``(through_seq, id)`` of the compaction among ``records`` that reaches furthest (``(0, None)``: none)."""
+    done = [(r.through_seq or 0, r.id) for r in records if isinstance(r, Compaction)]
+    return max(done, default=(0, None))
 
 
 def check_boundary(units: Sequence[Unit], through_seq: int, *, source: str = "<api>") -> None:
@@ -57,6 +71,8 @@ def check_boundary(units: Sequence[Unit], through_seq: int, *, source: str = "<a
         InputError: ``through_seq`` lies inside a unit (``field="through_seq"``; names the unit).
     """
     for unit in units:
+        if unit.kind is UnitKind.COMPACTION:  # it stands at one point, the end of what it replaces
+            continue
         if unit.seq <= through_seq < unit.last_seq:
             raise InputError(
                 f"through_seq {through_seq} splits unit {unit.id} (seq {unit.seq}..{unit.last_seq}); "
@@ -91,7 +107,8 @@ def build_compaction(
         snap: the branch lineage's snapshot (its head is where the compaction is made).
         policy: the policy asking for it; its version is the compaction's lineage (``policy_version``),
             its name and hash go to ``meta``.
-        through_seq: last ``seq`` covered, inclusive; default :func:`default_boundary`.
+        through_seq: last ``seq`` covered, inclusive; default :func:`default_boundary` (the boundary
+            must then lie after the furthest existing compaction's ``through_seq``).
         compactor: the compactor (default: the deterministic, offline
             :func:`~ctxledger.represent.compact`; e.g. an :class:`~ctxledger.represent.LLMCompactor`).
 
@@ -100,10 +117,20 @@ def build_compaction(
         whose ``body["fidelity"]`` records the passing check.
 
     Raises:
-        InputError: ``through_seq`` splits a unit, lies beyond the head, or covers nothing.
+        InputError: ``through_seq`` splits a unit, lies beyond the head, or covers nothing; or, with the
+            default boundary, nothing was recorded before the latest user turn since the last compaction
+            ("nothing new to compact", naming it).
         CompactionRefused: the compaction lost an invariant or the compactor failed; nothing to write.
     """
     boundary = default_boundary(snap.units) if through_seq is None else through_seq
+    covered, latest = covered_through(snap.records)
+    if through_seq is None and latest is not None and boundary <= covered:
+        raise InputError(
+            f"nothing new to compact: {latest} already covers the history through seq {covered}, and the "
+            f"default boundary (the end of the last unit before the latest user turn) is seq {boundary}; "
+            "record more turns first, or pass through_seq= to compact again",
+            field="through_seq",
+        )
     if boundary > snap.seq:
         raise InputError(f"through_seq {boundary} is beyond the head seq {snap.seq}", field="through_seq")
     check_boundary(snap.units, boundary)

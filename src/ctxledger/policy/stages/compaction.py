@@ -8,7 +8,8 @@ For every live compaction unit, the units it covers are omitted with ``summarize
 protected: user constraints and corrections, approvals, unresolved calls and the rest of
 :mod:`~ctxledger.policy.stages.protection` stay verbatim even inside a covered range (B09: the
 "do not push" message survives its summary). Coverage is the compaction's ``source_ids``; without them,
-every message and tool exchange with ``seq <= through_seq``; for a summary message imported as such,
+every message and tool exchange with ``seq <= through_seq``; an earlier compaction a later one lists
+among its sources (``compact()`` again after more turns) is covered by it too; for a summary message imported as such,
 the ids in its ``meta["covers"]`` (source ids or external ids). A compaction that replaced something is
 required (``active_compaction``), so the history it stands for cannot silently vanish with it.
 
@@ -73,8 +74,9 @@ class CompactionStage:
         rec = cover.records[0]
         if cover.kind is UnitKind.COMPACTION:
             ids = _cover_ids(rec, by_ext)
-            if ids:
-                return [u for u in units if u.kind in _COVERABLE and ids & set(u.record_ids)]
+            if ids:  # an earlier compaction among the sources is summarized by this one as well
+                kinds = (*_COVERABLE, UnitKind.COMPACTION)
+                return [u for u in units if u.kind in kinds and ids & set(u.record_ids)]
             through = getattr(rec, "through_seq", 0)
             return [u for u in units if u.kind in _COVERABLE and 0 < u.last_seq <= through]
         if cover.kind is UnitKind.CHECKPOINT and self.checkpoints_restore and isinstance(rec, Checkpoint):
