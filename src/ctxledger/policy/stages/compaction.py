@@ -44,7 +44,7 @@ class CompactionStage:
     """
 
     name: ClassVar[str] = "compaction"
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "2"
 
     def __init__(self, checkpoints_restore: bool = True) -> None:
         self.checkpoints_restore = flag(checkpoints_restore, self.name, "checkpoints_restore")
