@@ -44,6 +44,14 @@ promotion decision, plus the unit's ``error_lines`` and how many the option keep
 sha256) and near-duplicate outputs (:func:`~ctxledger.represent.find_redundant`) enter once, the newest
 kept; older copies leave as ``redundant`` with a pointer to the kept unit. Protected units are never
 redundant (they may be the kept copy).
+
+**Reach** (:func:`reach`): rungs and redundancy checks are built only for the newest units, so a cold
+assembly of a 100k-event history does not excerpt and sketch all of it. Walking back from the newest
+unit, each counts ``min(verbatim tokens, B_input // REACH_SHARE)`` (:data:`REACH_SHARE` = 4) until the
+count passes :data:`REACH` = 2 input budgets; the newest :data:`REACH_MIN_UNITS` = 8 units are always in.
+The cap is what lets a huge recent output (30k tokens at ``B_input`` 15k) still enter as an excerpt or a
+reference instead of exhausting the reach by itself; at most ``REACH × REACH_SHARE`` = 8 units count the
+full cap, which bounds the work on huge outputs.
 """
 
 from __future__ import annotations
@@ -87,6 +95,10 @@ REDUNDANT_THRESHOLD = 0.9
 """Estimated Jaccard similarity of word 3-gram shingles from which two outputs are near-duplicates."""
 REACH = 2
 """Rungs and redundancy checks go to the newest units worth this many input budgets (:func:`reach`)."""
+REACH_SHARE = 4
+"""In :func:`reach` a unit counts at most ``B_input // REACH_SHARE`` tokens, however large it is verbatim."""
+REACH_MIN_UNITS = 8
+"""The newest units always within reach, whatever they cost."""
 SKETCH_CHARS = 4000
 """Outputs longer than twice this are sketched on their first and last ``SKETCH_CHARS`` characters (identical
 outputs are still found whole, by sha256), so a 20 MB log costs no more to compare than an 8 KB one."""
@@ -617,22 +629,26 @@ def _content_key(unit: Unit) -> tuple[Any, ...]:
 
 
 def reach(units: Sequence[Unit], costs: Sequence[Sequence[int]], input_tokens: int) -> frozenset[str]:
-    """The newest units whose verbatim costs add up to at most :data:`REACH` × ``input_tokens`` (tokens).
+    """The newest units that get rungs and redundancy checks (ids), as the module docstring's *Reach* says.
 
-    Older units can enter only where the budget is nearly spent, verbatim if small; building their
-    excerpts and sketches would cost time on every cold assembly of a long history for nothing. The
-    newest unit is always within reach.
+    Walking from the newest unit back, each unit counts ``min(verbatim tokens, input_tokens // REACH_SHARE)``;
+    the walk stops once the count passes :data:`REACH` × ``input_tokens``, but never before it has taken the
+    newest :data:`REACH_MIN_UNITS` units. Older units can enter only where the budget is nearly spent,
+    verbatim if small; building their excerpts and sketches would cost time on every cold assembly of a long
+    history for nothing. The cap keeps a huge output from exhausting the reach: it still gets its cheaper
+    rungs, and so do the units around it.
 
     Args:
         units: the snapshot's units in ``seq`` order.
-        costs: per-turn verbatim costs of each unit (aligned with ``units``).
-        input_tokens: ``B_input``.
+        costs: per-turn verbatim costs of each unit (aligned with ``units``), in tokens.
+        input_tokens: ``B_input`` in tokens.
     """
+    cap = max(1, input_tokens // REACH_SHARE)
     out: list[str] = []
     total = 0
     for unit, turn_costs in zip(reversed(units), reversed(costs), strict=True):
-        total += sum(turn_costs)
-        if out and total > REACH * input_tokens:
+        total += min(sum(turn_costs), cap)
+        if len(out) >= REACH_MIN_UNITS and total > REACH * input_tokens:
             break
         out.append(unit.id)
     return frozenset(out)
