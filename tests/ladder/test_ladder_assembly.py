@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from datetime import UTC, datetime
 
 import pytest
 
@@ -102,3 +103,27 @@ def test_a_policy_file_switches_the_ladder(value, expected):
     policy = loads_policy(f'[policy]\nname = "p"\nversion = "1"\n[selection]\nladder = {value}\n')
     assert policy.selection.ladder is expected
     assert policy.describe()["selection"]["ladder"] is expected
+
+
+def test_a_one_line_profile_enters_with_its_head_and_tail(tau):
+    """New-user report 3, item 6 (the CLI call ``assemble …task5-trial0 --window 4000 --output 500 --snapshot 30``).
+
+    The 1,044-byte get_user_details answer enters as an excerpt; it used to show bytes 1024–1044 only
+    (the last reservation ids), leaving out the name. It now shows the opening and the end.
+    """
+    cid = "gpt-4o-airline_tasks0-39-task5-trial0"
+    asm = tau.assemble(
+        cid,
+        window_tokens=4000,
+        output_tokens=500,
+        margin_tokens=200,
+        as_of_seq=30,
+        now=datetime(2026, 1, 1, tzinfo=UTC),
+        persist=False,
+    )
+    (item,) = [i for i in asm.manifest["included"] if i["ref"] == f"{cid}/6"]
+    assert item["representation"] == "excerpt"
+    spans = [(loc["byte_start"], loc["byte_end"]) for loc in item["locators"]]
+    assert spans[0][0] == 0 and spans[-1][1] == 1044
+    text = next(m["content"] for m in asm.payload["messages"] if m["role"] == "tool" and f"{cid}/6" in m["content"])
+    assert '"first_name": "Omar", "last_name": "Rossi"' in text and '"QKRY03"]}' in text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 from ladder_helpers import TAU, TAU_REPEATED
@@ -71,3 +72,57 @@ def test_a_protected_copy_is_never_redundant(data_dir, tags, redundant):
     assert (reasons.get("twice/2") == "redundant") is redundant
     included = {e["unit"] for e in asm.manifest["included"]}
     assert ("twice/2" in included) is (not redundant)
+
+
+def _runs(data_dir, instance: str, *indices: int) -> list[str]:
+    """Real mini-swe-agent tool outputs (pytest runs) by message index."""
+    messages = json.loads((data_dir / f"mini-swe-agent-deepseek/{instance}.traj.json").read_text())["messages"]
+    return [messages[i]["content"] for i in indices]
+
+
+def _rerun(outputs: list[str]) -> Ledger:
+    """red.py's shape: the same pytest command run once per output, each run answered, then a question."""
+    ledger = Ledger.open("memory://")
+    r = ledger.recorder("c", clock=datetime(2026, 9, 1, 9, 0, tzinfo=UTC))
+    r.system("You make the test suite pass.")
+    r.user("Make the test suite pass.")
+    for k, output in enumerate(outputs):
+        r.tool_call("bash", {"command": "pytest pydicom/tests -v"}, output)
+        r.assistant(f"Run {k} done.")
+        r.tool_call("edit", {"file": "core.py", "change": k}, "ok")
+    r.user("Did the suite pass in the end?")
+    return ledger
+
+
+def test_a_rerun_with_another_result_does_not_hide_the_first(data_dir):
+    """red.py's shape: a run with one failure, an edit, the passing rerun (pydicom-1694's real run): both enter.
+
+    The failing run is the real one with its last test failing (verbose line and summary); by shingles the
+    two are near-duplicates, and the failing run used to leave as "same tool output as" the rerun.
+    """
+    (passing,) = _runs(data_dir, "pydicom__pydicom-1694", 105)
+    last = "test_json.py::TestNumeric::test_numeric_types"
+    failing = passing.replace(f"{last} PASSED", f"{last} FAILED").replace("26 passed in", "1 failed, 25 passed in")
+    assert failing != passing
+    asm = _rerun([failing, passing]).assemble("c", window_tokens=16000, output_tokens=300, persist=False)
+    assert "redundant" not in asm.manifest["omitted_by_reason"]
+    body = json.dumps(asm.payload)
+    assert "1 failed, 25 passed" in body and "= 26 passed" in body
+
+
+def test_exact_and_near_duplicates_say_which_they_are(data_dir):
+    """pydicom-1139: one run, a rerun differing only in its duration, the rerun again: one enters, two pointers.
+
+    The identical copy is "same tool output"; the run whose bytes differ (``in 0.07s``, then ``0.04s``) is a
+    "near-duplicate … (same outcome lines)".
+    """
+    ledger = _rerun(_runs(data_dir, "pydicom__pydicom-1139", 73, 125, 163))
+    asm = ledger.assemble("c", window_tokens=16000, output_tokens=300, persist=False)
+    (kept,) = [i["unit"] for i in asm.manifest["included"] if i["kind"] == "tool_artifact" and i["tokens"] > 100]
+    details = [
+        o["detail"] for o in asm.manifest["omitted"] if o["reason"] == "redundant" and o["kind"] == "tool_artifact"
+    ]
+    assert details == [
+        f"near-duplicate of unit {kept} (same outcome lines; kept)",
+        f"same tool output as unit {kept} (kept)",
+    ]

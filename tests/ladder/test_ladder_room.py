@@ -1,9 +1,10 @@
-"""After selection: room for left-out error output, a user turn instead of a long role-order drop, the reach."""
+"""After selection: room for left-out error output, a user turn instead of a long role-order drop.
+
+The reach of the ladder is tested in ``test_ladder_reach.py``.
+"""
 
 from __future__ import annotations
 
-from ctxledger.assemble.assembler import unit_turn_costs
-from ctxledger.assemble.represent import REACH, reach
 from ctxledger.assemble.room import ANCHOR_SHARE, anchor_user_turn, make_room_for_errors
 from ctxledger.assemble.select import Option, SelectionItem, SelectionResult
 from ctxledger.budget import BudgetLedger
@@ -85,17 +86,3 @@ def test_a_short_leading_run_is_left_to_role_order():
     result, ledger = _selection(items, {"x0": 0, "x1": 0, "x2": 0, "u2": 0}, 1000)
     assert anchor_user_turn(items, result, 1000, ledger, roles) is None
     assert "u1" not in result.chosen
-
-
-def test_only_the_newest_history_worth_two_budgets_gets_rungs(swe):
-    """reach(): the newest units whose verbatim costs add up to REACH budgets; the newest always."""
-    ledger, cid = swe
-    snap = ledger.snapshots.load("default", cid, ledger.store.get("default", cid).branch_id)
-    costs = unit_turn_costs(snap, ledger.coster("openai-chat", "gpt-4o"))
-    inside = reach(snap.units, costs, 4000)
-    kept = [sum(c) for u, c in zip(snap.units, costs, strict=True) if u.id in inside]
-    assert snap.units[-1].id in inside and sum(kept) <= REACH * 4000
-    first = min(i for i, u in enumerate(snap.units) if u.id in inside)
-    assert all(u.id in inside for u in snap.units[first:])
-    assert sum(kept) + sum(costs[first - 1]) > REACH * 4000
-    assert reach(snap.units[-1:], costs[-1:], 1) == {snap.units[-1].id}

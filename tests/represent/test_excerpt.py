@@ -186,3 +186,41 @@ def test_grep_output_keeps_the_flag_at_its_end(data_dir: Path, counter: TokenCou
     assert excerpt.tokens <= 200
     assert "flag{b3l0w_th3_r4dar}" in excerpt.text
     _check_runs(excerpt, data)
+
+
+def _omar_rossi(data_dir: Path) -> bytes:
+    """tau-bench airline task 5's real get_user_details answer: a 1,044-byte one-line JSON user profile."""
+    trajectories = read_json(data_dir / "tau-bench" / "gpt-4o-airline_tasks0-39.json")
+    traj = next(t["traj"] for t in trajectories if (t["task_id"], t["trial"]) == (5, 0))
+    data = next(m["content"] for m in traj if m["role"] == "tool" and m["name"] == "get_user_details").encode()
+    assert b"\n" not in data and len(data) == 1044
+    return data
+
+
+def test_a_one_line_output_keeps_its_head_and_its_tail(data_dir: Path, counter: TokenCounter):
+    """New-user report 3, item 6: at 256 tokens the profile shows its opening (the name) and its end (the ids).
+
+    It used to show only its last 20 bytes: the one line was all "tail", cut into 512-byte pieces taken from
+    the end, and the next piece did not fit.
+    """
+    data = _omar_rossi(data_dir)
+    excerpt = _excerpt(data, counter, 256)
+    assert excerpt.tokens <= 256
+    first, last = excerpt.locators[0], excerpt.locators[-1]
+    assert first.byte_start == 0 and last.byte_end == len(data)
+    assert '"first_name": "Omar", "last_name": "Rossi"' in excerpt.text
+    assert '"QKRY03"]}' in excerpt.text
+    shown = sum(loc.byte_end - loc.byte_start for loc in excerpt.locators)
+    assert shown > len(data) // 3  # most of the budget goes to the output, not to one 20-byte tail
+    _check_runs(excerpt, data)
+
+
+def test_a_one_line_output_keeps_an_error_from_its_middle(data_dir: Path, counter: TokenCounter):
+    """An error word in the middle of a one-line output is kept with the bytes around it, and head and tail."""
+    data = _omar_rossi(data_dir)
+    middle = len(data) // 2
+    spliced = data[:middle] + b' "note": "Error: card declined", ' + data[middle:]
+    excerpt = _excerpt(spliced, counter, 200)
+    assert "Error: card declined" in excerpt.text
+    assert excerpt.locators[0].byte_start == 0 and excerpt.locators[-1].byte_end == len(spliced)
+    _check_runs(excerpt, spliced)

@@ -10,8 +10,8 @@ from represent_helpers import read_json
 from ctxledger.errors import ConfigurationError
 from ctxledger.ingest import ImportBatch, ParsedConversation, parse_file
 from ctxledger.records import ToolArtifact, ToolCall
-from ctxledger.represent import find_redundant, find_repeated_calls
-from ctxledger.represent.redundancy import shingles
+from ctxledger.represent import find_redundant, find_repeated_calls, outcome_lines
+from ctxledger.represent.redundancy import _minhash, shingles
 
 
 @pytest.fixture(scope="module")
@@ -96,3 +96,70 @@ def test_deterministic_and_validated(tau: ImportBatch):
         find_redundant(outputs, threshold=0)
     with pytest.raises(ConfigurationError):
         find_redundant([("a", "x"), ("a", "y")])
+
+
+def _mini_swe(data_dir: Path, instance: str, *indices: int) -> list[str]:
+    messages = read_json(data_dir / "mini-swe-agent-deepseek" / f"{instance}.traj.json")["messages"]
+    return [messages[i]["content"] for i in indices]
+
+
+def _failing_variant(passing: str) -> str:
+    """A real passing pytest run with its last test failing instead (the verbose line and the summary)."""
+    last = "test_json.py::TestNumeric::test_numeric_types"
+    assert f"{last} PASSED" in passing and "26 passed in" in passing
+    return passing.replace(f"{last} PASSED", f"{last} FAILED").replace("26 passed in", "1 failed, 25 passed in")
+
+
+def test_a_failing_run_is_not_redundant_with_the_passing_rerun(data_dir: Path):
+    """red.py's shape on a real run (pydicom-1694, 26 passed): the same run with its last test failing comes first.
+
+    By shingles alone the two are near-duplicates (the older would point at the newer); the outcome
+    lines differ (``FAILED``, ``1 failed, 25 passed``), so neither points at the other.
+    """
+    (passing,) = _mini_swe(data_dir, "pydicom__pydicom-1694", 105)
+    failing = _failing_variant(passing)
+    assert _minhash(failing).jaccard(_minhash(passing)) >= 0.9
+    assert find_redundant([("failing", failing), ("passing", passing)]) == {}
+    assert find_redundant([("passing", passing), ("again", passing)]) == {"passing": "again"}
+
+
+def test_real_runs_alike_by_shingles_with_other_counts_have_other_outcomes(data_dir: Path):
+    """astroid-1866: two real pytest runs estimated 0.9+ alike ("13 passed, 1 deselected", "14 passed")."""
+    first, second = _mini_swe(data_dir, "pylint-dev__astroid-1866", 129, 131)
+    assert _minhash(first).jaccard(_minhash(second)) >= 0.9
+    assert outcome_lines(first) != outcome_lines(second)
+    assert find_redundant([("first", first), ("second", second)]) == {}
+
+
+def test_near_duplicate_runs_with_the_same_outcome_differing_in_duration_are_redundant(data_dir: Path):
+    """pydicom-1139: the same 12 tests passing "in 0.07s" then "in 0.04s": the older run points at the newer."""
+    older, newer = _mini_swe(data_dir, "pydicom__pydicom-1139", 73, 125)
+    assert older != newer
+    assert (
+        outcome_lines(older)
+        == outcome_lines(newer)
+        == {
+            "============================== 12 passed in # ==============================",
+            "exit status 0",
+        }
+    )
+    assert find_redundant([("older", older), ("newer", newer)]) == {"older": "newer"}
+
+
+def test_outcome_lines_are_error_summary_and_exit_lines():
+    """Error lines, summary lines and the exit status make the outcome; timestamps and durations do not."""
+    text = (
+        "collected 3 items\n"
+        "t.py::test_a PASSED\n"
+        "t.py::test_b FAILED\n"
+        "2026-01-01 10:00:01 Error: disk full at 0x7f3a\n"
+        "=== 1 failed, 2 passed in 3.21s ===\n"
+        "exit code 1\n"
+    )
+    assert outcome_lines(text) == {
+        "t.py::test_b FAILED",
+        "# Error: disk full at #",
+        "=== 1 failed, 2 passed in # ===",
+        "exit status 1",
+    }
+    assert outcome_lines("just a listing\nof files\n") == frozenset()

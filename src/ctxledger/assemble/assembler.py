@@ -40,7 +40,7 @@ import numpy as np
 from ctxledger.assemble.costing import Coster
 from ctxledger.assemble.inputs import resolve_participant, unknown_inputs
 from ctxledger.assemble.relevance import is_question, spread, tokenize
-from ctxledger.assemble.represent import charge_savings, omit_redundant
+from ctxledger.assemble.represent import Pointer, charge_savings, omit_redundant
 from ctxledger.assemble.room import anchor_user_turn, make_room_for_errors
 from ctxledger.assemble.select import Option, SelectionItem, select
 from ctxledger.assemble.snapshot import Snapshot
@@ -234,7 +234,7 @@ def assemble(
     options_for: Any | None = None,
     extra_records: Sequence[Record] = (),
     read_blob: Callable[[str], bytes] | None = None,
-    redundancy: Callable[[Sequence[Unit], Mapping[str, str]], Mapping[str, str]] | None = None,
+    redundancy: Callable[[Sequence[Unit], Mapping[str, str]], Mapping[str, str | Pointer]] | None = None,
     find_artifacts: Callable[[str], Sequence[ToolArtifact]] | None = None,
     find_record: Callable[[str], Record | None] | None = None,
 ) -> Assembly:
@@ -256,7 +256,8 @@ def assemble(
             ancestor after the fork), up to the snapshot ``seq``: the lineage stage records them as
             branch exclusions, and conversation-visible or shared ones may fill remaining room.
         read_blob: bare-hex sha256 → bytes, for rehydration phase two (and other branches' tool results).
-        redundancy: optional ``(live units, required) -> {redundant unit id: kept unit id}``; those units
+        redundancy: optional ``(live units, required) -> {redundant unit id: kept unit id or Pointer}``
+            (:class:`~ctxledger.assemble.represent.Pointer` tells an exact copy from a near-duplicate); those units
             leave as ``redundant`` with a pointer (:func:`~ctxledger.assemble.represent.omit_redundant`).
             ``options_for`` and ``redundancy`` are ignored when the policy's ``selection.ladder`` is off.
         find_artifacts: bare-hex sha256 → the tool artifacts of ``request.tenant_id`` (and of no other

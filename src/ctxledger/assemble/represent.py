@@ -41,9 +41,20 @@ utility. Every option's ``detail`` holds, per record, its sha256, locators and (
 promotion decision, plus the unit's ``error_lines`` and how many the option keeps.
 
 **Redundancy** (:meth:`Ladder.redundant`): repeated identical calls (same tool, arguments and output
-sha256) and near-duplicate outputs (:func:`~ctxledger.represent.find_redundant`) enter once, the newest
-kept; older copies leave as ``redundant`` with a pointer to the kept unit. Protected units are never
-redundant (they may be the kept copy).
+sha256), identical outputs of the same call, and near-duplicate outputs of the same call
+(:func:`~ctxledger.represent.find_redundant`: alike by shingles *and* with the same
+:func:`~ctxledger.represent.outcome_lines`, so a failing test run and its passing rerun are both kept)
+enter once, the newest kept; older copies leave as ``redundant`` with a pointer to the kept unit, whose
+detail says ``same tool output as unit K`` for an exact copy and ``near-duplicate of unit K (same outcome
+lines)`` otherwise. Protected units are never redundant (they may be the kept copy).
+
+**Reach** (:func:`reach`): rungs and redundancy checks are built only for the newest units, so a cold
+assembly of a 100k-event history does not excerpt and sketch all of it. Walking back from the newest
+unit, each counts ``min(verbatim tokens, B_input // REACH_SHARE)`` (:data:`REACH_SHARE` = 4) until the
+count passes :data:`REACH` = 2 input budgets; the newest :data:`REACH_MIN_UNITS` = 8 units are always in.
+The cap is what lets a huge recent output (30k tokens at ``B_input`` 15k) still enter as an excerpt or a
+reference instead of exhausting the reach by itself; at most ``REACH × REACH_SHARE`` = 8 units count the
+full cap, which bounds the work on huge outputs.
 """
 
 from __future__ import annotations
@@ -53,7 +64,7 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from datasketch import MinHash, MinHashLSH  # type: ignore[import-untyped]
 
@@ -67,7 +78,7 @@ from ctxledger.records import Message, Record, ToolArtifact, ToolCall, ToolMemor
 from ctxledger.represent import LineIndex, Locator, make_excerpt, promote, rehydrate
 from ctxledger.represent._patterns import is_error_line
 from ctxledger.represent.extract._base import query_terms
-from ctxledger.represent.redundancy import NUM_PERM, _lsh_params, _minhash, call_key
+from ctxledger.represent.redundancy import NUM_PERM, _lsh_params, _minhash, call_key, outcome_lines
 from ctxledger.serialize.base import Turn
 from ctxledger.tokens import TokenCounter
 
@@ -87,6 +98,10 @@ REDUNDANT_THRESHOLD = 0.9
 """Estimated Jaccard similarity of word 3-gram shingles from which two outputs are near-duplicates."""
 REACH = 2
 """Rungs and redundancy checks go to the newest units worth this many input budgets (:func:`reach`)."""
+REACH_SHARE = 4
+"""In :func:`reach` a unit counts at most ``B_input // REACH_SHARE`` tokens, however large it is verbatim."""
+REACH_MIN_UNITS = 8
+"""The newest units always within reach, whatever they cost."""
 SKETCH_CHARS = 4000
 """Outputs longer than twice this are sketched on their first and last ``SKETCH_CHARS`` characters (identical
 outputs are still found whole, by sha256), so a 20 MB log costs no more to compare than an 8 KB one."""
@@ -100,6 +115,19 @@ REFERENCE_FLOOR = 0.15
 ERROR_WEIGHT = 0.6
 """Share of ``keep`` given to error lines when the text reports errors (the rest: bytes shown)."""
 MAX_ERROR_LINES = 64
+
+
+class Pointer(NamedTuple):
+    """Where a redundant unit points: the unit kept in its place, and whether the two outputs are identical.
+
+    Attributes:
+        kept: id of the newer unit that enters instead.
+        exact: ``True`` for the same output (a repeated call, or identical text); ``False`` for a
+            near-duplicate with the same outcome lines.
+    """
+
+    kept: str
+    exact: bool
 
 
 class RateCounter:
@@ -462,15 +490,17 @@ class Ladder:
 
     # -- redundancy ------------------------------------------------------------------------------------
 
-    def redundant(self, units: Sequence[Unit], required: Mapping[str, str]) -> dict[str, str]:
-        """Map each redundant tool-exchange unit id to the id of the newer unit kept in its place.
+    def redundant(self, units: Sequence[Unit], required: Mapping[str, str]) -> dict[str, Pointer]:
+        """Map each redundant tool-exchange unit id to the newer unit kept in its place.
 
         Args:
             units: live candidate units in ``seq`` order.
-            required: unit id → protection reason; these units are never redundant.
+            required: unit id → protection reason; these units are never redundant, and a pointer never
+                passes through one (a required unit is kept, so what repeats it points at it).
 
         Returns:
-            ``{redundant unit id: kept unit id}``; a kept unit is never itself redundant.
+            ``{redundant unit id: Pointer(kept unit id, exact)}``; a kept unit is never itself redundant;
+            ``exact`` is false when some step from the unit to the kept one is a near-duplicate.
         """
         exchanges = [
             u
@@ -479,7 +509,7 @@ class Ladder:
             and all(t == "delimited" for t in u.transforms.values())
             and (self.reach is None or u.id in self.reach)
         ]
-        pointers = _repeated_calls(exchanges)
+        pointers = {uid: Pointer(kept, True) for uid, kept in _repeated_calls(exchanges).items()}
         groups: dict[tuple[tuple[str, str], ...], list[tuple[str, str]]] = {}
         for u in exchanges:
             text = _outputs(u)
@@ -489,37 +519,51 @@ class Ladder:
             if len(items) > 1:
                 pointers.update(self._near_duplicates(items))
         out = {}
-        for uid, kept in pointers.items():
-            while kept in pointers:
-                kept = pointers[kept]
-            if uid not in required:
-                out[uid] = kept
+        for uid, pointer in pointers.items():
+            if uid in required:
+                continue
+            kept, exact = pointer
+            while kept in pointers and kept not in required:
+                kept, exact = pointers[kept].kept, exact and pointers[kept].exact
+            out[uid] = Pointer(kept, exact)
         return out
 
-    def _near_duplicates(self, items: Sequence[tuple[str, str]]) -> dict[str, str]:
-        """Older id → newest similar id, as :func:`~ctxledger.represent.find_redundant` computes it.
+    def _near_duplicates(self, items: Sequence[tuple[str, str]]) -> dict[str, Pointer]:
+        """Older id → newest identical or similar id, as :func:`~ctxledger.represent.find_redundant` computes it.
 
-        Same shingles, MinHash and threshold; each text's sketch is cached, so a growing history only
-        sketches its new outputs.
+        Same shingles, MinHash, threshold and outcome rule (:func:`~ctxledger.represent.outcome_lines`);
+        each text's sketch and outcome are cached, so a growing history only sketches its new outputs.
         """
         lsh = MinHashLSH(num_perm=NUM_PERM, params=_lsh_params(REDUNDANT_THRESHOLD))
         order = {item_id: i for i, (item_id, _) in enumerate(items)}
+        texts = dict(items)
         exact: dict[str, str] = {}
         sketches: dict[str, MinHash] = {}
-        out: dict[str, str] = {}
+        out: dict[str, Pointer] = {}
         for item_id, text in reversed(items):
             digest, sketch = self._sketch(text)
             if digest in exact:
-                out[item_id] = exact[digest]
+                out[item_id] = Pointer(exact[digest], True)
                 continue
             similar = [k for k in lsh.query(sketch) if sketch.jaccard(sketches[k]) >= REDUNDANT_THRESHOLD]
             if similar:
-                out[item_id] = max(similar, key=order.__getitem__)
+                outcome = self._outcome(text)
+                similar = [k for k in similar if self._outcome(texts[k]) == outcome]
+            if similar:
+                out[item_id] = Pointer(max(similar, key=order.__getitem__), False)
                 continue
             exact[digest] = item_id
             sketches[item_id] = sketch
             lsh.insert(item_id, sketch)
         return out
+
+    def _outcome(self, text: str) -> frozenset[str]:
+        """:func:`~ctxledger.represent.outcome_lines` of a text, cached like its sketch."""
+        key = ("outcome", len(text), hash(text))
+        found = self._cache.get(key)
+        if found is None:
+            found = self._cache[key] = outcome_lines(text)
+        return found  # type: ignore[no-any-return]
 
     def _sketch(self, text: str) -> tuple[str, MinHash]:
         key = ("sketch", len(text), hash(text))
@@ -617,22 +661,26 @@ def _content_key(unit: Unit) -> tuple[Any, ...]:
 
 
 def reach(units: Sequence[Unit], costs: Sequence[Sequence[int]], input_tokens: int) -> frozenset[str]:
-    """The newest units whose verbatim costs add up to at most :data:`REACH` × ``input_tokens`` (tokens).
+    """The newest units that get rungs and redundancy checks (ids), as the module docstring's *Reach* says.
 
-    Older units can enter only where the budget is nearly spent, verbatim if small; building their
-    excerpts and sketches would cost time on every cold assembly of a long history for nothing. The
-    newest unit is always within reach.
+    Walking from the newest unit back, each unit counts ``min(verbatim tokens, input_tokens // REACH_SHARE)``;
+    the walk stops once the count passes :data:`REACH` × ``input_tokens``, but never before it has taken the
+    newest :data:`REACH_MIN_UNITS` units. Older units can enter only where the budget is nearly spent,
+    verbatim if small; building their excerpts and sketches would cost time on every cold assembly of a long
+    history for nothing. The cap keeps a huge output from exhausting the reach: it still gets its cheaper
+    rungs, and so do the units around it.
 
     Args:
         units: the snapshot's units in ``seq`` order.
-        costs: per-turn verbatim costs of each unit (aligned with ``units``).
-        input_tokens: ``B_input``.
+        costs: per-turn verbatim costs of each unit (aligned with ``units``), in tokens.
+        input_tokens: ``B_input`` in tokens.
     """
+    cap = max(1, input_tokens // REACH_SHARE)
     out: list[str] = []
     total = 0
     for unit, turn_costs in zip(reversed(units), reversed(costs), strict=True):
-        total += sum(turn_costs)
-        if out and total > REACH * input_tokens:
+        total += min(sum(turn_costs), cap)
+        if len(out) >= REACH_MIN_UNITS and total > REACH * input_tokens:
             break
         out.append(unit.id)
     return frozenset(out)
@@ -675,15 +723,19 @@ def _repeated_calls(exchanges: Sequence[Unit]) -> dict[str, str]:
 
 def omit_redundant(
     units: Sequence[Unit],
-    pointers: Mapping[str, str],
+    pointers: Mapping[str, str | Pointer],
     omitted: dict[str, tuple[str, str, str]],
     decisions: list[PolicyDecision],
 ) -> list[Unit]:
     """Leave out redundant units as ``redundant`` (stage ``redundancy``) with a pointer to the kept unit.
 
+    The detail reads ``same tool output as unit K (kept)`` for an exact copy and ``near-duplicate of unit K
+    (same outcome lines; kept)`` for a near-duplicate.
+
     Args:
         units: live units.
-        pointers: redundant unit id → kept unit id (from :meth:`Ladder.redundant`).
+        pointers: redundant unit id → kept unit id (an exact copy) or :class:`Pointer` (from
+            :meth:`Ladder.redundant`).
         omitted: the plan's record id → ``(reason, stage, detail)``; every record of a redundant unit is added.
         decisions: the plan's decisions; one ``omit`` decision per redundant unit is appended.
 
@@ -691,10 +743,14 @@ def omit_redundant(
         The units still live.
     """
     for unit in units:
-        kept = pointers.get(unit.id)
-        if kept is None:
+        pointer = pointers.get(unit.id)
+        if pointer is None:
             continue
-        detail = f"same tool output as unit {kept} (kept)"
+        kept, exact = (pointer, True) if isinstance(pointer, str) else pointer
+        if exact:
+            detail = f"same tool output as unit {kept} (kept)"
+        else:
+            detail = f"near-duplicate of unit {kept} (same outcome lines; kept)"
         decisions.append(PolicyDecision(unit.id, "redundancy", Outcome.OMIT, ReasonCode.REDUNDANT, detail))
         for rid in unit.record_ids:
             omitted.setdefault(rid, (str(ReasonCode.REDUNDANT), "redundancy", detail))

@@ -11,7 +11,7 @@ selector can cost them and choose:
   search results), and the policy decision to use it;
 * :func:`compact` / :func:`compact_checked` / :class:`LLMCompactor`: a compaction with lineage whose
   fidelity to the run's invariants is checked;
-* :func:`find_redundant` / :func:`find_repeated_calls`: what enters once;
+* :func:`find_redundant` / :func:`find_repeated_calls` / :func:`outcome_lines`: what enters once;
 * :func:`rehydrate`: the exact stored bytes behind any locator or reference.
 
 ``LLMCompactor`` is imported lazily (it needs the ``llm`` extra).
@@ -34,7 +34,7 @@ from ctxledger.represent.compaction import (
 from ctxledger.represent.excerpt import Excerpt, make_excerpt
 from ctxledger.represent.extract import extract
 from ctxledger.represent.promote import promote
-from ctxledger.represent.redundancy import find_redundant, find_repeated_calls
+from ctxledger.represent.redundancy import find_redundant, find_repeated_calls, outcome_lines
 from ctxledger.represent.rehydrate import parse_byte_range, rehydrate
 
 if TYPE_CHECKING:
@@ -66,6 +66,7 @@ __all__ = [
     "find_redundant",
     "find_repeated_calls",
     "make_excerpt",
+    "outcome_lines",
     "parse_byte_range",
     "promote",
     "rehydrate",

@@ -50,6 +50,26 @@ EXIT_STATUS_RES: tuple[re.Pattern[str], ...] = (
 """Where shells, harnesses (mini-swe-agent's ``<returncode>``) and make report an exit status."""
 
 
+SUMMARY_RE = re.compile(
+    r"\b\d+ (?:passed|failed|errors?|failures?|skipped|deselected|xfailed|xpassed|warnings?)\b"
+    r"|^\W*(?:no tests ran|ran \d+ tests?\b|ok\s*$|ok \(|passed\b|failed\b|success(?:ful)?\b|failure\b)"
+    r"|\b(?:build|tests?|job|command|check) (?:succeeded|passed|failed)\b",
+    re.IGNORECASE | re.MULTILINE,
+)
+"""A line that reports how a run ended: test counts (pytest's ``=== 1 failed, 400 passed ===``, ``0 errors``),
+unittest's ``Ran 12 tests`` / ``OK`` / ``FAILED (failures=1)``, ``build succeeded``."""
+
+VOLATILE_RE = re.compile(
+    r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
+    r"|\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"
+    r"|\b0x[0-9a-f]+\b"
+    r"|\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds)\b",
+    re.IGNORECASE,
+)
+"""Parts of an outcome line that change between otherwise equal runs: timestamps, clock times, memory
+addresses, durations (``in 3.21s``)."""
+
+
 def is_error_line(line: str) -> bool:
     """Whether a line reports an error (not a "0 errors" line, not a line of source code)."""
     return bool(ERROR_RE.search(line)) and not BENIGN_RE.search(line) and not CODE_RE.match(line)
@@ -58,6 +78,14 @@ def is_error_line(line: str) -> bool:
 def is_warning_line(line: str) -> bool:
     """Whether a line reports a warning (and is neither an error line nor source code)."""
     return bool(WARNING_RE.search(line)) and not is_error_line(line) and not CODE_RE.match(line)
+
+
+def is_outcome_line(line: str) -> bool:
+    """Whether a line says how a run ended.
+
+    That is an error line (:func:`is_error_line`) or a summary line (:data:`SUMMARY_RE`, source code excepted).
+    """
+    return is_error_line(line) or (bool(SUMMARY_RE.search(line)) and not CODE_RE.match(line))
 
 
 def exit_status(text: str) -> int | None:

@@ -7,6 +7,14 @@ strings; error lines (tracebacks, ``fatal:``, failing tests); the last lines (wh
 statuses and final answers are printed), from the end; the first lines and warning lines; the lines
 around the errors; then whatever else fits, nearest to those anchors first.
 
+An output of at most :data:`BYTE_MODE_LINES` lines (a one-line JSON document, a minified file) has no
+head and tail *lines* to keep, so it is cut by bytes instead: into pieces of :func:`piece_bytes` bytes
+(at UTF-8 boundaries), kept in the order focus spans, error spans (the words
+:data:`~ctxledger.represent._patterns.ERROR_RE` matches on an error line), the first and the last
+piece, the bytes within :data:`CONTEXT_BYTES` of the spans (nearest first), then head and tail
+alternately from both ends of the output, the head first. A 256-token excerpt of a 1 KB user profile
+thus shows its opening (the name, the ids) and its end, never its end alone.
+
 The invariant this module holds: every run of text an excerpt shows is *exactly*
 ``data[byte_start:byte_end]`` of one of its locators, decoded as UTF-8 (undecodable bytes replaced), so a
 locator always rehydrates to the bytes the excerpt claims. Everything else in the text (the header, the
@@ -17,22 +25,31 @@ is at most ``max_tokens``.
 
 from __future__ import annotations
 
+import bisect
 import itertools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ctxledger.errors import BudgetError, ConfigurationError
 from ctxledger.represent._lines import LineIndex, Locator
-from ctxledger.represent._patterns import is_error_line, is_warning_line
+from ctxledger.represent._patterns import ERROR_RE, is_error_line, is_warning_line
 from ctxledger.tokens import TokenCounter
 
 MAX_PIECE_BYTES = 512
 """Lines longer than this are cut into pieces (at UTF-8 boundaries) so one huge line can be excerpted."""
 
+MIN_PIECE_BYTES = 32
+"""The smallest piece an output of few lines is cut into (bytes; see :func:`piece_bytes`)."""
+
 HEAD_LINES = 3
 TAIL_LINES = 5
 CONTEXT_LINES = 3
 """Lines within this distance of a focus or error line rank right after the anchors."""
+BYTE_MODE_LINES = HEAD_LINES + TAIL_LINES
+"""Outputs with at most this many lines (where head and tail lines would overlap) are cut by bytes."""
+CONTEXT_BYTES = 128
+"""In an output cut by bytes, pieces within this many bytes of a focus or error span rank right after them."""
 
 DASH = "\u2013"
 """The en dash of line ranges in omission markers (``lines 12\u2013480``)."""
@@ -62,21 +79,30 @@ class _Piece:
     end: int
 
 
-def _cut_points(data: bytes, start: int, end: int) -> list[int]:
+def piece_bytes(size: int) -> int:
+    """Piece size (bytes) for an output of ``size`` bytes cut by bytes.
+
+    About 1/32 of it, within [:data:`MIN_PIECE_BYTES`, :data:`MAX_PIECE_BYTES`], so a small output is kept
+    in fine steps.
+    """
+    return min(MAX_PIECE_BYTES, max(MIN_PIECE_BYTES, size // 32))
+
+
+def _cut_points(data: bytes, start: int, end: int, size: int = MAX_PIECE_BYTES) -> list[int]:
     points = [start]
-    while end - points[-1] > MAX_PIECE_BYTES:
-        cut = points[-1] + MAX_PIECE_BYTES
+    while end - points[-1] > size:
+        cut = points[-1] + size
         while cut > points[-1] + 1 and (data[cut] & 0xC0) == 0x80:
             cut -= 1
         points.append(cut)
     return [*points, end]
 
 
-def _pieces(index: LineIndex) -> list[_Piece]:
+def _pieces(index: LineIndex, size: int = MAX_PIECE_BYTES) -> list[_Piece]:
     pieces: list[_Piece] = []
     for line in range(1, index.line_count + 1):
         start, end = index.line_span(line)
-        points = _cut_points(index.data, start, end)
+        points = _cut_points(index.data, start, end, size)
         pieces.extend(_Piece(line, a, b) for a, b in itertools.pairwise(points))
     return pieces
 
@@ -126,6 +152,51 @@ def _priority(pieces: Sequence[_Piece], index: LineIndex, focus: Sequence[str]) 
         if near[line] <= CONTEXT_LINES:
             return (_TIER_CONTEXT, near[line], i)
         return (_TIER_REST, every[line], i)
+
+    return sorted(range(len(pieces)), key=key)
+
+
+def _spans(index: LineIndex, focus: Sequence[str]) -> list[tuple[int, int, int]]:
+    """``(byte start, byte end, tier)`` of every focus match and every error word on an error line."""
+    needles = [re.compile(re.escape(f), re.IGNORECASE) for f in focus if f]
+    spans: list[tuple[int, int, int]] = []
+    for line in range(1, index.line_count + 1):
+        start, end = index.line_span(line)
+        text = index.data[start:end].decode("utf-8", errors="surrogateescape")  # one char per undecodable byte
+        found = [(m.start(), m.end(), _TIER_FOCUS) for n in needles for m in n.finditer(text)]
+        if is_error_line(text.rstrip("\r\n")):
+            found += [(m.start(), m.end(), _TIER_ERROR) for m in ERROR_RE.finditer(text)]
+        for a, b, tier in found:
+            a_byte = start + len(text[:a].encode("utf-8", errors="surrogateescape"))
+            b_byte = start + len(text[:b].encode("utf-8", errors="surrogateescape"))
+            spans.append((a_byte, b_byte, tier))
+    return spans
+
+
+def _byte_priority(pieces: Sequence[_Piece], index: LineIndex, focus: Sequence[str]) -> list[int]:
+    """Piece indices of an output cut by bytes, most important first (module docstring; deterministic)."""
+    starts = [p.start for p in pieces]
+    keys: dict[int, tuple[int, int, int]] = {}
+    for a, b, tier in _spans(index, focus):
+        first = max(0, bisect.bisect_right(starts, a - CONTEXT_BYTES) - 1)
+        for i in range(first, len(pieces)):
+            piece = pieces[i]
+            if piece.start >= b + CONTEXT_BYTES:
+                break
+            gap = max(0, piece.start - b + 1, a - piece.end + 1)  # 0: the piece overlaps the span
+            key = (tier, 0, i) if gap == 0 else (_TIER_CONTEXT, gap, i)
+            keys[i] = min(keys.get(i, key), key)
+    last = len(pieces) - 1
+
+    def key(i: int) -> tuple[int, int, int]:
+        found = keys.get(i)
+        if found is not None and found[0] < _TIER_CONTEXT:  # focus, error
+            return found
+        if i in (0, last):  # the first and the last piece: the output's opening and its end
+            return _TIER_TAIL, 0 if i == 0 else 1, i
+        if found is not None:  # the bytes around focus and error spans
+            return found
+        return _TIER_REST, min(i, last - i), 0 if i <= last - i else 1  # head and tail alternately, head first
 
     return sorted(range(len(pieces)), key=key)
 
@@ -272,7 +343,8 @@ def make_excerpt(
     if max_tokens <= 0:
         raise ConfigurationError(f"max_tokens must be positive, got {max_tokens}")
     index = LineIndex(data)
-    pieces = _pieces(index)
+    by_bytes = index.line_count <= BYTE_MODE_LINES
+    pieces = _pieces(index, piece_bytes(len(data)) if by_bytes else MAX_PIECE_BYTES)
     render = _Renderer(
         index, pieces, artifact_id=artifact_id, sha256=sha256, source_version=source_version, ref_uri=ref_uri
     )
@@ -283,7 +355,7 @@ def make_excerpt(
     costs = counter.count_many([data[p.start : p.end].decode("utf-8", errors="replace") for p in pieces])
     frame = counter.count(render.header(index.line_count) + "\n" + render.footer())
     plan = _Plan(costs, counter.count(_marker_sample(len(data), index.line_count)))
-    order = _priority(pieces, index, focus)
+    order = _byte_priority(pieces, index, focus) if by_bytes else _priority(pieces, index, focus)
     plan.fill(order, max_tokens - frame)
     excerpt = _fit(render, counter, plan, max_tokens)
     if excerpt.tokens < max_tokens and len(plan.picked) < len(pieces):

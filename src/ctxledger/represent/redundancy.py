@@ -9,7 +9,9 @@ describes the current state; the older copies are omitted with a pointer to it):
 * :func:`find_redundant`: texts that are identical, or near-duplicates: Jaccard similarity of their word
   3-gram shingles at least ``threshold``, estimated with ``datasketch`` MinHash (128 permutations, fixed
   seed, so the same inputs always give the same answer) and found through MinHash LSH, so long histories
-  are not compared pairwise.
+  are not compared pairwise, **and** the same :func:`outcome_lines`. Two test runs that differ in one line,
+  ``=== 1 failed, 400 passed ===`` against ``=== 401 passed ===``, are alike by shingles yet report
+  different results; both are kept.
 
 An older item is pointed only at a newer item it is itself similar to (never through a chain), and never
 at another redundant item. Redundancy must not be applied to protected items (failed calls, pending
@@ -28,6 +30,7 @@ from datasketch import MinHash, MinHashLSH  # type: ignore[import-untyped]
 from ctxledger.errors import ConfigurationError
 from ctxledger.hashing import canonical_json, sha256_hex
 from ctxledger.records import ToolArtifact, ToolCall
+from ctxledger.represent._patterns import ERROR_RE, SUMMARY_RE, VOLATILE_RE, exit_status, is_outcome_line
 
 NUM_PERM = 128
 SEED = 1
@@ -63,6 +66,38 @@ def _minhash(text: str) -> MinHash:
     return sketch
 
 
+def outcome_lines(text: str) -> frozenset[str]:
+    """The outcome of a tool output: its distinct error and summary lines, normalised, plus its exit status.
+
+    Outcome lines are those :func:`~ctxledger.represent._patterns.is_outcome_line` accepts: error lines
+    (``FAILED``, ``Error:``, tracebacks …) and summary lines (``=== 1 failed, 400 passed ===``, ``Ran 12
+    tests``, ``OK``). Each is stripped, and the parts that change between equal runs (timestamps, clock
+    times, addresses, durations, per :data:`~ctxledger.represent._patterns.VOLATILE_RE`) become ``#``. The
+    exit status (:func:`~ctxledger.represent._patterns.exit_status`) is added as ``exit status N``. Only
+    lines a pattern matches are examined, so a long output costs one regular-expression scan.
+
+    Args:
+        text: a tool output.
+
+    Returns:
+        The set of normalised outcome lines (empty when the output reports no outcome).
+    """
+    starts: set[int] = set()
+    for pattern in (ERROR_RE, SUMMARY_RE):
+        for match in pattern.finditer(text):
+            starts.add(text.rfind("\n", 0, match.start()) + 1)
+    out: set[str] = set()
+    for start in starts:
+        end = text.find("\n", start)
+        line = text[start : end if end != -1 else len(text)]
+        if is_outcome_line(line):
+            out.add(VOLATILE_RE.sub("#", line.strip()))
+    status = exit_status(text)
+    if status is not None:
+        out.add(f"exit status {status}")
+    return frozenset(out)
+
+
 def find_redundant(items: Sequence[tuple[str, str]], *, threshold: float = 0.9) -> dict[str, str]:
     """Map each redundant item id to the id of the newer item kept in its place.
 
@@ -70,7 +105,8 @@ def find_redundant(items: Sequence[tuple[str, str]], *, threshold: float = 0.9) 
         items: ``(id, text)`` pairs in history order, oldest first; ``text`` is what would enter the
             context (e.g. a tool output). Ids must be unique.
         threshold: minimum estimated Jaccard similarity (0..1] of word 3-gram shingles for two texts
-            to count as near-duplicates; identical texts are always redundant.
+            to count as near-duplicates (they must also have the same :func:`outcome_lines`); identical
+            texts are always redundant.
 
     Returns:
         ``{redundant id: kept id}``; ids absent from the result are kept. Every kept id is newer than
@@ -87,6 +123,7 @@ def find_redundant(items: Sequence[tuple[str, str]], *, threshold: float = 0.9) 
     sketches: dict[str, MinHash] = {}
     exact: dict[str, str] = {}
     order = {item_id: i for i, (item_id, _) in enumerate(items)}
+    outcomes: dict[str, frozenset[str]] = {}
     redundant: dict[str, str] = {}
     for item_id, text in reversed(items):
         digest = sha256_hex(text.encode("utf-8"))
@@ -94,7 +131,12 @@ def find_redundant(items: Sequence[tuple[str, str]], *, threshold: float = 0.9) 
             redundant[item_id] = exact[digest]
             continue
         sketch = _minhash(text)
-        similar = [k for k in lsh.query(sketch) if sketch.jaccard(sketches[k]) >= threshold]
+        outcomes[item_id] = outcome_lines(text)
+        similar = [
+            k
+            for k in lsh.query(sketch)
+            if sketch.jaccard(sketches[k]) >= threshold and outcomes[k] == outcomes[item_id]
+        ]
         if similar:
             redundant[item_id] = max(similar, key=order.__getitem__)
             continue
