@@ -406,13 +406,18 @@ class Ledger:
         tenant_id: str = "default",
         branch_id: str | None = None,
         policy: Policy | None = None,
+        now: datetime | None = None,
     ) -> Compaction:
         """Compact the history up to a stable boundary and write the Compaction, only if it is faithful.
 
         The compaction carries lineage (``through_seq``, ``source_ids``, ``policy_version``) and its
         fidelity report; later assemblies include it and leave the history it covers out as
         ``summarized``, except protected records (user constraints, corrections …), which stay verbatim
-        (DESIGN §4; seed 001 "Compactación"; case B09). See :mod:`ctxledger.assemble.compaction`.
+        (DESIGN §4; seed 001 "Compactación"; case B09). Validity is judged at ``now`` by the policy's own
+        validity stage: superseded records and records it omits as stale are not summarised (they stay in
+        the history, judged afresh by each assembly); records it marks stale are summarised with a verbatim
+        stale flag and the revalidation hint (``meta["validity"]`` lists what was left out). See
+        :mod:`ctxledger.assemble.compaction`.
 
         Args:
             conversation_id: the conversation.
@@ -421,7 +426,9 @@ class Ledger:
             compactor: default the deterministic offline compactor; e.g. an ``LLMCompactor``.
             tenant_id: the tenant.
             branch_id: the branch (default: the conversation's main branch).
-            policy: the policy whose version is recorded (default: the ledger's).
+            policy: the policy whose version is recorded and whose validity stage judges the sources
+                (default: the ledger's).
+            now: the clock validity is judged at (aware UTC; default: the current time).
 
         Returns:
             The Compaction as written (``seq`` assigned).
@@ -437,7 +444,15 @@ class Ledger:
 
         branch = branch_id or self._main_branch(tenant_id, conversation_id)
         snap = self.snapshots.load(tenant_id, conversation_id, branch)
-        rec = build_compaction(snap, policy=policy or self.policy, through_seq=through_seq, compactor=compactor)
+        rec = build_compaction(
+            snap,
+            policy=policy or self.policy,
+            through_seq=through_seq,
+            compactor=compactor,
+            now=now,
+            find_artifacts=lambda sha: self.store.artifacts_by_sha256(tenant_id, sha),
+            find_record=lambda rid: self._find_record(tenant_id, rid),
+        )
         written = self.store.append([rec])[0]
         assert isinstance(written, Compaction)
         return written

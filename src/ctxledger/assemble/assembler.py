@@ -178,6 +178,7 @@ def run_policy(
     find_artifacts: Callable[[str], Sequence[ToolArtifact]] | None = None,
     tools: Sequence[Mapping[str, Any]] = (),
     find_record: Callable[[str], Record | None] | None = None,
+    until: str | None = None,
 ) -> _Plan:
     """Run every stage in order; return decisions, omissions (first reason wins), requirements and marks.
 
@@ -186,7 +187,9 @@ def run_policy(
     lets the validity stage repair broken provenance from the whole tenant store. ``tools`` are the tool
     schemas the call exposes (the secrets stage scans them). ``find_record`` (record id → the request tenant's
     record, or ``None``) lets the privacy and visibility stages read the sources of derived records that are
-    no candidates.
+    no candidates. ``until`` names the last stage to run (e.g. ``"validity"``: what a compaction needs to
+    know about its sources, :func:`ctxledger.assemble.compaction.build_compaction`); the later stages are
+    skipped (a policy without a stage of that name runs them all).
 
     Custom stages run under :func:`~ctxledger.policy.safety.run_stage`'s checks.
 
@@ -220,6 +223,8 @@ def run_policy(
                 ctx.required.setdefault(d.ref, str(d.reason))
             elif d.outcome is Outcome.MARK:
                 ctx.marks.setdefault(d.ref, []).append(d)
+        if until is not None and stage.name == until:
+            break
     return plan
 
 

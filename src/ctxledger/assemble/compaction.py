@@ -13,7 +13,19 @@ The sources of a compaction are the messages, tool calls, tool results, memories
 runs and earlier compactions of the branch lineage up to the boundary, except instructions (never
 summarised; they stay fixed blocks) and records not visible to the whole conversation (private,
 audit-only or shared with named participants: a summary must not carry them to readers who may not see
-them). The compactor and its fidelity check are :func:`ctxledger.represent.compact_checked`'s; a
+them). Validity is judged as the assemblies judge it, at the compaction's clock (``now``): the policy's
+stages run through ``validity`` (:func:`~ctxledger.assemble.assembler.run_policy`) over the snapshot, and
+
+* a unit with a record the validity stage omits as ``superseded`` or ``stale`` (and the raw sources of such
+  memories) is left out of the compaction altogether: it is not summarised and not among ``source_ids``,
+  so it stays in the history, where each later assembly judges it afresh (``explain`` says ``superseded``
+  or ``stale``, not ``summarized``). The superseding record is summarised when it lies in the range;
+* a record the stage keeps but marks ``stale`` (the policy's ``stale_actions`` say ``mark``) is summarised
+  with the flag: a copy of it carrying ``meta["stale"]`` (the stage's detail, with the revalidation tool)
+  goes to the compactor, which keeps it as a verbatim ``stale`` invariant.
+
+``meta["validity"]`` records the clock and what was left out (``{"now", "left_out": [{"ref", "reason",
+"detail"}]}``). The compactor and its fidelity check are :func:`ctxledger.represent.compact_checked`'s; a
 refused compaction raises and nothing is written (that is the caller's contract:
 :meth:`ctxledger.ledger.Ledger.compact`).
 """
@@ -22,12 +34,14 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
 
 from ctxledger.assemble.snapshot import Snapshot
 from ctxledger.assemble.units import Unit, UnitKind
 from ctxledger.errors import InputError
-from ctxledger.policy.base import Policy
+from ctxledger.policy.base import Outcome, Policy, ReasonCode
 from ctxledger.records import (
     Checkpoint,
     Compaction,
@@ -39,6 +53,7 @@ from ctxledger.records import (
     ToolCall,
     ToolMemory,
     Visibility,
+    utcnow,
 )
 from ctxledger.represent.compaction import Compactor, compact_checked
 
@@ -94,12 +109,84 @@ def compaction_sources(records: Sequence[Record], through_seq: int) -> list[Reco
     ]
 
 
+_DEAD = (ReasonCode.STALE, ReasonCode.SUPERSEDED)
+"""Validity omissions that keep a record out of a compaction (its content is no longer current truth)."""
+
+
+def judge_validity(
+    snap: Snapshot,
+    policy: Policy,
+    now: datetime,
+    *,
+    find_artifacts: Any = None,
+    find_record: Any = None,
+) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
+    """What the policy's validity stage says about a snapshot's records at ``now``.
+
+    Runs the policy's stages through ``validity`` for an anonymous caller of the snapshot's conversation
+    and branch (:func:`~ctxledger.assemble.assembler.run_policy`), so supersession, staleness by time or by
+    source version, and broken provenance are decided by that stage and nowhere else.
+
+    Returns:
+        ``(dead, stale)``: record id → ``(reason, detail)`` for the records omitted as ``superseded`` or
+        ``stale`` (reasons of :data:`_DEAD`), and record id → detail for those kept but marked ``stale``.
+    """
+    from ctxledger.assemble.assembler import AssemblyRequest, run_policy
+
+    request = AssemblyRequest(snap.tenant_id, snap.conversation_id, branch_id=snap.branch_id, now=now)
+    plan = run_policy(
+        policy, request, snap, find_artifacts=find_artifacts, find_record=find_record, until="validity"
+    )
+    dead: dict[str, tuple[str, str]] = {}
+    stale: dict[str, str] = {}
+    for d in plan.decisions:
+        if d.stage != "validity":
+            continue
+        if d.outcome is Outcome.OMIT and d.reason in _DEAD:
+            dead.setdefault(d.ref, (str(d.reason), d.detail))
+        elif d.outcome is Outcome.MARK and d.reason == "stale":
+            stale.setdefault(d.ref, d.detail)
+    return dead, stale
+
+
+def _valid_sources(
+    sources: Sequence[Record], units: Sequence[Unit], dead: Mapping[str, tuple[str, str]], stale: Mapping[str, str]
+) -> tuple[list[Record], list[dict[str, str]]]:
+    """The sources a compaction may summarise (stale-marked ones flagged) and those it leaves out.
+
+    A unit with a dead record leaves as a whole, as it does from an assembly (a tool call without its
+    result would read as pending).
+    """
+    out_ids: dict[str, tuple[str, str]] = {}
+    for unit in units:
+        first = next((dead[r] for r in unit.record_ids if r in dead), None)
+        if first is not None:
+            for rid in unit.record_ids:
+                out_ids.setdefault(rid, dead.get(rid, (first[0], f"unit {unit.id} left out as a whole")))
+    for rid, why in dead.items():
+        out_ids.setdefault(rid, why)
+    kept: list[Record] = []
+    left_out: list[dict[str, str]] = []
+    for rec in sources:
+        if rec.id in out_ids:
+            reason, detail = out_ids[rec.id]
+            left_out.append({"ref": rec.id, "reason": reason, "detail": detail})
+        elif rec.id in stale:
+            kept.append(dataclasses.replace(rec, meta={**rec.meta, "stale": stale[rec.id]}))
+        else:
+            kept.append(rec)
+    return kept, left_out
+
+
 def build_compaction(
     snap: Snapshot,
     *,
     policy: Policy,
     through_seq: int | None = None,
     compactor: Compactor | None = None,
+    now: datetime | None = None,
+    find_artifacts: Any = None,
+    find_record: Any = None,
 ) -> Compaction:
     """Compact a snapshot's history up to a stable boundary, checked for fidelity (not yet written).
 
@@ -111,15 +198,18 @@ def build_compaction(
             must then lie after the furthest existing compaction's ``through_seq``).
         compactor: the compactor (default: the deterministic, offline
             :func:`~ctxledger.represent.compact`; e.g. an :class:`~ctxledger.represent.LLMCompactor`).
+        now: the clock validity is judged at (aware UTC; default: the current time).
+        find_artifacts, find_record: the tenant-bound store lookups the validity stage repairs provenance
+            and reads derived records' sources with (as for :func:`~ctxledger.assemble.assembler.assemble`).
 
     Returns:
         The :class:`Compaction` (``seq`` 0: the store assigns it on append), on the snapshot's branch,
         whose ``body["fidelity"]`` records the passing check.
 
     Raises:
-        InputError: ``through_seq`` splits a unit, lies beyond the head, or covers nothing; or, with the
-            default boundary, nothing was recorded before the latest user turn since the last compaction
-            ("nothing new to compact", naming it).
+        InputError: ``through_seq`` splits a unit, lies beyond the head, or covers nothing (nothing still
+            valid, too); or, with the default boundary, nothing was recorded before the latest user turn
+            since the last compaction ("nothing new to compact", naming it); or ``now`` is naive.
         CompactionRefused: the compaction lost an invariant or the compactor failed; nothing to write.
     """
     boundary = default_boundary(snap.units) if through_seq is None else through_seq
@@ -134,12 +224,24 @@ def build_compaction(
     if boundary > snap.seq:
         raise InputError(f"through_seq {boundary} is beyond the head seq {snap.seq}", field="through_seq")
     check_boundary(snap.units, boundary)
-    sources = compaction_sources(snap.records, boundary)
+    if now is None:
+        now = utcnow()
+    elif now.tzinfo is None:
+        raise InputError(f"now {now.isoformat()} is naive; give an aware datetime (tzinfo=UTC)", field="now")
+    dead, stale = judge_validity(snap, policy, now, find_artifacts=find_artifacts, find_record=find_record)
+    sources, left_out = _valid_sources(compaction_sources(snap.records, boundary), snap.units, dead, stale)
     if not sources:
-        raise InputError(f"nothing to compact at or before seq {boundary}", field="through_seq")
+        why = f" ({len(left_out)} superseded or stale records left out)" if left_out else ""
+        raise InputError(f"nothing to compact at or before seq {boundary}{why}", field="through_seq")
     compaction_id = f"{snap.conversation_id}/compaction/{uuid.uuid4().hex[:12]}"
     rec = compact_checked(
         sources, compaction_id=compaction_id, policy_version=policy.version, through_seq=boundary, compactor=compactor
     )
-    meta = {**rec.meta, "policy": policy.name, "policy_hash": policy.hash, "stable_boundary": boundary}
+    meta = {
+        **rec.meta,
+        "policy": policy.name,
+        "policy_hash": policy.hash,
+        "stable_boundary": boundary,
+        "validity": {"now": now.isoformat(), "left_out": left_out},
+    }
     return dataclasses.replace(rec, branch_id=snap.branch_id, meta=meta)

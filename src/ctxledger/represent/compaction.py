@@ -29,13 +29,17 @@ user's "do not push").
 * **open_questions**: the questions of the last message with text, when the assistant wrote it (the run
   is waiting for the user's answer);
 * **contradictions**: tool memories with ``conflicts_with``; records tagged ``contradiction``;
+* **stale**: records carrying ``meta["stale"]`` (the validity stage's detail: since when, why, the
+  revalidation tool), which :func:`ctxledger.assemble.compaction.build_compaction` sets on the copies it
+  passes of records the policy marks stale; such a memory's evidence line says ``[stale]`` too. A record
+  the policy omits as stale or superseded never reaches the compactor;
 * **stop_reasons**: ``stop_reason`` or ``exit_status`` in a checkpoint's state, ``stop_reason`` in a
   record's meta, a model run whose ``finish_reason`` is ``length``/``max_tokens``/``content_filter``/
   ``refusal``; assistant sentences with "stopped because", "cannot continue", "blocked by" …;
 * **current_state**: the last assistant message with text (or the last checkpoint).
 
 An earlier compaction inside the range carries its invariants forward (its goal, constraints,
-corrections, approvals, decisions, errors, evidence and contradictions).
+corrections, approvals, decisions, errors, evidence, contradictions and stale flags).
 
 :func:`check_fidelity` then verifies that each invariant survived in the compaction's *text* (the only
 part a model sees): the kinds that must never be compressed must appear verbatim (whitespace, case and
@@ -66,7 +70,7 @@ from ctxledger.records import (
     Trust,
 )
 
-COMPACTOR_VERSION = "1"
+COMPACTOR_VERSION = "2"
 
 KINDS: tuple[str, ...] = (
     "goal",
@@ -81,12 +85,15 @@ KINDS: tuple[str, ...] = (
     "evidence",
     "open_questions",
     "contradictions",
+    "stale",
     "stop_reasons",
     "current_state",
 )
 """Invariant kinds, in rendering order."""
 
-VERBATIM_KINDS = frozenset({"user_constraints", "user_corrections", "approvals", "open_questions", "stop_reasons"})
+VERBATIM_KINDS = frozenset(
+    {"user_constraints", "user_corrections", "approvals", "open_questions", "stale", "stop_reasons"}
+)
 """Kinds that must survive word for word (seed 001: "Algunas cosas nunca deben comprimirse")."""
 
 CARRIED_KINDS = frozenset(
@@ -99,6 +106,7 @@ CARRIED_KINDS = frozenset(
         "tool_errors",
         "evidence",
         "contradictions",
+        "stale",
     }
 )
 """Kinds an earlier compaction in the range carries forward."""
@@ -116,6 +124,7 @@ _TITLES = {
     "evidence": "Evidence ids",
     "open_questions": "Open questions (verbatim)",
     "contradictions": "Contradictions",
+    "stale": "Stale (verbatim; revalidate before relying on it)",
     "stop_reasons": "Stop reasons (verbatim)",
     "current_state": "Current state",
 }
@@ -286,7 +295,8 @@ def _artifact_items(artifact: ToolArtifact) -> list[Item]:
 
 
 def _memory_items(memory: ToolMemory) -> list[Item]:
-    items = [Item("evidence", memory.id, f"memory {memory.id}: {_clip(memory.summary, 200)}")]
+    flag = " [stale]" if memory.meta.get("stale") else ""
+    items = [Item("evidence", memory.id, f"memory {memory.id}{flag}: {_clip(memory.summary, 200)}")]
     if memory.conflicts_with:
         items.append(
             Item(
@@ -314,6 +324,8 @@ def _stop_reason(record: Record) -> str | None:
 
 def _meta_items(record: Record) -> list[Item]:
     items = []
+    if record.meta.get("stale"):
+        items.append(Item("stale", record.id, f"{record.id} is stale: {record.meta['stale']}"))
     reason = _stop_reason(record)
     if reason:
         items.append(Item("stop_reasons", record.id, reason))
@@ -336,13 +348,8 @@ def _current_state(records: Sequence[Record]) -> list[Item]:
         if isinstance(record, Message) and record.role == Role.ASSISTANT and message_text(record).strip():
             return [Item("current_state", record.id, _clip(message_text(record), 600))]
         if isinstance(record, Checkpoint):
-            return [
-                Item(
-                    "current_state",
-                    record.id,
-                    f"checkpoint {record.id} of run {record.run_id} through seq {record.through_seq}",
-                )
-            ]
+            reach = f"through seq {record.through_seq}" if record.through_seq else f"at seq {record.seq}"
+            return [Item("current_state", record.id, f"checkpoint {record.id} of run {record.run_id} {reach}")]
     return []
 
 
