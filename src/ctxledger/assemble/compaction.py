@@ -134,9 +134,7 @@ def judge_validity(
     from ctxledger.assemble.assembler import AssemblyRequest, run_policy
 
     request = AssemblyRequest(snap.tenant_id, snap.conversation_id, branch_id=snap.branch_id, now=now)
-    plan = run_policy(
-        policy, request, snap, find_artifacts=find_artifacts, find_record=find_record, until="validity"
-    )
+    plan = run_policy(policy, request, snap, find_artifacts=find_artifacts, find_record=find_record, until="validity")
     dead: dict[str, tuple[str, str]] = {}
     stale: dict[str, str] = {}
     for d in plan.decisions:
@@ -199,8 +197,10 @@ def build_compaction(
         compactor: the compactor (default: the deterministic, offline
             :func:`~ctxledger.represent.compact`; e.g. an :class:`~ctxledger.represent.LLMCompactor`).
         now: the clock validity is judged at (aware UTC; default: the current time).
-        find_artifacts, find_record: the tenant-bound store lookups the validity stage repairs provenance
-            and reads derived records' sources with (as for :func:`~ctxledger.assemble.assembler.assemble`).
+        find_artifacts: bare sha256 → the tenant's artifacts with those bytes; the validity stage repairs
+            broken provenance with it (as in :func:`~ctxledger.assemble.assembler.assemble`).
+        find_record: record id → the tenant's record, or ``None``; stages before validity read derived
+            records' sources with it (as in :func:`~ctxledger.assemble.assembler.assemble`).
 
     Returns:
         The :class:`Compaction` (``seq`` 0: the store assigns it on append), on the snapshot's branch,
