@@ -40,6 +40,13 @@ A manifest is a JSON-able dict persisted for every assembly. Its top-level keys:
 * ``timings`` (milliseconds), ``turn_refs`` (record id of each turn in payload order),
   ``payload_hash`` and ``payload``.
 
+**No secret is stored.** Besides the request's free text, every value the manifest copies from records or
+inputs is redacted line by line with the policy's secret scanner (the ``secrets`` stage's, else the default):
+entries' ``external_id``, ``source_version``, ``detail`` and ``note``; decisions' and marks' ``detail``;
+warnings' ``value`` and ``detail``; rehydrations' ``reason`` and ``revalidation_tool``; tool names; the
+``model``, ``provider`` and ``participant_id``. Omitted entries, decisions and marks are redacted once,
+when their cached entry is built (:class:`~ctxledger.hashing.EncodedList`), never by scanning the manifest.
+
 The same policy on the same snapshot selects the same items and yields the same ``payload_hash``; ids,
 ``created_at`` and timings differ between runs and are not part of that promise.
 """
@@ -54,7 +61,7 @@ from typing import TYPE_CHECKING, Any
 from ctxledger.assemble.represent import record_locators, record_promotion
 from ctxledger.errors import RecordNotFound
 from ctxledger.hashing import EncodedList, canonical_json
-from ctxledger.policy.secrets import redact_text
+from ctxledger.policy.secrets import SecretScanner, default_scanner, redact_text
 
 if TYPE_CHECKING:
     from ctxledger.assemble.assembler import Assembly, AssemblyRequest, _Plan
@@ -84,22 +91,23 @@ def build_manifest(
     timings: Mapping[str, float],
 ) -> dict[str, Any]:
     """Assemble the manifest dict of one assembly (see the module docstring for its keys)."""
+    scanner = policy_scanner(policy)
     costs = snap.costs[coster.counter_id]
     position = {u.id: i for i, u in enumerate(snap.units)}
     replay = sum(sum(c) for c in costs)
     tools = request.tools if request.tools is not None else snap.tool_schemas
     replay += coster.base_tokens() + coster.tools_tokens(tools)
     included = [
-        _entry(u, None, "fixed", "instruction", costs[position[u.id]] if u.id in position else None, coster)
+        _entry(u, None, "fixed", "instruction", costs[position[u.id]] if u.id in position else None, coster, scanner)
         for u in fixed
     ]
     for unit, option in chosen:
         required = plan.required.get(unit.id)
         stage, reason = ("protection", required) if required else ("selection", "selected")
-        included.extend(_entry(unit, option, stage, reason, option.turn_tokens or None, coster))
+        included.extend(_entry(unit, option, stage, reason, option.turn_tokens or None, coster, scanner))
     included = [e for group in included for e in (group if isinstance(group, list) else [group])]
     included_refs = {e["ref"] for e in included}
-    omitted, candidates = _omitted(snap, plan, included_refs)
+    omitted, candidates = _omitted(snap, plan, included_refs, scanner)
     by_reason = Counter(e["reason"] for e, _ in omitted)
     by_stage = Counter(e["stage"] for e, _ in omitted)
     return {
@@ -112,10 +120,10 @@ def build_manifest(
         "policy": _policy_block(policy),
         "assembler_version": _assembler_version(),
         "counter": {"id": coster.counter_id, "is_estimate": coster.is_estimate},
-        "model": request.model,
+        "model": redact_text(request.model, scanner),
         "api": request.api,
-        "participant_id": request.participant_id,
-        "request": _request_facts(request),
+        "participant_id": redact_text(request.participant_id, scanner),
+        "request": _request_facts(request, scanner),
         "budget": {
             "window": budget.window_tokens,
             "output": budget.output_tokens,
@@ -130,13 +138,13 @@ def build_manifest(
         "omitted": EncodedList((e for e, _ in omitted), [t for _, t in omitted]),
         "omitted_by_reason": dict(sorted(by_reason.items())),
         "omitted_by_stage": dict(sorted(by_stage.items())),
-        "decisions": _encoded(snap, "manifest_decisions", plan.decisions, _decision_entry),
-        "marks": _encoded(snap, "manifest_marks", [d for ds in plan.marks.values() for d in ds], _mark_entry),
-        "rehydrations": list(plan.rehydrations),
-        "tools": dict(plan.tools),
+        "decisions": _encoded(snap, "manifest_decisions", plan.decisions, _decision_entry, scanner),
+        "marks": _encoded(snap, "manifest_marks", [d for ds in plan.marks.values() for d in ds], _mark_entry, scanner),
+        "rehydrations": [_redacted(r, _REHYDRATION_TEXT, scanner) for r in plan.rehydrations],
+        "tools": {k: [redact_text(n, scanner) for n in v] for k, v in plan.tools.items()},
         "lineage": [{"branch_id": h.branch_id, "max_seq": h.max_seq} for h in snap.lineage],
         "contract": policy.contract.as_dict() if policy.contract is not None else None,
-        "warnings": list(plan.ctx.warnings) if plan.ctx is not None else [],
+        "warnings": [_redacted(w, _WARNING_TEXT, scanner) for w in plan.ctx.warnings] if plan.ctx is not None else [],
         "tokens": {
             "estimated_input": asm.input_tokens,
             "replay": replay,
@@ -152,28 +160,46 @@ def build_manifest(
     }
 
 
-def _request_facts(request: Any) -> dict[str, Any]:
+def policy_scanner(policy: Policy) -> SecretScanner:
+    """The scanner of the policy's ``secrets`` stage, else the process-wide default one."""
+    found = getattr(policy.stage("secrets"), "scanner", None)
+    return found if isinstance(found, SecretScanner) else default_scanner()
+
+
+_WARNING_TEXT = ("value", "detail")
+_REHYDRATION_TEXT = ("reason", "revalidation_tool")
+
+
+def _redacted(entry: Mapping[str, Any], keys: Sequence[str], scanner: SecretScanner) -> dict[str, Any]:
+    """A copy of ``entry`` whose string values under ``keys`` have the lines holding a secret replaced."""
+    return {k: redact_text(v, scanner) if k in keys else v for k, v in entry.items()}
+
+
+def _request_facts(request: Any, scanner: SecretScanner | None = None) -> dict[str, Any]:
     """What else the call asked for, so the assembly can be reproduced (clock, provider, contract, evidence).
 
-    Free-text values (query, agent, call type, phase, checks, evidence ids, scope and source versions) are
-    redacted with the default secret scanner: the manifest is stored, and a secret never is.
+    Free-text values (provider, query, agent, call type, phase, checks, evidence ids, scope and source
+    versions) are redacted with ``scanner`` (default: the default scanner): the manifest is stored, and a
+    secret never is.
     """
     evidence = request.exact_evidence
     return {
         "now": request.now.isoformat() if request.now is not None else None,
-        "provider": request.provider,
-        "query": redact_text(request.query),
-        "agent": redact_text(request.agent),
-        "call_type": redact_text(request.call_type),
-        "phase": redact_text(request.phase),
-        "checks_passed": [redact_text(c) for c in request.checks_passed],
-        "exact_evidence": evidence if isinstance(evidence, bool) else [redact_text(e) for e in evidence],
-        "scope": {k: redact_text(v) for k, v in request.scope.items()},
-        "source_versions": {k: redact_text(v) for k, v in request.source_versions.items()},
+        "provider": redact_text(request.provider, scanner),
+        "query": redact_text(request.query, scanner),
+        "agent": redact_text(request.agent, scanner),
+        "call_type": redact_text(request.call_type, scanner),
+        "phase": redact_text(request.phase, scanner),
+        "checks_passed": [redact_text(c, scanner) for c in request.checks_passed],
+        "exact_evidence": evidence if isinstance(evidence, bool) else [redact_text(e, scanner) for e in evidence],
+        "scope": {k: redact_text(v, scanner) for k, v in request.scope.items()},
+        "source_versions": {k: redact_text(v, scanner) for k, v in request.source_versions.items()},
     }
 
 
-def _omitted(snap: Snapshot, plan: _Plan, included: set[str]) -> tuple[list[tuple[dict[str, Any], str]], list[str]]:
+def _omitted(
+    snap: Snapshot, plan: _Plan, included: set[str], scanner: SecretScanner
+) -> tuple[list[tuple[dict[str, Any], str]], list[str]]:
     """The omitted entries (with their canonical JSON) in candidate order, and the candidate ids.
 
     Candidates are the non-structural records of the snapshot, then those of other branches.
@@ -182,7 +208,7 @@ def _omitted(snap: Snapshot, plan: _Plan, included: set[str]) -> tuple[list[tupl
     cache = snap.memo.setdefault("manifest_omitted", {})
     if not plan.extra_records:  # walk the candidates in order: no sort needed
         omitted = [
-            _omitted_entry(cache, rec, why)
+            _omitted_entry(cache, rec, why, scanner)
             for rec in records
             if (why := plan.omitted.get(rec.id)) is not None and rec.id not in included
         ]
@@ -191,41 +217,50 @@ def _omitted(snap: Snapshot, plan: _Plan, included: set[str]) -> tuple[list[tupl
     cand_pos = {ref: i for i, ref in enumerate(candidates)}
     by_id = {r.id: r for r in [*snap.records, *plan.extra_records]}
     entries = (
-        _omitted_entry(cache, by_id[ref], why)
+        _omitted_entry(cache, by_id[ref], why, scanner)
         for ref, why in plan.omitted.items()
         if ref not in included and ref in cand_pos
     )
     return sorted(entries, key=lambda e: cand_pos[e[0]["ref"]]), candidates
 
 
-def _decision_entry(d: PolicyDecision) -> dict[str, Any]:
-    return {"ref": d.ref, "stage": d.stage, "outcome": d.outcome.value, "reason": str(d.reason), "detail": d.detail}
+def _decision_entry(d: PolicyDecision, scanner: SecretScanner) -> dict[str, Any]:
+    detail = redact_text(d.detail, scanner)
+    return {"ref": d.ref, "stage": d.stage, "outcome": d.outcome.value, "reason": str(d.reason), "detail": detail}
 
 
-def _mark_entry(d: PolicyDecision) -> dict[str, Any]:
-    return {"ref": d.ref, "stage": d.stage, "reason": d.reason, "detail": d.detail}
+def _mark_entry(d: PolicyDecision, scanner: SecretScanner) -> dict[str, Any]:
+    return {"ref": d.ref, "stage": d.stage, "reason": d.reason, "detail": redact_text(d.detail, scanner)}
 
 
 def _encoded(
-    snap: Snapshot, name: str, decisions: Sequence[PolicyDecision], entry: Callable[[PolicyDecision], dict[str, Any]]
+    snap: Snapshot,
+    name: str,
+    decisions: Sequence[PolicyDecision],
+    entry: Callable[[PolicyDecision, SecretScanner], dict[str, Any]],
+    scanner: SecretScanner,
 ) -> EncodedList:
-    """Manifest entries of decisions with their canonical JSON, built once per distinct decision.
+    """Manifest entries of decisions with their canonical JSON, built (and redacted) once per distinct decision.
 
     Most decisions repeat from one call to the next (every tool result is marked ``delimit``); the cache on
-    the snapshot keeps only the decisions of the latest call, so it never outgrows one manifest.
+    the snapshot keeps only the decisions of the latest call, so it never outgrows one manifest. Entries
+    redacted with another scanner are built afresh.
     """
-    old: dict[PolicyDecision, tuple[dict[str, Any], str]] = snap.memo.get(name, {}).get("", {})
+    cached = snap.memo.get(name, {})
+    old: dict[PolicyDecision, tuple[dict[str, Any], str]] = (
+        cached.get("", {}) if cached.get("scanner") is scanner else {}
+    )
     new: dict[PolicyDecision, tuple[dict[str, Any], str]] = {}
     entries, texts = [], []
     for d in decisions:
         hit = new.get(d) or old.get(d)
         if hit is None:
-            value = entry(d)
+            value = entry(d, scanner)
             hit = (value, canonical_json(value))
         new[d] = hit
         entries.append(dict(hit[0]))
         texts.append(hit[1])
-    snap.memo[name] = {"": new}
+    snap.memo[name] = {"": new, "scanner": scanner}
     return EncodedList(entries, texts)
 
 
@@ -252,6 +287,7 @@ def _entry(
     reason: str,
     known: Sequence[int] | None,
     coster: Coster | None = None,
+    scanner: SecretScanner | None = None,
 ) -> list[dict[str, Any]]:
     turns = option.turns if option is not None else unit.turns
     if known is None and coster is not None:
@@ -265,26 +301,26 @@ def _entry(
                 "ref": rec.id,
                 "unit": unit.id,
                 "role": getattr(rec, "role", None) and str(rec.role),
-                "external_id": rec.external_id,
+                "external_id": redact_text(rec.external_id, scanner),
                 "representation": representation,
                 "tokens": turn_tokens.get(rec.id, 0),
                 "stage": stage,
                 "reason": reason,
                 "utility": option.utility if option is not None else None,
                 "transform": (option.transform if option is not None else None) or unit.transforms.get(rec.id),
-                "source_version": getattr(rec, "source_version", None),
+                "source_version": redact_text(getattr(rec, "source_version", None), scanner),
                 "locators": record_locators(option, rec.id),
                 **_promotion(option, rec.id),
-                **_note(option),
+                **_note(option, scanner),
                 **_facts(rec),
             }
         )
     return out
 
 
-def _note(option: Option | None) -> dict[str, Any]:
+def _note(option: Option | None, scanner: SecretScanner | None = None) -> dict[str, Any]:
     note = option.detail.get("note") if option is not None else None
-    return {"note": str(note)} if note else {}
+    return {"note": redact_text(str(note), scanner)} if note else {}
 
 
 def _promotion(option: Option | None, record_id: str) -> dict[str, Any]:
@@ -301,9 +337,11 @@ def _policy_block(policy: Policy) -> dict[str, Any]:
 
 
 def _omitted_entry(
-    cache: dict[str, tuple[Any, Any]], rec: Any, why: tuple[str, str, str]
+    cache: dict[str, tuple[Any, Any]], rec: Any, why: tuple[str, str, str], scanner: SecretScanner
 ) -> tuple[dict[str, Any], str]:
     """The ``omitted`` entry of a record and its canonical JSON, built once per (record, reason, stage, detail).
+
+    Its ``external_id`` and ``detail`` are redacted with ``scanner`` when the entry is built.
 
     Records are immutable and most omissions repeat from one call to the next (a long history mostly
     leaves out the same old turns for ``budget``), so the entry and its text are cached on the snapshot;
@@ -311,11 +349,17 @@ def _omitted_entry(
     encoding every entry again (:class:`~ctxledger.hashing.EncodedList`).
     """
     hit = cache.get(rec.id)
-    if hit is None or hit[0] is not rec or hit[1][0] != why:
+    if hit is None or hit[0] is not rec or hit[1][0] != why or hit[1][3] is not scanner:
         reason, stage, detail = why
-        entry = {"ref": rec.id, "external_id": rec.external_id, "reason": reason, "stage": stage, "detail": detail}
+        entry = {
+            "ref": rec.id,
+            "external_id": redact_text(rec.external_id, scanner),
+            "reason": reason,
+            "stage": stage,
+            "detail": redact_text(detail, scanner),
+        }
         entry |= _facts(rec)
-        hit = cache[rec.id] = (rec, (why, entry, canonical_json(entry)))
+        hit = cache[rec.id] = (rec, (why, entry, canonical_json(entry), scanner))
     out = dict(hit[1][1])
     if out["sources"]:
         out["sources"] = list(out["sources"])

@@ -3,6 +3,9 @@
 Marks keep a record in play but change how it may be shown (DESIGN §3 steps 2 and 7; seed 004 §3: "a
 stale record may appear only as a staleness mark and a revalidation hint"):
 
+Details a mark shows (a stale reason, a conflict, a repaired provenance) have every line holding a secret
+replaced, as record text is (they may quote a record's ``source_version``).
+
 * ``stale`` → a data block gets ``status="stale"`` plus the reason and the revalidation tool; a tool
   result is prefixed with a ``[stale: …]`` line (transform ``stale_marked``);
 * ``conflict`` → ``conflict="…"`` on the data block, or a ``[conflict: …]`` line (``conflict_flagged``);
@@ -27,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from ctxledger.assemble.units import Unit, UnitKind, render_data_block, render_tool_data
 from ctxledger.policy.base import PolicyDecision
 from ctxledger.policy.injection import INSTRUCTION_LIKE
-from ctxledger.policy.secrets import SPEAKER_WITHHELD, default_scanner, redact
+from ctxledger.policy.secrets import SPEAKER_WITHHELD, default_scanner, redact, redact_text
 from ctxledger.records import Record
 from ctxledger.serialize.base import CallView, Turn
 
@@ -97,7 +100,18 @@ def mark_attrs(marks: Sequence[PolicyDecision]) -> dict[str, str]:
     return _attrs({d.reason: d.detail for d in marks})
 
 
+def _safe(reasons: Mapping[str, str]) -> dict[str, str]:
+    """The marks' details with every line holding a secret replaced.
+
+    A stale or conflict detail may quote a record field (``derived from repo@<version>``), and it is shown to
+    the model.
+    """
+    scanner = default_scanner()
+    return {k: redact_text(v, scanner) for k, v in reasons.items()}
+
+
 def _attrs(reasons: Mapping[str, str]) -> dict[str, str]:
+    reasons = _safe(reasons)
     attrs: dict[str, str] = {}
     if "stale" in reasons:
         attrs["status"] = "stale"
@@ -114,6 +128,7 @@ def _attrs(reasons: Mapping[str, str]) -> dict[str, str]:
 
 
 def _flag_lines(reasons: Mapping[str, str]) -> str:
+    reasons = _safe(reasons)
     lines = []
     if "stale" in reasons:
         lines.append(f"[stale: {reasons['stale']}]")
