@@ -141,7 +141,7 @@ def build_manifest(
         "decisions": _encoded(snap, "manifest_decisions", plan.decisions, _decision_entry, scanner),
         "marks": _encoded(snap, "manifest_marks", [d for ds in plan.marks.values() for d in ds], _mark_entry, scanner),
         "rehydrations": [_redacted(r, _REHYDRATION_TEXT, scanner) for r in plan.rehydrations],
-        "tools": {k: [redact_text(n, scanner) for n in v] for k, v in plan.tools.items()},
+        "tools": _redacted_names(plan.tools, scanner),
         "lineage": [{"branch_id": h.branch_id, "max_seq": h.max_seq} for h in snap.lineage],
         "contract": policy.contract.as_dict() if policy.contract is not None else None,
         "warnings": [_redacted(w, _WARNING_TEXT, scanner) for w in plan.ctx.warnings] if plan.ctx is not None else [],
@@ -173,6 +173,17 @@ _REHYDRATION_TEXT = ("reason", "revalidation_tool")
 def _redacted(entry: Mapping[str, Any], keys: Sequence[str], scanner: SecretScanner) -> dict[str, Any]:
     """A copy of ``entry`` whose string values under ``keys`` have the lines holding a secret replaced."""
     return {k: redact_text(v, scanner) if k in keys else v for k, v in entry.items()}
+
+
+def _redacted_names(value: Any, scanner: SecretScanner) -> Any:
+    """A copy of the ``tools`` block (names; ``renamed``: original → sent) with every string, keys too, redacted."""
+    if isinstance(value, str):
+        return redact_text(value, scanner)
+    if isinstance(value, Mapping):
+        return {redact_text(k, scanner): _redacted_names(v, scanner) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redacted_names(v, scanner) for v in value]
+    return value
 
 
 def _request_facts(request: Any, scanner: SecretScanner | None = None) -> dict[str, Any]:
