@@ -13,7 +13,7 @@ RAW = b'{"job": "export", "exit": 1, "error": "disk full on /var/export", "at": 
 
 @pytest.mark.parametrize("promoted", [True, False])
 def test_parent_reads_back_a_promoted_private_result_only(promoted):
-    """Promoted: the raw bytes come back. Not promoted: a reference, reason private_to_participant."""
+    """Promoted: the raw bytes come back. Not promoted: a reference, with the visibility stage's reason."""
     ledger = Ledger.open("memory://")
     rec = ledger.recorder("r", clock=datetime(2026, 9, 1, 9, 0, tzinfo=UTC))
     lead = rec.participant("lead")
@@ -33,5 +33,7 @@ def test_parent_reads_back_a_promoted_private_result_only(promoted):
     if promoted:
         assert entry["decision"] == "rehydrated" and RAW.decode() in text
     else:
-        assert (entry["decision"], entry["reason"]) == ("reference", "private_to_participant")
+        # the reason is the one the visibility stage omitted the raw result with, so explain agrees
+        assert (entry["decision"], entry["reason"]) == ("reference", "not_promoted")
+        assert ledger.explain(asm.id, logs.artifact)["reason"] == "not_promoted"
         assert "disk full on /var/export" not in text

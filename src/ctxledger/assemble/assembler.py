@@ -52,7 +52,7 @@ from ctxledger.hashing import content_hash
 from ctxledger.policy.annotate import annotate, mark_attrs
 from ctxledger.policy.base import VERBATIM_REASONS, Outcome, Policy, PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.contracts import expose_tools, tool_name, tool_ref
-from ctxledger.policy.rehydration import rehydrate, wanted_memories
+from ctxledger.policy.rehydration import hard_omission, rehydrate, wanted_memories
 from ctxledger.policy.safety import run_stage
 from ctxledger.policy.secrets import SPEAKER_WITHHELD, default_scanner, redact_json
 from ctxledger.policy.stages.visibility import promoted_records, sees
@@ -537,6 +537,7 @@ def _rehydrate(
         repairs,
         lambda rid: mark_attrs(plan.marks.get(rid, ())),
         _hidden(plan.ctx, request.participant_id),
+        hard_omission(plan.omitted, plan.decisions),
     )
     plan.rehydrations = rplan.entries
     for unit in targets:

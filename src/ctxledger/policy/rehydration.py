@@ -10,15 +10,25 @@ repaired is replaced by the artifact that repaired it, which may lie in another 
 tenant; it holds the same bytes, so the memory's located ranges still apply; its manifest entry says
 ``repaired_from``):
 
-1. it exists among the candidates and its bytes still hash to its sha256 (else ``missing``);
-2. the privacy stage lets it go to the request's provider (else ``privacy_restricted`` /
+1. no hard filter of this assembly omitted it (else a reference with that filter's reason): rehydration
+   reads back only what the policy would have let in, so an artifact left out ``not_in_lineage`` (a
+   sibling branch), ``out_of_contract`` (the agent's working set), ``secret``, ``superseded`` … stays
+   out, whatever memory points at it. Omissions that only choose a representation or spend the budget —
+   :data:`READABLE_OMISSIONS` (``covered_by_memory``, ``summarized``, ``budget``, ``class_cap``,
+   ``redundant``, ``role_order``, ``byte_budget``) — do not block it; every other reason does (fail closed).
+   ``stale`` and ``conflict_suppressed`` block: the validity stage omits an artifact only when the
+   policy's stale action for its freshness class is ``omit`` (or its only memories are omitted), or it lost
+   a conflict; an artifact merely *marked* stale is not omitted and comes back with the memory's marks;
+2. it exists among the candidates and its bytes still hash to its sha256 (else ``missing``);
+3. the privacy stage lets it go to the request's provider (else ``privacy_restricted`` /
    ``provider_restricted``), and it is not ``audit_only`` for this participant;
-3. it fits the policy's byte budget: ``max_artifact_bytes`` each, ``max_bytes`` for the assembly
+4. it fits the policy's byte budget: ``max_artifact_bytes`` each, ``max_bytes`` for the assembly
    (else ``byte_budget``). When the memory's locators give byte ranges of the artifact and the policy's
    ``located_ranges`` is on (the default), only those ranges are read back and counted — the exact
    evidence the memory stands on, cut from bytes whose sha256 was just checked;
-4. secrets in it are redacted line by line;
-5. the memory plus the raw block fits the tokens selection left (else ``budget``).
+5. secrets in it are redacted line by line (an artifact the secrets stage omitted never gets here; one
+   it marked ``secret_redacted`` does);
+6. the memory plus the raw block fits the tokens selection left (else ``budget``).
 
 When all pass, the memory is rendered with the exact raw content appended (representation
 ``rehydrated``); otherwise with a reference (artifact id, sha256, size) and the revalidation hint
@@ -51,6 +61,51 @@ class RehydrationPlan:
     turns: dict[str, tuple[Any, ...]]
     entries: list[dict[str, Any]]
     representation: dict[str, str]
+
+
+READABLE_OMISSIONS = frozenset(
+    {
+        ReasonCode.COVERED_BY_MEMORY,
+        ReasonCode.SUMMARIZED,
+        ReasonCode.BUDGET,
+        ReasonCode.CLASS_CAP,
+        ReasonCode.REDUNDANT,
+        ReasonCode.ROLE_ORDER,
+        ReasonCode.BYTE_BUDGET,
+    }
+)
+"""Omission reasons that do not stop a raw artifact from being read back: they chose a cheaper
+representation or spent the token budget, they did not judge the artifact unfit for this call."""
+
+Omissions = Callable[[str], "tuple[str, str] | None"]
+"""Record id → ``(reason, detail)`` of the hard filter that omitted it, or ``None`` (see :func:`hard_omission`)."""
+
+
+def hard_omission(omitted: Mapping[str, tuple[str, ...]], decisions: Sequence[Any] = ()) -> Omissions:
+    """A lookup of the hard-filter omission of a record, for :func:`rehydrate`'s ``filtered``.
+
+    Args:
+        omitted: record id → ``(reason, stage, detail)`` — the assembly's first omission reason per record.
+        decisions: the assembly's :class:`~ctxledger.policy.base.PolicyDecision` s; a later stage's hard
+            omission counts even when an earlier one recorded a readable reason first.
+
+    Returns:
+        A function: record id → ``(reason, detail)`` when a reason outside :data:`READABLE_OMISSIONS`
+        omitted it, else ``None``.
+    """
+    hard: dict[str, tuple[str, str]] = {}
+    for d in decisions:
+        if getattr(d, "outcome", None) == "omit" and str(d.reason) not in READABLE_OMISSIONS:
+            hard.setdefault(d.ref, (str(d.reason), f"omitted by stage {d.stage}: {d.detail}".rstrip(": ")))
+    for rid, (reason, stage, *rest) in omitted.items():
+        if str(reason) not in READABLE_OMISSIONS:
+            detail = rest[0] if rest else ""
+            hard[rid] = (str(reason), f"omitted by stage {stage}" + (f": {detail}" if detail else ""))
+
+    def lookup(rid: str) -> tuple[str, str] | None:
+        return hard.get(rid)
+
+    return lookup
 
 
 Repairs = Mapping[str, Mapping[str, ToolArtifact]]
@@ -123,6 +178,7 @@ def rehydrate(
     repairs: Repairs | None = None,
     mark_attrs: Callable[[str], Mapping[str, str]] | None = None,
     hidden: Callable[[str], bool] | None = None,
+    filtered: Omissions | None = None,
 ) -> RehydrationPlan:
     """Decide phase two for each target memory unit (see the module docstring).
 
@@ -144,6 +200,9 @@ def rehydrate(
             withhold was promoted to this participant (its owner's checkpoint lists it and this participant
             is the checkpoint's audience: the owner's parent or its ``shared_with``), so it may be read back;
             without ``hidden`` only visibility itself counts. Audit-only artifacts never come back.
+        filtered: record id → ``(reason, detail)`` of the hard filter that omitted it, or ``None``
+            (:func:`hard_omission`); such an artifact is never read back, it gets a reference with that
+            reason. Without it no omission is checked (the caller vouches for the targets' sources).
 
     Returns:
         The new turns per unit id, their representation, and one manifest entry per artifact.
@@ -162,7 +221,11 @@ def rehydrate(
             # a repaired source holds the same bytes as the broken one, so the locator's ranges still apply
             located = broken if broken is not None else aid
             ranges = located_ranges(mem, located) if policy.rehydration.located_ranges else ()
-            reason, detail, texts = _check(art, request, policy, read_blob, bytes_left, ranges, hidden)
+            blocked = filtered(aid) if filtered is not None and isinstance(art, ToolArtifact) else None
+            if blocked is not None:
+                reason, detail, texts = blocked[0], blocked[1], ()
+            else:
+                reason, detail, texts = _check(art, request, policy, read_blob, bytes_left, ranges, hidden)
             if reason is None and isinstance(art, ToolArtifact):
                 raw = _Raw(art, ranges, texts)
                 bytes_left -= raw.size
