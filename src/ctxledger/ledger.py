@@ -297,13 +297,16 @@ class Ledger:
             self._check_snapshot_bounds(req, branch, head)
         snap = self.snapshots.load(req.tenant_id, req.conversation_id, branch, req.as_of_seq)
         coster = coster or self.coster(req.api, req.model, counter)
+        policy = policy or self.policy
         ladder = self.ladder.bind(
-            req.query, reach(snap.units, unit_turn_costs(snap, coster), req.budget().input_tokens)
+            req.query,
+            reach(snap.units, unit_turn_costs(snap, coster), req.budget().input_tokens),
+            getattr(policy.stage("secrets"), "scanner", None),
         )
         asm = assemble(
             req,
             snap,
-            policy=policy or self.policy,
+            policy=policy,
             coster=coster,
             serializer=get_serializer(req.api),
             extra_records=self._off_lineage(snap),

@@ -19,9 +19,15 @@ at least :data:`MIN_TOKENS`; an assistant turn's tool calls are never touched (o
 excerpted), so tool-call pairing holds in every rung. A message gets excerpts only: no extractor reads
 prose, and a bare reference to a message tells the model nothing (a tool result's reference still answers
 its call and says what the output was). A message excerpt's locators name the message: its bytes are its
-text as UTF-8 (:func:`rehydrate_ref`). A turn the policy already marked (redacted secret, stale flag,
-delimiting) is never re-derived from raw bytes: it stays as marked. Memories, compactions, checkpoints
-and instructions are compact already and get no rungs.
+text as UTF-8 (:func:`rehydrate_ref`). A turn the policy already marked (stale flag, conflict flag …) is
+never re-derived from raw bytes: it stays as marked. Two marks are kept by the excerpts themselves:
+delimiting (an excerpt of a data block stays in that block) and, for tool results, ``secret_redacted``:
+the lines of the raw output that hold a secret (found once per output with the policy's scanner,
+:func:`secret_lines`) are shown as ``[withheld by policy: <type> on line N]`` wherever an excerpt touches
+them, so a huge failed output holding a key still enters as an exact excerpt (its error lines and
+locators) and not even a fragment of the key, cut at an excerpt boundary, gets in. Such an output gets no
+extraction or memory rung (an extractor reads the raw bytes); its locators stay exact raw byte ranges.
+Memories, compactions, checkpoints and instructions are compact already and get no rungs.
 
 **Costs** are exact: each option's turns are priced by the same coster as verbatim (the serializer's
 framing and the model's counter). A :class:`~ctxledger.assemble.costing.FixedCoster` (reference counts
@@ -74,6 +80,7 @@ from ctxledger.assemble.units import Unit, UnitKind, data_block_body, render_mem
 from ctxledger.errors import BlobNotFound, BudgetError, InputError, IntegrityError, RecordNotFound
 from ctxledger.hashing import sha256_hex
 from ctxledger.policy.base import Outcome, PolicyDecision, ReasonCode
+from ctxledger.policy.secrets import SecretScanner, default_scanner
 from ctxledger.records import Message, Record, ToolArtifact, ToolCall, ToolMemory
 from ctxledger.represent import LineIndex, Locator, make_excerpt, promote, rehydrate
 from ctxledger.represent._patterns import is_error_line
@@ -165,6 +172,8 @@ class _Target:
     ref_uri: str | None
     errors: tuple[str, ...] = ()
     """The distinct error lines of ``data`` (:func:`error_lines`)."""
+    withheld: Mapping[int, str] = field(default_factory=dict)
+    """Line number → placeholder for each line of ``data`` holding a secret (:func:`secret_lines`)."""
 
     @property
     def is_artifact(self) -> bool:
@@ -218,6 +227,8 @@ class Ladder:
         excerpt_tokens: the excerpt sizes offered (tokens of excerpt text).
         min_tokens: turns below this cost (tokens, verbatim) are never re-represented.
         messages: also excerpt long user and assistant message texts (their locators name the message).
+        scanner: finds the secrets of a ``secret_redacted`` tool result's raw bytes (default: the default
+            scanner; :meth:`bind` takes the policy's).
 
     A ladder caches the options of every unit it has seen (by tenant, unit id, turn content, marks, coster and
     query), so repeated assemblies of a growing history only build options for new units. The tenant is part of
@@ -233,6 +244,7 @@ class Ladder:
         excerpt_tokens: Sequence[int] = EXCERPT_TOKENS,
         min_tokens: int = MIN_TOKENS,
         messages: bool = True,
+        scanner: SecretScanner | None = None,
         _cache: dict[tuple[Any, ...], Any] | None = None,
     ) -> None:
         self.read_blob = read_blob
@@ -241,16 +253,24 @@ class Ladder:
         self.excerpt_tokens = tuple(sorted(set(excerpt_tokens), reverse=True))
         self.min_tokens = min_tokens
         self.messages = messages
+        self.scanner = scanner or default_scanner()
+        self._scanner_key = (
+            self.scanner.plugins,
+            tuple(sorted((k, rx.pattern) for k, rx in self.scanner.extra.items())),
+        )
         self.reach: frozenset[str] | None = None
         self._cache: dict[tuple[Any, ...], Any] = {} if _cache is None else _cache
         """Rungs by (tenant, unit, content, coster, query) and MinHash sketches by ("sketch", text), per ledger."""
 
-    def bind(self, query: str | None, reach: frozenset[str] | None = None) -> Ladder:
+    def bind(
+        self, query: str | None, reach: frozenset[str] | None = None, scanner: SecretScanner | None = None
+    ) -> Ladder:
         """The same ladder (sharing its cache) for one request.
 
         Args:
             query: the request's goal (excerpt focus, extractor query).
             reach: the unit ids that get rungs and redundancy checks (see :func:`reach`); ``None`` = all.
+            scanner: the policy's secret scanner (default: this ladder's).
         """
         bound = Ladder(
             self.read_blob,
@@ -258,6 +278,7 @@ class Ladder:
             excerpt_tokens=self.excerpt_tokens,
             min_tokens=self.min_tokens,
             messages=self.messages,
+            scanner=scanner or self.scanner,
             _cache=self._cache,
         )
         bound.reach = reach
@@ -279,7 +300,15 @@ class Ladder:
         """
         if self.reach is not None and unit.id not in self.reach and not required:
             return []
-        key = (_tenant_of(unit), unit.id, _content_key(unit), coster.counter_id, self.focus, self.query)
+        key = (
+            _tenant_of(unit),
+            unit.id,
+            _content_key(unit),
+            coster.counter_id,
+            self.focus,
+            self.query,
+            self._scanner_key,
+        )
         rungs = self._cache.get(key)
         if rungs is None:
             rungs = self._rungs(unit, verbatim, coster)
@@ -309,7 +338,8 @@ class Ladder:
             return []
         rungs = self._excerpts(unit, targets, costs, coster)
         if unit.kind is UnitKind.TOOL_EXCHANGE:  # a message has no extractor, and a bare reference says nothing
-            memories = {t.record.id: self._promote(t) for t in targets if t.is_artifact}
+            # an extractor reads the raw bytes: an output holding a secret gets no extraction or memory
+            memories = {t.record.id: self._promote(t) for t in targets if t.is_artifact and not t.withheld}
             if any(m[0] is not None for m in memories.values()):
                 rungs += [self._extraction(unit, targets, costs, coster, memories, full) for full in (True, False)]
             rungs.append(self._reference(unit, targets, costs, coster))
@@ -323,17 +353,22 @@ class Ladder:
         out = []
         for i, turn in enumerate(unit.turns):
             rec = records.get(turn.ref)
+            marks = set(unit.transforms.get(turn.ref, "delimited").split("+"))
+            redacted = "secret_redacted" in marks
             if (
                 costs[i] < self.min_tokens
                 or not isinstance(turn.content, str)
-                or unit.transforms.get(turn.ref, "delimited") != "delimited"
+                or not marks <= {"delimited", "secret_redacted"}
             ):
                 continue
             if isinstance(rec, ToolArtifact) and turn.role == "tool" and rec.sha256:
                 data = self.read_blob(rec.sha256)
                 ref_uri = rec.meta.get("artifact_ref")
                 uri = str(ref_uri) if ref_uri else None
-                out.append(_Target(i, rec, data, rec.sha256, costs[i], uri, tuple(error_lines(data))))
+                withheld = secret_lines(data, self.scanner) if redacted else {}
+                out.append(_Target(i, rec, data, rec.sha256, costs[i], uri, tuple(error_lines(data)), withheld))
+            elif redacted:
+                continue  # a message's redacted text is not its bytes: it stays verbatim as marked
             elif isinstance(rec, Message) and turn.role in ("user", "assistant") and self.messages:
                 target = self._message_target(i, rec, turn, costs[i], coster)
                 if target is not None:
@@ -379,7 +414,7 @@ class Ladder:
         detail = {**detail, "error_lines": errors, "error_lines_kept": errors_kept}
         turns, tokens, derived = list(unit.turns), list(costs), {}
         for i, (content, rate) in contents.items():
-            if unit.transforms.get(turns[i].ref) == "delimited":  # an excerpt of data stays data
+            if "delimited" in unit.transforms.get(turns[i].ref, "").split("+"):  # an excerpt of data stays data
                 content = rewrap_data_block(str(turns[i].content), content)
             turns[i] = dataclasses.replace(turns[i], content=content)
             if isinstance(coster, FixedCoster):
@@ -416,6 +451,7 @@ class Ladder:
                         source_version=t.source_version,
                         focus=self.focus,
                         ref_uri=t.ref_uri,
+                        withheld=t.withheld,
                     )
                 except BudgetError:
                     contents = {}
@@ -428,9 +464,12 @@ class Ladder:
                     "max_tokens": size,
                     "locators": [loc.to_dict() for loc in ex.locators],
                 }
+                if t.withheld:
+                    records[t.record.id]["withheld_lines"] = sorted(t.withheld)
             if not contents:
                 continue
-            head = ("excerpt", f"excerpt@{size}", EXCERPT_FLOOR, {"records": records})
+            redacted = "+secret_redacted" if any(t.withheld for t in targets) else ""
+            head = ("excerpt", f"excerpt@{size}{redacted}", EXCERPT_FLOOR, {"records": records})
             rungs.append(self._finish(unit, costs, coster, contents, head, targets, shown))
         return _distinct(rungs)
 
@@ -684,6 +723,39 @@ def reach(units: Sequence[Unit], costs: Sequence[Sequence[int]], input_tokens: i
             break
         out.append(unit.id)
     return frozenset(out)
+
+
+def secret_lines(data: bytes, scanner: SecretScanner) -> dict[int, str]:
+    r"""The lines of ``data`` holding a secret, each with the placeholder an excerpt shows in its place.
+
+    Args:
+        data: raw bytes (a tool output); lines are ``\n``-terminated, numbered from 1 as locators number them.
+        scanner: the policy's scanner; the default scanner is consulted too, as the verbatim redaction is.
+
+    Returns:
+        ``{line: "[withheld by policy: <types> on line <line>]"}``; empty when no secret is found. The text is
+        scanned once (decoded with ``surrogateescape``, so its lines map back to exact byte ranges).
+    """
+    text = data.decode("utf-8", errors="surrogateescape")
+    findings = list(scanner.scan(text))
+    default = default_scanner()
+    if default is not scanner:
+        findings += default.scan(text)
+    if not findings:
+        return {}
+    pieces = text.splitlines(keepends=True)  # the scanner numbers lines as str.splitlines does
+    starts = [0]
+    for piece in pieces:
+        starts.append(starts[-1] + len(piece.encode("utf-8", errors="surrogateescape")))
+    index = LineIndex(data)
+    types: dict[int, set[str]] = {}
+    for f in findings:
+        if not 1 <= f.line <= len(pieces):
+            continue
+        a, b = starts[f.line - 1], starts[f.line]
+        for line in range(index.line_of(a), index.line_of(max(a, b - 1)) + 1):
+            types.setdefault(line, set()).add(f.type)
+    return {line: f"[withheld by policy: {', '.join(sorted(t))} on line {line}]" for line, t in types.items()}
 
 
 def _reference_text(t: _Target) -> str:

@@ -21,6 +21,12 @@ locator always rehydrates to the bytes the excerpt claims. Everything else in th
 ``… lines 12\u2013480 omitted (N bytes) …`` markers, the footer) is framing that names the artifact and says
 what was left out. The excerpt's exact token count, measured with the caller's counter on the final text,
 is at most ``max_tokens``.
+
+One exception, asked for by the caller: the lines named in ``withheld`` (line number → placeholder, e.g.
+the lines of a tool output that hold a secret) are never shown. A shown run that touches such a line shows
+its placeholder in that line's place, once, whatever part of the line the run covers — so not even a
+fragment of the line, cut at a run boundary, gets out. The run's locator still gives the exact raw byte
+range (whoever rehydrates it reads the raw bytes under their own rules).
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ctxledger.errors import BudgetError, ConfigurationError
@@ -225,8 +231,11 @@ class _Renderer:
         sha256: str,
         source_version: str | None,
         ref_uri: str | None,
+        withheld: Mapping[int, str] | None = None,
     ) -> None:
         self.index = index
+        self.withheld = dict(withheld or {})
+        self.withheld_lines = sorted(self.withheld)
         self.pieces = pieces
         self.artifact_id = artifact_id
         self.sha256 = sha256
@@ -254,6 +263,23 @@ class _Renderer:
                 runs.append((piece.start, piece.end))
         return runs
 
+    def shown(self, start: int, end: int) -> str:
+        """The text a run of bytes ``[start, end)`` shows: its bytes, withheld lines replaced whole."""
+        first, last = self.index.line_of(start), self.index.line_of(max(start, end - 1))
+        lo = bisect.bisect_left(self.withheld_lines, first)
+        if lo == len(self.withheld_lines) or self.withheld_lines[lo] > last:
+            return self.index.data[start:end].decode("utf-8", errors="replace")
+        parts: list[str] = []
+        cursor = start
+        for line in self.withheld_lines[lo : bisect.bisect_right(self.withheld_lines, last)]:
+            a, b = self.index.line_span(line)
+            a, b = max(a, start), min(b, end)
+            parts.append(self.index.data[cursor:a].decode("utf-8", errors="replace"))
+            parts.append(self.withheld[line] + "\n")
+            cursor = b
+        parts.append(self.index.data[cursor:end].decode("utf-8", errors="replace"))
+        return "".join(parts)
+
     def render(self, chosen: Sequence[int]) -> tuple[str, tuple[Locator, ...]]:
         runs = self.runs(chosen)
         shown = len({self.pieces[i].line for i in chosen})
@@ -262,7 +288,7 @@ class _Renderer:
         for start, end in runs:
             if start > cursor:
                 parts += [_marker(self.index, cursor, start), "\n"]
-            text = self.index.data[start:end].decode("utf-8", errors="replace")
+            text = self.shown(start, end)
             parts += [text, "" if text.endswith("\n") else "\n"]
             cursor = end
         if cursor < len(self.index.data):
@@ -318,8 +344,9 @@ def make_excerpt(
     source_version: str | None = None,
     focus: Sequence[str] = (),
     ref_uri: str | None = None,
+    withheld: Mapping[int, str] | None = None,
 ) -> Excerpt:
-    """Return a bounded excerpt of an artifact's bytes that keeps what matters (see module docstring).
+    r"""Return a bounded excerpt of an artifact's bytes that keeps what matters (see module docstring).
 
     Args:
         data: the artifact's exact bytes (as stored in the blob store).
@@ -331,6 +358,8 @@ def make_excerpt(
         focus: strings (e.g. from the current goal) whose lines are kept first; case-insensitive.
         ref_uri: the artifact's external reference (e.g. ``artifact://runs/r-41/call_s1/stdout``),
             named in the header when given.
+        withheld: 1-based line number → the text shown instead of that line wherever a shown run touches
+            it (see the module docstring); line numbers count ``\n``-terminated lines of ``data``.
 
     Returns:
         An :class:`Excerpt` whose ``tokens`` ≤ ``max_tokens``. When everything fits, it shows the whole
@@ -346,13 +375,19 @@ def make_excerpt(
     by_bytes = index.line_count <= BYTE_MODE_LINES
     pieces = _pieces(index, piece_bytes(len(data)) if by_bytes else MAX_PIECE_BYTES)
     render = _Renderer(
-        index, pieces, artifact_id=artifact_id, sha256=sha256, source_version=source_version, ref_uri=ref_uri
+        index,
+        pieces,
+        artifact_id=artifact_id,
+        sha256=sha256,
+        source_version=source_version,
+        ref_uri=ref_uri,
+        withheld=withheld,
     )
     whole_text, whole_locators = render.render(range(len(pieces)))
     whole_tokens = counter.count(whole_text)
     if whole_tokens <= max_tokens:
         return Excerpt(whole_text, whole_tokens, whole_locators)
-    costs = counter.count_many([data[p.start : p.end].decode("utf-8", errors="replace") for p in pieces])
+    costs = counter.count_many([render.shown(p.start, p.end) for p in pieces])
     frame = counter.count(render.header(index.line_count) + "\n" + render.footer())
     plan = _Plan(costs, counter.count(_marker_sample(len(data), index.line_count)))
     order = _byte_priority(pieces, index, focus) if by_bytes else _priority(pieces, index, focus)
