@@ -78,15 +78,21 @@ def test_the_assistant_call_is_untouched_so_pairing_holds(swe):
 
 
 def test_small_and_marked_units_get_no_rungs(swe):
-    """Turns under the size floor, and turns a policy mark changed (e.g. a redaction), are never re-derived."""
+    """Turns under the size floor, and turns a policy mark changed (e.g. a stale flag), are never re-derived.
+
+    A ``secret_redacted`` tool result is the exception: its excerpts withhold the secret lines themselves
+    (tests/assemble/test_oversized_secret.py), so it still gets rungs.
+    """
     ledger, _ = swe
     coster = ledger.coster("openai-chat", "gpt-4o")
     units = _snapshot(swe).units
     small = next(u for u in units if u.kind is UnitKind.TOOL_EXCHANGE and len(u.turns[1].content) < 200)
     assert ledger.ladder(small, _verbatim(small, coster), coster) == []
     unit = _failing_run(swe)
-    marked = dataclasses.replace(unit, transforms={unit.turns[1].ref: "secret_redacted"})
+    marked = dataclasses.replace(unit, transforms={unit.turns[1].ref: "stale_marked"})
     assert ledger.ladder(marked, _verbatim(marked, coster), coster) == []
+    redacted = dataclasses.replace(unit, transforms={unit.turns[1].ref: "delimited+secret_redacted"})
+    assert any(o.representation == "excerpt" for o in ledger.ladder(redacted, _verbatim(redacted, coster), coster))
 
 
 def test_reference_counts_price_derived_text_at_the_source_rate(swe):
