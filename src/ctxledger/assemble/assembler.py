@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from ctxledger.assemble.costing import Coster
-from ctxledger.assemble.inputs import resolve_participant, unknown_inputs
+from ctxledger.assemble.inputs import resolve_participant, unknown_inputs, unserved_exact_evidence
 from ctxledger.assemble.relevance import is_question, spread, tokenize
 from ctxledger.assemble.represent import Pointer, charge_savings, omit_redundant
 from ctxledger.assemble.room import anchor_user_turn, make_room_for_errors
@@ -350,6 +350,8 @@ def assemble(
     chosen_units = _anchor_required_lead(chosen_units, units, items, plan, result.chosen, dynamic, ledger)
     charge_savings(ledger.saved, result.chosen, costs)
     _rehydrate(request, policy, plan, chosen_units, result, coster, read_blob, dynamic, ledger)
+    if plan.ctx is not None:
+        plan.ctx.warnings += unserved_exact_evidence(request, records, plan.omitted, plan.rehydrations)
     for unit in fixed:
         ledger.charge(unit.context_class.value, costs[unit.id], required=True)
     framing = _sum_costs(coster, (), tools)  # reply priming and tool schemas: part of F, in no class

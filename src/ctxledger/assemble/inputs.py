@@ -10,7 +10,9 @@ state, scoped data never goes to an unknown provider); :func:`unknown_inputs` on
 is visible in the manifest's ``warnings`` (and on the command line) instead of passing silently.
 
 Each warning is ``{"code", "input", "value", "detail"}``: ``code`` is ``unknown_exact_evidence``,
-``unknown_participant``, ``unknown_provider``, ``unused_contract_input`` or ``now_before_records``;
+``exact_evidence_not_served`` (:func:`unserved_exact_evidence`: a known record whose raw bytes were asked
+for but neither read back nor referenced, e.g. an omitted stale memory), ``unknown_participant``,
+``unknown_provider``, ``unused_contract_input`` or ``now_before_records``;
 ``input`` the request field; ``value`` what it named.
 
 A participant may be named by its name: :func:`resolve_participant` turns ``"lead"`` into
@@ -21,7 +23,7 @@ exists and ``"lead"`` itself is no participant id or record owner.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -176,6 +178,46 @@ def _clock_warnings(now: datetime, records: Iterable[Record]) -> list[dict[str, 
             "only freshness is judged as of now",
         )
     ]
+
+
+def unserved_exact_evidence(
+    request: Any,
+    records: Iterable[Record],
+    omitted: Mapping[str, tuple[str, str, str]],
+    rehydrations: Iterable[Mapping[str, Any]],
+) -> list[dict[str, str]]:
+    """Warnings for exact evidence asked by id that no rehydration entry answers (issue 3 item 7).
+
+    Args:
+        request: the assembly request (its ``exact_evidence`` ids or external ids).
+        records: the call's candidate records.
+        omitted: the plan's omissions, record id → ``(reason, stage, detail)``.
+        rehydrations: the manifest's rehydration entries (``memory`` and ``artifact`` ids).
+
+    Returns:
+        One ``exact_evidence_not_served`` warning per known name whose record was omitted or is not a
+        selected memory or its source; unknown names are :func:`unknown_inputs`' to report.
+    """
+    asked = request.exact_evidence
+    if asked is True or not asked:
+        return []
+    touched = {str(e.get(k)) for e in rehydrations for k in ("memory", "artifact") if e.get(k)}
+    ids: dict[str, str] = {}
+    for rec in records:
+        ids[rec.id] = rec.id
+        if rec.external_id:
+            ids.setdefault(rec.external_id, rec.id)
+    out = []
+    for name in dict.fromkeys(str(a) for a in asked):
+        rid = ids.get(name)
+        if rid is None or rid in touched:
+            continue
+        why = omitted.get(rid)
+        what = f"{rid} was omitted ({why[0]}: {why[2]})" if why else f"{rid} is not a selected memory or its source"
+        out.append(
+            _warning("exact_evidence_not_served", "exact_evidence", name, f"no raw bytes read back for it: {what}")
+        )
+    return out
 
 
 def _warning(code: str, input_name: str, value: str, detail: str) -> dict[str, str]:
