@@ -30,8 +30,16 @@ def histories(draw):
         calls = []
         for _ in range(draw(st.integers(1, 3))):
             n_call += 1
-            calls.append({"id": f"call_{n_call}", "type": "function",
-                          "function": {"name": draw(st.sampled_from(["search", "book"])), "arguments": json.dumps({"q": draw(text)})}})
+            calls.append(
+                {
+                    "id": f"call_{n_call}",
+                    "type": "function",
+                    "function": {
+                        "name": draw(st.sampled_from(["search", "book"])),
+                        "arguments": json.dumps({"q": draw(text)}),
+                    },
+                }
+            )
         messages.append({"role": "assistant", "content": None, "tool_calls": calls})
         for call in calls:
             body = draw(text)

@@ -25,7 +25,9 @@ def test_budget_arithmetic_and_itemised_error():
     assert budget.check_required([BudgetItem("a", "instruction", 500)]) == 250
     with pytest.raises(RequiredBlocksDoNotFit) as err:
         budget.check_required([BudgetItem("sys", "instruction", 500), BudgetItem("m9", "latest_user_turn", 300)])
-    assert err.value.required_tokens == 800 and "sys" in str(err.value) and "m9 (latest_user_turn): 300" in str(err.value)
+    assert (
+        err.value.required_tokens == 800 and "sys" in str(err.value) and "m9 (latest_user_turn): 300" in str(err.value)
+    )
     with pytest.raises(ConfigurationError):
         Budget(100, 90, 10)
 
@@ -87,14 +89,19 @@ def test_incremental_bm25_vectorised_scores_equal_the_scalar_formula(data_dir):
 
 
 def test_selection_takes_required_then_utility_and_explains_omissions():
-    """Required items are placed first; optional ones by utility; what does not fit is omitted as budget or class_cap."""
+    """Required items are placed first; optional ones by utility; what does not fit is omitted (budget, class_cap)."""
 
     def item(uid, seq, tokens, utility, cls="conversation", required=False):
         return SelectionItem(uid, seq, cls, [Option("verbatim", tokens, utility, ())], required)
 
     ledger = BudgetLedger(100, {"operational": 0.3})
-    items = [item("req", 9, 40, 0.1, required=True), item("big", 8, 50, 0.9), item("small", 2, 10, 0.5),
-             item("tool", 7, 40, 0.95, cls="operational"), item("late", 1, 20, 0.2)]
+    items = [
+        item("req", 9, 40, 0.1, required=True),
+        item("big", 8, 50, 0.9),
+        item("small", 2, 10, 0.5),
+        item("tool", 7, 40, 0.95, cls="operational"),
+        item("late", 1, 20, 0.2),
+    ]
     result = select(items, 100, ledger)
     assert set(result.chosen) == {"req", "big", "small"}
     assert result.omitted == {"tool": ReasonCode.CLASS_CAP, "late": ReasonCode.BUDGET}
@@ -147,7 +154,11 @@ def test_a_required_assistant_lead_brings_its_user_turn_for_anthropic(data_dir):
     result = ledger.import_file(data_dir / "tau-bench" / "gpt-4o-airline_tasks0-39.json", count_tokens_for=None)
     conv = next(c for c in result.conversation_ids if c.endswith("task13-trial1"))
     asm = ledger.assemble(
-        conv, window_tokens=2000, output_tokens=300, margin_tokens=100, api="anthropic-messages",
+        conv,
+        window_tokens=2000,
+        output_tokens=300,
+        margin_tokens=100,
+        api="anthropic-messages",
         model="claude-sonnet-4-5",
     )
     assert asm.payload["messages"][0]["role"] == "user"
@@ -158,12 +169,21 @@ def test_import_messages_in_anthropic_form_keeps_the_system_prompt():
     """Anthropic-form messages with system= import with their instructions, which lead the payload."""
     ledger = Ledger(MemoryStore())
     ledger.import_messages(
-        [{"role": "user", "content": "Weather in Porto?"},
-         {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "forecast", "input": {"city": "Porto"}}]},
-         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "19 C"}]},
-         {"role": "user", "content": "And tomorrow?"}],
-        api="anthropic-messages", system="You are a travel helper.", conversation_id="an",
+        [
+            {"role": "user", "content": "Weather in Porto?"},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "toolu_1", "name": "forecast", "input": {"city": "Porto"}}],
+            },
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "19 C"}]},
+            {"role": "user", "content": "And tomorrow?"},
+        ],
+        api="anthropic-messages",
+        system="You are a travel helper.",
+        conversation_id="an",
     )
-    asm = ledger.assemble("an", api="anthropic-messages", model="claude-sonnet-4-5", window_tokens=4000, output_tokens=500)
+    asm = ledger.assemble(
+        "an", api="anthropic-messages", model="claude-sonnet-4-5", window_tokens=4000, output_tokens=500
+    )
     assert asm.payload["system"] == "You are a travel helper."
     assert asm.payload["messages"][0]["role"] == "user"

@@ -7,15 +7,26 @@ import json
 from ctxledger.ledger import Ledger
 from ctxledger.testing import MemoryStore
 
-RESERVATION = {"reservation_id": "HATHAU", "user_id": "mia_li_3668", "origin": "JFK", "destination": "SEA",
-               "flights": [{"flight_number": "HAT136", "date": "2024-05-20", "price": 305}] * 6,
-               "passengers": [{"first_name": "Mia", "last_name": "Li", "dob": "1990-04-05"}], "status": "booked"}
+RESERVATION = {
+    "reservation_id": "HATHAU",
+    "user_id": "mia_li_3668",
+    "origin": "JFK",
+    "destination": "SEA",
+    "flights": [{"flight_number": "HAT136", "date": "2024-05-20", "price": 305}] * 6,
+    "passengers": [{"first_name": "Mia", "last_name": "Li", "dob": "1990-04-05"}],
+    "status": "booked",
+}
 
 
 def _exchange(call_id, name, args, result):
     return [
-        {"role": "assistant", "content": None,
-         "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+            ],
+        },
         {"role": "tool", "tool_call_id": call_id, "content": json.dumps(result)},
     ]
 
