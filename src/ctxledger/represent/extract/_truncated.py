@@ -49,6 +49,10 @@ def close_truncated(text: str) -> str | None:
     return text[:end] + "".join(_CLOSERS[c] for c in reversed(opened))
 
 
+_CUT_ESCAPE = 5
+"""Longest tail a cut ``\\uXXXX`` escape leaves (a backslash, ``u`` and up to three hex digits)."""
+
+
 def envelope_response(text: str) -> tuple[str, str] | None:
     """``(error, response text)`` of a ToolBench ``{"error", "response"}`` envelope whose string was cut.
 
@@ -66,7 +70,11 @@ def envelope_response(text: str) -> tuple[str, str] | None:
     raw = "".join(body)
     if escaped:
         raw = raw[:-1]
-    for candidate in (raw, raw[: raw.rfind("\\")]):  # the second drops a cut \uXXXX escape
+    candidates = [raw]
+    cut = raw.rfind("\\")
+    if cut != -1 and len(raw) - cut <= _CUT_ESCAPE:  # a \uXXXX escape cut short ("\u", "\u0" … "\u00e")
+        candidates.append(raw[:cut])
+    for candidate in candidates:
         try:
             return json.loads(f'"{head.group(1)}"'), json.loads(f'"{candidate}"')
         except ValueError:
