@@ -7,30 +7,17 @@ import json
 from datetime import timedelta
 
 import pytest
+from policy_helpers import fates as _fates
+from policy_helpers import graph
 
 from ctxledger.assemble.select import Option
 from ctxledger.hashing import canonical_json
-from ctxledger.ledger import Ledger
 from ctxledger.policy import Policy, WorkingSetContract, default_policy
 from ctxledger.policy.contracts import expose_tools, find_contract
 from ctxledger.policy.secrets import SecretScanner, default_scanner, redact
 from ctxledger.policy.stages import PrivacyStage, ValidityStage
-from ctxledger.scenarios._graph import GraphBuilder
-from ctxledger.testing import MemoryStore
 
-
-def _graph(policy=None, **ledger_kwargs):
-    ledger = Ledger(MemoryStore(), policy=policy, **ledger_kwargs)
-    g = GraphBuilder(ledger, "t")
-    g.system("sys", "Be brief.")
-    return ledger, g
-
-
-def _fates(asm, g):
-    ext = {r.id: r.external_id for r in g.records.values()}
-    inc = {ext[e["ref"]] for e in asm.manifest["included"] if e["ref"] in ext}
-    out = {ext[e["ref"]]: e["reason"] for e in asm.manifest["omitted"] if e["ref"] in ext}
-    return inc, out
+_graph = graph
 
 
 def _with(stage, policy=None):

@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
+from policy_helpers import graph
 
 from ctxledger.hashing import canonical_json
 from ctxledger.ledger import Ledger
-from ctxledger.scenarios._graph import GraphBuilder
 from ctxledger.testing import MemoryStore
 
-
-def _graph(policy=None):
-    ledger = Ledger(MemoryStore(), policy=policy)
-    g = GraphBuilder(ledger, "t")
-    g.system("sys", "Be brief.", visibility="conversation")
-    return ledger, g
-
-
-def _fates(asm, g):
-    ext = {r.id: r.external_id for r in g.records.values()}
-    inc = {ext[e["ref"]] for e in asm.manifest["included"] if e["ref"] in ext}
-    out = {ext[e["ref"]]: e["reason"] for e in asm.manifest["omitted"] if e["ref"] in ext}
-    return inc, out
+_graph = partial(graph, system_visibility="conversation")
 
 
 # -- item 12: speakers -------------------------------------------------------------------------------------
