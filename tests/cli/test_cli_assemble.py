@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from typer.testing import CliRunner
 
@@ -22,6 +22,13 @@ if TYPE_CHECKING:
 
 def _flat(text: str) -> str:
     return " ".join(text.split())
+
+
+def _manifest(url: str, result: Any) -> dict[str, Any]:
+    """The persisted manifest of the assembly a CLI run printed (its id is on stdout or stderr)."""
+    asm_id = next(w for w in (result.stdout + result.stderr).split() if w.startswith("asm_"))
+    with Ledger.open(url) as ledger:
+        return ledger.get_assembly(asm_id)
 
 
 def test_assemble_prints_payload_json_on_stdout_and_the_report_on_stderr(
@@ -285,9 +292,7 @@ def test_assemble_under_a_policy_file_records_that_policy(
         app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--policy", str(policy), "--out", str(out)]
     )
     assert result.exit_code == 0, result.output
-    assembly_id = result.stdout.split("explain it: ctxledger explain ")[1].split()[0]
-    with Ledger.open(demo_store.url) as ledger:
-        manifest = ledger.get_assembly(assembly_id)
+    manifest = _manifest(demo_store.url, result)
     assert (manifest["policy"]["name"], manifest["policy"]["version"]) == ("cli-test", "3")
     bad = tmp_path / "bad.toml"
     bad.write_text("[policy]\nname = 3\n", encoding="utf-8")
@@ -309,9 +314,7 @@ def test_assemble_under_a_yaml_policy_file(runner: CliRunner, demo_store: DemoSt
             app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--policy", str(path), "--out", str(out)]
         )
         assert result.exit_code == 0, result.output
-        assembly_id = result.stdout.split("explain it: ctxledger explain ")[1].split()[0]
-        with Ledger.open(demo_store.url) as ledger:
-            manifest = ledger.get_assembly(assembly_id)
+        manifest = _manifest(demo_store.url, result)
         assert (manifest["policy"]["name"], manifest["policy"]["version"]) == ("cli-yaml", "4")
         hashes.append((manifest["policy"]["hash"], manifest["payload_hash"]))
     assert hashes[0] == hashes[1]
@@ -392,21 +395,15 @@ def test_assemble_request_options_reach_the_manifest(runner: CliRunner, tmp_path
     base = ["--db", url, "assemble", g.conversation_id, "--out", str(tmp_path / "p.json")]
     result = runner.invoke(app, [*base, "--exact-evidence", g.id("m-csv"), "--now", "2026-09-01T09:30Z"])
     assert result.exit_code == 0, result.output
-    asm_id = next(w for w in result.stdout.split() if w.startswith("asm_"))
-    with Ledger.open(url) as ledger:
-        manifest = ledger.get_assembly(asm_id)
+    manifest = _manifest(url, result)
     assert manifest["request"]["now"] == "2026-09-01T09:30:00+00:00"
     assert manifest["request"]["exact_evidence"] == [g.id("m-csv")]
     assert [r["decision"] for r in manifest["rehydrations"]] == ["rehydrated"]
     stale = runner.invoke(app, [*base, "--source-version", "repo=d4e5f6", "--now", "2026-09-01T09:30Z"])
-    asm_id = next(w for w in stale.stdout.split() if w.startswith("asm_"))
-    with Ledger.open(url) as ledger:
-        marks = ledger.get_assembly(asm_id)["marks"]
+    marks = _manifest(url, stale)["marks"]
     assert any(m["ref"] == g.id("m-csv") and m["reason"] == "stale" and "d4e5f6" in m["detail"] for m in marks)
     bound = runner.invoke(app, [*base, "--policy", str(policy), "--agent", "router", "--call-type", "routing"])
-    asm_id = next(w for w in bound.stdout.split() if w.startswith("asm_"))
-    with Ledger.open(url) as ledger:
-        manifest = ledger.get_assembly(asm_id)
+    manifest = _manifest(url, bound)
     assert manifest["contract"]["agent"] == "router" and manifest["budget"]["input"] == 2000
     assert g.id("m-csv") in {e["ref"] for e in manifest["omitted"]}
 
