@@ -363,6 +363,17 @@ def _env(tenant: str, conv: str, n: int, branch: str | None = None) -> dict[str,
     }
 
 
+def _artifact(tenant: str, conv: str, n: int, ref: BlobRef, name: str = "art") -> ToolArtifact:
+    """A tool artifact ``<tenant>:<conv>/<name><n>`` at ``seq`` n naming blob ``ref`` (for the conformance tests)."""
+    return ToolArtifact(
+        id=f"{tenant}:{conv}/{name}{n}",
+        sha256=ref.sha256,
+        size_bytes=ref.size_bytes,
+        media_type=ref.media_type,
+        **_env(tenant, conv, n),
+    )
+
+
 def _start(tenant: str, conv: str) -> list[Record]:
     """A Conversation and its main Branch record."""
     return [
@@ -654,18 +665,9 @@ class StoreConformance:
         same = store.blobs.put(b'{"pipeline_eur": 8100000, "deals": 64}', "application/json")
         other = store.blobs.put(b"something else", "text/plain")
 
-        def artifact(tenant: str, conv: str, n: int, ref: BlobRef, name: str = "art") -> ToolArtifact:
-            return ToolArtifact(
-                id=f"{tenant}:{conv}/{name}{n}",
-                sha256=ref.sha256,
-                size_bytes=ref.size_bytes,
-                media_type=ref.media_type,
-                **_env(tenant, conv, n),
-            )
-
-        store.append([*_start("ta", "c1"), artifact("ta", "c1", 2, other), artifact("ta", "c1", 3, same)])
-        store.append([*_start("ta", "c2"), artifact("ta", "c2", 2, same, "b"), artifact("ta", "c2", 3, same)])
-        store.append([*_start("tb", "c3"), artifact("tb", "c3", 2, same)])
+        store.append([*_start("ta", "c1"), _artifact("ta", "c1", 2, other), _artifact("ta", "c1", 3, same)])
+        store.append([*_start("ta", "c2"), _artifact("ta", "c2", 2, same, "b"), _artifact("ta", "c2", 3, same)])
+        store.append([*_start("tb", "c3"), _artifact("tb", "c3", 2, same)])
         found = store.artifacts_by_sha256("ta", same.sha256)
         assert [a.id for a in found] == ["ta:c2/b2", "ta:c1/art3", "ta:c2/art3"]
         assert all(isinstance(a, ToolArtifact) and a.tenant_id == "ta" for a in found)
@@ -892,17 +894,8 @@ class StoreConformance:
         shared = store.blobs.put(b'{"flights": []}', "application/json")
         private = store.blobs.put(b"only tenant a saw this", "text/plain")
 
-        def artifact(tenant: str, conv: str, n: int, ref: BlobRef) -> ToolArtifact:
-            return ToolArtifact(
-                id=f"{tenant}:{conv}/art{n}",
-                sha256=ref.sha256,
-                size_bytes=ref.size_bytes,
-                media_type=ref.media_type,
-                **_env(tenant, conv, n),
-            )
-
-        store.append([*_start("ta", "c"), artifact("ta", "c", 2, shared), artifact("ta", "c", 3, private)])
-        store.append([Conversation(id="tb:c", **_env("tb", "c", 0)), artifact("tb", "c", 1, shared)])
+        store.append([*_start("ta", "c"), _artifact("ta", "c", 2, shared), _artifact("ta", "c", 3, private)])
+        store.append([Conversation(id="tb:c", **_env("tb", "c", 0)), _artifact("tb", "c", 1, shared)])
         store.put_assembly({"id": "asm-a", "tenant_id": "ta", "conversation_id": "c"})
         assert store.delete_tenant("ta") == 4
         assert store.conversations("ta") == [] and store.records("ta", "c") == []
