@@ -747,7 +747,7 @@ def run_case_file(path: str | Path) -> CaseOutcome:
     Raises:
         InputError: the case holds a field or expectation the runner does not map (names it).
     """
-    from ctxledger.testing import MemoryStore
+    from ctxledger.store.memory import MemoryStore
 
     case = load_case(path)
     run = run_case(case, Ledger(MemoryStore()))
