@@ -104,3 +104,18 @@ def test_eval_run_without_matplotlib_fails_before_any_call(runner: CliRunner, tm
     result = runner.invoke(app, args)
     assert result.exit_code == 2 and "--no-plots" in " ".join(result.output.split())
     assert not out.exists()
+
+
+def test_eval_run_takes_a_dataset_file_by_path_and_reports_progress(runner: CliRunner, data_dir, tmp_path) -> None:
+    """`-d PATH` reads a tau-bench file under another name; progress lines appear from the first case."""
+    records = json.loads((data_dir / "tau-bench" / "gpt-4o-airline_tasks0-39.json").read_text())[:1]
+    path = tmp_path / "sonnet-35-new-airline.json"
+    path.write_text(json.dumps(records))
+    out = tmp_path / "rep"
+    args = ["eval", "run", "-d", str(path), "-s", "bm25", "-b", "4000", "--max-cases", "2", "--no-checks"]
+    result = runner.invoke(app, [*args, "--no-plots", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "eval tau-bench: 0/2 (0%)" in result.output
+    assert "## tau-bench" in (out / "report.md").read_text()
+    bad = runner.invoke(app, ["eval", "run", "-d", str(tmp_path / "nothing.json"), "--out", str(out)])
+    assert bad.exit_code == 2 and "neither a name nor an existing path" in _flat(bad.output)

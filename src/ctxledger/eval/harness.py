@@ -70,7 +70,8 @@ HEADLINE_EXCLUDED = frozenset({ADVERSARIAL})
 
 SelectorFactory = Callable[[TokenCounter], Selector]
 ProgressFn = Callable[[str, int, int], None]
-"""Called as ``progress(dataset_name, selections_done, selections_total)`` after every case."""
+"""Called as ``progress(dataset_name, selections_done, selections_total)``: once with 0 done before the first
+selection (and while each dataset loads), then after every selection."""
 
 _FACTORIES: dict[str, SelectorFactory] = {}
 
@@ -373,6 +374,7 @@ class DatasetInfo:
     quirks: Mapping[str, int]
     source: str
     counter_error: Mapping[str, Any] | None
+    listed: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -448,14 +450,16 @@ def run_eval(
     done = 0
     for dataset, dataset_budgets in plan:
         dataset_rows = []
+        if progress is not None:
+            progress(dataset.name, done, total)
         for index, case in enumerate(dataset.cases):
             check = determinism_every > 0 and index % determinism_every == 0
             for budget in dataset_budgets:
                 for selector in selectors:
                     dataset_rows.append(evaluate_case(case, selector, budget, counter, check_determinism=check))
-            done += len(dataset_budgets) * len(selectors)
-            if progress is not None:
-                progress(dataset.name, done, total)
+                    done += 1
+                    if progress is not None:
+                        progress(dataset.name, done, total)
         aggregates.extend(aggregate(dataset_rows))
         if keep_rows:
             rows.extend(dataset_rows)
@@ -489,11 +493,12 @@ def _info(dataset: EvalDataset, budgets: tuple[int, ...]) -> DatasetInfo:
         quirks=dict(dataset.quirks),
         source=dataset.source,
         counter_error=counter_error_summary(dataset),
+        listed={k: list(v) for k, v in dataset.listed.items()},
     )
 
 
 def run_named(
-    dataset_names: Sequence[str],
+    dataset_names: Sequence[str | Path],
     selector_names_: Sequence[str],
     budgets: Mapping[str, Sequence[int]] | Sequence[int] | None,
     out_dir: Path | None,
@@ -507,21 +512,33 @@ def run_named(
     determinism_every: int = 10,
     plots: bool = True,
 ) -> EvalResults:
-    """The CLI's entry point: load datasets and build selectors by name, then :func:`run_eval`.
+    """The CLI's entry point: load datasets by name or path and build selectors by name, then :func:`run_eval`.
 
-    ``counter`` defaults to ``ctxledger.tokens.get_counter("cl100k_base")``; ``limit``, ``max_cases``
-    and ``step_stride`` are passed to :func:`ctxledger.eval.datasets.load_dataset`.
+    Each of ``dataset_names`` is a dataset name (read from ``data_dir/<its folder>``,
+    :func:`ctxledger.eval.datasets.load_dataset`) or a file or folder path (its datasets told by shape,
+    :func:`ctxledger.eval.datasets.load_path`). ``counter`` defaults to
+    ``ctxledger.tokens.get_counter("cl100k_base")``; ``limit``, ``max_cases`` and ``step_stride`` are passed
+    to the loader. ``progress`` is called (0 done) while each dataset loads.
 
     Raises:
         ConfigurationError: unknown dataset or selector name, bad budgets, missing optional extra.
-        InputError: malformed data (names file, record index and field).
+        InputError: a path that does not exist or holds no dataset; malformed data (names file, record
+            index and field).
     """
+    from ctxledger.eval.datasets import dataset_names as known_names
+    from ctxledger.eval.datasets import load_path
+
     counter = counter or get_counter("cl100k_base")
-    datasets = [
-        load_dataset(n, data_dir, counter, limit=limit, max_cases=max_cases, step_stride=step_stride)
-        for n in dataset_names
-    ]
     selectors = make_selectors(selector_names_, counter)
+    datasets: list[EvalDataset] = []
+    for source in dataset_names:
+        if progress is not None:
+            progress(f"loading {source}", 0, 0)
+        options = {"limit": limit, "max_cases": max_cases, "step_stride": step_stride}
+        if isinstance(source, str) and source in known_names():
+            datasets.append(load_dataset(source, data_dir, counter, **options))
+        else:
+            datasets.extend(load_path(Path(source), counter, **options))
     return run_eval(
         datasets,
         selectors,
@@ -535,18 +552,45 @@ def run_named(
 
 
 @contextmanager
-def rich_progress() -> Iterator[ProgressFn]:
-    """Yield a progress callback that drives a rich progress bar.
+def rich_progress(console: Any = None, *, every_seconds: float = 10.0) -> Iterator[ProgressFn]:
+    """Yield a progress callback that drives a rich progress bar on ``console`` (default: stderr).
 
-    Use as ``with rich_progress() as p: run_eval(..., progress=p)``.
+    On a terminal the bar shows from the first call (datasets loading, then selections done of the
+    total with the time left). Elsewhere (a log file, CI) a plain line ``eval <dataset>: <done>/<total>
+    (<pct>%), <s> s`` is printed at the first call of each dataset and then at most every
+    ``every_seconds``, so a long run is never silent. Use as ``with rich_progress() as p: run_eval(...,
+    progress=p)``.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns) as bar:
+    console = console or Console(stderr=True)
+    if not console.is_terminal:
+        yield _plain_progress(console, every_seconds)
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console) as bar:
         task_id = bar.add_task("eval", total=None)
 
         def update(name: str, done: int, total: int) -> None:
-            bar.update(task_id, description=name, completed=done, total=total)
+            bar.update(task_id, description=name, completed=done, total=total or None)
 
         yield update
+
+
+def _plain_progress(console: Any, every_seconds: float) -> ProgressFn:
+    started = time.perf_counter()
+    state = {"name": "", "last": float("-inf")}
+
+    def update(name: str, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if name == state["name"] and now - float(state["last"]) < every_seconds and done != total:
+            return
+        state["name"], state["last"] = name, now
+        if not total:
+            console.print(f"eval {name} …", highlight=False)
+            return
+        share = f"{100 * done / total:.0f}%"
+        console.print(f"eval {name}: {done:,}/{total:,} ({share}), {now - started:.0f} s", highlight=False)
+
+    return update

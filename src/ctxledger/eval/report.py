@@ -109,6 +109,8 @@ def _dataset_section(results: EvalResults, info: DatasetInfo, reference: str) ->
     if info.quirks:
         out += ["Data handling (counted, not silently dropped): "
                 + ", ".join(f"{k} = {v}" for k, v in sorted(info.quirks.items())) + ".", ""]  # fmt: skip
+    for quirk, entries in sorted(info.listed.items()):
+        out += [f"{quirk} ({len(entries)}):", "", *(f"- {e}" for e in entries), ""]
     if info.counter_error:
         e = info.counter_error
         out += [f"Counter error against the provider's reported prompt tokens over {e['n']} calls: mean signed "
