@@ -63,6 +63,8 @@ OURS = "ctxledger-default"
 """The name under which ctxledger's default policy registers itself (the hook for the lead)."""
 BASELINE_NAMES = ("full-replay", "newest-fit", "head-tail", "bm25")
 """Built-in baselines (:mod:`ctxledger.eval.baselines`), in report order."""
+COMPARED_BASELINES = ("bm25", "newest-fit")
+"""Baselines every run of ctxledger's default policy is compared with (added by :func:`run_named`)."""
 PEER_NAMES = ("langchain-trim-exact", "langchain-trim-approx", "llamaindex-memory")
 """Built-in peers (:mod:`ctxledger.eval.peers`), in report order."""
 HEADLINE_EXCLUDED = frozenset({ADVERSARIAL})
@@ -514,6 +516,9 @@ def run_named(
 ) -> EvalResults:
     """The CLI's entry point: load datasets by name or path and build selectors by name, then :func:`run_eval`.
 
+    When ctxledger's default policy is among the selectors, BM25 and newest-fit are added (if absent) so
+    the report's by-category comparison is of the same run.
+
     Each of ``dataset_names`` is a dataset name (read from ``data_dir/<its folder>``,
     :func:`ctxledger.eval.datasets.load_dataset`) or a file or folder path (its datasets told by shape,
     :func:`ctxledger.eval.datasets.load_path`). ``counter`` defaults to
@@ -529,7 +534,10 @@ def run_named(
     from ctxledger.eval.datasets import load_path
 
     counter = counter or get_counter("cl100k_base")
-    selectors = make_selectors(selector_names_, counter)
+    chosen = list(selector_names_)
+    if OURS in chosen:
+        chosen += [name for name in COMPARED_BASELINES if name not in chosen]
+    selectors = make_selectors(chosen, counter)
     datasets: list[EvalDataset] = []
     for source in dataset_names:
         if progress is not None:
