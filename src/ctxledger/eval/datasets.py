@@ -165,6 +165,58 @@ def _locomo_turn_text(turn: Mapping[str, Any]) -> str:
     return f"{text} [shares a photo: {caption}]" if caption else text
 
 
+MEMORY_PREFIX = "Memory"
+"""How a LoCoMo observation reads as a candidate turn: ``"Memory (8 May, 2023): <fact>"``."""
+
+
+def _locomo_memories(
+    record: Mapping[str, Any], turns: Sequence[EvalItem], counter: TokenCounter, source: Path, index: int
+) -> tuple[EvalItem, ...]:
+    """The record's ``observation`` facts as memory items placed after the session they were drawn from.
+
+    Each observation ``[fact, dia_id]`` becomes a ``user`` item ``"Memory (<session date>): <fact>"`` with
+    ``meta["covers"]`` = the dia_ids it was derived from (its provenance; ``"D8:6; D9:17"`` is split) and
+    ``meta["kind"] = "memory"``. Items are renumbered so ``seq`` stays the conversation order.
+    """
+    observations = record.get("observation")
+    if not isinstance(observations, Mapping):
+        return tuple(turns)
+    by_session: dict[int, list[tuple[str, tuple[str, ...]]]] = {}
+    for key, per_speaker in observations.items():
+        match = re.fullmatch(r"session_(\d+)_observation", str(key))
+        if not match or not isinstance(per_speaker, Mapping):
+            continue
+        for facts in per_speaker.values():
+            for fact in facts if isinstance(facts, list) else ():
+                if isinstance(fact, list) and len(fact) == 2 and isinstance(fact[0], str):
+                    ids = fact[1] if isinstance(fact[1], list) else [fact[1]]
+                    covers = tuple(p.strip() for i in ids for p in str(i).split(";") if p.strip())
+                    by_session.setdefault(int(match.group(1)), []).append((fact[0], covers))
+    out: list[EvalItem] = []
+    sessions = sorted({int(t.meta["session"]) for t in turns} | set(by_session))
+    dates = {int(t.meta["session"]): t.meta.get("session_date", "") for t in turns}
+    for number in sessions:
+        for turn in (t for t in turns if t.meta["session"] == number):
+            out.append(replace(turn, seq=len(out)))
+        for k, (fact, covers) in enumerate(by_session.get(number, ())):
+            text = (
+                f"{MEMORY_PREFIX} ({dates.get(number, '')}): {fact}"
+                if dates.get(number)
+                else f"{MEMORY_PREFIX}: {fact}"
+            )
+            out.append(
+                EvalItem(
+                    id=f"M{number}:{k + 1}",
+                    role="user",
+                    text=text,
+                    seq=len(out),
+                    tokens=chat_tokens(counter, "user", text),
+                    meta={"session": number, "kind": "memory", "covers": covers},
+                )
+            )
+    return tuple(out)
+
+
 def _locomo_items(conv: Mapping[str, Any], counter: TokenCounter, source: Path, index: int) -> tuple[EvalItem, ...]:
     speaker_a = _field(conv, "speaker_a", str, source, index, "conversation.")
     sessions = sorted(
@@ -194,7 +246,12 @@ def _locomo_items(conv: Mapping[str, Any], counter: TokenCounter, source: Path, 
 
 
 def load_locomo(
-    directory: Path, counter: TokenCounter, *, limit: int | None = None, file_name: str | None = None
+    directory: Path,
+    counter: TokenCounter,
+    *,
+    limit: int | None = None,
+    file_name: str | None = None,
+    memories: bool = False,
 ) -> EvalDataset:
     """LoCoMo evidence recall cases (issue 5 item 4; ``shared/data/locomo/README.md``).
 
@@ -204,6 +261,9 @@ def load_locomo(
         counter: the exact counter (item and question costs in tokens).
         limit: read only the first ``limit`` conversations.
         file_name: read only this file of ``directory``.
+        memories: also offer each conversation's ``observation`` facts as memory items (dataset
+            ``locomo-memory``; see :func:`_locomo_memories`): a required turn counts as recalled when a
+            memory derived from it is included (credit through provenance, ``meta["covers"]``).
 
     Returns:
         One case per question, ``category`` ``"<n>-<name>"`` (see :data:`LOCOMO_CATEGORIES`), quirks
@@ -230,10 +290,12 @@ def load_locomo(
             conv = _field(record, "conversation", dict, path, index)
             items = _locomo_items(conv, counter, path, index)
             known = {item.id for item in items}
+            if memories:
+                items = _locomo_memories(record, items, counter, path, index)
             for q_index, qa in enumerate(_field(record, "qa", list, path, index)):
                 cases.append(_locomo_case(sample_id, q_index, qa, items, known, counter, quirks, path, index))
     return EvalDataset(
-        name="locomo",
+        name="locomo-memory" if memories else "locomo",
         kind="evidence",
         cases=tuple(cases),
         default_budgets=EVIDENCE_BUDGETS,
@@ -761,6 +823,7 @@ class _Spec:
 
 _SPECS: dict[str, _Spec] = {
     "locomo": _Spec("locomo"),
+    "locomo-memory": _Spec("locomo"),
     "bfcl-memory": _Spec("bfcl-memory"),
     "tau-bench": _Spec("tau-bench", _tau_runs),
     "mini-swe-agent": _Spec("mini-swe-agent-deepseek", _mini_swe_runs, "*.traj.json"),
@@ -985,8 +1048,8 @@ def load_dataset(
     if spec is None:
         raise ConfigurationError(f"unknown dataset {name!r}; known: {dataset_names()}")
     directory = data_dir / spec.folder
-    if name == "locomo":
-        dataset = load_locomo(directory, counter, limit=limit)
+    if name in ("locomo", "locomo-memory"):
+        dataset = load_locomo(directory, counter, limit=limit, memories=name == "locomo-memory")
     elif name == "bfcl-memory":
         dataset = load_bfcl_memory(directory, counter, limit=limit)
     else:

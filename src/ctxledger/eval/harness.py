@@ -15,7 +15,7 @@ are built in (peers need ``pip install 'ctxledger[bench]'``).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -190,6 +190,9 @@ def _sent_tokens(item: EvalItem, selection: Selection, counter: TokenCounter) ->
     return chat_tokens(counter, item.role, sent, tool_calls=item.tool_calls)
 
 
+sent_tokens = _sent_tokens
+
+
 def _hash(case: EvalCase, selection: Selection) -> str:
     return selection.payload_hash or payload_hash(_kept(case, selection), case)
 
@@ -212,6 +215,20 @@ def _occupancy(case: EvalCase, selection: Selection, included: set[str], budget:
     return metrics.occupancy(case.items, included, budget, case.query_tokens)
 
 
+def credited_sources(kept: Iterable[EvalItem]) -> set[str]:
+    """Ids the kept memories stand for through their provenance (``meta["covers"]``).
+
+    A required turn counts as recalled when a memory derived from it is in the context.
+    """
+    return {str(i) for item in kept for i in item.meta.get("covers", ())}
+
+
+def credited_by(kept: Iterable[EvalItem], required: Collection[str]) -> frozenset[str]:
+    """Kept memories whose provenance names a required id (they count as required for precision)."""
+    need = set(required)
+    return frozenset(item.id for item in kept if need & {str(i) for i in item.meta.get("covers", ())})
+
+
 def evaluate_case(
     case: EvalCase, selector: Selector, budget: int, counter: TokenCounter, *, check_determinism: bool = False
 ) -> CaseResult:
@@ -227,6 +244,7 @@ def evaluate_case(
     latency = time.perf_counter() - started
     kept = _kept(case, selection)
     included = {item.id for item in kept}
+    evidence = included | credited_sources(kept)
     payload = task.base_tokens + case.query_tokens + sum(_sent_tokens(item, selection, counter) for item in kept)
     chosen = set(selection.included_ids) if selection.fits else set()
     pairs = metrics.tool_pair_integrity(case.items, chosen)
@@ -244,9 +262,9 @@ def evaluate_case(
         claimed_tokens=selection.payload_tokens,
         replay_tokens=task.base_tokens + case.query_tokens + sum(item.tokens for item in case.items),
         overflow=selection.fits and metrics.budget_overflow(payload, budget),
-        recall=metrics.evidence_recall(included, case.required_ids),
-        omission=metrics.critical_omission(included, case.required_ids),
-        precision=metrics.context_precision(included, case.required_ids),
+        recall=metrics.evidence_recall(evidence, case.required_ids),
+        omission=metrics.critical_omission(evidence, case.required_ids),
+        precision=metrics.context_precision(included, case.required_ids | credited_by(kept, case.required_ids)),
         stale=metrics.stale_incidence(included, case.stale_ids),
         pairs_touched=pairs.touched,
         pairs_broken=pairs.broken,
