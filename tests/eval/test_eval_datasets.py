@@ -190,7 +190,9 @@ def test_unknown_dataset_and_bad_stride_are_configuration_errors(data_dir, count
         load_dataset("nope", data_dir, counter)
     with pytest.raises(ConfigurationError, match="step_stride"):
         load_dataset("tau-bench", data_dir, counter, step_stride=0)
-    assert dataset_names() == ["bfcl-memory", "locomo", "mini-swe-agent", "swe-agent", "tau-bench", "toolbench"]
+    assert dataset_names() == [
+        "bfcl-memory", "locomo", "locomo-memory", "mini-swe-agent", "swe-agent", "tau-bench", "toolbench"
+    ]  # fmt: skip
 
 
 def test_tool_message_without_call_id_names_the_record(tmp_path, counter) -> None:
