@@ -86,14 +86,14 @@ def _against(results: EvalResults, info: DatasetInfo, reference: str) -> list[st
 
 
 def _latency_table(results: EvalResults, info: DatasetInfo) -> list[str]:
-    """Selector latency per budget: p50 / p95 ms of the harness's wall clock around ``select``."""
+    """Selector latency per budget: p50 / p95 ms of the wall clock around ``select``, and p50 CPU ms."""
     cells = _by(results.aggregates, info.name)
-    rows = [
-        [s, *(f"{_fmt(cells[(s, b)]['latency_ms']['p50'], 2)} / {_fmt(cells[(s, b)]['latency_ms']['p95'], 2)}"
-              for b in info.budgets)]
-        for s in _selectors(results)
-    ]  # fmt: skip
-    header = ["selector", *(f"{b} tok p50 / p95 ms" for b in info.budgets)]
+
+    def cell(lat: Mapping[str, Any]) -> str:
+        return f"{_fmt(lat['p50'], 2)} / {_fmt(lat['p95'], 2)} ({_fmt(lat.get('cpu_p50'), 2)} CPU)"
+
+    rows = [[s, *(cell(cells[(s, b)]["latency_ms"]) for b in info.budgets)] for s in _selectors(results)]
+    header = ["selector", *(f"{b} tok p50 / p95 ms (p50 CPU ms)" for b in info.budgets)]
     return ["**Selector latency per call**", "", *_table(header, rows)]
 
 
