@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from ctxledger.cli import app
 
-SUBCOMMANDS = ("run", "scenarios", "cases")
+SUBCOMMANDS = ("run", "scenarios", "cases", "caching")
 
 
 def _flat(text: str) -> str:
@@ -118,3 +118,14 @@ def test_eval_run_takes_a_dataset_file_by_path_and_reports_progress(runner: CliR
     assert "## tau-bench" in (out / "report.md").read_text()
     bad = runner.invoke(app, ["eval", "run", "-d", str(tmp_path / "nothing.json"), "--out", str(out)])
     assert bad.exit_code == 2 and "neither a name nor an existing path" in _flat(bad.output)
+
+
+def test_eval_caching_prices_consecutive_calls_against_replay(runner: CliRunner, data_dir) -> None:
+    """One tau-bench trajectory: a row per selector and provider with the shared prefix and the ratio."""
+    args = ["eval", "caching", "-d", "tau-bench", "-s", "newest-fit", "--limit", "1", "-b", "4000"]
+    result = runner.invoke(app, [*args, "--data-dir", str(data_dir)])
+    assert result.exit_code == 0, result.output
+    flat = _flat(result.output)
+    assert "gpt-4o" in flat and "anthropic" in flat and "ratio" in flat and "newest-fit" in flat
+    bad = runner.invoke(app, ["eval", "caching", "-d", "locomo", "--limit", "1", "--data-dir", str(data_dir)])
+    assert bad.exit_code == 2 and "not a trajectory dataset" in _flat(bad.output)

@@ -297,3 +297,65 @@ def eval_cases(
     console.print(f"{sum(c.passed for c in outcomes)}/{len(outcomes)} cases pass")
     if not all(c.passed for c in outcomes):
         raise typer.Exit(1)
+
+
+@eval_app.command("caching")
+def eval_caching(
+    dataset: Annotated[
+        list[str],
+        typer.Option(
+            "--dataset",
+            "-d",
+            help="Trajectory dataset (repeatable): tau-bench, mini-swe-agent, swe-agent, toolbench, or a path.",
+            show_default=False,
+        ),
+    ],
+    selector: Annotated[
+        list[str] | None,
+        typer.Option("--selector", "-s", help="Selector (repeatable). Default: ctxledger-default, newest-fit, bm25."),
+    ] = None,
+    budget: Annotated[int, typer.Option("--budget", "-b", help="Input budget of every call in tokens.")] = 8000,
+    data_dir: Annotated[
+        Path, typer.Option("--data-dir", envvar="CTXLEDGER_DATA_DIR", help="Folder holding the datasets.")
+    ] = DATA_DIR_DEFAULT,
+    limit: Annotated[int | None, typer.Option("--limit", help="Read only this many trajectories per dataset.")] = None,
+) -> None:
+    """Cost per call with provider prompt caching, against full history replay with caching.
+
+    Over the consecutive calls of each trajectory: the tokens each payload shares as a prefix with the
+    previous one, and the priced input per call with cached input at the provider's published rate
+    (OpenAI gpt-4o: cached input at half price from 1,024 tokens; Anthropic Claude Sonnet 4: cache reads at
+    0.1x, writes at 1.25x). The ratio column is cost / full replay with caching (the goal is at most 0.5).
+
+    Example: [bold]ctxledger eval caching -d tau-bench -d mini-swe-agent -b 8000 --limit 5[/bold]
+    """
+    from ctxledger.eval.caching import caching_costs
+    from ctxledger.eval.datasets import load_dataset, load_path
+    from ctxledger.eval.harness import make_selectors
+    from ctxledger.eval.ours import register
+    from ctxledger.tokens import get_counter
+
+    console = _out()
+    with _handled():
+        register()
+        counter = get_counter("cl100k_base")
+        selectors = make_selectors(selector or ["ctxledger-default", "newest-fit", "bm25"], counter)
+        table = Table(title=f"Cost per call with prompt caching at {budget:,} tokens", title_justify="left")
+        for name in ("dataset", "selector", "provider", "calls", "input", "shared prefix", "$/1k calls",
+                     "replay $/1k calls", "ratio"):  # fmt: skip
+            table.add_column(name, justify="left" if name in ("dataset", "selector", "provider") else "right")
+        for name in _dataset_list(dataset):
+            loaded = (
+                [load_dataset(name, data_dir, counter, limit=limit)]
+                if isinstance(name, str)
+                else load_path(name, counter, limit=limit)
+            )
+            for ds in loaded:
+                if ds.kind != "trajectory":
+                    raise ConfigurationError(f"{ds.name} is not a trajectory dataset (consecutive calls)")
+                for r in caching_costs(ds, selectors, budget, counter):
+                    ratio = "n/a" if r.ratio is None else f"{r.ratio:.3f}"
+                    table.add_row(r.dataset, r.selector, r.provider, str(r.calls), f"{r.mean_input:,.0f}",
+                                  f"{r.mean_shared:,.0f}", f"{r.mean_cost * 1000:.3f}", f"{r.replay_cost * 1000:.3f}",
+                                  ratio)  # fmt: skip
+    console.print(table)
