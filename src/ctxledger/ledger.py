@@ -86,10 +86,10 @@ class Ledger:
 
         Args:
             url: the store URL (``sqlite:///…``, ``postgresql+psycopg://…``, ``memory://``).
-            blobs_dir: folder of the raw-output blob store; default ``CTXLEDGER_BLOBS`` if set, else the
-                backend's default (``<db>.blobs`` next to a SQLite file; ``./.ctxledger/blobs`` for
-                PostgreSQL, relative to the working directory — set it when several processes or folders
-                share one database).
+            blobs_dir: where raw tool outputs (blobs) live: a folder, ``"database"`` (inside the store's
+                own database) or a ``postgresql+psycopg://`` URL; default ``CTXLEDGER_BLOBS`` if set, else
+                the backend's default (the folder ``<db>.blobs`` next to a SQLite file; inside the
+                database for PostgreSQL, so every process and host sees the same blobs).
             **kwargs: passed to :class:`Ledger` (``policy=`` …).
 
         Raises:

@@ -454,5 +454,8 @@ class SqlStore:
         return int(deleted)
 
     def close(self) -> None:
-        """Release every pooled connection."""
+        """Release every pooled connection (and the blob store's own, if it has any)."""
+        close_blobs = getattr(self.blobs, "close", None)
+        if close_blobs is not None:
+            close_blobs()
         self.engine.dispose()
