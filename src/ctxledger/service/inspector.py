@@ -366,7 +366,7 @@ def assembly(request: Request, assembly_id: str) -> HTMLResponse:
         "".join(
             f'<div class="card"><span class="reason">{escape(g.reason)}</span> <span class="muted">({g.count} records, '
             f"stage {escape(g.stage)})</span><br>notable: "
-            + ", ".join(f"{_item_link(assembly_id, e['ref'], conv)} ({_num(e.get('tokens'))} tok)" for e in g.notable)
+            + ", ".join(_item_link(assembly_id, e["ref"], conv) + _weight(e) for e in g.notable)
             + "</div>"
             for g in mv.omissions(manifest)
         )
@@ -376,14 +376,22 @@ def assembly(request: Request, assembly_id: str) -> HTMLResponse:
         head
         + "<h2>Budget by context class</h2>"
         + _budget_bar(mv.budget(manifest))
-        + f"<h2>Included ({len(inc)} records)</h2>"
-        + _table(("record", "role/kind", "stage", "reason", "utility", "tokens", "representation"), inc, numeric=(4, 5))
         + f"<h2>Omitted by reason ({len(manifest.get('omitted', []))} records)</h2>"
         + groups
         + "<h2>Diff against the previous assembly</h2>"
         + _diff_html(before, manifest)
+        + f"<h2>Included ({len(inc)} records)</h2>"
+        + _table(("record", "role/kind", "stage", "reason", "utility", "tokens", "representation"), inc, numeric=(4, 5))
     )
     return _page(f"Assembly {assembly_id}", body, tenant)
+
+
+def _weight(e: Mapping[str, Any]) -> str:
+    """`` (utility 0.312, 45 tok)`` for what an entry carries, else nothing."""
+    parts = [f"utility {e['utility']:.3f}" if e.get("utility") is not None else "",
+             f"{e['tokens']:,} tok" if e.get("tokens") is not None else ""]  # fmt: skip
+    shown = ", ".join(p for p in parts if p)
+    return f" ({escape(shown)})" if shown else ""
 
 
 def _diff_html(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> str:
@@ -394,11 +402,13 @@ def _diff_html(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> st
     entered = "".join(
         f"<li class='in'>+ {_item_link(d.after_id, e['ref'], conv)} ({escape(str(e.get('stage')))}: "
         f"{escape(str(e.get('reason')))})</li>"
-        for e in d.entered
+        for e in d.entered[:12]
     )
     left = "".join(
-        f"<li class='out'>− {escape(_short(e['ref'], conv))} ({escape(str(e['reason']))})</li>" for e in d.left
+        f"<li class='out'>− {escape(_short(e['ref'], conv))} ({escape(str(e['reason']))})</li>" for e in d.left[:12]
     )
+    more = len(d.entered) + len(d.left) - len(d.entered[:12]) - len(d.left[:12])
+    left += f"<li class='muted'>… and {more} more</li>" if more > 0 else ""
     return (
         f'<p>against <a href="/inspect/assemblies/{quote(d.before_id)}">{escape(d.before_id)}</a>: '
         f"{len(d.entered)} entered, {len(d.left)} left, {d.kept} kept</p>"
