@@ -325,7 +325,7 @@ def retain(
         rules: the policy's retention rules (``policy.retention``).
         now: the clock ages are measured at (aware UTC; default now).
         tenant_id: only this tenant (default every tenant).
-        dry_run: plan every action and report it, write nothing.
+        dry_run: plan every action and report it, write nothing (the plan is the one a real run makes).
         batch_size: records scanned per transaction (>= 1).
         on_progress: called with the number of records scanned so far after each page.
 
@@ -338,14 +338,41 @@ def retain(
     now = _clock(now)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InputError(f"batch_size must be an integer >= 1, got {batch_size!r}", field="batch_size")
-    report = RetentionReport(dry_run=dry_run, now=now)
+    run = _Run(store, now, dry_run)
     if not dry_run:
-        _collect(store, report)
+        _collect(store, run.report)
     if rules.kinds:
-        _retain_records(store, rules, now, tenant_id, dry_run, batch_size, report, on_progress)
+        _retain_records(run, rules, tenant_id, batch_size, on_progress)
     if rules.assemblies.active:
-        _retain_assemblies(store, rules, now, tenant_id, dry_run, batch_size, report)
-    return report
+        _retain_assemblies(run, rules, tenant_id, batch_size)
+    run.finish()
+    return run.report
+
+
+class _Run:
+    """One retention run: a batch per page, committed page by page; a dry run keeps one batch throughout.
+
+    A dry run writes nothing, so later pages must see what earlier pages planned (a call deleted on page 1
+    leaves its message bare on page 2): its single batch carries the whole plan.
+    """
+
+    def __init__(self, store: GraphStore, now: datetime, dry_run: bool) -> None:
+        self.store = store
+        self.now = now
+        self.dry_run = dry_run
+        self.report = RetentionReport(dry_run=dry_run, now=now)
+        self.batch = _Batch(store, now)
+        self.gone: list[Key] = []
+
+    def page_done(self) -> None:
+        if self.dry_run:
+            return
+        self.finish()
+        self.batch = _Batch(self.store, self.now)
+        self.gone = []
+
+    def finish(self) -> None:
+        _commit(self.store, self.batch, self.report, self.dry_run, self.gone)
 
 
 def _clock(now: datetime | None) -> datetime:
@@ -357,80 +384,73 @@ def _clock(now: datetime | None) -> datetime:
 
 
 def _retain_records(
-    store: GraphStore,
+    run: _Run,
     rules: RetentionRules,
-    now: datetime,
     tenant_id: str | None,
-    dry_run: bool,
     batch_size: int,
-    report: RetentionReport,
     on_progress: Callable[[int], None] | None,
 ) -> None:
     after: Key | None = None
     scanned = 0
-    planned: set[Key] = set()  # a dry run never writes, so it remembers what it already planned
     while True:
-        page = store.retention_scan(rules.kinds, now - rules.min_age, tenant_id=tenant_id, after=after, limit=batch_size)
+        cutoff = run.now - rules.min_age
+        page = run.store.retention_scan(rules.kinds, cutoff, tenant_id=tenant_id, after=after, limit=batch_size)
         if not page:
             return
         after = (page[-1].tenant_id, page[-1].id)
         scanned += len(page)
-        batch = _Batch(store, now)
-        for rec in page:
-            key = (rec.tenant_id, rec.id)
-            rule = rules.rule_for(rec, now)
-            if rule is None or rule.action == Action.KEEP or key in planned:
+        for stored in page:
+            rec = run.batch.live(stored)
+            rule = rules.rule_for(stored, run.now)
+            if rec is None or rule is None or rule.action == Action.KEEP:
                 continue
             action = Action(rule.action)
             state = retained(rec)
-            done = Action(state.action).level if state is not None and state.action in Action._value2member_map_ else 0
+            done = Action(state.action).level if state is not None and state.action in _ACTIONS else 0
             if action.level <= done or (action is not Action.DELETE and _before(rec)[0] is None):
                 continue
             if action is Action.DELETE:
-                batch.delete(rec, rule.name)
+                run.batch.delete(rec, rule.name)
             else:
-                batch.redact(rec, rule.name, action)
-        if dry_run:
-            planned |= set(batch.deletes) | set(batch.rewrites)
-        _commit(store, batch, report, dry_run)
+                run.batch.redact(rec, rule.name, action)
+        run.page_done()
         if on_progress is not None:
             on_progress(scanned)
 
 
-def _retain_assemblies(
-    store: GraphStore,
-    rules: RetentionRules,
-    now: datetime,
-    tenant_id: str | None,
-    dry_run: bool,
-    batch_size: int,
-    report: RetentionReport,
-) -> None:
+_ACTIONS = {a.value for a in Action}
+
+
+def _retain_assemblies(run: _Run, rules: RetentionRules, tenant_id: str | None, batch_size: int) -> None:
     schedule = rules.assemblies
     horizon = min(d for d in (schedule.whole_days, schedule.summary_days) if d is not None)
     after: Key | None = None
-    at = format_at(now)
+    at = format_at(run.now)
     while True:
-        page = store.assemblies_scan(now - DAY * horizon, tenant_id=tenant_id, after=after, limit=batch_size)
+        page = run.store.assemblies_scan(run.now - DAY * horizon, tenant_id=tenant_id, after=after, limit=batch_size)
         if not page:
             return
         after = (page[-1]["tenant_id"], page[-1]["id"])
-        batch = _Batch(store, now)
-        gone: list[Key] = []
         for manifest in page:
-            age = now - datetime.fromisoformat(str(manifest["created_at"]))
+            key = (manifest["tenant_id"], manifest["id"])
+            age = run.now - datetime.fromisoformat(str(manifest["created_at"]))
             if schedule.summary_days is not None and age >= DAY * schedule.summary_days:
-                gone.append((manifest["tenant_id"], manifest["id"]))
-                batch.audit.append(
-                    AuditEntry(manifest["tenant_id"], manifest["conversation_id"], "assembly", manifest["id"],
-                               "assembly", "assemblies.summary_days", "delete", now, _manifest_sha(manifest), None,
+                run.gone.append(key)
+                run.batch.audit.append(
+                    AuditEntry(key[0], manifest["conversation_id"], "assembly", key[1], "assembly",
+                               "assemblies.summary_days", "delete", run.now, _manifest_sha(manifest), None,
                                f"deleted by retention rule assemblies.summary_days at {at}")
                 )
-            elif schedule.whole_days is not None and age >= DAY * schedule.whole_days and not is_summary(manifest):
+            elif (
+                schedule.whole_days is not None
+                and age >= DAY * schedule.whole_days
+                and not is_summary(manifest)
+                and key not in run.batch.summaries
+            ):
                 state = Retained("assemblies.whole_days", "summary", at)
-                batch.summarise(manifest, state, f"manifest reduced to its summary by retention rule "
-                                f"assemblies.whole_days at {at}")
-        _commit(store, batch, report, dry_run, gone)
+                run.batch.summarise(manifest, state, f"manifest reduced to its summary by retention rule "
+                                    f"assemblies.whole_days at {at}")
+        run.page_done()
 
 
 def forget(
