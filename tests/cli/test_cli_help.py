@@ -12,7 +12,20 @@ from typer.testing import CliRunner
 from ctxledger.cli import REASONS, app
 from ctxledger.policy.base import ReasonCode
 
-COMMANDS = ("assemble", "conversations", "demo", "eval", "explain", "import", "migrate", "rehydrate", "usage")
+COMMANDS = (
+    "assemble",
+    "conversations",
+    "demo",
+    "eval",
+    "explain",
+    "forget",
+    "import",
+    "migrate",
+    "rehydrate",
+    "retain",
+    "retention-audit",
+    "usage",
+)
 
 
 def _group() -> Any:

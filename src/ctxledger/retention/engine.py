@@ -185,7 +185,7 @@ class _Batch:
         state = Retained(rule, action.value, self.at, sha, size if action is Action.REDACT else None)
         new = _redacted(current, state)
         self.rewrites[(rec.tenant_id, rec.id)] = new
-        after = content_bytes(new)
+        after = content_bytes(new) if not isinstance(new, ToolArtifact) else state.notice.encode("utf-8")
         self._entry(current, rule, action.value, sha256_hex(after) if after is not None else None, state.sentence)
         if isinstance(current, ToolArtifact) and current.sha256:
             self.blobs.add(current.sha256)
