@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -21,7 +22,7 @@ from ctxledger.errors import ContentRetained, PolicyFileError, RecordNotFound
 from ctxledger.policy import loads_policy
 from ctxledger.policy.default import default_policy
 from ctxledger.records import Conversation, Message, Participant, Role, ToolArtifact, ToolCall, ToolMemory
-from ctxledger.retention.rules import AssemblyRetention, RetentionRules
+from ctxledger.retention.rules import AssemblyRetention, RetentionRule, RetentionRules
 from ctxledger.store.base import GraphStore
 
 REQUEST = {"window_tokens": 50_000, "output_tokens": 1_000, "counter": "chars/4", "now": NOW}
@@ -183,3 +184,24 @@ def test_the_rule_that_applies_is_the_oldest_matching_rule_reached(
     else:
         assert chosen is not None and chosen.after_days == max(r.after_days for r in reached)
         assert chosen is next(r for r in reached if r.after_days == chosen.after_days)  # ties: first in the file
+
+
+def test_a_compaction_of_redacted_history_goes_and_the_history_shows_its_notices(tmp_path: Path) -> None:
+    from ctxledger.demo import demo_source
+
+    with Ledger.open(f"sqlite:///{tmp_path}/c.db") as ledger, demo_source() as path:
+        conv = ledger.import_file(path, "tau-bench", conversation_id="tau").conversation_ids[0]
+        compaction = ledger.compact(conv)
+        covered = [r for r in ledger.store.records("default", conv) if r.id in compaction.source_ids]
+        users = [r for r in covered if isinstance(r, Message) and r.role is Role.USER and isinstance(r.content, str)]
+        assert users, "the compaction covers user turns"
+        rules = RetentionRules((RetentionRule(name="chat-now", kinds=("message",), action="redact"),))
+        report = ledger.retain(policy=dataclasses.replace(default_policy(), retention=rules))
+        gone = [e for e in report.actions if e.ref == compaction.id]
+        assert [(e.action, e.rule) for e in gone] == [("delete", "chat-now")]
+        with pytest.raises(RecordNotFound):
+            ledger.store.get("default", compaction.id)
+        asm = ledger.assemble(conv, window_tokens=16_000, output_tokens=1_000, counter="chars/4")
+        shown = str(asm.payload)
+        assert not any(u.content in shown for u in users if len(u.content) > 20)
+        assert "redacted by retention rule chat-now" in shown
