@@ -153,20 +153,34 @@ class _Batch:
         self.blobs: set[str] = set()
         self.summaries: dict[Key, dict[str, Any]] = {}
         self.forgotten: list[Key] = []
-        self._conversations: dict[Key, list[Record]] = {}
-        self._assemblies: dict[Key, list[dict[str, Any]]] = {}
+        self._conversations: dict[Key, _Index] = {}
+        self._shown: dict[Key, dict[str, list[dict[str, Any]]]] = {}
 
     # -- reading -----------------------------------------------------------------------------------
 
-    def conversation(self, tenant_id: str, conversation_id: str) -> list[Record]:
+    def _index(self, tenant_id: str, conversation_id: str) -> _Index:
         key = (tenant_id, conversation_id)
         if key not in self._conversations:
-            self._conversations[key] = self.store.records(tenant_id, conversation_id)
-        return [self.rewrites.get((r.tenant_id, r.id), r) for r in self._conversations[key]]
+            self._conversations[key] = _Index(self.store.records(tenant_id, conversation_id))
+        return self._conversations[key]
+
+    def conversation(self, tenant_id: str, conversation_id: str) -> list[Record]:
+        """The conversation's records as this batch leaves them (rewrites applied; deleted ones included)."""
+        return [self.rewrites.get((r.tenant_id, r.id), r) for r in self._index(tenant_id, conversation_id).records]
 
     def live(self, record: Record) -> Record | None:
         key = (record.tenant_id, record.id)
         return None if key in self.deletes else self.rewrites.get(key, record)
+
+    def _by_id(self, rec: Record, record_id: str) -> Record | None:
+        found = self._index(rec.tenant_id, rec.conversation_id).by_id.get(record_id)
+        return self.live(found) if found is not None else None
+
+    def _referring(self, rec: Record) -> list[Record]:
+        """Live records of the conversation that name ``rec`` (its results, calls, memories, compactions)."""
+        index = self._index(rec.tenant_id, rec.conversation_id)
+        found = (self.live(index.by_id[rid]) for rid in index.refs.get(rec.id, ()))
+        return [r for r in found if r is not None]
 
     # -- acting ------------------------------------------------------------------------------------
 
@@ -207,57 +221,46 @@ class _Batch:
 
     def _cascade(self, rec: Record, rule: str, state: Retained) -> None:
         """A tool result goes with its call, a call with its results, a message with its calls."""
-        records = self.conversation(rec.tenant_id, rec.conversation_id)
         with_it = f"{state.sentence} (with {rec.kind.value} {rec.id})"
         if isinstance(rec, ToolArtifact):
-            for call in records:
-                if isinstance(call, ToolCall) and call.id == rec.tool_call_id:
-                    self.delete(call, rule, with_it)
+            call = self._by_id(rec, rec.tool_call_id)
+            if isinstance(call, ToolCall):
+                self.delete(call, rule, with_it)
         elif isinstance(rec, ToolCall):
-            for other in records:
-                if isinstance(other, ToolArtifact) and other.tool_call_id == rec.id:
+            for other in self._referring(rec):
+                if isinstance(other, ToolArtifact):
                     self.delete(other, rule, with_it)
-            self._drop_bare_message(records, rec.message_id, rule, with_it)
+            msg = self._by_id(rec, rec.message_id)
+            if isinstance(msg, Message) and not msg.content:
+                if not any(isinstance(r, ToolCall) for r in self._referring(msg)):
+                    self.delete(msg, rule, with_it)
         elif isinstance(rec, Message):
-            for call in records:
-                if isinstance(call, ToolCall) and call.message_id == rec.id:
+            for call in self._referring(rec):
+                if isinstance(call, ToolCall):
                     self.delete(call, rule, with_it)
-
-    def _drop_bare_message(self, records: list[Record], message_id: str, rule: str, detail: str) -> None:
-        msg = next((r for r in records if r.id == message_id and isinstance(r, Message)), None)
-        if msg is None or self.live(msg) is None or msg.content:
-            return
-        calls_left = [
-            r for r in records if isinstance(r, ToolCall) and r.message_id == message_id and self.live(r) is not None
-        ]
-        if not calls_left:
-            self.delete(msg, rule, detail)
 
     def _consequences(self, rec: Record, state: Retained) -> None:
         """Notes on derived memories, compactions dropped, manifests that showed the record summarised."""
-        records = self.conversation(rec.tenant_id, rec.conversation_id)
-        for other in records:
-            if isinstance(other, ToolMemory) and other.id != rec.id and rec.id in _memory_sources(other):
-                current = self.live(other)
-                if current is not None:
-                    notes = dict(current.meta.get(SOURCES_KEY) or {})
-                    notes[rec.id] = state.as_dict()
-                    self.rewrites[(other.tenant_id, other.id)] = replace(
-                        current, meta={**current.meta, SOURCES_KEY: notes}
-                    )
-            elif isinstance(other, Compaction) and rec.id in other.source_ids and self.live(other) is not None:
+        for other in self._referring(rec):
+            if isinstance(other, ToolMemory) and other.id != rec.id:
+                notes = dict(other.meta.get(SOURCES_KEY) or {})
+                notes[rec.id] = state.as_dict()
+                self.rewrites[(other.tenant_id, other.id)] = replace(other, meta={**other.meta, SOURCES_KEY: notes})
+            elif isinstance(other, Compaction):
                 self.delete(other, state.rule, f"deleted: it summarised {rec.id}, {state.sentence}")
         self._summarise_showing(rec, state)
 
     def _summarise_showing(self, rec: Record, state: Retained) -> None:
         key = (rec.tenant_id, rec.conversation_id)
-        if key not in self._assemblies:
-            self._assemblies[key] = self.store.list_assemblies(*key)
-        for manifest in self._assemblies[key]:
-            akey = (manifest["tenant_id"], manifest["id"])
-            if is_summary(manifest) or akey in self.summaries:
-                continue
-            if any(e.get("ref") == rec.id for e in manifest.get("included", [])):
+        if key not in self._shown:
+            shown: dict[str, list[dict[str, Any]]] = {}
+            for manifest in self.store.list_assemblies(*key):
+                if not is_summary(manifest):
+                    for ref in {e.get("ref") for e in manifest.get("included", [])}:
+                        shown.setdefault(str(ref), []).append(manifest)
+            self._shown[key] = shown
+        for manifest in self._shown[key].get(rec.id, []):
+            if (manifest["tenant_id"], manifest["id"]) not in self.summaries:
                 why = Retained(state.rule, "summary", state.at)
                 self.summarise(manifest, why, f"reduced to its summary: it showed {rec.id}, {state.sentence}")
 
@@ -280,6 +283,31 @@ class _Batch:
             audit=tuple(self.audit),
             blobs=tuple(sorted(self.blobs)),
         )
+
+
+class _Index:
+    """One conversation's records by id, and which records name which (``refs``: id → ids naming it)."""
+
+    def __init__(self, records: list[Record]) -> None:
+        self.records = records
+        self.by_id = {r.id: r for r in records}
+        self.refs: dict[str, list[str]] = {}
+        for r in records:
+            for target in _names(r):
+                self.refs.setdefault(target, []).append(r.id)
+
+
+def _names(rec: Record) -> set[str]:
+    """Ids a record refers to: a memory's sources, a compaction's, a call's message, a result's call."""
+    if isinstance(rec, ToolMemory):
+        return _memory_sources(rec)
+    if isinstance(rec, Compaction):
+        return set(rec.source_ids)
+    if isinstance(rec, ToolCall):
+        return {rec.message_id}
+    if isinstance(rec, ToolArtifact):
+        return {rec.tool_call_id}
+    return set()
 
 
 def _memory_sources(mem: ToolMemory) -> set[str]:
