@@ -42,6 +42,8 @@ from ctxledger.records import (
     ToolMemory,
     ToolStatus,
 )
+from ctxledger.retention.state import TRANSFORM as RETAINED
+from ctxledger.retention.state import retained
 from ctxledger.serialize.base import CallView, Turn
 
 
@@ -325,7 +327,14 @@ def _tool_exchange(
 
 
 def _raw_text(art: ToolArtifact, read_blob: BlobReader) -> tuple[str, str | None]:
-    """The result's text, or ``(reference text, transform)`` when its bytes cannot be read back intact."""
+    """The result's text, or ``(reference text, transform)`` when its bytes cannot be read back intact.
+
+    A result a retention rule redacted is its notice (transform ``retained``), never the bytes, even where
+    the blob is still stored for another record.
+    """
+    state = retained(art)
+    if state is not None:
+        return state.notice, RETAINED
     try:
         return read_blob(art.sha256).decode("utf-8", errors="replace"), None
     except (BlobNotFound, InputError):  # InputError: a sha256 that cannot name a blob at all
