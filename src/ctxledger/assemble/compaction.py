@@ -24,6 +24,11 @@ stages run through ``validity`` (:func:`~ctxledger.assemble.assembler.run_policy
   with the flag: a copy of it carrying ``meta["stale"]`` (the stage's detail, with the revalidation tool)
   goes to the compactor, which keeps it as a verbatim ``stale`` invariant.
 
+A failed tool result goes to the compactor as a copy carrying ``meta["error_line"]``: the line of its raw
+output that says why it failed (:func:`~ctxledger.represent.extract.logs.primary_error`, read from the
+snapshot's rendering of the result), which the compaction keeps verbatim and its fidelity check requires
+(seed 001: tool errors are never compressed away).
+
 ``meta["validity"]`` records the clock and what was left out (``{"now", "left_out": [{"ref", "reason",
 "detail"}]}``). The compactor and its fidelity check are :func:`ctxledger.represent.compact_checked`'s; a
 refused compaction raises and nothing is written (that is the caller's contract:
@@ -42,6 +47,7 @@ from ctxledger.assemble.snapshot import Snapshot
 from ctxledger.assemble.units import Unit, UnitKind
 from ctxledger.errors import InputError
 from ctxledger.policy.base import Outcome, Policy, ReasonCode
+from ctxledger.policy.secrets import redact_text
 from ctxledger.records import (
     Checkpoint,
     Compaction,
@@ -52,10 +58,12 @@ from ctxledger.records import (
     ToolArtifact,
     ToolCall,
     ToolMemory,
+    ToolStatus,
     Visibility,
     utcnow,
 )
 from ctxledger.represent.compaction import Compactor, compact_checked
+from ctxledger.represent.extract.logs import primary_error
 
 _SOURCE_TYPES = (Message, ToolCall, ToolArtifact, ToolMemory, Checkpoint, ModelRun, Compaction)
 _VISIBLE = (Visibility.CONVERSATION, Visibility.BRANCH)
@@ -176,6 +184,31 @@ def _valid_sources(
     return kept, left_out
 
 
+def with_error_lines(sources: Sequence[Record], units: Sequence[Unit]) -> list[Record]:
+    """``sources`` with each failed tool result replaced by a copy carrying ``meta["error_line"]``.
+
+    The text is the result's turn in its unit (its raw bytes as the snapshot read them); a result whose
+    bytes were unavailable, or whose output is empty, is passed unchanged. A secret on the error line is
+    withheld (:func:`~ctxledger.policy.secrets.redact_text`), as everywhere else a summary copies text.
+    """
+    texts = {
+        t.ref: str(t.content)
+        for u in units
+        if u.kind is UnitKind.TOOL_EXCHANGE
+        for t in u.turns
+        if t.role == "tool" and t.ref not in u.transforms and isinstance(t.content, str)
+    }
+    out: list[Record] = []
+    for rec in sources:
+        error = None
+        if isinstance(rec, ToolArtifact) and rec.status is ToolStatus.FAILED and rec.id in texts:
+            error = primary_error(texts[rec.id])
+        if error:
+            error["text"] = redact_text(error["text"])
+        out.append(dataclasses.replace(rec, meta={**rec.meta, "error_line": error}) if error else rec)
+    return out
+
+
 def build_compaction(
     snap: Snapshot,
     *,
@@ -230,6 +263,7 @@ def build_compaction(
         raise InputError(f"now {now.isoformat()} is naive; give an aware datetime (tzinfo=UTC)", field="now")
     dead, stale = judge_validity(snap, policy, now, find_artifacts=find_artifacts, find_record=find_record)
     sources, left_out = _valid_sources(compaction_sources(snap.records, boundary), snap.units, dead, stale)
+    sources = with_error_lines(sources, snap.units)
     if not sources:
         why = f" ({len(left_out)} superseded or stale records left out)" if left_out else ""
         raise InputError(f"nothing to compact at or before seq {boundary}{why}", field="through_seq")

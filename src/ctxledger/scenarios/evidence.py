@@ -60,6 +60,52 @@ def _log_error_line(g: GraphBuilder) -> dict[str, Any]:
     return {}
 
 
+# -- compaction: the error line of a failed call survives -----------------------------------------------
+
+UNIQUE_VIOLATION = (
+    'psycopg.errors.UniqueViolation: duplicate key value violates unique constraint "customers_email_key"'
+)
+
+
+def _import_log(failing: bool) -> str:
+    lines = [f"INFO copy batch {i}: 500 rows" for i in range(1, 41)]
+    if failing:
+        lines += [
+            "Traceback (most recent call last):",
+            '  File "/srv/etl/load.py", line 88, in copy_batch',
+            "    cur.copy_expert(sql, fh)",
+            UNIQUE_VIOLATION,
+            "DETAIL:  Key (email)=(ops@globex.example) already exists.",
+        ]
+    else:
+        lines.append("INFO import finished: 20000 rows")
+    return "\n".join(lines) + "\n"
+
+
+def _compacted_error(g: GraphBuilder) -> dict[str, Any]:
+    g.system("sys", SYSTEM)
+    g.user("u1", "Load customers_2026-10.csv into the CRM database.")
+    g.tool("load-1", "shell", {"cmd": "python load.py customers_2026-10.csv"}, _import_log(True), status="failed")
+    for i in range(5):
+        g.tool(
+            f"inspect-{i}",
+            "shell",
+            {"cmd": f"psql -c 'select count(*) from batch_{i}'"},
+            f" count\n-------\n {500 * i}\n",
+        )
+    g.tool("load-2", "shell", {"cmd": "python load.py --skip-existing customers_2026-10.csv"}, _import_log(False))
+    g.assistant("a1", "The second load finished: 20,000 rows.")
+    g.user("u2", "Why did the first load fail?")
+    g.ledger.compact(g.conversation_id, now=g.now)
+    g.refresh()
+    return {}
+
+
+def _compaction_included(asm: Any, g: GraphBuilder) -> list[str]:
+    ids = {e["ref"] for e in asm.manifest["included"] if e.get("reason") == "active_compaction"}
+    return [] if ids else ["no compaction included"]
+
+
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         "log-error-line",
@@ -72,6 +118,19 @@ SCENARIOS: tuple[Scenario, ...] = (
             text_in=(f"line 1500: {CRASH}",),
             text_out=("line 1501: INFO step 1501",),
         ),
+    ),
+    Scenario(
+        "compaction-keeps-error-line",
+        "a compaction that covers a failed call keeps its error line verbatim, not only 'failed'",
+        "seed 001 'Compresión' (tool errors are never compressed away)",
+        _compacted_error,
+        Expect(
+            include=("u2",),
+            omit={"load-1": "summarized", "art-load-1": "summarized"},
+            text_in=("UniqueViolation: duplicate key value violates unique constraint",),
+            min_reduction=None,
+        ),
+        check=_compaction_included,
     ),
 )
 """The evidence scenarios, in the order of the faults they guard against."""
