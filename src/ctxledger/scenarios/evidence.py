@@ -7,6 +7,7 @@ failed call after a compaction, the result of a deferred call that arrives after
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ctxledger.records import ToolArtifact
@@ -101,6 +102,26 @@ def _compacted_error(g: GraphBuilder) -> dict[str, Any]:
     return {}
 
 
+# -- compaction: a deferred call's later result -----------------------------------------------------------
+
+
+def _deferred_after_compaction(g: GraphBuilder) -> dict[str, Any]:
+    g.system("sys", SYSTEM)
+    g.user("u1", "Pick the newest FINAL Q3 board deck, and do not share it outside the Board folder.")
+    g.tool("pick", "drive.pick_document", {"query": "Q3 board deck FINAL"}, None, status="deferred")
+    for i in range(5):
+        g.user(f"u-wait-{i}", f"While that runs: what is item {i + 1} on the board agenda?")
+        g.assistant(
+            f"a-wait-{i}", f"Item {i + 1} is the {['revenue', 'hiring', 'pricing', 'churn', 'roadmap'][i]} review."
+        )
+    g.user("u2", "Thanks. Anything else pending?")
+    g.ledger.compact(g.conversation_id, now=g.now)
+    g.refresh()
+    g.tool_result("pick#call", json.dumps({"file": {"id": "1Q3FinalDeckZz", "name": "Q3 Board Deck FINAL v3.pptx"}}))
+    g.user("u3", "Which deck did the selector pick?")
+    return {}
+
+
 def _compaction_included(asm: Any, g: GraphBuilder) -> list[str]:
     ids = {e["ref"] for e in asm.manifest["included"] if e.get("reason") == "active_compaction"}
     return [] if ids else ["no compaction included"]
@@ -128,6 +149,21 @@ SCENARIOS: tuple[Scenario, ...] = (
             include=("u2",),
             omit={"load-1": "summarized", "art-load-1": "summarized"},
             text_in=("UniqueViolation: duplicate key value violates unique constraint",),
+            min_reduction=None,
+        ),
+        check=_compaction_included,
+    ),
+    Scenario(
+        "deferred-result-after-compaction",
+        "a deferred call's result that arrives after a compaction is sent with its call; the compaction does "
+        "not cover the unresolved call",
+        "seed 004 §4.2 (pending operations), seed 001 'Límites de Compactación'",
+        _deferred_after_compaction,
+        Expect(
+            include=("pick", "pick#call", "u1", "u3"),
+            omit={"u-wait-0": "summarized", "a-wait-4": "summarized"},
+            text_in=("1Q3FinalDeckZz",),
+            text_out=("is deferred",),
             min_reduction=None,
         ),
         check=_compaction_included,
