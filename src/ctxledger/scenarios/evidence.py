@@ -7,7 +7,11 @@ failed call after a compaction, the result of a deferred call that arrives after
 
 from __future__ import annotations
 
+import base64
 import json
+import random
+import struct
+import zlib
 from typing import Any
 
 from ctxledger.records import ToolArtifact
@@ -122,6 +126,71 @@ def _deferred_after_compaction(g: GraphBuilder) -> dict[str, Any]:
     return {}
 
 
+# -- images inside tool output ------------------------------------------------------------------------------
+
+
+def noise_png(width: int, height: int, seed: int) -> bytes:
+    """A real RGB PNG of pseudo-random pixels (they do not compress, like a screenshot's detail)."""
+    rng = random.Random(seed)
+    rows = b"".join(b"\x00" + rng.randbytes(width * 3) for _ in range(height))
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+SCREENSHOT_B64 = base64.b64encode(noise_png(160, 100, 7)).decode("ascii")
+"""The screenshot the browser tool returns (about 64 KB of base64)."""
+
+
+def _screenshot(api: str, model: str) -> Any:
+    def build(g: GraphBuilder) -> dict[str, Any]:
+        g.system("sys", SYSTEM)
+        g.user("u1", "Open the checkout page and check the total.")
+        output = {
+            "content": [
+                {"type": "text", "text": "Screenshot of https://shop.example/checkout (viewport 160x100)"},
+                {"type": "image", "data": SCREENSHOT_B64, "mimeType": "image/png"},
+            ]
+        }
+        g.tool("shot-0", "browser.screenshot", {"url": "https://shop.example/checkout"}, json.dumps(output))
+        g.assistant("a1", "The page was still loading; taking another screenshot.")
+        g.tool("shot", "browser.screenshot", {"url": "https://shop.example/checkout"}, json.dumps(output))
+        g.user("u2", "What total does the page show?")
+        return {"api": api, "model": model}
+
+    return build
+
+
+def _image_not_text(asm: Any, g: GraphBuilder, *, blocks: bool) -> list[str]:
+    """No text anywhere in the payload holds the base64; with ``blocks`` one image block holds it."""
+    failures = []
+    texts: list[str] = []
+    images: list[Any] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("type") == "image":
+                images.append(node.get("source", {}).get("data"))
+                return
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+        elif isinstance(node, str):
+            texts.append(node)
+
+    walk(asm.payload.get("messages", []))
+    if any(SCREENSHOT_B64[:120] in t for t in texts):
+        failures.append("the screenshot's base64 is sent as text")
+    if images != ([SCREENSHOT_B64] if blocks else []):
+        failures.append(f"expected {int(blocks)} image block of the screenshot, got {len(images)}")
+    return failures
+
+
 def _compaction_included(asm: Any, g: GraphBuilder) -> list[str]:
     ids = {e["ref"] for e in asm.manifest["included"] if e.get("reason") == "active_compaction"}
     return [] if ids else ["no compaction included"]
@@ -167,6 +236,33 @@ SCENARIOS: tuple[Scenario, ...] = (
             min_reduction=None,
         ),
         check=_compaction_included,
+    ),
+    Scenario(
+        "tool-image-anthropic",
+        "a screenshot inside a tool output is sent as an image block in the tool_result, costed as an image",
+        "Anthropic 'Vision' (images in tool results); case B08's kind",
+        _screenshot("anthropic-messages", "claude-sonnet-4-5"),
+        Expect(
+            include=("shot", "art-shot", "u2"),
+            omit={"shot-0": "redundant"},
+            text_in=("[image 1: image/png, 160x100 px]",),
+            min_reduction=None,
+        ),
+        check=lambda asm, g: _image_not_text(asm, g, blocks=True),
+    ),
+    Scenario(
+        "tool-image-openai-chat",
+        "a screenshot inside a tool output is referenced by its artifact, never sent as base64 text",
+        "OpenAI Chat Completions API reference (tool messages take text parts)",
+        _screenshot("openai-chat", "gpt-4o"),
+        Expect(
+            include=("shot", "art-shot", "u2"),
+            omit={"shot-0": "redundant"},
+            text_in=("holds it (ctxledger rehydrate tool-image-openai-chat/art-shot)",),
+            text_out=(SCREENSHOT_B64[:120],),
+            min_reduction=None,
+        ),
+        check=lambda asm, g: _image_not_text(asm, g, blocks=False),
     ),
 )
 """The evidence scenarios, in the order of the faults they guard against."""
