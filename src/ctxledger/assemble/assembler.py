@@ -322,7 +322,7 @@ def assemble(
     withheld_names = {d.ref for ds in plan.marks.values() for d in ds if d.reason == SPEAKER_WITHHELD}
     units = attribute_speakers(units, records, request.participant_id, withheld_names)
     scanner = getattr(policy.stage("secrets"), "scanner", None) or default_scanner()
-    keep_thinking = bool(getattr(serializer, "sends_thinking", False))
+    keep_thinking = getattr(serializer, "thinking_types", None) or bool(getattr(serializer, "sends_thinking", False))
     units = [drop_thinking(u, keep_thinking, lambda text: bool(scanner.scan(text))) for u in units]
     if not policy.selection.ladder:
         options_for = redundancy = None
