@@ -65,7 +65,7 @@ def parse(loaded: Loaded, options: ParseOptions) -> ImportBatch:
     instructions = optional(payload, "instructions", str, Loc(source), "a string")
     if instructions:
         mapper.feed({"role": "system", "content": instructions}, Loc(source, None, "instructions."))
-    for message, loc in _messages(items, source):
+    for message, loc in chat_messages(items, source):
         mapper.feed(message, loc)
     mapper.close()
     return ImportBatch(source=source, format=FORMAT, conversations=[builder.finish()])
@@ -82,7 +82,7 @@ def _items(payload: Mapping[str, Any], top: Loc) -> list[Any]:
     return [*raw, *output]
 
 
-def _messages(items: list[Any], source: str) -> list[tuple[dict[str, Any], Loc]]:
+def chat_messages(items: list[Any], source: str) -> list[tuple[dict[str, Any], Loc]]:
     """Chat-form messages (with their item locations) for the Responses items, assistant turns grouped."""
     out: list[tuple[dict[str, Any], Loc]] = []
     group: list[tuple[Mapping[str, Any], Loc]] = []

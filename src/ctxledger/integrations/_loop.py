@@ -120,6 +120,10 @@ class LoopLedger:
         )
         conv.calls.update(zip([c[0] for c in fresh], exchange.calls, strict=True))
 
+    def knows_call(self, conversation_id: str, call_id: Any) -> bool:
+        """Whether a call with this provider call id was recorded in the conversation."""
+        return call_id in self._conv(conversation_id).calls
+
     def result(self, conversation_id: str, call_id: str, output: str, *, failed: bool = False) -> None:
         """Record the result of call ``call_id`` once (a result of an unknown call is ignored)."""
         conv = self._conv(conversation_id)
