@@ -85,7 +85,9 @@ class LoopLedger:
 
     # -- recording ---------------------------------------------------------------------------------
 
-    def message(self, conversation_id: str, key: str, role: str, text: str) -> None:
+    def message(
+        self, conversation_id: str, key: str, role: str, text: str, *, meta: Mapping[str, Any] | None = None
+    ) -> None:
         """Record a ``system`` / ``developer`` / ``user`` / ``assistant`` text message once under ``key``."""
         conv = self._conv(conversation_id)
         if key in conv.seen or not text:
@@ -93,7 +95,7 @@ class LoopLedger:
         conv.seen.add(key)
         rec = conv.recorder
         write = {"system": rec.system, "developer": rec.developer, "user": rec.user}.get(role, rec.assistant)
-        write(text, meta={FRAMEWORK_KEY: key})
+        write(text, meta={**(meta or {}), FRAMEWORK_KEY: key})
 
     def calls(
         self,
@@ -103,6 +105,7 @@ class LoopLedger:
         *,
         text: str | None = None,
         thinking: Sequence[Mapping[str, Any]] = (),
+        meta: Mapping[str, Any] | None = None,
     ) -> None:
         """Record an assistant message with its parallel calls ``(call_id, tool, arguments JSON)`` once."""
         conv = self._conv(conversation_id)
@@ -116,7 +119,7 @@ class LoopLedger:
             [{"call_id": cid, "tool": tool, "arguments": args or "{}"} for cid, tool, args in fresh],
             text=text or None,
             thinking=thinking,
-            meta={FRAMEWORK_KEY: key},
+            meta={**(meta or {}), FRAMEWORK_KEY: key},
         )
         conv.calls.update(zip([c[0] for c in fresh], exchange.calls, strict=True))
 
