@@ -99,3 +99,50 @@ def test_every_model_call_is_assembled_under_budget_and_recorded(tmp_path, use_a
         why = ledger.explain(final["id"], oslo.id)  # the manifest explains what happened to the big result
         assert why["status"] in ("included", "omitted") and why["reason"]
         assert why["status"] == "omitted" or why["representation"] != "verbatim"
+
+
+def test_the_model_recalls_an_excerpt_through_the_recall_tool(tmp_path) -> None:
+    import dataclasses
+    import re
+
+    from ctxledger.policy.base import RehydrationParams
+    from ctxledger.policy.default import default_policy
+
+    policy = dataclasses.replace(default_policy(), rehydration=RehydrationParams(recall_tool=True))
+
+    class Recaller(ScriptedModel):
+        def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+            seen = " ".join(str(m.content) for m in messages)
+            found = re.search(r"ctxledger rehydrate (\S+?)[;\]\s]", seen)
+            if len(self.seen) == 1 and found:  # the second call: read the shrunk result back
+                self.messages = iter(
+                    [
+                        AIMessage(
+                            "",
+                            tool_calls=[
+                                {"id": "call_r1", "name": "recall", "args": {"ref": found.group(1), "start": 0, "end": 120}},
+                                {"id": "call_r2", "name": "recall", "args": {"ref": "elsewhere/7"}},
+                            ],
+                        ),
+                        AIMessage("Done."),
+                    ]
+                )
+            return super()._generate(messages, *args, **kwargs)
+
+    with Ledger.open(f"sqlite:///{tmp_path}/r.db") as ledger:
+        model = Recaller(messages=iter([AIMessage("", tool_calls=[{"id": "call_w", "name": "weather", "args": {"city": "Oslo"}}])]))
+        model.seen = []
+        middleware = LedgerMiddleware(ledger, window_tokens=2000, output_tokens=200, margin_tokens=100, policy=policy)
+        agent = create_agent(model, [weather, middleware.recall_tool()], middleware=[middleware])
+        state = agent.invoke({"messages": [HumanMessage("Oslo weather?")]}, {"configurable": {"thread_id": "r"}})
+        assert state["messages"][-1].content == "Done."
+        assert len(middleware.assemblies) == 3
+        for asm in middleware.assemblies:  # the recall schema is offered and costed in F
+            assert "recall" in [t["function"]["name"] for t in asm.payload["tools"]]
+            assert ledger.get_assembly(asm.id)["tokens"]["estimated_input"] <= 2000 - 200 - 100
+        oslo = next(r for r in ledger.store.records("default", "r") if r.kind.value == "tool_artifact" and r.call_id == "call_w")
+        answers = {m.tool_call_id: m.content for m in state["messages"] if getattr(m, "tool_call_id", None)}
+        assert answers["call_r1"].encode() == ledger.rehydrate(oslo.id, (0, 120))
+        assert "not_a_candidate" in answers["call_r2"]
+        recalls = ledger.get_assembly(middleware.assemblies[-1].id)["recalls"]
+        assert [(r["ref"], r["decision"]) for r in recalls] == [(oslo.id, "answered"), ("elsewhere/7", "refused")]

@@ -136,3 +136,37 @@ def test_server_side_state_is_refused(tmp_path) -> None:
         data = CallModelData(model_data=ModelInputData(input=orphan, instructions=None), agent=Agent(name="a"), context=None)
         with pytest.raises(ConfigurationError, match="client-side"):
             ledger_filter(data)
+
+
+def test_the_recall_tool_reads_back_a_shrunk_result(tmp_path) -> None:
+    import dataclasses
+    import re
+
+    from agents.testing import ScriptedModel
+
+    from ctxledger.policy.base import RehydrationParams
+    from ctxledger.policy.default import default_policy
+
+    policy = dataclasses.replace(default_policy(), rehydration=RehydrationParams(recall_tool=True))
+
+    def second(call: Any) -> list[Any]:
+        ref = re.search(r"ctxledger rehydrate (\S+?)[;\]\s]", str(call.input)).group(1)
+        return [
+            ResponseFunctionToolCall(
+                id="fc_9", call_id="call_9", name="recall", arguments=f'{{"ref": "{ref}", "start": 0, "end": 40}}', type="function_call"
+            )
+        ]
+
+    from agents.testing.model import ModelStep
+
+    final = FakeModel().script[2]
+    model = ScriptedModel([[_call(2, "weather", "Oslo")], ModelStep.respond(second), final])
+    with Ledger.open(f"sqlite:///{tmp_path}/r.db") as ledger:
+        ledger_filter = LedgerInputFilter(ledger, conversation_id="rc", window_tokens=2000, output_tokens=200, margin_tokens=100, policy=policy)
+        agent = Agent(name="w", instructions="Answer.", tools=[weather, ledger_filter.recall_tool()], model=model)
+        asyncio.run(Runner.run(agent, "Oslo?", run_config=RunConfig(call_model_input_filter=ledger_filter), hooks=ledger_filter.hooks()))
+        oslo = next(r for r in ledger.store.records("default", "rc") if r.kind.value == "tool_artifact" and r.call_id == "call_2")
+        answer = next(r for r in ledger.store.records("default", "rc") if r.kind.value == "tool_artifact" and r.call_id == "call_9")
+        assert ledger.rehydrate(answer.id) == ledger.rehydrate(oslo.id, (0, 40))
+        recalls = ledger.get_assembly(ledger_filter.assemblies[-1].id)["recalls"]
+        assert [(r["ref"], r["decision"]) for r in recalls] == [(oslo.id, "answered")]

@@ -67,3 +67,41 @@ def test_every_request_is_assembled_and_the_run_history_is_untouched(tmp_path) -
         assert why["status"] in ("included", "omitted") and why["reason"]
 
 
+
+
+def test_the_recall_tool_reads_back_under_the_hard_filters(tmp_path) -> None:
+    import dataclasses
+    import re
+
+    from ctxledger.policy.base import RehydrationParams
+    from ctxledger.policy.default import default_policy
+
+    policy = dataclasses.replace(default_policy(), rehydration=RehydrationParams(recall_tool=True))
+    seen: list[list[ModelMessage]] = []
+
+    def scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(messages)
+        if len(seen) == 1:
+            return ModelResponse(parts=[ToolCallPart("lookup", {"city": "Oslo"}, tool_call_id="c1")])
+        if len(seen) == 2:
+            ref = re.search(r"ctxledger rehydrate (\S+?)[;\]\s]", repr(messages)).group(1)
+            assert "recall" in [t.name for t in info.function_tools]
+            return ModelResponse(parts=[ToolCallPart("recall", {"ref": ref, "start": 0, "end": 50}, tool_call_id="c2")])
+        return ModelResponse(parts=[TextPart("Read it.")])
+
+    with Ledger.open(f"sqlite:///{tmp_path}/r.db") as ledger:
+        capability = LedgerCapability(ledger, conversation_id="pr", window_tokens=2000, output_tokens=200, margin_tokens=100)
+        capability.loop.assemble_options["policy"] = policy
+        agent = Agent(FunctionModel(scripted), capabilities=[capability], tools=[capability.recall_tool()])
+
+        @agent.tool_plain
+        def lookup(city: str) -> str:
+            """Look a city up."""
+            return f"{city}: ok. " + BIG
+
+        assert agent.run_sync("Look up Oslo.").output == "Read it."
+        oslo = next(r for r in ledger.store.records("default", "pr") if r.kind.value == "tool_artifact" and r.call_id == "c1")
+        returns = [p for m in seen[-1] for p in getattr(m, "parts", ()) if isinstance(p, ToolReturnPart) and p.tool_call_id == "c2"]
+        assert ledger.rehydrate(oslo.id, (0, 50)).decode() in str(returns[0].content)
+        recalls = ledger.get_assembly(capability.assemblies[-1].id)["recalls"]
+        assert [(r["ref"], r["decision"]) for r in recalls] == [(oslo.id, "answered")]

@@ -10,11 +10,13 @@ stored against the assembly it was made with (:meth:`~ctxledger.Ledger.record_us
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ctxledger.assemble.assembler import Assembly
+from ctxledger.assemble.recall import RECALL_TOOL, answer_recall
 from ctxledger.ledger import Ledger
 from ctxledger.recorder import Recorder
 
@@ -38,6 +40,7 @@ class _Conversation:
     seen: set[str] = field(default_factory=set)
     calls: dict[str, str] = field(default_factory=dict)  # provider call id -> ToolCall record id
     answered: set[str] = field(default_factory=set)
+    recalls: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # ref -> recall decisions not yet stored
 
 
 class LoopLedger:
@@ -133,7 +136,24 @@ class LoopLedger:
         if call_id in conv.answered or call_id not in conv.calls:
             return
         conv.answered.add(call_id)
-        conv.recorder.tool_result(conv.calls[call_id], output, status="failed" if failed else "succeeded")
+        call = conv.recorder.records[conv.calls[call_id]]
+        pending = conv.recalls.get(str(_arguments(call).get("ref"))) if call.name == RECALL_TOOL else None
+        recall = pending.pop(0) if pending else None
+        conv.recorder.tool_result(
+            call.id, output, status="failed" if failed else "succeeded", **({"meta": {"recall": recall}} if recall else {})
+        )
+
+    def recall(self, conversation_id: str, arguments: Mapping[str, Any]) -> str:
+        """Answer a ``recall`` tool call under the hard filters of the conversation's latest assembly.
+
+        The decision is stored on the call's result when it is recorded (``meta["recall"]``), so the next
+        manifest lists it (:func:`~ctxledger.assemble.recall.answer_recall`).
+        """
+        mine = [a for a in self.assemblies if a.manifest.get("conversation_id") == conversation_id]
+        manifest = mine[-1].manifest if mine else {"candidates": []}
+        text, decision = answer_recall(self.ledger, manifest, arguments)
+        self._conv(conversation_id).recalls.setdefault(decision["ref"], []).append(decision)
+        return text
 
     # -- assembling --------------------------------------------------------------------------------
 
@@ -158,3 +178,12 @@ class LoopLedger:
         """Store a reply's reported usage against the assembly it was made with (nothing when none reported)."""
         if input_tokens is not None and output_tokens is not None:
             self.ledger.record_usage(assembly.id, int(input_tokens), int(output_tokens))
+
+
+def _arguments(call: Any) -> dict[str, Any]:
+    """A recorded call's arguments as a mapping (``{}`` when they are not a JSON object)."""
+    try:
+        parsed = json.loads(call.arguments)
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}

@@ -20,9 +20,11 @@ from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, ToolMessage, convert_to_messages
+from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from ctxledger.assemble.assembler import Assembly
+from ctxledger.assemble.recall import RECALL_TOOL, recall_schema
 from ctxledger.integrations._loop import Budget, LoopLedger
 from ctxledger.ledger import Ledger
 
@@ -61,6 +63,22 @@ class LedgerMiddleware(AgentMiddleware):
     def assemblies(self) -> list[Assembly]:
         """Every assembly made, in call order."""
         return self.loop.assemblies
+
+    def recall_tool(self) -> BaseTool:
+        """The ``recall`` tool as a LangChain tool: add it to the agent's tools when the policy enables recall.
+
+        It answers through :meth:`~ctxledger.Ledger.rehydrate` under the hard filters of the thread's latest
+        assembly (:mod:`ctxledger.assemble.recall`).
+        """
+        schema = recall_schema()["function"]
+
+        def recall(ref: str, start: int | None = None, end: int | None = None, unit: str = "bytes") -> str:
+            arguments = {k: v for k, v in {"ref": ref, "start": start, "end": end}.items() if v is not None}
+            if unit != "bytes":
+                arguments["unit"] = unit
+            return self.loop.recall(self._thread(), arguments)
+
+        return StructuredTool.from_function(recall, name=RECALL_TOOL, description=schema["description"])
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]

@@ -20,12 +20,13 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agents import Agent, RunContextWrapper, RunHooks
+from agents import Agent, FunctionTool, RunContextWrapper, RunHooks, function_tool
 from agents.items import ModelResponse, TResponseInputItem
 from agents.memory import SessionABC
 from agents.run_config import CallModelData, ModelInputData
 
 from ctxledger.assemble.assembler import Assembly
+from ctxledger.assemble.recall import RECALL_TOOL, recall_schema
 from ctxledger.assemble.units import build_units
 from ctxledger.errors import ConfigurationError, InputError
 from ctxledger.hashing import canonical_json
@@ -88,6 +89,23 @@ class LedgerInputFilter:
             check_client_state(previous_response_id=f"(outputs for unseen calls {unknown})")
         asm = self.loop.assemble(self.conversation_id, tools=_tools(data.agent))
         return ModelInputData(input=list(asm.payload["input"]), instructions=asm.payload.get("instructions"))
+
+    def recall_tool(self) -> FunctionTool:
+        """The ``recall`` tool as an Agents SDK function tool (add it to the agent when the policy enables recall).
+
+        It answers through :meth:`~ctxledger.Ledger.rehydrate` under the hard filters of the latest assembly
+        (:mod:`ctxledger.assemble.recall`).
+        """
+
+        def recall(ref: str, start: int | None = None, end: int | None = None, unit: str = "bytes") -> str:
+            arguments: dict[str, Any] = {k: v for k, v in {"ref": ref, "start": start, "end": end}.items() if v is not None}
+            if unit != "bytes":
+                arguments["unit"] = unit
+            return self.loop.recall(self.conversation_id, arguments)
+
+        return function_tool(
+            recall, name_override=RECALL_TOOL, description_override=recall_schema()["function"]["description"]
+        )
 
     def hooks(self) -> LedgerHooks:
         """Run hooks that record each response and its usage against this filter's assemblies."""

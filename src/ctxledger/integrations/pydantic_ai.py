@@ -22,7 +22,7 @@ import hashlib
 import json
 from typing import Any
 
-from pydantic_ai import RunContext
+from pydantic_ai import RunContext, Tool
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import (
     CompactionPart,
@@ -41,6 +41,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import ModelRequestContext
 
 from ctxledger.assemble.assembler import Assembly
+from ctxledger.assemble.recall import RECALL_TOOL, recall_schema
 from ctxledger.integrations._loop import Budget, LoopLedger
 from ctxledger.ledger import Ledger
 
@@ -78,6 +79,21 @@ class LedgerCapability(AbstractCapability[Any]):
     def assemblies(self) -> list[Assembly]:
         """Every assembly made, in call order."""
         return self.loop.assemblies
+
+    def recall_tool(self) -> Tool[Any]:
+        """The ``recall`` tool as a PydanticAI tool (pass it in the agent's ``tools`` when the policy enables recall).
+
+        It answers through :meth:`~ctxledger.Ledger.rehydrate` under the hard filters of the latest assembly
+        (:mod:`ctxledger.assemble.recall`).
+        """
+
+        def recall(ref: str, start: int | None = None, end: int | None = None, unit: str = "bytes") -> str:
+            arguments: dict[str, Any] = {k: v for k, v in {"ref": ref, "start": start, "end": end}.items() if v is not None}
+            if unit != "bytes":
+                arguments["unit"] = unit
+            return self.loop.recall(self.conversation_id, arguments)
+
+        return Tool(recall, name=RECALL_TOOL, description=recall_schema()["function"]["description"], takes_ctx=False)
 
     async def wrap_model_request(
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, handler: Any
