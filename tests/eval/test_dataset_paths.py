@@ -29,6 +29,8 @@ def test_the_upstream_locomo_file_is_read_whole_under_its_own_name(data_dir, cou
     assert by_path.name == "locomo"
     assert [c.case_id for c in by_path.cases] == [c.case_id for c in by_name.cases]
     assert [c.required_ids for c in by_path.cases] == [c.required_ids for c in by_name.cases]
+    [memories] = load_path(tmp_path, counter, name="locomo-memory", limit=1)
+    assert memories.name == "locomo-memory" and any(i.meta.get("kind") == "memory" for i in memories.cases[0].items)
 
 
 @pytest.mark.parametrize("name", ["gpt-4o-retail.json", "results/run 7.json", "x.json"])

@@ -936,7 +936,8 @@ def load_path(
     Args:
         path: a file or folder.
         counter: the exact counter.
-        name: read only this dataset's files (else every dataset found).
+        name: read only this dataset's files (else every dataset found); ``locomo-memory`` reads the
+            LoCoMo files with their observation memories.
         limit: source records to read per dataset (as for :func:`load_dataset`).
         max_cases: keep only the first ``max_cases`` cases of each dataset.
         step_stride: for trajectories, keep every ``step_stride``-th call.
@@ -948,15 +949,17 @@ def load_path(
     if name is not None and name not in _SPECS:
         raise ConfigurationError(f"unknown dataset {name!r}; known: {dataset_names()}")
     found = formats_in(path)
-    if name is not None:
+    if name == "locomo-memory" and "locomo" in found:
+        found = {"locomo-memory": found["locomo"]}
+    elif name is not None:
         found = {name: found[name]} if name in found else {}
     if not found:
         what = f"no {name} file" if name else f"no dataset file ({', '.join(dataset_names())})"
         raise InputError(f"{what} found", source=str(path))
     out = []
     for fmt, files in sorted(found.items()):
-        if fmt == "locomo":
-            dataset = _concat_locomo(files, path, counter, limit)
+        if fmt in ("locomo", "locomo-memory"):
+            dataset = _concat_locomo(files, path, counter, limit, memories=fmt == "locomo-memory")
         elif fmt == "bfcl-memory":
             dataset = load_bfcl_memory(files[0], counter, limit=limit)
         else:
@@ -965,8 +968,10 @@ def load_path(
     return out
 
 
-def _concat_locomo(files: Sequence[Path], root: Path, counter: TokenCounter, limit: int | None) -> EvalDataset:
-    parts = [load_locomo(f.parent, counter, limit=limit, file_name=f.name) for f in files]
+def _concat_locomo(
+    files: Sequence[Path], root: Path, counter: TokenCounter, limit: int | None, *, memories: bool = False
+) -> EvalDataset:
+    parts = [load_locomo(f.parent, counter, limit=limit, file_name=f.name, memories=memories) for f in files]
     quirks: Counter[str] = Counter()
     for part in parts:
         quirks.update(part.quirks)
