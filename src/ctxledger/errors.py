@@ -179,6 +179,14 @@ class FormatNotRecognised(InputError):
         self.formats = tuple(formats)
 
 
+class NothingToImport(InputError):
+    """A well-formed input that holds no conversation to import; nothing was parsed.
+
+    Raised for a ToolBench failed run (a search tree and no ``train_messages`` trajectory). A directory
+    import skips such a file with a warning and imports the rest.
+    """
+
+
 class BudgetError(CtxledgerError):
     """The token budget cannot be satisfied."""
 

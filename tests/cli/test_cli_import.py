@@ -190,3 +190,24 @@ def test_conversations_shows_every_id_whole(runner: CliRunner, tmp_path: Path, d
     assert max(len(line) for line in lines) <= 80
     folded = "".join(line.split("│")[1].strip() for line in lines if line.startswith("│"))
     assert folded == "".join(ids)
+
+
+def test_a_toolbench_failed_run_is_skipped_with_a_warning_and_the_rest_imports(
+    runner: CliRunner, tmp_path: Path, data_dir: Path
+) -> None:
+    """A ToolBench answer with a search tree but no train_messages (a failed run) is listed and skipped."""
+    source = data_dir / "toolbench-examples" / "answer" / "G1_answer"
+    folder = tmp_path / "answers"
+    folder.mkdir()
+    names = sorted(p.name for p in source.glob("*.json"))
+    for name in names:
+        record = json.loads((source / name).read_text())
+        if name == names[0]:
+            del record["answer_generation"]["train_messages"]
+        (folder / name).write_text(json.dumps(record))
+    result = runner.invoke(app, ["--db", _db(tmp_path), "import", str(folder), "--model", ""])
+    assert result.exit_code == 0, result.output
+    assert "skipped 1 file(s) with nothing to import" in _flat(result.output)
+    assert sorted(_conversations(_db(tmp_path))) == sorted(n.removesuffix(".json") for n in names[1:])
+    single = runner.invoke(app, ["--db", _db(tmp_path), "import", str(folder / names[0])])
+    assert single.exit_code == 2 and "failed run" in _flat(single.output)

@@ -18,6 +18,7 @@ from ctxledger.cli._common import COUNTER_HELP, _coster, _err, _handled, _open, 
 from ctxledger.errors import (
     FormatNotRecognised,
     InputError,
+    NothingToImport,
     RecordNotFound,
 )
 from ctxledger.ledger import Ledger
@@ -87,7 +88,7 @@ def _parse_all(
     """
     from ctxledger.ingest import parse_file, rich_progress
 
-    batches, skipped = [], []
+    batches, skipped, empty = [], [], []
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=_err(), transient=True, disable=len(files) < 2) as progress:
         task = progress.add_task("files", total=len(files))
@@ -105,7 +106,18 @@ def _parse_all(
                 if rel is None:
                     raise _unrecognised(exc.source, exc.formats, "cannot tell the format of this file") from None
                 skipped.append(exc)
+            except NothingToImport as exc:
+                if rel is None:
+                    raise
+                empty.append(exc)
             progress.advance(task)
+    if empty:
+        names = "\n".join(f"  {escape(e.source)}: {escape(e.problem)}" for e in empty)
+        _err().print(
+            f"[yellow]warning:[/] skipped {len(empty)} file(s) with nothing to import:\n{names}", soft_wrap=True
+        )
+    if empty and not batches and not skipped:
+        raise InputError(f"none of the {len(empty)} files holds a conversation", source=", ".join(map(str, roots)))
     if skipped and not batches:
         listing = ", ".join(e.source for e in skipped)
         problem = f"the format of none of the {len(skipped)} files could be told ({listing})"

@@ -12,7 +12,8 @@ Source: OpenBMB/ToolBench ``data_example/answer/G*_answer/*_ChatGPT_DFS_woFilter
 
 A ``function`` result is ``{"error": "...", "response": "..."}`` (sometimes cut off by ToolBench, so
 not always valid JSON); a non-empty ``error`` makes the artifact ``failed``. The closing ``Finish``
-call has no result and stays pending. Errors name the message index in ``train_messages[-1]``.
+call has no result and stays pending. Errors name the message index in ``train_messages[-1]``. A failed run
+(a ``tree`` but no ``train_messages``) raises :class:`~ctxledger.errors.NothingToImport`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ctxledger.errors import NothingToImport
 from ctxledger.ingest._batch import ImportBatch
 from ctxledger.ingest._builder import ConversationBuilder, ParseOptions
 from ctxledger.ingest._chat import ChatMapper
@@ -63,6 +65,8 @@ def parse(loaded: Loaded, options: ParseOptions) -> ImportBatch:
     top = as_object(loaded.value, Loc(options.source), "an answer object")
     gen_loc = Loc(options.source, None, "answer_generation.")
     gen = as_object(require(top, "answer_generation", dict, Loc(options.source), "an object"), gen_loc)
+    if not gen.get("train_messages") and top.get("tree") is not None:
+        raise NothingToImport("failed run: a search tree and no 'train_messages' trajectory", source=options.source)
     train = require(gen, "train_messages", list, gen_loc, "an array of message lists")
     if not train:
         raise gen_loc.error("no trajectory in 'train_messages'", "train_messages")
