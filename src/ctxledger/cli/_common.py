@@ -54,7 +54,7 @@ class Settings:
     db: str
     db_given: bool
     tenant: str
-    blobs: Path | None = None
+    blobs: str | None = None
 
 
 # -- plumbing ------------------------------------------------------------------------------------------
