@@ -184,7 +184,9 @@ def _anthropic(data: Mapping[str, Any]) -> ReadResponse:
             arguments = json.dumps(block.get("input") or {}, ensure_ascii=False, sort_keys=True)
             calls.append(
                 ResponseCall(
-                    _string(block.get("id"), f"content[{k}].id"), _string(block.get("name"), f"content[{k}].name"), arguments
+                    _string(block.get("id"), f"content[{k}].id"),
+                    _string(block.get("name"), f"content[{k}].name"),
+                    arguments,
                 )
             )
         elif kind in ("thinking", "redacted_thinking"):

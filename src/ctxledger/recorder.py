@@ -807,8 +807,9 @@ class Recorder:
                 ``source_version``.
             text: the assistant's text alongside the calls.
             name: short name: ids ``<name>``, ``<name>#call<k>``, ``art-<name>-<k>``; unnamed, consecutive numbers.
-            thinking, thinking_at: the provider's reasoning items or blocks as received and their positions
-                (``meta["thinking"]``; sent back only to the provider they came from).
+            thinking: the provider's reasoning items or blocks as received (``meta["thinking"]``; sent back only
+                to the provider they came from).
+            thinking_at: their positions in the response's output (``meta["thinking_at"]``).
             **env: envelope keywords for every record.
 
         Raises:

@@ -110,7 +110,11 @@ def test_a_file_is_sniffed_as_responses(tmp_path: Path) -> None:
     [
         ([{"role": "user", "content": "x"}, {"type": "web_search_call", "id": "ws"}], 1, "type"),
         ([{"role": "user", "content": "x"}, {"type": "function_call", "name": "f", "arguments": "{}"}], 1, "call_id"),
-        ([{"role": "user", "content": "x"}, {"type": "function_call_output", "call_id": "nope", "output": "r"}], 1, None),
+        (
+            [{"role": "user", "content": "x"}, {"type": "function_call_output", "call_id": "nope", "output": "r"}],
+            1,
+            None,
+        ),
         ([{"role": "user", "content": [{"type": "input_audio"}]}], 0, "content[0].type"),
         ([{"role": "user", "content": "x"}, REASONING], 1, "type"),
     ],

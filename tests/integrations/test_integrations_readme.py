@@ -22,7 +22,9 @@ import pytest
 def test_readme_integration_example_runs_as_written(readme_block, marker: str, monkeypatch) -> None:
     monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
     code = readme_block("python", marker)
-    expected = [re.search(r"#\s*(.+)$", line).group(1).strip() for line in code.splitlines() if line.startswith("print(")]
+    expected = [
+        re.search(r"#\s*(.+)$", line).group(1).strip() for line in code.splitlines() if line.startswith("print(")
+    ]
     out = io.StringIO()
     scope: dict = {}
     with contextlib.redirect_stdout(out):

@@ -11,6 +11,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import Field
 
 from ctxledger import Ledger
 from ctxledger.integrations.langchain import LedgerMiddleware
@@ -33,7 +34,7 @@ def clock(city: str) -> str:
 class ScriptedModel(GenericFakeChatModel):
     """Replays scripted replies and keeps what it was shown on each call; tools bind to itself."""
 
-    seen: list[list[BaseMessage]] = []
+    seen: list[list[BaseMessage]] = Field(default_factory=list)
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedModel:
         return self
@@ -64,7 +65,10 @@ def run(ledger: Ledger, *, use_async: bool = False) -> tuple[dict[str, Any], Led
     model.seen = []
     middleware = LedgerMiddleware(ledger, window_tokens=3000, output_tokens=300, margin_tokens=100)
     agent = create_agent(
-        model, [weather, clock], system_prompt="You answer weather questions.", middleware=[middleware],
+        model,
+        [weather, clock],
+        system_prompt="You answer weather questions.",
+        middleware=[middleware],
         checkpointer=InMemorySaver(),
     )
     config = {"configurable": {"thread_id": "thread-7"}}
@@ -120,7 +124,11 @@ def test_the_model_recalls_an_excerpt_through_the_recall_tool(tmp_path) -> None:
                         AIMessage(
                             "",
                             tool_calls=[
-                                {"id": "call_r1", "name": "recall", "args": {"ref": found.group(1), "start": 0, "end": 120}},
+                                {
+                                    "id": "call_r1",
+                                    "name": "recall",
+                                    "args": {"ref": found.group(1), "start": 0, "end": 120},
+                                },
                                 {"id": "call_r2", "name": "recall", "args": {"ref": "elsewhere/7"}},
                             ],
                         ),
@@ -130,7 +138,9 @@ def test_the_model_recalls_an_excerpt_through_the_recall_tool(tmp_path) -> None:
             return super()._generate(messages, *args, **kwargs)
 
     with Ledger.open(f"sqlite:///{tmp_path}/r.db") as ledger:
-        model = Recaller(messages=iter([AIMessage("", tool_calls=[{"id": "call_w", "name": "weather", "args": {"city": "Oslo"}}])]))
+        model = Recaller(
+            messages=iter([AIMessage("", tool_calls=[{"id": "call_w", "name": "weather", "args": {"city": "Oslo"}}])])
+        )
         model.seen = []
         middleware = LedgerMiddleware(ledger, window_tokens=2000, output_tokens=200, margin_tokens=100, policy=policy)
         agent = create_agent(model, [weather, middleware.recall_tool()], middleware=[middleware])
@@ -140,7 +150,9 @@ def test_the_model_recalls_an_excerpt_through_the_recall_tool(tmp_path) -> None:
         for asm in middleware.assemblies:  # the recall schema is offered and costed in F
             assert "recall" in [t["function"]["name"] for t in asm.payload["tools"]]
             assert ledger.get_assembly(asm.id)["tokens"]["estimated_input"] <= 2000 - 200 - 100
-        oslo = next(r for r in ledger.store.records("default", "r") if r.kind.value == "tool_artifact" and r.call_id == "call_w")
+        oslo = next(
+            r for r in ledger.store.records("default", "r") if r.kind.value == "tool_artifact" and r.call_id == "call_w"
+        )
         answers = {m.tool_call_id: m.content for m in state["messages"] if getattr(m, "tool_call_id", None)}
         assert answers["call_r1"].encode() == ledger.rehydrate(oslo.id, (0, 120))
         assert "not_a_candidate" in answers["call_r2"]

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from agents import Agent, Runner, RunConfig, function_tool
+from agents import Agent, RunConfig, Runner, function_tool
 from agents.items import ModelResponse
 from agents.models.interface import Model
 from agents.usage import Usage
@@ -38,7 +38,12 @@ def clock(city: str) -> str:
 
 def _call(n: int, name: str, city: str) -> ResponseFunctionToolCall:
     return ResponseFunctionToolCall(
-        id=f"fc_{n}", call_id=f"call_{n}", name=name, arguments=f'{{"city": "{city}"}}', type="function_call", status="completed"
+        id=f"fc_{n}",
+        call_id=f"call_{n}",
+        name=name,
+        arguments=f'{{"city": "{city}"}}',
+        type="function_call",
+        status="completed",
     )
 
 
@@ -60,7 +65,9 @@ class FakeModel(Model):
                     role="assistant",
                     status="completed",
                     type="message",
-                    content=[ResponseOutputText(text="Sunny in both; 09:00 in Paris.", type="output_text", annotations=[])],
+                    content=[
+                        ResponseOutputText(text="Sunny in both; 09:00 in Paris.", type="output_text", annotations=[])
+                    ],
                 )
             ],
         ]
@@ -69,7 +76,9 @@ class FakeModel(Model):
         self.seen.append((system_instructions, list(input) if not isinstance(input, str) else [input]))
         output = self.script[len(self.seen) - 1]
         return ModelResponse(
-            output=output, usage=Usage(requests=1, input_tokens=150, output_tokens=25, total_tokens=175), response_id=None
+            output=output,
+            usage=Usage(requests=1, input_tokens=150, output_tokens=25, total_tokens=175),
+            response_id=None,
         )
 
     def stream_response(self, *args: Any, **kwargs: Any) -> Any:
@@ -133,7 +142,9 @@ def test_server_side_state_is_refused(tmp_path) -> None:
         from agents.run_config import CallModelData, ModelInputData
 
         orphan = [{"type": "function_call_output", "call_id": "call_9", "output": "x"}]
-        data = CallModelData(model_data=ModelInputData(input=orphan, instructions=None), agent=Agent(name="a"), context=None)
+        data = CallModelData(
+            model_data=ModelInputData(input=orphan, instructions=None), agent=Agent(name="a"), context=None
+        )
         with pytest.raises(ConfigurationError, match="client-side"):
             ledger_filter(data)
 
@@ -153,7 +164,11 @@ def test_the_recall_tool_reads_back_a_shrunk_result(tmp_path) -> None:
         ref = re.search(r"ctxledger rehydrate (\S+?)[;\]\s]", str(call.input)).group(1)
         return [
             ResponseFunctionToolCall(
-                id="fc_9", call_id="call_9", name="recall", arguments=f'{{"ref": "{ref}", "start": 0, "end": 40}}', type="function_call"
+                id="fc_9",
+                call_id="call_9",
+                name="recall",
+                arguments=f'{{"ref": "{ref}", "start": 0, "end": 40}}',
+                type="function_call",
             )
         ]
 
@@ -162,11 +177,25 @@ def test_the_recall_tool_reads_back_a_shrunk_result(tmp_path) -> None:
     final = FakeModel().script[2]
     model = ScriptedModel([[_call(2, "weather", "Oslo")], ModelStep.respond(second), final])
     with Ledger.open(f"sqlite:///{tmp_path}/r.db") as ledger:
-        ledger_filter = LedgerInputFilter(ledger, conversation_id="rc", window_tokens=2000, output_tokens=200, margin_tokens=100, policy=policy)
+        ledger_filter = LedgerInputFilter(
+            ledger, conversation_id="rc", window_tokens=2000, output_tokens=200, margin_tokens=100, policy=policy
+        )
         agent = Agent(name="w", instructions="Answer.", tools=[weather, ledger_filter.recall_tool()], model=model)
-        asyncio.run(Runner.run(agent, "Oslo?", run_config=RunConfig(call_model_input_filter=ledger_filter), hooks=ledger_filter.hooks()))
-        oslo = next(r for r in ledger.store.records("default", "rc") if r.kind.value == "tool_artifact" and r.call_id == "call_2")
-        answer = next(r for r in ledger.store.records("default", "rc") if r.kind.value == "tool_artifact" and r.call_id == "call_9")
+        asyncio.run(
+            Runner.run(
+                agent, "Oslo?", run_config=RunConfig(call_model_input_filter=ledger_filter), hooks=ledger_filter.hooks()
+            )
+        )
+        oslo = next(
+            r
+            for r in ledger.store.records("default", "rc")
+            if r.kind.value == "tool_artifact" and r.call_id == "call_2"
+        )
+        answer = next(
+            r
+            for r in ledger.store.records("default", "rc")
+            if r.kind.value == "tool_artifact" and r.call_id == "call_9"
+        )
         assert ledger.rehydrate(answer.id) == ledger.rehydrate(oslo.id, (0, 40))
         recalls = ledger.get_assembly(ledger_filter.assemblies[-1].id)["recalls"]
         assert [(r["ref"], r["decision"]) for r in recalls] == [(oslo.id, "answered")]

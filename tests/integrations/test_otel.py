@@ -41,13 +41,19 @@ def test_an_assembly_span_carries_genai_and_ctxledger_attributes(spans, monkeypa
     (span,) = exporter.get_finished_spans()
     a = span.attributes
     assert span.name == "chat gpt-4o"
-    assert (a[otel.GEN_AI_OPERATION_NAME], a[otel.GEN_AI_PROVIDER_NAME], a[otel.GEN_AI_REQUEST_MODEL]) == ("chat", "openai", "gpt-4o")
+    assert (a[otel.GEN_AI_OPERATION_NAME], a[otel.GEN_AI_PROVIDER_NAME], a[otel.GEN_AI_REQUEST_MODEL]) == (
+        "chat",
+        "openai",
+        "gpt-4o",
+    )
     assert (a[otel.GEN_AI_CONVERSATION_ID], a[otel.GEN_AI_REQUEST_MAX_TOKENS]) == ("c", 200)
     assert (a[otel.ASSEMBLY_ID], a[otel.PAYLOAD_HASH]) == (asm.id, asm.payload_hash)
     assert a[otel.POLICY_HASH] == asm.manifest["policy"]["hash"]
     assert a[otel.BUDGET_PREFIX + "window"] == 1500 and a[otel.ESTIMATED_INPUT_TOKENS] == asm.input_tokens
     assert a[otel.INCLUDED_COUNT] == len(asm.manifest["included"])
-    omitted = {k.removeprefix(otel.OMITTED_REASON_PREFIX): v for k, v in a.items() if k.startswith(otel.OMITTED_REASON_PREFIX)}
+    omitted = {
+        k.removeprefix(otel.OMITTED_REASON_PREFIX): v for k, v in a.items() if k.startswith(otel.OMITTED_REASON_PREFIX)
+    }
     assert omitted == asm.manifest["omitted_by_reason"] and sum(omitted.values()) == a[otel.OMITTED_COUNT] > 0
     assert otel.GEN_AI_INPUT_MESSAGES not in a  # no content unless capture is on
 
@@ -57,7 +63,15 @@ def test_content_only_when_the_capture_variable_is_set(spans, monkeypatch) -> No
     exporter, tracer = spans
     with Ledger.open("memory://") as ledger:
         _conversation(ledger)
-        asm = otel.traced_assemble(ledger, "c", tracer=tracer, api="anthropic-messages", model="claude-sonnet-4-5", window_tokens=1500, output_tokens=200)
+        asm = otel.traced_assemble(
+            ledger,
+            "c",
+            tracer=tracer,
+            api="anthropic-messages",
+            model="claude-sonnet-4-5",
+            window_tokens=1500,
+            output_tokens=200,
+        )
     (span,) = exporter.get_finished_spans()
     assert span.attributes[otel.GEN_AI_PROVIDER_NAME] == "anthropic"
     assert json.loads(span.attributes[otel.GEN_AI_INPUT_MESSAGES]) == asm.payload["messages"]

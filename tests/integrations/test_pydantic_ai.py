@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ThinkingPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -35,7 +34,9 @@ def test_every_request_is_assembled_and_the_run_history_is_untouched(tmp_path) -
         return ModelResponse(parts=[TextPart("All three looked up.")], usage=usage)
 
     with Ledger.open(f"sqlite:///{tmp_path}/p.db") as ledger:
-        capability = LedgerCapability(ledger, conversation_id="pa", window_tokens=3000, output_tokens=300, margin_tokens=100)
+        capability = LedgerCapability(
+            ledger, conversation_id="pa", window_tokens=3000, output_tokens=300, margin_tokens=100
+        )
         agent = Agent(FunctionModel(scripted), system_prompt="You look things up.", capabilities=[capability])
 
         @agent.tool_plain
@@ -67,8 +68,6 @@ def test_every_request_is_assembled_and_the_run_history_is_untouched(tmp_path) -
         assert why["status"] in ("included", "omitted") and why["reason"]
 
 
-
-
 def test_the_recall_tool_reads_back_under_the_hard_filters(tmp_path) -> None:
     import dataclasses
     import re
@@ -90,7 +89,9 @@ def test_the_recall_tool_reads_back_under_the_hard_filters(tmp_path) -> None:
         return ModelResponse(parts=[TextPart("Read it.")])
 
     with Ledger.open(f"sqlite:///{tmp_path}/r.db") as ledger:
-        capability = LedgerCapability(ledger, conversation_id="pr", window_tokens=2000, output_tokens=200, margin_tokens=100)
+        capability = LedgerCapability(
+            ledger, conversation_id="pr", window_tokens=2000, output_tokens=200, margin_tokens=100
+        )
         capability.loop.assemble_options["policy"] = policy
         agent = Agent(FunctionModel(scripted), capabilities=[capability], tools=[capability.recall_tool()])
 
@@ -100,8 +101,15 @@ def test_the_recall_tool_reads_back_under_the_hard_filters(tmp_path) -> None:
             return f"{city}: ok. " + BIG
 
         assert agent.run_sync("Look up Oslo.").output == "Read it."
-        oslo = next(r for r in ledger.store.records("default", "pr") if r.kind.value == "tool_artifact" and r.call_id == "c1")
-        returns = [p for m in seen[-1] for p in getattr(m, "parts", ()) if isinstance(p, ToolReturnPart) and p.tool_call_id == "c2"]
+        oslo = next(
+            r for r in ledger.store.records("default", "pr") if r.kind.value == "tool_artifact" and r.call_id == "c1"
+        )
+        returns = [
+            p
+            for m in seen[-1]
+            for p in getattr(m, "parts", ())
+            if isinstance(p, ToolReturnPart) and p.tool_call_id == "c2"
+        ]
         assert ledger.rehydrate(oslo.id, (0, 50)).decode() in str(returns[0].content)
         recalls = ledger.get_assembly(capability.assemblies[-1].id)["recalls"]
         assert [(r["ref"], r["decision"]) for r in recalls] == [(oslo.id, "answered")]

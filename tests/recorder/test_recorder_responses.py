@@ -24,8 +24,16 @@ CHAT = {
                 "role": "assistant",
                 "content": None,
                 "tool_calls": [
-                    {"id": "call_p", "type": "function", "function": {"name": "weather", "arguments": '{"city":"Paris"}'}},
-                    {"id": "call_o", "type": "function", "function": {"name": "weather", "arguments": '{"city":"Oslo"}'}},
+                    {
+                        "id": "call_p",
+                        "type": "function",
+                        "function": {"name": "weather", "arguments": '{"city":"Paris"}'},
+                    },
+                    {
+                        "id": "call_o",
+                        "type": "function",
+                        "function": {"name": "weather", "arguments": '{"city":"Oslo"}'},
+                    },
                 ],
             },
         }
@@ -93,10 +101,14 @@ def test_reasoning_goes_back_only_to_its_provider(ledger) -> None:
     rec.user("go")
     for call_id in rec.record_response(RESPONSE).calls.values():
         rec.tool_result(call_id, "ok")
-    items = ledger.assemble("c", api="openai-responses", model="gpt-5", window_tokens=8000, output_tokens=100).payload["input"]
+    items = ledger.assemble("c", api="openai-responses", model="gpt-5", window_tokens=8000, output_tokens=100).payload[
+        "input"
+    ]
     assert [i["type"] for i in items][:4] == ["message", "reasoning", "function_call", "function_call"]
     assert items[1]["encrypted_content"] == "gAAAAB"
-    blocks = ledger.assemble("c", api="anthropic-messages", model="claude-sonnet-4-5", window_tokens=8000, output_tokens=100)
+    blocks = ledger.assemble(
+        "c", api="anthropic-messages", model="claude-sonnet-4-5", window_tokens=8000, output_tokens=100
+    )
     assert "reasoning" not in json.dumps(blocks.payload["messages"])
 
 

@@ -84,7 +84,9 @@ def test_named_and_image_turns(responses: OpenAIResponsesSerializer, png_url: An
     ]
     assert items[1]["content"] == "bob: hello"
     with pytest.raises(ProviderContractError) as caught:
-        responses.build([Turn("u", "user", "x"), Turn("a", "assistant", ({"type": "image_url", "image_url": url},))], model="m")
+        responses.build(
+            [Turn("u", "user", "x"), Turn("a", "assistant", ({"type": "image_url", "image_url": url},))], model="m"
+        )
     assert caught.value.rule == "part_not_allowed"
 
 

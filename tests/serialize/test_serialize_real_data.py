@@ -75,7 +75,7 @@ def test_tau_bench_logs_serialize_for_responses_with_unique_call_ids(
 
 def _recorded_ids(message: dict[str, Any]) -> dict[str, Any]:
     """A trajectory message reduced to the keys Chat Completions defines (its recorded call ids kept)."""
-    keys = ("role", "content", "tool_calls", "tool_call_id") if message["role"] != "tool" else ("role", "content", "tool_call_id")
+    keys = ("role", "content", "tool_call_id") + (("tool_calls",) if message["role"] != "tool" else ())
     return {k: message[k] for k in keys if k in message}
 
 

@@ -61,7 +61,9 @@ def with_recall_tool(tools: Sequence[Mapping[str, Any]], policy: Policy) -> tupl
     return (*tools, recall_schema())
 
 
-def answer_recall(ledger: Any, manifest: Mapping[str, Any], arguments: Mapping[str, Any], *, tenant_id: str = "default") -> tuple[str, dict[str, Any]]:
+def answer_recall(
+    ledger: Any, manifest: Mapping[str, Any], arguments: Mapping[str, Any], *, tenant_id: str = "default"
+) -> tuple[str, dict[str, Any]]:
     """Answer a ``recall`` call made with the assembly ``manifest``; return the text and the decision.
 
     Returns:
@@ -92,7 +94,9 @@ def answer_recall(ledger: Any, manifest: Mapping[str, Any], arguments: Mapping[s
     cut = len(text.encode("utf-8")) > limit
     if cut:
         text = text.encode("utf-8")[:limit].decode("utf-8", errors="ignore")
-    decision.update(decision="answered", reason="truncated_to_limit" if cut else "read_back", bytes=len(text.encode("utf-8")))
+    decision.update(
+        decision="answered", reason="truncated_to_limit" if cut else "read_back", bytes=len(text.encode("utf-8"))
+    )
     return text, decision
 
 
@@ -100,7 +104,9 @@ def _refusal(manifest: Mapping[str, Any], ref: str) -> str | None:
     """Why ``ref`` may not be read back under this assembly, or ``None``."""
     if ref not in set(manifest.get("candidates") or ()):
         return "not_a_candidate: the record is not in this conversation's context"
-    omitted = {e["ref"]: (e["reason"], e.get("stage", ""), e.get("detail") or "") for e in manifest.get("omitted") or ()}
+    omitted = {
+        e["ref"]: (e["reason"], e.get("stage", ""), e.get("detail") or "") for e in manifest.get("omitted") or ()
+    }
     hard = hard_omission(omitted)(ref)
     if hard is not None:
         return f"{hard[0]} ({hard[1]})"
@@ -115,8 +121,4 @@ def _limit(ledger: Any) -> int:
 
 def recalls_in(records: Sequence[Record]) -> list[dict[str, Any]]:
     """The recall answers recorded among ``records`` (``meta["recall"]`` of tool results), in order."""
-    return [
-        {"artifact": r.id, **r.meta["recall"]}
-        for r in records
-        if isinstance(r.meta.get("recall"), Mapping)
-    ]
+    return [{"artifact": r.id, **r.meta["recall"]} for r in records if isinstance(r.meta.get("recall"), Mapping)]

@@ -20,7 +20,6 @@ from ctxledger.assemble.recall import RECALL_TOOL, answer_recall
 from ctxledger.ledger import Ledger
 from ctxledger.recorder import Recorder
 
-
 FRAMEWORK_KEY = "framework_key"
 """``meta`` key of a recorded message: the key the framework's message was recorded under."""
 
@@ -56,7 +55,13 @@ class LoopLedger:
     """
 
     def __init__(
-        self, ledger: Ledger, budget: Budget, *, api: str = "openai-chat", model: str = "gpt-4o", **assemble_options: Any
+        self,
+        ledger: Ledger,
+        budget: Budget,
+        *,
+        api: str = "openai-chat",
+        model: str = "gpt-4o",
+        **assemble_options: Any,
     ) -> None:
         self.ledger = ledger
         self.budget = budget
@@ -140,7 +145,10 @@ class LoopLedger:
         pending = conv.recalls.get(str(_arguments(call).get("ref"))) if call.name == RECALL_TOOL else None
         recall = pending.pop(0) if pending else None
         conv.recorder.tool_result(
-            call.id, output, status="failed" if failed else "succeeded", **({"meta": {"recall": recall}} if recall else {})
+            call.id,
+            output,
+            status="failed" if failed else "succeeded",
+            **({"meta": {"recall": recall}} if recall else {}),
         )
 
     def recall(self, conversation_id: str, arguments: Mapping[str, Any]) -> str:

@@ -83,7 +83,8 @@ class LedgerInputFilter:
         unknown = [
             i.get("call_id")
             for i in map(_plain, data.model_data.input)
-            if i.get("type") == "function_call_output" and not self.loop.knows_call(self.conversation_id, i.get("call_id"))
+            if i.get("type") == "function_call_output"
+            and not self.loop.knows_call(self.conversation_id, i.get("call_id"))
         ]
         if unknown:
             check_client_state(previous_response_id=f"(outputs for unseen calls {unknown})")
@@ -98,7 +99,9 @@ class LedgerInputFilter:
         """
 
         def recall(ref: str, start: int | None = None, end: int | None = None, unit: str = "bytes") -> str:
-            arguments: dict[str, Any] = {k: v for k, v in {"ref": ref, "start": start, "end": end}.items() if v is not None}
+            arguments: dict[str, Any] = {
+                k: v for k, v in {"ref": ref, "start": start, "end": end}.items() if v is not None
+            }
             if unit != "bytes":
                 arguments["unit"] = unit
             return self.loop.recall(self.conversation_id, arguments)
@@ -241,4 +244,3 @@ def check_client_state(previous_response_id: str | None = None, conversation_id:
             "Do not pass previous_response_id or a server conversation_id to Runner.run; use LedgerSession "
             "or pass the items yourself"
         )
-

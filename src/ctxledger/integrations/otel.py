@@ -53,7 +53,9 @@ _PROVIDERS = {"openai-chat": "openai", "openai-responses": "openai", "anthropic-
 TRACER_NAME = "ctxledger"
 
 
-def traced_assemble(ledger: Ledger, conversation_id: str, *, tracer: trace.Tracer | None = None, **request: Any) -> Assembly:
+def traced_assemble(
+    ledger: Ledger, conversation_id: str, *, tracer: trace.Tracer | None = None, **request: Any
+) -> Assembly:
     """:meth:`~ctxledger.Ledger.assemble` inside a span ``"chat <model>"`` carrying the assembly's attributes.
 
     A failed assembly (e.g. ``RequiredBlocksDoNotFit``) is recorded on the span as an exception and re-raised.
@@ -96,7 +98,9 @@ def assembly_attributes(asm: Assembly) -> dict[str, Any]:
         attributes[OMITTED_REASON_PREFIX + str(reason)] = int(count)
     if os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() == "true":
         payload = asm.payload
-        attributes[GEN_AI_INPUT_MESSAGES] = json.dumps(payload.get("messages", payload.get("input", [])), ensure_ascii=False)
+        attributes[GEN_AI_INPUT_MESSAGES] = json.dumps(
+            payload.get("messages", payload.get("input", [])), ensure_ascii=False
+        )
         system = payload.get("instructions") or payload.get("system")
         if system:
             attributes[GEN_AI_SYSTEM_INSTRUCTIONS] = system if isinstance(system, str) else json.dumps(system)

@@ -71,6 +71,7 @@ class LedgerCapability(AbstractCapability[Any]):
     loop: LoopLedger = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
+        """Create the loop that records and assembles for this capability."""
         self.loop = LoopLedger(
             self.ledger, Budget(self.window_tokens, self.output_tokens, self.margin_tokens), model=self.model
         )
@@ -88,7 +89,9 @@ class LedgerCapability(AbstractCapability[Any]):
         """
 
         def recall(ref: str, start: int | None = None, end: int | None = None, unit: str = "bytes") -> str:
-            arguments: dict[str, Any] = {k: v for k, v in {"ref": ref, "start": start, "end": end}.items() if v is not None}
+            arguments: dict[str, Any] = {
+                k: v for k, v in {"ref": ref, "start": start, "end": end}.items() if v is not None
+            }
             if unit != "bytes":
                 arguments["unit"] = unit
             return self.loop.recall(self.conversation_id, arguments)
@@ -103,7 +106,14 @@ class LedgerCapability(AbstractCapability[Any]):
             self._record(message, f"m{index}")
         params = request_context.model_request_parameters
         tools = [
-            {"type": "function", "function": {"name": t.name, "description": t.description or "", "parameters": t.parameters_json_schema}}
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description or "",
+                    "parameters": t.parameters_json_schema,
+                },
+            }
             for t in [*params.function_tools, *params.output_tools]
         ]
         asm = self.loop.assemble(self.conversation_id, tools=tools or None)
@@ -120,7 +130,11 @@ class LedgerCapability(AbstractCapability[Any]):
         if isinstance(message, ModelResponse):
             key = _response_key(message)
             text = "".join(p.content for p in message.parts if isinstance(p, TextPart))
-            calls = [(p.tool_call_id, p.tool_name, p.args_as_json_str()) for p in message.parts if isinstance(p, ToolCallPart)]
+            calls = [
+                (p.tool_call_id, p.tool_name, p.args_as_json_str())
+                for p in message.parts
+                if isinstance(p, ToolCallPart)
+            ]
             opaque = [p for p in message.parts if isinstance(p, ThinkingPart | CompactionPart)]
             meta = {OPAQUE_PARTS: _dump(opaque)} if opaque else None
             if calls:
@@ -158,7 +172,9 @@ class LedgerCapability(AbstractCapability[Any]):
                 response_parts: list[Any] = []
                 kept = records[ref].meta.get(OPAQUE_PARTS) if ref in records else None
                 if kept:
-                    response_parts += ModelMessagesTypeAdapter.validate_python([{"kind": "response", "parts": kept}])[0].parts
+                    response_parts += ModelMessagesTypeAdapter.validate_python([{"kind": "response", "parts": kept}])[
+                        0
+                    ].parts
                 if content:
                     response_parts.append(TextPart(content))
                 for call in message.get("tool_calls") or ():

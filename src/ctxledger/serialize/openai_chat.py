@@ -25,8 +25,8 @@ Token counts follow the OpenAI cookbook *How to count tokens with tiktoken* (gpt
   ``tool_call_id`` is evidently not rendered (counting it would overshoot by 18), so it is not counted.
 
 Call ids a history reuses are renamed so that each is unique in the request
-(:func:`ctxledger.serialize.call_ids.unique_call_ids`, shared by every serializer); :meth:`OpenAIChatSerializer.validate`
-flags a repeated id.
+(:func:`ctxledger.serialize.call_ids.unique_call_ids`, shared by every serializer);
+:meth:`OpenAIChatSerializer.validate` flags a repeated id.
 
 The counts are additive: ``count(build(turns)) == base_tokens + tools_tokens + sum(turn_tokens)``.
 """

@@ -182,7 +182,9 @@ class OpenAIResponsesSerializer:
         items = []
         content = self._content(index, turn)
         if content:
-            items.append({"type": "message", "role": "user" if turn.role == "user" else "assistant", "content": content})
+            items.append(
+                {"type": "message", "role": "user" if turn.role == "user" else "assistant", "content": content}
+            )
         items += [
             {"type": "function_call", "call_id": c.call_id, "name": wire_tool_name(c.name), "arguments": c.arguments}
             for c in turn.tool_calls
@@ -270,7 +272,9 @@ class OpenAIResponsesSerializer:
         """
         kind = item.get("type")
         if kind == "message":
-            return TOKENS_PER_MESSAGE + counter.count(str(item["role"])) + self._content_tokens(item["content"], counter)
+            return (
+                TOKENS_PER_MESSAGE + counter.count(str(item["role"])) + self._content_tokens(item["content"], counter)
+            )
         if kind == "function_call":
             return TOOL_CALL_TOKENS + counter.count(str(item["name"])) + counter.count(str(item["arguments"]))
         if kind == "function_call_output":
@@ -342,9 +346,13 @@ class OpenAIResponsesSerializer:
         """
         unknown = set(payload) - _PAYLOAD_KEYS
         if unknown:
-            raise ProviderContractError(f"payload has keys this serializer never sends: {sorted(unknown)}", rule="unknown_key")
+            raise ProviderContractError(
+                f"payload has keys this serializer never sends: {sorted(unknown)}", rule="unknown_key"
+            )
         if payload.get("store") is not False:
-            raise ProviderContractError("store must be false: the payload carries the whole context", rule="store_not_false")
+            raise ProviderContractError(
+                "store must be false: the payload carries the whole context", rule="store_not_false"
+            )
         if payload.get("truncation") != "disabled":
             raise ProviderContractError(
                 "truncation must be 'disabled': the provider must not drop what the manifest says was sent",
@@ -352,7 +360,8 @@ class OpenAIResponsesSerializer:
             )
         if ENCRYPTED_REASONING not in (payload.get("include") or ()):
             raise ProviderContractError(
-                f"include must ask for {ENCRYPTED_REASONING!r} so reasoning can be sent back", rule="reasoning_not_included"
+                f"include must ask for {ENCRYPTED_REASONING!r} so reasoning can be sent back",
+                rule="reasoning_not_included",
             )
         instructions = payload.get("instructions")
         if instructions is not None and (not isinstance(instructions, str) or not instructions.strip()):
@@ -412,7 +421,11 @@ def _check_items(items: list[Any]) -> None:
             _fail(index, "unknown_key", f"{kind} item has keys the API does not define: {sorted(extra)}")
         if kind == "function_call_output":
             if item.get("call_id") not in pending:
-                _fail(index, "tool_result_without_call", f"output for {item.get('call_id')!r} has no unanswered call before it")
+                _fail(
+                    index,
+                    "tool_result_without_call",
+                    f"output for {item.get('call_id')!r} has no unanswered call before it",
+                )
             pending.discard(item["call_id"])
             _check_output(index, item.get("output"))
             continue
@@ -495,7 +508,8 @@ def _check_tools(tools: Sequence[Any]) -> None:
             raise ProviderContractError(f"tools[{position}] is not a function tool", rule="bad_tool")
         if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
             raise ProviderContractError(
-                f"tools[{position}]: function name {name!r} does not match ^[a-zA-Z0-9_-]{{1,64}}$", rule="bad_tool_name"
+                f"tools[{position}]: function name {name!r} does not match ^[a-zA-Z0-9_-]{{1,64}}$",
+                rule="bad_tool_name",
             )
         if not isinstance(tool.get("parameters"), Mapping) or not isinstance(tool.get("strict"), bool):
             raise ProviderContractError(f"tools[{position}] needs parameters and a boolean strict", rule="bad_tool")
