@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import socket
+import threading
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
 import pytest
+import uvicorn
 from fastapi.testclient import TestClient
 
 from ctxledger.ledger import Ledger
@@ -50,3 +55,26 @@ def serve_store(url: str) -> Iterator[Served]:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     folder: Path = tmp_path_factory.mktemp("served")
     yield from serve_store(f"sqlite:///{folder / 'svc.db'}")
+
+
+def free_port() -> int:
+    """A TCP port free on loopback now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def live_server(url: str) -> Iterator[str]:
+    """A real uvicorn server for the store at ``url`` on a loopback port; yields its base URL."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(url), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)

@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import os
 import re
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-import uvicorn
 from playwright.sync_api import Browser, sync_playwright
 
-from ctxledger.service import create_app
+from conftest import live_server
 
 if TYPE_CHECKING:
     from conftest import Served
@@ -37,12 +33,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def live(served: Served) -> Iterator[tuple[str, dict[str, str]]]:
     """The served store behind a real uvicorn server on loopback, with two assemblies of the demo conversation."""
@@ -50,15 +40,8 @@ def live(served: Served) -> Iterator[tuple[str, dict[str, str]]]:
     for window in (12000, 6000):
         body = {"window_tokens": window, "output_tokens": 1000, "margin_tokens": 200}
         assert served.client.post(f"/v1/conversations/{CONV}/assemble", headers=auth, json=body).status_code == 200
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(served.url), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}", served.keys
-    server.should_exit = True
-    thread.join(10)
+    with live_server(served.url) as base:
+        yield base, served.keys
 
 
 @pytest.fixture(scope="module")
