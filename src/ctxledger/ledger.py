@@ -28,7 +28,7 @@ from ctxledger.assemble.assembler import Assembly, AssemblyRequest, assemble, un
 from ctxledger.assemble.costing import Coster, SerializerCoster
 from ctxledger.assemble.represent import Ladder, reach
 from ctxledger.assemble.snapshot import SnapshotLoader
-from ctxledger.errors import ConfigurationError, InputError, RecordNotFound
+from ctxledger.errors import ConfigurationError, ContentRetained, InputError, RecordNotFound
 from ctxledger.manifest import explain
 from ctxledger.policy.base import Policy
 from ctxledger.policy.default import default_policy
@@ -40,6 +40,8 @@ from ctxledger.tokens import TokenCounter, counter_for_model
 
 if TYPE_CHECKING:
     from ctxledger.recorder import Recorder
+    from ctxledger.retention.engine import RetentionReport
+    from ctxledger.store.base import AuditEntry
 
 DEFAULT_URL = "sqlite:///.ctxledger/ctxledger.db"
 """Where the embedded default store lives (relative to the working directory)."""
@@ -476,12 +478,108 @@ class Ledger:
 
         Raises:
             RecordNotFound: no such record or blob in the tenant.
+            ContentRetained: a retention rule redacted, hashed or deleted the content (the error names the
+                rule and the time: "redacted by retention rule R at T").
             IntegrityError: the stored bytes no longer match their hash (or the locator's).
             InputError: the range falls outside the content, or the record holds no content.
         """
         from ctxledger.assemble.represent import rehydrate_ref
 
-        return rehydrate_ref(self.store, tenant_id, ref, byte_range)
+        try:
+            return rehydrate_ref(self.store, tenant_id, ref, byte_range)
+        except RecordNotFound as exc:
+            if isinstance(exc, ContentRetained) or not isinstance(ref, str):
+                raise
+            gone = [e for e in self.store.retention_audit(tenant_id, ref=ref) if e.action == "delete"]
+            if gone:
+                raise ContentRetained(tenant_id, ref, gone[-1].detail) from None
+            raise
+
+    # -- retention ---------------------------------------------------------------------------------
+
+    def retain(
+        self,
+        *,
+        policy: Policy | None = None,
+        now: datetime | None = None,
+        tenant_id: str | None = None,
+        dry_run: bool = False,
+        batch_size: int | None = None,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> RetentionReport:
+        """Apply the policy's retention rules (``[retention]``) in bounded, resumable transactions.
+
+        See :func:`ctxledger.retention.engine.retain`: each page of ``batch_size`` scanned records is one
+        transaction with its audit rows; a killed run leaves every page whole or untouched and a new run
+        finishes the rest.
+
+        Args:
+            policy: whose rules to apply (default the ledger's).
+            now: the clock ages are measured at (aware UTC; default now).
+            tenant_id: only this tenant (default: every tenant of the store).
+            dry_run: report what would be done, by rule, and write nothing.
+            batch_size: records per transaction (default :data:`~ctxledger.retention.engine.DEFAULT_BATCH`).
+            on_progress: called with the records scanned so far after each page.
+
+        Raises:
+            InputError: a naive ``now`` or a ``batch_size`` < 1.
+        """
+        from ctxledger.retention.engine import DEFAULT_BATCH, retain
+
+        report = retain(
+            self.store,
+            (policy or self.policy).retention,
+            now=now,
+            tenant_id=tenant_id,
+            dry_run=dry_run,
+            batch_size=batch_size or DEFAULT_BATCH,
+            on_progress=on_progress,
+        )
+        if not dry_run:
+            self._forget_caches()
+        return report
+
+    def forget(
+        self,
+        *,
+        conversation_id: str | None = None,
+        participant_id: str | None = None,
+        tenant_id: str = "default",
+        now: datetime | None = None,
+        dry_run: bool = False,
+    ) -> RetentionReport:
+        """Remove a conversation, or a participant's data, keeping the audit trail (a request to be forgotten).
+
+        See :func:`ctxledger.retention.engine.forget`: records, memories derived only from them, the
+        assemblies that showed them and blobs no record references go; audit rows (rule ``forget``) stay.
+
+        Raises:
+            InputError: neither or both of ``conversation_id`` and ``participant_id``.
+            RecordNotFound: no such conversation in the tenant.
+        """
+        from ctxledger.retention.engine import forget
+
+        report = forget(
+            self.store,
+            tenant_id=tenant_id,
+            conversation_id=conversation_id,
+            participant_id=participant_id,
+            now=now,
+            dry_run=dry_run,
+        )
+        if not dry_run:
+            self._forget_caches()
+        return report
+
+    def retention_audit(self, *, tenant_id: str = "default", ref: str | None = None) -> list[AuditEntry]:
+        """The tenant's retention audit trail (optionally of one record or assembly), oldest first."""
+        return self.store.retention_audit(tenant_id, ref=ref)
+
+    def _forget_caches(self) -> None:
+        """Retention rewrote or removed stored records: cached snapshots and options are stale."""
+        self.snapshots = SnapshotLoader(self.store)
+        self.ladder = Ladder(self.store.blobs.get)
+        self._conversations.clear()
 
     # -- explaining --------------------------------------------------------------------------------
 

@@ -13,8 +13,8 @@ from ctxledger.cli import REASONS, app
 from ctxledger.policy.base import ReasonCode
 
 COMMANDS = (
-    "assemble", "conversations", "demo", "eval", "explain", "import", "migrate", "rehydrate", "usage", "serve", "keys",
-    "mcp", "gc",
+    "assemble", "conversations", "demo", "eval", "explain", "forget", "import", "migrate", "rehydrate", "retain",
+    "retention-audit", "usage", "serve", "keys", "mcp", "gc",
 )  # fmt: skip
 
 

@@ -57,6 +57,7 @@ from ctxledger.policy.safety import run_stage
 from ctxledger.policy.secrets import SPEAKER_WITHHELD, default_scanner, redact_json
 from ctxledger.policy.stages.visibility import promoted_records, sees
 from ctxledger.records import Message, Record, Role, ToolArtifact, Visibility, utcnow
+from ctxledger.retention.state import retained, retained_sources
 from ctxledger.serialize.base import Serializer, Turn
 from ctxledger.serialize.tool_names import request_tool_names, tool_name_map
 
@@ -309,6 +310,7 @@ def assemble(
     plan.tools = {"exposed": [tool_name(t) for t in tools], "withheld": withheld}
     tools = _redact_tools(tools, plan, policy)
     _mark_unavailable(plan, all_units)
+    _mark_retained(plan, all_units)
     units = []
     for u in all_units:
         # the first omitted record (in unit order) gives its reason to the rest of the unit
@@ -405,6 +407,24 @@ def _redact_tools(tools: Sequence[Mapping[str, Any]], plan: _Plan, policy: Polic
         return tuple(tools)
     scanner = getattr(policy.stage("secrets"), "scanner", None) or default_scanner()
     return tuple(redact_json(t, scanner) if tool_ref(i, t) in marked else t for i, t in enumerate(tools))
+
+
+def _mark_retained(plan: _Plan, units: Sequence[Unit]) -> None:
+    """Mark (stage ``retention``) every record a retention rule changed, and memories whose sources it changed.
+
+    The detail is the sentence explanations show: "redacted by retention rule R at T".
+    """
+    for unit in units:
+        for rec in unit.records:
+            marks = [(f"retention_{state.action}", state.sentence)] if (state := retained(rec)) is not None else []
+            marks += [
+                ("source_retained", f"source artifact {aid} {src.sentence}")
+                for aid, src in sorted(retained_sources(rec).items())
+            ]
+            for reason, detail in marks:
+                decision = PolicyDecision(rec.id, "retention", Outcome.MARK, reason, detail)
+                plan.decisions.append(decision)
+                plan.marks.setdefault(rec.id, []).append(decision)
 
 
 def _mark_unavailable(plan: _Plan, units: Sequence[Unit]) -> None:

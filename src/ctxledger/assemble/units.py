@@ -12,6 +12,10 @@ A call with no recorded result (pending or deferred) is rendered as a tool turn 
 status, with the transform ``status_stub`` recorded in the manifest: both providers require every call to
 be answered in the request, and the model must see that the call is unresolved (seed 004 §4.2).
 
+A result that holds images (a screenshot tool's MCP image item, a ``data:image/…`` URL, an ``image/png``
+artifact …) is rendered as content parts, its text with placeholders and the images as image parts, never
+as base64 text (:mod:`ctxledger.serialize.tool_images`).
+
 A result whose raw bytes are gone from the blob store (deleted after the artifact was written), or no
 longer hash to its sha256, is rendered as a reference that says so (:func:`unavailable_text`: artifact
 id, sha256, size), with the transform ``blob_missing`` or ``blob_mismatch``; the call still gets its
@@ -42,7 +46,10 @@ from ctxledger.records import (
     ToolMemory,
     ToolStatus,
 )
+from ctxledger.retention.state import TRANSFORM as RETAINED
+from ctxledger.retention.state import retained
 from ctxledger.serialize.base import CallView, Turn
+from ctxledger.serialize.tool_images import binary_image_parts, tool_output_parts
 
 
 class UnitKind(StrEnum):
@@ -296,12 +303,13 @@ def _tool_exchange(
         text, unavailable = _raw_text(art, read_blob)
         if unavailable is not None:
             transforms[art.id] = unavailable
-        texts.append(text)
+        content = _with_images(art, text, read_blob) if unavailable is None else text
+        texts.append(content if isinstance(content, str) else str(content[0]["text"]))
         turns.append(
             Turn(
                 ref=art.id,
                 role="tool",
-                content=text,
+                content=content,
                 tool_call_id=call.call_id,
                 tool_name=call.name,
                 is_error=art.status is ToolStatus.FAILED,
@@ -325,13 +333,27 @@ def _tool_exchange(
 
 
 def _raw_text(art: ToolArtifact, read_blob: BlobReader) -> tuple[str, str | None]:
-    """The result's text, or ``(reference text, transform)`` when its bytes cannot be read back intact."""
+    """The result's text, or ``(reference text, transform)`` when its bytes cannot be read back intact.
+
+    A result a retention rule redacted is its notice (transform ``retained``), never the bytes, even where
+    the blob is still stored for another record.
+    """
+    state = retained(art)
+    if state is not None:
+        return state.notice, RETAINED
     try:
         return read_blob(art.sha256).decode("utf-8", errors="replace"), None
     except (BlobNotFound, InputError):  # InputError: a sha256 that cannot name a blob at all
         return unavailable_text(art, BLOB_MISSING), BLOB_MISSING
     except IntegrityError:
         return unavailable_text(art, BLOB_MISMATCH), BLOB_MISMATCH
+
+
+def _with_images(art: ToolArtifact, text: str, read_blob: BlobReader) -> str | tuple[Mapping[str, Any], ...]:
+    """The result's content: content parts when it holds images (:mod:`ctxledger.serialize.tool_images`)."""
+    if art.media_type.lower().startswith("image/"):
+        return binary_image_parts(read_blob(art.sha256), art.media_type) or text
+    return tool_output_parts(text) or text
 
 
 def unavailable_text(art: ToolArtifact, transform: str) -> str:

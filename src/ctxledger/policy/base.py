@@ -23,6 +23,7 @@ from ctxledger.errors import InvalidSetting, PolicyError
 from ctxledger.hashing import content_hash
 from ctxledger.policy.checks import flag, fractions, number
 from ctxledger.policy.contracts import WorkingSetContract, bind_contract
+from ctxledger.retention.rules import RetentionRules
 
 if TYPE_CHECKING:
     from ctxledger.assemble.units import Unit
@@ -408,6 +409,8 @@ class Policy:
         rehydration: the byte budget of phase-two rehydration.
         contracts: working-set contracts (agent × call type) this policy can be bound to.
         contract: the contract bound for one call (set by :meth:`for_request`; ``None`` when unbound).
+        retention: what is kept, for how long, and in what form (:mod:`ctxledger.retention.rules`); part
+            of the hash when it has rules.
         unsafe_without: safety stages (:data:`~ctxledger.policy.safety.SAFETY_STAGES`) deliberately left
             out; part of the hash and of every manifest's ``policy`` block.
 
@@ -425,6 +428,7 @@ class Policy:
     contracts: tuple[WorkingSetContract, ...] = ()
     contract: WorkingSetContract | None = None
     unsafe_without: tuple[str, ...] = ()
+    retention: RetentionRules = field(default_factory=RetentionRules)
 
     def __post_init__(self) -> None:
         """Check the stage list, the opt-outs and the contracts (:mod:`ctxledger.policy.safety`)."""
@@ -453,6 +457,8 @@ class Policy:
             out["contracts"] = [c.as_dict() for c in self.contracts]
         if self.contract is not None:
             out["contract"] = self.contract.as_dict()
+        if not self.retention.empty:
+            out["retention"] = self.retention.as_dict()
         return out
 
     @property

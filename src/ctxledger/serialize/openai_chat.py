@@ -15,6 +15,8 @@ Token counts follow the OpenAI cookbook *How to count tokens with tiktoken* (gpt
 * every request is primed with :data:`REPLY_PRIMING` tokens (``<|start|>assistant<|message|>``);
 * tool schemas cost ``num_tokens_for_tools`` of the same notebook (section 7, the constants in
   :class:`ToolSchemaRates`);
+* a tool result's image parts (images inside tool output, :mod:`ctxledger.serialize.tool_images`) become text
+  references naming the artifact: tool messages carry text only;
 * image parts cost what OpenAI bills for images (:mod:`ctxledger.serialize.images`), not their base64
   text;
 * an assistant tool call costs its function name, its arguments text and :data:`TOOL_CALL_TOKENS`. The
@@ -42,6 +44,7 @@ from ctxledger.serialize.images import (
     image_size_from_url,
     openai_image_tokens,
 )
+from ctxledger.serialize.tool_images import image_reference
 from ctxledger.serialize.tool_names import TOOL_NAME, rename_tools, wire_tool_name
 from ctxledger.tokens import TokenCounter
 
@@ -95,6 +98,21 @@ class ToolSchemaRates:
     enum_init: int = -3
     enum_item: int = 3
     func_end: int = 12
+
+
+def _image_references(parts: list[dict[str, Any]], ref: str) -> list[dict[str, Any]]:
+    """A tool message's parts with each image part replaced by a text reference (tool messages take text only).
+
+    The API reference's tool message content is a string or text parts; an image from a tool output is
+    named with the artifact that holds it (:func:`~ctxledger.serialize.tool_images.image_reference`).
+    """
+    out, number = [], 0
+    for part in parts:
+        if part["type"] == "image_url":
+            number += 1
+            part = {"type": "text", "text": image_reference(number, ref)}
+        out.append(part)
+    return out
 
 
 class OpenAIChatSerializer:
@@ -182,6 +200,8 @@ class OpenAIChatSerializer:
         if isinstance(turn.content, str):
             return turn.content
         parts = content_parts(index, turn)
+        if turn.role == "tool":
+            parts = _image_references(parts, turn.ref)
         for part in parts:
             if part["type"] not in _PART_TYPES[turn.role]:
                 raise ProviderContractError(

@@ -146,3 +146,37 @@ blob_chunks = Table(
     PrimaryKeyConstraint("sha256", "chunk"),
 )
 """A database blob's bytes in chunks of at most 1 MiB, in order, so reads and writes stream."""
+
+# -- retention (ctxledger.retention) -------------------------------------------------------------------
+# * ``retention_audit``: one row per retention action (a rule applied to a record or an assembly, or a
+#   forget request), with the content's sha256 before and after; rows are only ever added, and outlive
+#   the records they describe (a deleted record's row is its tombstone);
+# * ``retention_blob_queue``: blobs whose last reference a retention action may have removed, queued in the
+#   action's transaction and collected after it commits (so a run killed in between collects them later).
+
+retention_audit = Table(
+    "retention_audit",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("tenant_id", String, nullable=False),
+    Column("conversation_id", String, nullable=True),
+    Column("target", String, nullable=False),
+    Column("ref", String, nullable=False),
+    Column("kind", String, nullable=False),
+    Column("rule", String, nullable=False),
+    Column("action", String, nullable=False),
+    Column("at", String(32), nullable=False),
+    Column("before_sha256", String(64), nullable=True),
+    Column("after_sha256", String(64), nullable=True),
+    Column("detail", Text, nullable=False),
+    Index(None, "tenant_id", "ref"),
+    Index(None, "tenant_id", "conversation_id"),
+)
+
+retention_blob_queue = Table(
+    "retention_blob_queue",
+    metadata,
+    Column("sha256", String(64), nullable=False),
+    Column("queued_at", String(32), nullable=False),
+    PrimaryKeyConstraint("sha256"),
+)
