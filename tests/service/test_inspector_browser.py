@@ -10,11 +10,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 from playwright.sync_api import Browser, sync_playwright
-
-from conftest import live_server
+from service_helpers import live_server
 
 if TYPE_CHECKING:
-    from conftest import Served
+    from service_helpers import Served
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from service_helpers import free_port
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from conftest import free_port
 from ctxledger.ledger import Ledger
 from ctxledger.records import Message
 from ctxledger.store.keys import create_key

@@ -9,11 +9,10 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
-
-from conftest import live_server
+from service_helpers import live_server
 
 if TYPE_CHECKING:
-    from conftest import Served
+    from service_helpers import Served
 
 
 @pytest.fixture(scope="module")
