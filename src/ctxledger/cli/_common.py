@@ -43,6 +43,7 @@ class ApiFormat(StrEnum):
     """Provider payload formats."""
 
     OPENAI_CHAT = "openai-chat"
+    OPENAI_RESPONSES = "openai-responses"
     ANTHROPIC_MESSAGES = "anthropic-messages"
 
 
