@@ -4,21 +4,16 @@ from __future__ import annotations
 
 import os
 import re
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-import uvicorn
 from playwright.sync_api import Browser, sync_playwright
-
-from ctxledger.service import create_app
+from service_helpers import live_server
 
 if TYPE_CHECKING:
-    from conftest import Served
+    from service_helpers import Served
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [
@@ -37,12 +32,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def live(served: Served) -> Iterator[tuple[str, dict[str, str]]]:
     """The served store behind a real uvicorn server on loopback, with two assemblies of the demo conversation."""
@@ -50,15 +39,8 @@ def live(served: Served) -> Iterator[tuple[str, dict[str, str]]]:
     for window in (12000, 6000):
         body = {"window_tokens": window, "output_tokens": 1000, "margin_tokens": 200}
         assert served.client.post(f"/v1/conversations/{CONV}/assemble", headers=auth, json=body).status_code == 200
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(served.url), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}", served.keys
-    server.should_exit = True
-    thread.join(10)
+    with live_server(served.url) as base:
+        yield base, served.keys
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +62,8 @@ def test_without_a_key_the_inspector_asks_for_one_and_refuses_a_wrong_one(live, 
     page.close()
 
 
-def test_login_shows_the_assembly_as_a_picture_with_diff_and_provenance(live, browser: Browser) -> None:
+def test_login_shows_the_assembly_as_a_picture_with_diff_and_provenance(live, browser: Browser, tmp_path: Path) -> None:
+    """The README screenshot (docs/inspector.png) is rewritten when CTXLEDGER_UPDATE_SCREENSHOTS is set."""
     base, keys = live
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.goto(f"{base}/inspect/login")
@@ -96,8 +79,9 @@ def test_login_shows_the_assembly_as_a_picture_with_diff_and_provenance(live, br
     text = page.inner_text("main")
     assert "Included (" in text and "Omitted by reason" in text and "notable:" in text
     assert "Diff against the previous assembly" in text and "entered" in text
-    SCREENSHOT.parent.mkdir(exist_ok=True)
-    page.screenshot(path=str(SCREENSHOT), full_page=False)
+    shot = SCREENSHOT if os.environ.get("CTXLEDGER_UPDATE_SCREENSHOTS") else tmp_path / "inspector.png"
+    page.screenshot(path=str(shot), full_page=False)
+    assert shot.stat().st_size > 10_000
     page.locator("main table a").last.click()
     item = page.inner_text("main")
     assert "Provenance" in item and "Why" in item

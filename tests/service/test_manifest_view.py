@@ -55,5 +55,13 @@ def test_rehydration_is_refused_exactly_for_hard_filters_and_non_candidates(m: d
 
 
 def test_a_redacted_secret_is_never_rehydrated() -> None:
-    m = {"included": [{"ref": "c/1", "reason": "selected", "transform": "secret_redacted"}], "omitted": []}
+    m = {"candidates": ["c/1"], "included": [{"ref": "c/1", "reason": "selected"}], "omitted": [],
+         "marks": [{"ref": "c/1", "stage": "secrets", "reason": "secret_redacted"}]}  # fmt: skip
     assert mv.rehydration_refusal(m, "c/1") == "holds a redacted secret"
+
+
+def test_a_later_stages_hard_omission_refuses_even_after_a_readable_reason() -> None:
+    m = {"candidates": ["c/1"], "included": [], "omitted": [{"ref": "c/1", "stage": "selection", "reason": "budget"}],
+         "decisions": [{"ref": "c/1", "stage": "privacy", "outcome": "omit", "reason": "privacy_restricted",
+                        "detail": ""}]}  # fmt: skip
+    assert mv.rehydration_refusal(m, "c/1") == "omitted by a hard filter: privacy_restricted"

@@ -12,7 +12,7 @@ from ctxledger.hashing import sha256_hex
 CONV = "tau-task2-trial1"
 
 if TYPE_CHECKING:
-    from conftest import Served
+    from service_helpers import Served
 
 
 def test_healthz_and_openapi_need_no_key(served: Served) -> None:

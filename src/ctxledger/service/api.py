@@ -24,7 +24,7 @@ from ctxledger.service.models import (
     ImportFile,
     Usage,
 )
-from ctxledger.service.problems import MEDIA_TYPE
+from ctxledger.service.problems import MEDIA_TYPE, problem
 from ctxledger.service.state import Service
 
 Tenant = Annotated[str, Depends(request_tenant)]
@@ -233,7 +233,6 @@ def rehydrate(
 )
 def rehydrate_item(request: Request, tenant: Tenant, assembly_id: str, ref: str) -> Response:
     """An item's raw bytes, only when the assembly's policy would let them in (no hard filter, no secret)."""
-    from ctxledger.service.problems import problem
 
     def run(ledger: Any) -> bytes | str:
         manifest = ledger.get_assembly(assembly_id, tenant_id=tenant)

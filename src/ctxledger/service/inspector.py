@@ -24,7 +24,6 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from ctxledger.errors import RecordNotFound
 from ctxledger.service import manifest_view as mv
 from ctxledger.service.auth import SESSION_COOKIE, presented_key
-from ctxledger.service.problems import Unauthorized
 from ctxledger.store.keys import tenant_for_key
 
 router = APIRouter(prefix="/inspect", include_in_schema=False)
@@ -118,13 +117,6 @@ def logout() -> Response:
     response = RedirectResponse("/inspect/login", status_code=303)
     response.delete_cookie(SESSION_COOKIE, path="/")
     return response
-
-
-def _guard(request: Request) -> str:
-    tenant = _tenant(request)
-    if tenant is None:
-        raise Unauthorized("log in")
-    return tenant
 
 
 @router.get("")

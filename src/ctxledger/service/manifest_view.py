@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
-from ctxledger.policy.rehydration import READABLE_OMISSIONS
+from ctxledger.assemble.recall import SECRET_REASONS
+from ctxledger.policy.rehydration import hard_omission
 
 NOTABLE_PER_REASON = 5
 """Omitted records listed by name under each reason (the rest are counted)."""
@@ -152,19 +154,31 @@ def entry(manifest: Mapping[str, Any], ref: str) -> tuple[str, dict[str, Any]] |
 def rehydration_refusal(manifest: Mapping[str, Any], ref: str) -> str | None:
     """Why the policy forbids reading ``ref``'s raw bytes back from this assembly, or ``None`` if it allows it.
 
-    Allowed: a candidate that was included, or omitted only for room or representation
-    (:data:`~ctxledger.policy.rehydration.READABLE_OMISSIONS`), and that carries no secret mark. Every other
-    omission reason (a hard filter: ``secret``, ``privacy_restricted``, ``not_in_lineage`` …) refuses, as
-    does a record that was no candidate of the assembly (fail closed).
+    The same rule as the ``recall`` tool's (:mod:`ctxledger.assemble.recall`): refused when ``ref`` was no
+    candidate of the assembly, when a hard filter omitted it (any reason outside
+    :data:`~ctxledger.policy.rehydration.READABLE_OMISSIONS`, also when a later stage's decision omitted it
+    after a readable reason: ``secret``, ``privacy_restricted``, ``not_in_lineage`` …), or when it carries a
+    secret mark (``secret_redacted``/``secret_withheld``). Fails closed.
     """
-    found = entry(manifest, ref)
-    if found is None:
+    candidates = manifest.get("candidates")
+    known = set(candidates) if candidates is not None else {e.get("ref") for s in ("included", "omitted")
+                                                               for e in manifest.get(s, [])}  # fmt: skip
+    if ref not in known:
         return "not a candidate of this assembly"
-    status, e = found
-    if status == "omitted" and e.get("reason") not in READABLE_OMISSIONS:
-        return f"omitted by a hard filter: {e.get('reason')}"
-    marks = " ".join(str(e.get(k, "")) for k in ("marks", "transform", "detail", "flags"))
-    if "secret" in marks:
+    omitted = {
+        e["ref"]: (e.get("reason"), e.get("stage", ""), e.get("detail") or "") for e in manifest.get("omitted", [])
+    }
+    decisions = [
+        SimpleNamespace(ref=d["ref"], outcome=d.get("outcome"), reason=d.get("reason"), stage=d.get("stage", ""),
+                        detail=d.get("detail") or "")
+        for d in manifest.get("decisions") or ()
+        if isinstance(d, Mapping) and "ref" in d
+    ]  # fmt: skip
+    hard = hard_omission(omitted, decisions)(ref)
+    if hard is not None:
+        return f"omitted by a hard filter: {hard[0]}"
+    marks = manifest.get("marks") or ()
+    if any(m.get("ref") == ref and m.get("reason") in SECRET_REASONS for m in marks):
         return "holds a redacted secret"
     return None
 

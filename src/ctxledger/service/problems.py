@@ -111,10 +111,3 @@ class Unauthorized(Exception):
 async def unauthorized(_request: Request, exc: Exception) -> JSONResponse:
     """401 with ``WWW-Authenticate: Bearer``."""
     return problem(401, "unauthorized", "Unauthorized", str(exc) or "a valid Authorization: Bearer key is required")
-
-
-PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
-    code: {"description": text, "content": {MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}}}
-    for code, text in ((401, "No or unknown key"), (404, "Not found (or another tenant's)"), (422, "Invalid request"))
-}
-"""OpenAPI ``responses`` entries for the problems every ``/v1`` route may answer."""

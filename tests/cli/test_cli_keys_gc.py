@@ -1,0 +1,48 @@
+"""`ctxledger keys` and `ctxledger gc` on a real SQLite store."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from ctxledger.cli import app
+from ctxledger.ledger import Ledger
+from ctxledger.store.keys import tenant_for_key
+
+
+def test_keys_create_prints_the_key_once_and_list_never_shows_it(runner: CliRunner, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'k.db'}"
+    made = runner.invoke(app, ["keys", "create", "--tenant", "acme", "--name", "ci", "--db", url])
+    assert made.exit_code == 0, made.output
+    key = made.stdout.strip()
+    assert key.startswith("ctxl_") and "shown only this once" in made.stderr
+    with Ledger.open(url) as ledger:
+        assert tenant_for_key(ledger.store, key) == "acme"
+    listed = runner.invoke(app, ["--db", url, "--tenant", "acme", "keys", "list"])
+    assert listed.exit_code == 0 and "ci" in listed.stdout and key.split("_")[-1] not in listed.stdout
+    key_id = key.split("_")[1]
+    assert runner.invoke(app, ["--db", url, "keys", "revoke", key_id]).exit_code == 0
+    again = runner.invoke(app, ["--db", url, "keys", "revoke", key_id])
+    assert again.exit_code == 2 and "not found" in again.stderr
+    bad = runner.invoke(app, ["--db", url, "--tenant", "no spaces", "keys", "create"])
+    assert bad.exit_code == 2 and "tenant" in bad.stderr
+
+
+def test_gc_keeps_young_orphans_and_removes_old_ones(runner: CliRunner, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    with Ledger.open(url) as ledger:
+        orphan = ledger.store.blobs.put(b"left behind by a killed import")
+        path = ledger.store.blobs.path(orphan.sha256)
+    young = runner.invoke(app, ["--db", url, "gc"])
+    assert young.exit_code == 0 and "removed 0" in young.stdout and path.exists()
+    old = time.time() - 7200
+    os.utime(path, (old, old))
+    dry = runner.invoke(app, ["gc", "--db", url, "--dry-run"])
+    assert "would remove 1" in dry.stdout and path.exists()
+    done = runner.invoke(app, ["gc", "--db", url, "--grace", "30m"])
+    assert done.exit_code == 0 and "removed 1" in done.stdout and not path.exists()
+    bad = runner.invoke(app, ["gc", "--db", url, "--grace", "soon"])
+    assert bad.exit_code == 2 and "--grace" in bad.stderr
