@@ -191,6 +191,24 @@ def _image_not_text(asm: Any, g: GraphBuilder, *, blocks: bool) -> list[str]:
     return failures
 
 
+# -- turns before the first user turn -----------------------------------------------------------------------
+
+
+def _cron_run(api: str, model: str) -> Any:
+    def build(g: GraphBuilder) -> dict[str, Any]:
+        g.system("sys", SYSTEM)
+        g.assistant("start", "Nightly reconciliation started (cron 02:00).")
+        g.tool("ledger", "ledger.read_totals", {"day": "2026-08-31"}, json.dumps({"total_eur": 184220.15}))
+        g.tool("bank-0", "bank.read_totals", {"day": "2026-08-31"}, json.dumps({"total_eur": 183970.15}))
+        g.tool("bank", "bank.read_totals", {"day": "2026-08-31"}, json.dumps({"total_eur": 183970.15}))
+        g.assistant("diff", "Mismatch of EUR 250.00 between the ledger and the bank export.")
+        g.tool("old", "ledger.read_rows", {"day": "2026-08-30"}, json.dumps({"rows": ["r"] * 400}))
+        g.user("u1", "Operator: what did tonight's run find?")
+        return {"api": api, "model": model, "window_tokens": 1_100, "output_tokens": 200, "margin_tokens": 100}
+
+    return build
+
+
 def _compaction_included(asm: Any, g: GraphBuilder) -> list[str]:
     ids = {e["ref"] for e in asm.manifest["included"] if e.get("reason") == "active_compaction"}
     return [] if ids else ["no compaction included"]
@@ -236,6 +254,30 @@ SCENARIOS: tuple[Scenario, ...] = (
             min_reduction=None,
         ),
         check=_compaction_included,
+    ),
+    Scenario(
+        "cron-run-openai",
+        "a scheduled run's turns before the first user turn are sent as they are to OpenAI",
+        "seed 004 §4.13 (autonomous and scheduled agents)",
+        _cron_run("openai-chat", "gpt-4o"),
+        Expect(
+            include=("start", "ledger", "bank", "diff", "u1"),
+            omit={"bank-0": "redundant"},
+            text_in=("184220.15", "183970.15"),
+            min_reduction=None,
+        ),
+    ),
+    Scenario(
+        "cron-run-anthropic",
+        "a scheduled run's turns before the first user turn ride inside it as delimited data for Anthropic",
+        "seed 004 §4.13; Anthropic Messages (the first message is a user message)",
+        _cron_run("anthropic-messages", "claude-sonnet-4-5"),
+        Expect(
+            include=("start", "ledger", "bank", "diff", "u1"),
+            omit={"bank-0": "redundant"},
+            text_in=("recorded before the first user turn", "184220.15", "183970.15"),
+            min_reduction=None,
+        ),
     ),
     Scenario(
         "tool-image-anthropic",
