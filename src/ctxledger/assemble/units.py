@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -46,6 +46,8 @@ from ctxledger.records import (
     ToolMemory,
     ToolStatus,
 )
+from ctxledger.retention.state import TRANSFORM as RETAINED
+from ctxledger.retention.state import retained
 from ctxledger.serialize.base import CallView, Turn
 from ctxledger.serialize.tool_images import binary_image_parts, tool_output_parts
 
@@ -189,18 +191,23 @@ def is_summary_message(msg: Message) -> bool:
     return msg.meta.get("kind") == "summary" and msg.role is not Role.ASSISTANT
 
 
+REASONING_TYPES = ("thinking", "redacted_thinking", "reasoning", "compaction")
+"""Provider reasoning types an assistant message may carry in ``meta["thinking"]``, each pinned to its provider."""
+
+
 def thinking_blocks(msg: Message) -> tuple[tuple[int | None, Mapping[str, Any]], ...]:
     """An assistant message's reasoning blocks with their original positions (``Turn.thinking``).
 
     Read from ``meta["thinking"]`` (the blocks as received, e.g. by the Anthropic importer) and
     ``meta["thinking_at"]`` (their positions in the original content array; absent or not matching:
-    ``None``, i.e. before the other blocks). Only ``thinking`` and ``redacted_thinking`` blocks are
+    ``None``, i.e. before the other blocks). Only reasoning types (:data:`REASONING_TYPES`: Anthropic
+    ``thinking`` / ``redacted_thinking`` blocks, OpenAI Responses ``reasoning`` / ``compaction`` items) are
     taken; anything else stored under that key is ignored. Other roles have none.
     """
     blocks = msg.meta.get("thinking") if msg.role is Role.ASSISTANT else None
     if not isinstance(blocks, list):
         return ()
-    kept = [b for b in blocks if isinstance(b, Mapping) and b.get("type") in ("thinking", "redacted_thinking")]
+    kept = [b for b in blocks if isinstance(b, Mapping) and b.get("type") in REASONING_TYPES]
     at = msg.meta.get("thinking_at")
     positions: list[int | None] = [None] * len(kept)
     if isinstance(at, list) and len(at) == len(blocks) == len(kept) and all(type(k) is int and k >= 0 for k in at):
@@ -215,11 +222,14 @@ THINKING_WITHHELD = "thinking_withheld"
 """Transform: an assistant turn's reasoning blocks held a secret and were not sent."""
 
 
-def drop_thinking(unit: Unit, keep: bool, has_secret: Callable[[str], bool]) -> Unit:
+def drop_thinking(unit: Unit, keep: bool | Collection[str], has_secret: Callable[[str], bool]) -> Unit:
     """``unit`` without the reasoning blocks that must not be sent, each such turn's transform recorded.
 
-    Reasoning blocks are dropped from every turn when ``keep`` is false (the payload format has no place
-    for them, e.g. OpenAI Chat: transform ``thinking_dropped``), from turns that are no longer assistant
+    ``keep`` is whether the payload format sends reasoning, or the reasoning types it sends (a provider's
+    reasoning is pinned to that provider: OpenAI ``reasoning`` items never go to Anthropic, nor Anthropic
+    ``thinking`` blocks to OpenAI). Reasoning blocks are dropped from every turn when ``keep`` is false or
+    names none of their types (the payload format has no place for them, e.g. OpenAI Chat: transform
+    ``thinking_dropped``), from turns that are no longer assistant
     turns (relayed to another participant as a user turn: ``thinking_dropped``), and from a turn whose
     thinking text holds a secret by ``has_secret`` (``thinking_withheld``: a signed block cannot be redacted,
     and secrets never enter a context).
@@ -228,18 +238,29 @@ def drop_thinking(unit: Unit, keep: bool, has_secret: Callable[[str], bool]) -> 
     for i, turn in enumerate(turns):
         if not turn.thinking:
             continue
-        texts = [str(b.get("thinking") or "") for _, b in turn.thinking]
+        texts = [_reasoning_text(b) for _, b in turn.thinking]
+        kept: tuple[tuple[int | None, Mapping[str, Any]], ...] = ()
         if any(has_secret(t) for t in texts if t):
             step = THINKING_WITHHELD
         elif not keep or turn.role != "assistant":
             step = THINKING_DROPPED
-        else:
+        elif keep is True or all(b.get("type") in keep for _, b in turn.thinking):
             continue
-        turns[i] = dataclasses.replace(turn, thinking=())
+        else:
+            kept = tuple((pos, b) for pos, b in turn.thinking if b.get("type") in keep)
+            step = THINKING_DROPPED
+        turns[i] = dataclasses.replace(turn, thinking=kept)
         transforms[turn.ref] = "+".join(filter(None, [transforms.get(turn.ref), step]))
     if turns == list(unit.turns):
         return unit
     return dataclasses.replace(unit, turns=tuple(turns), transforms=transforms)
+
+
+def _reasoning_text(block: Mapping[str, Any]) -> str:
+    """The readable text of a reasoning block: Anthropic ``thinking``, or a Responses item's summary texts."""
+    summary = block.get("summary")
+    texts = [str(s.get("text") or "") for s in summary if isinstance(s, Mapping)] if isinstance(summary, list) else []
+    return "\n".join([str(block.get("thinking") or ""), *texts]).strip()
 
 
 def _message_unit(msg: Message) -> Unit:
@@ -331,7 +352,14 @@ def _tool_exchange(
 
 
 def _raw_text(art: ToolArtifact, read_blob: BlobReader) -> tuple[str, str | None]:
-    """The result's text, or ``(reference text, transform)`` when its bytes cannot be read back intact."""
+    """The result's text, or ``(reference text, transform)`` when its bytes cannot be read back intact.
+
+    A result a retention rule redacted is its notice (transform ``retained``), never the bytes, even where
+    the blob is still stored for another record.
+    """
+    state = retained(art)
+    if state is not None:
+        return state.notice, RETAINED
     try:
         return read_blob(art.sha256).decode("utf-8", errors="replace"), None
     except (BlobNotFound, InputError):  # InputError: a sha256 that cannot name a blob at all

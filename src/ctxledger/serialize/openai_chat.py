@@ -24,6 +24,10 @@ Token counts follow the OpenAI cookbook *How to count tokens with tiktoken* (gpt
   API reported for the call/result pair measured in forestwanglin/openai-java#5, where the tool message's
   ``tool_call_id`` is evidently not rendered (counting it would overshoot by 18), so it is not counted.
 
+Call ids a history reuses are renamed so that each is unique in the request
+(:func:`ctxledger.serialize.call_ids.unique_call_ids`, shared by every serializer); :meth:`OpenAIChatSerializer.validate`
+flags a repeated id.
+
 The counts are additive: ``count(build(turns)) == base_tokens + tools_tokens + sum(turn_tokens)``.
 """
 
@@ -37,6 +41,7 @@ from ctxledger.errors import ProviderContractError
 from ctxledger.hashing import canonical_json
 from ctxledger.serialize._turns import at, check_turns, content_parts, function_definitions, speaker_label
 from ctxledger.serialize.base import Turn
+from ctxledger.serialize.call_ids import unique_call_ids
 from ctxledger.serialize.images import (
     GPT_4O_TILE_RATES,
     TileRates,
@@ -153,7 +158,7 @@ class OpenAIChatSerializer:
             InputError: a content part or a tool definition is malformed.
         """
         check_turns(turns)
-        turns, tools = rename_tools(turns, tools)
+        turns, tools = rename_tools(unique_call_ids(turns), tools)
         payload: dict[str, Any] = {
             "model": model,
             "messages": [self._message(index, turn) for index, turn in enumerate(turns)],
@@ -334,11 +339,16 @@ class OpenAIChatSerializer:
         if not isinstance(messages, list) or not messages:
             raise ProviderContractError("payload has no messages", rule="no_messages")
         pending: set[str] = set()
+        seen: set[str] = set()
         for index, message in enumerate(messages):
             role = message.get("role") if isinstance(message, Mapping) else None
             if role not in _ALLOWED_KEYS:
                 _fail(index, "unknown_role", f"unknown role {role!r}")
             _check_message(index, message)
+            for call in message.get("tool_calls") or ():
+                if call["id"] in seen:
+                    _fail(index, "duplicate_tool_call_id", f"tool call id {call['id']!r} was used by an earlier call")
+                seen.add(call["id"])
             if role == "tool":
                 call_id = message.get("tool_call_id")
                 if call_id not in pending:
