@@ -318,13 +318,14 @@ def assemble(
     units = []
     for u in all_units:
         # the first omitted record (in unit order) gives its reason to the rest of the unit
-        first = next((plan.omitted[r] for r in u.record_ids if r in plan.omitted), None)
-        if first is None:
+        cause = next((r for r in u.record_ids if r in plan.omitted), None)
+        if cause is None:
             units.append(_annotated(u, plan.marks, snap.memo) if plan.marks else u)
             continue
+        first = plan.omitted[cause]
         for rid in u.record_ids:
             if rid not in plan.omitted:
-                plan.omitted[rid] = (first[0], first[1], f"unit {u.id} omitted as a whole")
+                plan.omitted[rid] = (first[0], first[1], f"unit {u.id} omitted as a whole with {cause} ({first[0]})")
     withheld_names = {d.ref for ds in plan.marks.values() for d in ds if d.reason == SPEAKER_WITHHELD}
     units = attribute_speakers(units, records, request.participant_id, withheld_names)
     scanner = getattr(policy.stage("secrets"), "scanner", None) or default_scanner()

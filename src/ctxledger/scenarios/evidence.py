@@ -12,6 +12,7 @@ import json
 import random
 import struct
 import zlib
+from datetime import timedelta
 from typing import Any
 
 from ctxledger.records import ToolArtifact
@@ -209,6 +210,31 @@ def _cron_run(api: str, model: str) -> Any:
     return build
 
 
+# -- a stale memory over one result of a parallel call -------------------------------------------------------
+
+
+def _stale_sibling(g: GraphBuilder) -> dict[str, Any]:
+    g.system("sys", SYSTEM)
+    g.user("u1", "Read the importer's settings and its queue depth.")
+    g.tool_calls(
+        [
+            {"tool": "config.get", "arguments": {"key": "batch_size"}, "output": json.dumps({"batch_size": 500})},
+            {"tool": "queue.depth", "arguments": {"queue": "import"}, "output": json.dumps({"depth": 1843})},
+        ],
+        name="read",
+    )
+    g.memory(
+        "mem-depth",
+        "The import queue holds 1843 jobs.",
+        sources=["art-read-1"],
+        freshness="volatile",
+        observed_at=g.now - timedelta(hours=6),
+        revalidation_tool="queue.depth",
+    )
+    g.user("u2", "Which batch size is configured?")
+    return {}
+
+
 def _compaction_included(asm: Any, g: GraphBuilder) -> list[str]:
     ids = {e["ref"] for e in asm.manifest["included"] if e.get("reason") == "active_compaction"}
     return [] if ids else ["no compaction included"]
@@ -254,6 +280,19 @@ SCENARIOS: tuple[Scenario, ...] = (
             min_reduction=None,
         ),
         check=_compaction_included,
+    ),
+    Scenario(
+        "stale-memory-keeps-siblings",
+        "a stale memory over one result of a parallel call omits only itself; the sibling result stays",
+        "seed 004 §4.2 (units), §8 R5 (validity)",
+        _stale_sibling,
+        Expect(
+            include=("read", "art-read-0", "art-read-1", "u2"),
+            omit={"mem-depth": "stale"},
+            marks={"art-read-1": "stale"},
+            text_in=('\\"batch_size\\": 500',),
+            min_reduction=None,
+        ),
     ),
     Scenario(
         "cron-run-openai",
