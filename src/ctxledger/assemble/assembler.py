@@ -40,6 +40,7 @@ import numpy as np
 
 from ctxledger.assemble.costing import Coster
 from ctxledger.assemble.inputs import resolve_participant, unknown_inputs, unserved_exact_evidence
+from ctxledger.assemble.pairs import keep_pairs
 from ctxledger.assemble.preamble import keep_preamble
 from ctxledger.assemble.recall import recalls_in, with_recall_tool
 from ctxledger.assemble.relevance import is_question, spread, tokenize
@@ -349,6 +350,9 @@ def assemble(
     if options_for is not None:
         make_room_for_errors(items, result, dynamic, ledger)
         anchor_user_turn(items, result, dynamic, ledger, {u.id: u.role for u in units})
+    split_pairs = keep_pairs(units, items, result, dynamic, ledger)
+    if plan.ctx is not None:
+        plan.ctx.warnings += split_pairs
     by_id = {u.id: u for u in units}
     for uid, reason in result.omitted.items():
         _omit_unit(plan, by_id[uid], reason, "selection")

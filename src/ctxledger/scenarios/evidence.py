@@ -235,6 +235,30 @@ def _stale_sibling(g: GraphBuilder) -> dict[str, Any]:
     return {}
 
 
+# -- question/answer pairs ----------------------------------------------------------------------------------
+
+
+def _qa_pairs(g: GraphBuilder) -> dict[str, Any]:
+    g.system("sys", SYSTEM)
+    g.user("q1", "What is our refund window for annual plans? " + "Context: " + "renewal terms " * 40)
+    g.assistant("a1", "Annual plans can be refunded within 30 days of renewal, pro rata after that.")
+    g.user("q2", "And for monthly plans?")
+    g.assistant("a2", "Monthly plans are not refunded; cancellation stops the next charge.")
+    g.user("q3", "Is the refund window for annual plans the same in the EU?")
+    return {"window_tokens": 760, "output_tokens": 500, "margin_tokens": 100}
+
+
+def _pairs_together(asm: Any, g: GraphBuilder) -> list[str]:
+    included = {e["ref"] for e in asm.manifest["included"]}
+    warned = {w["value"] for w in asm.manifest["warnings"] if w["code"].endswith("_left_out")}
+    out = []
+    for q, a in (("q1", "a1"), ("q2", "a2")):
+        qi, ai = g.id(q) in included, g.id(a) in included
+        if qi != ai and g.id(a if qi else q) not in warned:
+            out.append(f"{q}/{a} split without a warning")
+    return out
+
+
 def _compaction_included(asm: Any, g: GraphBuilder) -> list[str]:
     ids = {e["ref"] for e in asm.manifest["included"] if e.get("reason") == "active_compaction"}
     return [] if ids else ["no compaction included"]
@@ -293,6 +317,14 @@ SCENARIOS: tuple[Scenario, ...] = (
             text_in=('\\"batch_size\\": 500',),
             min_reduction=None,
         ),
+    ),
+    Scenario(
+        "question-answer-pairs",
+        "a question enters with the answer that followed it, or the manifest says why not",
+        "seed 000 'Seleccionar unidades que conservan sentido'",
+        _qa_pairs,
+        Expect(include=("q3",), min_reduction=None),
+        check=_pairs_together,
     ),
     Scenario(
         "cron-run-openai",
