@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ctxledger.hashing import canonical_json
@@ -73,6 +73,38 @@ def test_protected_state_after_compaction_equals_before(steps):
     ]:
         assert left[g.id(name)] == "unresolved" and g.id(name) not in rec.source_ids
         assert "is deferred" not in rec.text and "is pending" not in rec.text
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    steps=st.lists(_STEP, min_size=1, max_size=8),
+    late=st.integers(0, 3),
+    api=st.sampled_from(["openai-chat", "anthropic-messages"]),
+)
+@example(steps=[("user", "Thanks, continue.", None)], late=0, api="openai-chat")
+def test_a_result_arriving_after_compaction_is_sent_with_its_call(steps, late, api):
+    """Every open call that gets its result after the compaction enters with it: call, result and its text.
+
+    The compaction covered the user turn before the call, so the call now precedes every user-role turn:
+    OpenAI gets it as it is, Anthropic as data inside the first user turn; neither drops it for role order.
+    """
+    ledger, g, open_calls = _build([*steps, ("tool", "drive.pick_document", "deferred")])
+    ledger.compact(g.conversation_id, now=g.now)
+    g.refresh()
+    for _ in range(late):
+        g.assistant(f"wait-{_}", "Still waiting for the selector.")
+    answers = {}
+    for name in open_calls:
+        answers[name] = f"picked file 1Q3FINAL{name}"
+        g.tool_result(f"{name}#call", json.dumps({"file": answers[name]}))
+    g.user("next", "Which file did the selector return?")
+    model = "gpt-4o" if api == "openai-chat" else "claude-sonnet-4-5"
+    asm = ledger.assemble(g.conversation_id, now=g.now, api=api, model=model)
+    included = {e["ref"] for e in asm.manifest["included"]}
+    body = canonical_json(asm.payload)
+    for name, answer in answers.items():
+        assert {g.id(name), g.id(f"{name}#call")} <= included
+        assert answer in body
 
 
 def test_a_compaction_written_over_a_deferred_call_does_not_swallow_its_later_result():

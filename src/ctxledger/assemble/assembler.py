@@ -16,8 +16,9 @@ Pipeline, constraints first and relevance second (seed 002 "Primero restriccione
    per unit (relevance: stemmed BM25 spread to neighbouring units; relevance-dominant weights when the
    query is a question outside a tool loop, :class:`~ctxledger.policy.base.SelectionParams`), a
    multiple-choice knapsack under ``B_dynamic`` with deterministic ties.
-5. **Role order**: the first turn after the instructions must be a user turn (Anthropic requires it;
-   case B04); leading optional non-user units are dropped with ``role_order``.
+5. **Role order**: turns recorded before the first user turn are kept (:mod:`.preamble`: as they are for
+   OpenAI, as delimited data inside a user turn for Anthropic); other leading optional non-user units (a
+   user turn before them left out for budget, case B04) are dropped with ``role_order``.
 6. **Serialization**: instructions first (stable prefix for provider caches), then the chosen units in
    ``seq`` order; the payload is validated against the provider's rules, counted on its serialized
    form, and hashed.
@@ -39,6 +40,8 @@ import numpy as np
 
 from ctxledger.assemble.costing import Coster
 from ctxledger.assemble.inputs import resolve_participant, unknown_inputs, unserved_exact_evidence
+from ctxledger.assemble.pairs import keep_pairs
+from ctxledger.assemble.preamble import keep_preamble
 from ctxledger.assemble.recall import recalls_in, with_recall_tool
 from ctxledger.assemble.relevance import is_question, spread, tokenize
 from ctxledger.assemble.represent import Pointer, charge_savings, omit_redundant
@@ -316,13 +319,14 @@ def assemble(
     units = []
     for u in all_units:
         # the first omitted record (in unit order) gives its reason to the rest of the unit
-        first = next((plan.omitted[r] for r in u.record_ids if r in plan.omitted), None)
-        if first is None:
+        cause = next((r for r in u.record_ids if r in plan.omitted), None)
+        if cause is None:
             units.append(_annotated(u, plan.marks, snap.memo) if plan.marks else u)
             continue
+        first = plan.omitted[cause]
         for rid in u.record_ids:
             if rid not in plan.omitted:
-                plan.omitted[rid] = (first[0], first[1], f"unit {u.id} omitted as a whole")
+                plan.omitted[rid] = (first[0], first[1], f"unit {u.id} omitted as a whole with {cause} ({first[0]})")
     withheld_names = {d.ref for ds in plan.marks.values() for d in ds if d.reason == SPEAKER_WITHHELD}
     units = attribute_speakers(units, records, request.participant_id, withheld_names)
     scanner = getattr(policy.stage("secrets"), "scanner", None) or default_scanner()
@@ -346,11 +350,26 @@ def assemble(
     if options_for is not None:
         make_room_for_errors(items, result, dynamic, ledger)
         anchor_user_turn(items, result, dynamic, ledger, {u.id: u.role for u in units})
+    split_pairs = keep_pairs(units, items, result, dynamic, ledger)
+    if plan.ctx is not None:
+        plan.ctx.warnings += split_pairs
     by_id = {u.id: u for u in units}
     for uid, reason in result.omitted.items():
         _omit_unit(plan, by_id[uid], reason, "selection")
     chosen_units = [u for u in units if u.id in result.chosen]
-    chosen_units = _fix_role_order(chosen_units, plan, result.chosen, required_units)
+    lead = keep_preamble(
+        request.api,
+        chosen_units,
+        units,
+        result.chosen,
+        coster,
+        ledger,
+        dynamic,
+        lambda unit: _omit_unit(plan, unit, ReasonCode.BUDGET, "role_order"),
+        plan.required,
+    )
+    chosen_units = [u for u in chosen_units if u.id in result.chosen]
+    chosen_units = _fix_role_order(chosen_units, plan, result.chosen, [*required_units, *lead])
     chosen_units = _anchor_required_lead(chosen_units, units, items, plan, result.chosen, dynamic, ledger)
     charge_savings(ledger.saved, result.chosen, costs)
     _rehydrate(request, policy, plan, chosen_units, result, coster, read_blob, dynamic, ledger)

@@ -12,6 +12,7 @@ import json
 import random
 import struct
 import zlib
+from datetime import timedelta
 from typing import Any
 
 from ctxledger.records import ToolArtifact
@@ -191,6 +192,73 @@ def _image_not_text(asm: Any, g: GraphBuilder, *, blocks: bool) -> list[str]:
     return failures
 
 
+# -- turns before the first user turn -----------------------------------------------------------------------
+
+
+def _cron_run(api: str, model: str) -> Any:
+    def build(g: GraphBuilder) -> dict[str, Any]:
+        g.system("sys", SYSTEM)
+        g.assistant("start", "Nightly reconciliation started (cron 02:00).")
+        g.tool("ledger", "ledger.read_totals", {"day": "2026-08-31"}, json.dumps({"total_eur": 184220.15}))
+        g.tool("bank-0", "bank.read_totals", {"day": "2026-08-31"}, json.dumps({"total_eur": 183970.15}))
+        g.tool("bank", "bank.read_totals", {"day": "2026-08-31"}, json.dumps({"total_eur": 183970.15}))
+        g.assistant("diff", "Mismatch of EUR 250.00 between the ledger and the bank export.")
+        g.tool("old", "ledger.read_rows", {"day": "2026-08-30"}, json.dumps({"rows": ["r"] * 400}))
+        g.user("u1", "Operator: what did tonight's run find?")
+        return {"api": api, "model": model, "window_tokens": 1_100, "output_tokens": 200, "margin_tokens": 100}
+
+    return build
+
+
+# -- a stale memory over one result of a parallel call -------------------------------------------------------
+
+
+def _stale_sibling(g: GraphBuilder) -> dict[str, Any]:
+    g.system("sys", SYSTEM)
+    g.user("u1", "Read the importer's settings and its queue depth.")
+    g.tool_calls(
+        [
+            {"tool": "config.get", "arguments": {"key": "batch_size"}, "output": json.dumps({"batch_size": 500})},
+            {"tool": "queue.depth", "arguments": {"queue": "import"}, "output": json.dumps({"depth": 1843})},
+        ],
+        name="read",
+    )
+    g.memory(
+        "mem-depth",
+        "The import queue holds 1843 jobs.",
+        sources=["art-read-1"],
+        freshness="volatile",
+        observed_at=g.now - timedelta(hours=6),
+        revalidation_tool="queue.depth",
+    )
+    g.user("u2", "Which batch size is configured?")
+    return {}
+
+
+# -- question/answer pairs ----------------------------------------------------------------------------------
+
+
+def _qa_pairs(g: GraphBuilder) -> dict[str, Any]:
+    g.system("sys", SYSTEM)
+    g.user("q1", "What is our refund window for annual plans? " + "Context: " + "renewal terms " * 40)
+    g.assistant("a1", "Annual plans can be refunded within 30 days of renewal, pro rata after that.")
+    g.user("q2", "And for monthly plans?")
+    g.assistant("a2", "Monthly plans are not refunded; cancellation stops the next charge.")
+    g.user("q3", "Is the refund window for annual plans the same in the EU?")
+    return {"window_tokens": 760, "output_tokens": 500, "margin_tokens": 100}
+
+
+def _pairs_together(asm: Any, g: GraphBuilder) -> list[str]:
+    included = {e["ref"] for e in asm.manifest["included"]}
+    warned = {w["value"] for w in asm.manifest["warnings"] if w["code"].endswith("_left_out")}
+    out = []
+    for q, a in (("q1", "a1"), ("q2", "a2")):
+        qi, ai = g.id(q) in included, g.id(a) in included
+        if qi != ai and g.id(a if qi else q) not in warned:
+            out.append(f"{q}/{a} split without a warning")
+    return out
+
+
 def _compaction_included(asm: Any, g: GraphBuilder) -> list[str]:
     ids = {e["ref"] for e in asm.manifest["included"] if e.get("reason") == "active_compaction"}
     return [] if ids else ["no compaction included"]
@@ -236,6 +304,51 @@ SCENARIOS: tuple[Scenario, ...] = (
             min_reduction=None,
         ),
         check=_compaction_included,
+    ),
+    Scenario(
+        "stale-memory-keeps-siblings",
+        "a stale memory over one result of a parallel call omits only itself; the sibling result stays",
+        "seed 004 §4.2 (units), §8 R5 (validity)",
+        _stale_sibling,
+        Expect(
+            include=("read", "art-read-0", "art-read-1", "u2"),
+            omit={"mem-depth": "stale"},
+            marks={"art-read-1": "stale"},
+            text_in=('\\"batch_size\\": 500',),
+            min_reduction=None,
+        ),
+    ),
+    Scenario(
+        "question-answer-pairs",
+        "a question enters with the answer that followed it, or the manifest says why not",
+        "seed 000 'Seleccionar unidades que conservan sentido'",
+        _qa_pairs,
+        Expect(include=("q3",), min_reduction=None),
+        check=_pairs_together,
+    ),
+    Scenario(
+        "cron-run-openai",
+        "a scheduled run's turns before the first user turn are sent as they are to OpenAI",
+        "seed 004 §4.13 (autonomous and scheduled agents)",
+        _cron_run("openai-chat", "gpt-4o"),
+        Expect(
+            include=("start", "ledger", "bank", "diff", "u1"),
+            omit={"bank-0": "redundant"},
+            text_in=("184220.15", "183970.15"),
+            min_reduction=None,
+        ),
+    ),
+    Scenario(
+        "cron-run-anthropic",
+        "a scheduled run's turns before the first user turn ride inside it as delimited data for Anthropic",
+        "seed 004 §4.13; Anthropic Messages (the first message is a user message)",
+        _cron_run("anthropic-messages", "claude-sonnet-4-5"),
+        Expect(
+            include=("start", "ledger", "bank", "diff", "u1"),
+            omit={"bank-0": "redundant"},
+            text_in=("recorded before the first user turn", "184220.15", "183970.15"),
+            min_reduction=None,
+        ),
     ),
     Scenario(
         "tool-image-anthropic",

@@ -152,7 +152,9 @@ class ValidityStage:
         """Raw artifacts whose every memory was omitted as stale or superseded share that fate.
 
         The raw observation is as old as the memory made from it: when the memory may not be shown as
-        current truth, neither may its source (unless another live memory still stands on it).
+        current truth, neither may its source (unless another live memory still stands on it). A source
+        that is one result of a parallel call is marked ``stale`` instead of omitted: omitting it would take
+        its call and the sibling results, which are not stale, out with it (a unit enters whole).
         """
         dead = {
             d.ref: d.reason
@@ -168,12 +170,17 @@ class ValidityStage:
             if isinstance(r, ToolMemory) and r.id not in dead and ctx.live(r.id)
             for aid in r.source_artifact_ids
         }
+        sources = {aid: mem for mem in dead_memories for aid in mem.source_artifact_ids}
+        siblings = _sibling_results(ctx, set(sources))
         out: list[PolicyDecision] = []
-        for mem in dead_memories:
-            for aid in mem.source_artifact_ids:
-                if aid in standing or not ctx.live(aid) or any(d.ref == aid for d in out):
-                    continue
-                out.append(omit(self.name, aid, dead[mem.id], f"raw source of {dead[mem.id]} memory {mem.id}"))
+        for aid, mem in sources.items():
+            if aid in standing or not ctx.live(aid):
+                continue
+            detail = f"raw source of {dead[mem.id]} memory {mem.id}"
+            if siblings.get(aid):  # a parallel call's other results are not stale: keep the unit, flag this one
+                out.append(mark(self.name, aid, "stale", detail))
+            else:
+                out.append(omit(self.name, aid, dead[mem.id], detail))
         return out
 
     # -- supersession ----------------------------------------------------------------------------
@@ -320,6 +327,18 @@ class ValidityStage:
             mark(self.name, a.id, "conflict", f"conflicts with {b.id}"),
             mark(self.name, b.id, "conflict", f"conflicts with {a.id}"),
         ]
+
+
+def _sibling_results(ctx: StageContext, artifact_ids: set[str]) -> dict[str, bool]:
+    """Artifact id → whether its tool exchange holds another result that is not among ``artifact_ids``."""
+    out: dict[str, bool] = {}
+    for unit in ctx.units:
+        mine = [r.id for r in unit.records if r.id in artifact_ids]
+        if not mine:
+            continue
+        others = any(isinstance(r, ToolArtifact) and r.id not in artifact_ids for r in unit.records)
+        out.update(dict.fromkeys(mine, others))
+    return out
 
 
 def _strength(rec: Record) -> tuple[int, float]:

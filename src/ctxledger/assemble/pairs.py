@@ -1,0 +1,74 @@
+"""Question/answer pairs enter together: a user turn and the assistant answer that followed it.
+
+Selection scores units one by one, so under a tight budget a user question can enter while the answer right
+after it is left out: two user turns then run together and the model never sees that it already answered (or
+an answer enters without the question it answers). After selection, for each adjacent pair of a user message
+and the assistant message that answered it (no other message between them) where exactly one entered, the
+other is admitted in its cheapest representation when the room left allows it. When it does not, the pair
+stays split and the manifest says why: a warning ``answer_left_out`` / ``question_left_out`` naming both
+records and the tokens needed and left.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+from ctxledger.assemble.select import SelectionItem, SelectionResult
+from ctxledger.assemble.units import Unit, UnitKind
+from ctxledger.budget import BudgetLedger
+
+
+def _pairs(units: Sequence[Unit]) -> list[tuple[Unit, Unit]]:
+    """Adjacent ``(question, answer)`` message units: a user message, then the assistant message after it."""
+    messages = [u for u in units if u.kind is UnitKind.MESSAGE]
+    return [(q, a) for q, a in itertools.pairwise(messages) if q.role == "user" and a.role == "assistant"]
+
+
+def keep_pairs(
+    units: Sequence[Unit],
+    items: Sequence[SelectionItem],
+    result: SelectionResult,
+    budget_tokens: int,
+    ledger: BudgetLedger,
+) -> list[dict[str, str]]:
+    """Admit the missing half of every split question/answer pair that fits; warn about those that do not.
+
+    Args:
+        units: the live units, in ``seq`` order.
+        items: the selection items (their options).
+        result: the selection, updated in place.
+        budget_tokens: ``B_dynamic`` (tokens).
+        ledger: the budget ledger, charged with every admission.
+
+    Returns:
+        Manifest warnings ``{code, input, value, detail}`` for the pairs left split.
+    """
+    by_id = {i.unit_id: i for i in items}
+    warnings: list[dict[str, str]] = []
+    for question, answer in _pairs(units):
+        q_in, a_in = question.id in result.chosen, answer.id in result.chosen
+        if q_in == a_in:
+            continue
+        missing = answer if q_in else question
+        item = by_id.get(missing.id)
+        if item is None or not item.options:
+            continue
+        option = min(item.options, key=lambda o: (o.tokens, -o.utility))
+        left = budget_tokens - sum(o.tokens for o in result.chosen.values())
+        if option.tokens <= left:
+            result.chosen[missing.id] = option
+            result.omitted.pop(missing.id, None)
+            ledger.charge(missing.context_class.value, option.tokens)
+            continue
+        code = "answer_left_out" if q_in else "question_left_out"
+        warnings.append(
+            {
+                "code": code,
+                "input": "budget",
+                "value": missing.id,
+                "detail": f"question {question.id} and its answer {answer.id} were split: {missing.id} needs "
+                f"{option.tokens} tokens, {max(left, 0)} were left",
+            }
+        )
+    return warnings

@@ -1,0 +1,43 @@
+"""Question/answer pairs enter together, or the manifest says why not.
+
+Generated conversations: alternating user questions and assistant answers of random lengths, assembled at random
+windows; for every adjacent question/answer pair exactly one half may be in the payload only when the manifest
+carries an ``answer_left_out`` / ``question_left_out`` warning naming it.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxledger.ledger import Ledger
+from ctxledger.scenarios._graph import GraphBuilder
+from ctxledger.testing import MemoryStore
+
+_WORDS = st.sampled_from(["invoice", "refund", "shipping", "warranty", "address", "discount", "order", "delay"])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    turns=st.lists(st.tuples(_WORDS, st.integers(1, 60), st.integers(1, 120)), min_size=2, max_size=10),
+    window=st.integers(1_400, 3_000),
+    api=st.sampled_from(["openai-chat", "anthropic-messages"]),
+)
+def test_pairs_enter_together_or_the_manifest_says_why(turns, window, api):
+    ledger = Ledger(MemoryStore())
+    g = GraphBuilder(ledger, "qa")
+    g.system("sys", "You are a support agent.")
+    for i, (word, q_len, a_len) in enumerate(turns):
+        g.user(f"q{i}", f"Question {i} about the {word}: " + " ".join([word] * q_len) + "?")
+        g.assistant(f"a{i}", f"Answer {i} on the {word}: " + " ".join(["details"] * a_len) + ".")
+    g.user("latest", "One more thing about the order?")
+    model = "gpt-4o" if api == "openai-chat" else "claude-sonnet-4-5"
+    asm = ledger.assemble(
+        g.conversation_id, now=g.now, api=api, model=model, window_tokens=window, output_tokens=500, margin_tokens=100
+    )
+    included = {e["ref"] for e in asm.manifest["included"]}
+    warned = {w["value"] for w in asm.manifest["warnings"] if w["code"] in ("answer_left_out", "question_left_out")}
+    for i in range(len(turns)):
+        q, a = g.id(f"q{i}"), g.id(f"a{i}")
+        if (q in included) != (a in included):
+            assert (a if q in included else q) in warned
