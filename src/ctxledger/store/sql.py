@@ -70,6 +70,13 @@ _HEAD_UPDATE = (
     .values(head_seq=bindparam("h"))
 )
 
+_REWRITE = (
+    update(records)
+    .where(records.c.tenant_id == bindparam("t"), records.c.id == bindparam("i"))
+    .values(body=bindparam("b"), blob_sha256=None)
+)
+_DELETE = delete(records).where(records.c.tenant_id == bindparam("t"), records.c.id == bindparam("i"))
+
 
 def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
     for start in range(0, len(items), CHUNK):
@@ -518,15 +525,11 @@ class SqlStore:
         (``blob_sha256``) cleared, so blob collection no longer counts it.
         """
         with self._write() as conn:
-            for rec in change.rewrite:
-                row = encode_record(rec)
-                conn.execute(
-                    update(records)
-                    .where(records.c.tenant_id == rec.tenant_id, records.c.id == rec.id)
-                    .values(body=row["body"], blob_sha256=None)
-                )
-            for tenant_id, record_id in change.delete:
-                conn.execute(delete(records).where(records.c.tenant_id == tenant_id, records.c.id == record_id))
+            if change.rewrite:
+                bodies = [{"t": r.tenant_id, "i": r.id, "b": encode_record(r)["body"]} for r in change.rewrite]
+                conn.execute(_REWRITE, bodies)
+            if change.delete:
+                conn.execute(_DELETE, [{"t": t, "i": i} for t, i in change.delete])
             for tenant_id, conversation_id in change.conversations:
                 for table in (records, conversation_heads, assemblies):
                     conn.execute(
