@@ -88,10 +88,10 @@ class Ledger:
 
         Args:
             url: the store URL (``sqlite:///…``, ``postgresql+psycopg://…``, ``memory://``).
-            blobs_dir: folder of the raw-output blob store; default ``CTXLEDGER_BLOBS`` if set, else the
-                backend's default (``<db>.blobs`` next to a SQLite file; ``./.ctxledger/blobs`` for
-                PostgreSQL, relative to the working directory — set it when several processes or folders
-                share one database).
+            blobs_dir: where raw tool outputs (blobs) live: a folder, ``"database"`` (inside the store's
+                own database) or a ``postgresql+psycopg://`` URL; default ``CTXLEDGER_BLOBS`` if set, else
+                the backend's default (the folder ``<db>.blobs`` next to a SQLite file; inside the
+                database for PostgreSQL, so every process and host sees the same blobs).
             **kwargs: passed to :class:`Ledger` (``policy=`` …).
 
         Raises:
@@ -198,16 +198,17 @@ class Ledger:
         tenant_id: str = "default",
         conversation_id: str | None = None,
     ) -> Any:
-        """Import in-memory provider messages (OpenAI Chat Completions or Anthropic Messages form).
+        """Import in-memory provider messages (OpenAI Chat Completions, OpenAI Responses or Anthropic Messages form).
 
         OpenAI form (``api="openai-chat"``, the default) carries the system prompt as a message; the
         Anthropic form (``api="anthropic-messages"``) takes it as ``system=`` (a string or text blocks),
-        as the Messages API does.
+        as the Messages API does; the Responses form (``api="openai-responses"``) takes input items as
+        ``messages`` and the instructions as ``system=`` (a string).
 
         Raises:
             InputError: invalid messages (names the index and field); nothing was written.
         """
-        from ctxledger.ingest import parse_anthropic, parse_openai_messages, write_batch
+        from ctxledger.ingest import parse_anthropic, parse_openai_messages, parse_openai_responses, write_batch
 
         if system and api == "openai-chat":
             raise ConfigurationError("system= is for api='anthropic-messages'; OpenAI form carries it as a message")
@@ -221,8 +222,17 @@ class Ledger:
             if tools:
                 payload["tools"] = list(tools)
             batch = parse_anthropic(payload, tenant_id=tenant_id, conversation_id=conversation_id)
+        elif api == "openai-responses":
+            request: dict[str, Any] = {"input": list(messages)}
+            if system:
+                request["instructions"] = system
+            if tools:
+                request["tools"] = list(tools)
+            batch = parse_openai_responses(request, tenant_id=tenant_id, conversation_id=conversation_id)
         else:
-            raise ConfigurationError(f"unknown api {api!r}; use 'openai-chat' or 'anthropic-messages'")
+            raise ConfigurationError(
+                f"unknown api {api!r}; use 'openai-chat', 'openai-responses' or 'anthropic-messages'"
+            )
         return write_batch(self.store, batch)
 
     def _warm_counts(self, batch: Any, coster: Coster) -> None:

@@ -13,19 +13,9 @@ from ctxledger.cli import REASONS, app
 from ctxledger.policy.base import ReasonCode
 
 COMMANDS = (
-    "assemble",
-    "conversations",
-    "demo",
-    "eval",
-    "explain",
-    "forget",
-    "import",
-    "migrate",
-    "rehydrate",
-    "retain",
-    "retention-audit",
-    "usage",
-)
+    "assemble", "conversations", "demo", "eval", "explain", "forget", "import", "migrate", "rehydrate", "retain",
+    "retention-audit", "usage", "serve", "keys", "mcp", "gc",
+)  # fmt: skip
 
 
 def _group() -> Any:

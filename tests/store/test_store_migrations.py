@@ -32,14 +32,9 @@ def test_migrated_database_matches_the_schema_module(empty_sql_url: str) -> None
         primary_keys = {t: inspect(conn).get_pk_constraint(t) for t in ("records", "assemblies")}
     engine.dispose()
     assert names == {
-        "records",
-        "conversation_heads",
-        "token_counts",
-        "assemblies",
-        "retention_audit",
-        "retention_blob_queue",
-        VERSION_TABLE,
-    }
+        "records", "conversation_heads", "token_counts", "assemblies", "api_keys", "blobs", "blob_chunks",
+        "retention_audit", "retention_blob_queue", VERSION_TABLE,
+    }  # fmt: skip
     assert {"ix_records_tenant_id_conversation_id_branch_id_seq", "ix_records_blob_sha256"} <= indexes
     for table in ("records", "assemblies"):
         assert (primary_keys[table]["name"], primary_keys[table]["constrained_columns"]) == (

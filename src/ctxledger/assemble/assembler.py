@@ -39,6 +39,7 @@ import numpy as np
 
 from ctxledger.assemble.costing import Coster
 from ctxledger.assemble.inputs import resolve_participant, unknown_inputs, unserved_exact_evidence
+from ctxledger.assemble.recall import recalls_in, with_recall_tool
 from ctxledger.assemble.relevance import is_question, spread, tokenize
 from ctxledger.assemble.represent import Pointer, charge_savings, omit_redundant
 from ctxledger.assemble.room import anchor_user_turn, make_room_for_errors
@@ -294,6 +295,7 @@ def assemble(
     request = resolve_participant(request, records)
     tools = tuple(request.tools) if request.tools is not None else snap.tool_schemas
     tools, withheld = expose_tools(policy.contract, tools, phase=request.phase, checks_passed=request.checks_passed)
+    tools = with_recall_tool(tools, policy)  # the recall tool, when the policy enables it: part of F
     plan = run_policy(
         policy,
         request,
@@ -324,7 +326,7 @@ def assemble(
     withheld_names = {d.ref for ds in plan.marks.values() for d in ds if d.reason == SPEAKER_WITHHELD}
     units = attribute_speakers(units, records, request.participant_id, withheld_names)
     scanner = getattr(policy.stage("secrets"), "scanner", None) or default_scanner()
-    keep_thinking = bool(getattr(serializer, "sends_thinking", False))
+    keep_thinking = getattr(serializer, "thinking_types", None) or bool(getattr(serializer, "sends_thinking", False))
     units = [drop_thinking(u, keep_thinking, lambda text: bool(scanner.scan(text))) for u in units]
     if not policy.selection.ladder:
         options_for = redundancy = None
@@ -392,6 +394,7 @@ def assemble(
             "serialization_ms": round((t_end - t_select) * 1000, 3),
         },
     )
+    asm.manifest["recalls"] = recalls_in(records)  # what the model read back with the recall tool, and why
     return asm
 
 

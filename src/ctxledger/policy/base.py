@@ -373,11 +373,15 @@ class RehydrationParams:
             (``byte_start``/``byte_end``, as :class:`~ctxledger.represent.Locator` writes them), read back
             only those ranges — the evidence the memory was derived from — instead of the whole artifact
             (seed 004 §4.11: rehydration is *bounded*). ``False`` always reads whole artifacts.
+        recall_tool: expose the ``recall`` tool to the model (:mod:`ctxledger.assemble.recall`): a reference
+            or excerpt it was shown can then be read back by the model itself, under this assembly's hard
+            filters, up to ``max_artifact_bytes`` per call.
     """
 
     max_bytes: int = 65_536
     max_artifact_bytes: int = 32_768
     located_ranges: bool = True
+    recall_tool: bool = False
 
     def __post_init__(self) -> None:
         """Byte budgets are integers > 0; ``located_ranges`` is a boolean.
@@ -388,6 +392,7 @@ class RehydrationParams:
         number(self.max_bytes, "rehydration", "max_bytes", low=0, low_open=True, integer=True)
         number(self.max_artifact_bytes, "rehydration", "max_artifact_bytes", low=0, low_open=True, integer=True)
         flag(self.located_ranges, "rehydration", "located_ranges")
+        flag(self.recall_tool, "rehydration", "recall_tool")
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able form (part of the policy hash)."""

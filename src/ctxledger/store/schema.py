@@ -28,6 +28,7 @@ from sqlalchemy import (
     Column,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     PrimaryKeyConstraint,
     String,
@@ -109,6 +110,42 @@ assemblies = Table(
     PrimaryKeyConstraint("tenant_id", "id"),
     Index(None, "tenant_id", "conversation_id", "created_at"),
 )
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", String, nullable=False),
+    Column("tenant_id", String, nullable=False),
+    Column("key_sha256", String(64), nullable=False),
+    Column("name", String, nullable=True),
+    Column("created_at", String(32), nullable=False),
+    Column("revoked_at", String(32), nullable=True),
+    PrimaryKeyConstraint("id"),
+    UniqueConstraint("key_sha256"),
+    Index(None, "tenant_id"),
+)
+"""Service API keys: only the sha256 of each key is stored; the tenant comes from the key."""
+
+blobs = Table(
+    "blobs",
+    metadata,
+    Column("sha256", String(64), nullable=False),
+    Column("size_bytes", BigInteger, nullable=False),
+    Column("chunks", Integer, nullable=False),
+    Column("created_at", String(32), nullable=False),
+    PrimaryKeyConstraint("sha256"),
+)
+"""Blobs kept inside the database (:class:`~ctxledger.store.dbblobs.DatabaseBlobStore`): one row per blob."""
+
+blob_chunks = Table(
+    "blob_chunks",
+    metadata,
+    Column("sha256", String(64), nullable=False),
+    Column("chunk", Integer, nullable=False),
+    Column("data", LargeBinary, nullable=False),
+    PrimaryKeyConstraint("sha256", "chunk"),
+)
+"""A database blob's bytes in chunks of at most 1 MiB, in order, so reads and writes stream."""
 
 # -- retention (ctxledger.retention) -------------------------------------------------------------------
 # * ``retention_audit``: one row per retention action (a rule applied to a record or an assembly, or a

@@ -579,7 +579,10 @@ class SqlStore:
         return gone
 
     def close(self) -> None:
-        """Release every pooled connection."""
+        """Release every pooled connection (and the blob store's own, if it has any)."""
+        close_blobs = getattr(self.blobs, "close", None)
+        if close_blobs is not None:
+            close_blobs()
         self.engine.dispose()
 
 

@@ -5,7 +5,7 @@ after); ``retention_blob_queue`` holds blobs whose last reference an action may 
 are collected. Both are new tables: no existing row changes.
 
 Revision ID: 0003_w15_retention
-Revises: 0002_tenant_record_ids
+Revises: 0003_w12_keys_blobs
 Create Date: 2026-12-01
 """
 
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0003_w15_retention"
-down_revision: str | None = "0002_tenant_record_ids"
+down_revision: str | None = "0003_w12_keys_blobs"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
