@@ -46,6 +46,7 @@ from ctxledger.store.codec import (
     format_time,
     parse_time,
 )
+from ctxledger.store.gc import referenced_blobs
 from ctxledger.store.schema import (
     assemblies,
     conversation_heads,
@@ -569,7 +570,7 @@ class SqlStore:
         """Delete queued blobs no record of any tenant references; every queued blob leaves the queue."""
         with self._read() as conn:
             queued = list(conn.scalars(select(retention_blob_queue.c.sha256).order_by("sha256").limit(limit)))
-            live = set(conn.scalars(select(records.c.blob_sha256).where(records.c.blob_sha256.in_(queued)).distinct()))
+        live = referenced_blobs(self, queued)
         gone = [sha for sha in queued if sha not in live]
         for sha in gone:
             self.blobs.delete(sha)
