@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from ctxledger.errors import InputError
+from ctxledger.errors import InputError, RecordNotFound
 from ctxledger.hashing import canonical_json, sha256_hex
 from ctxledger.records import Compaction, Message, Participant, Record, ToolArtifact, ToolCall, ToolMemory, utcnow
 from ctxledger.retention.rules import DAY, Action, RetentionRules
@@ -544,8 +544,6 @@ def forget(
 
 
 def _forget_conversation(store: GraphStore, batch: _Batch, tenant_id: str, conversation_id: str) -> None:
-    from ctxledger.errors import RecordNotFound
-
     if store.head_seq(tenant_id, conversation_id) == 0:
         raise RecordNotFound(tenant_id, conversation_id, what="conversation")
     gone = batch.conversation(tenant_id, conversation_id)
@@ -565,7 +563,6 @@ def _forget_conversation(store: GraphStore, batch: _Batch, tenant_id: str, conve
 
 
 def _forget_participant(store: GraphStore, batch: _Batch, tenant_id: str, participant_id: str) -> None:
-    gone: set[str] = set()
     for conv in store.conversations(tenant_id):
         for rec in batch.conversation(tenant_id, conv):
             owned = rec.owner_participant_id == participant_id
