@@ -41,6 +41,7 @@ from ctxledger.tokens import TokenCounter, counter_for_model
 if TYPE_CHECKING:
     from ctxledger.recorder import Recorder
     from ctxledger.retention.engine import RetentionReport
+    from ctxledger.retention.rules import RetentionRules
     from ctxledger.store.base import AuditEntry
 
 DEFAULT_URL = "sqlite:///.ctxledger/ctxledger.db"
@@ -511,6 +512,7 @@ class Ledger:
         self,
         *,
         policy: Policy | None = None,
+        rules: RetentionRules | None = None,
         now: datetime | None = None,
         tenant_id: str | None = None,
         dry_run: bool = False,
@@ -525,6 +527,7 @@ class Ledger:
 
         Args:
             policy: whose rules to apply (default the ledger's).
+            rules: these rules instead of the policy's (e.g. a ``[retention]`` table sent to the service).
             now: the clock ages are measured at (aware UTC; default now).
             tenant_id: only this tenant (default: every tenant of the store).
             dry_run: report what would be done, by rule, and write nothing.
@@ -538,7 +541,7 @@ class Ledger:
 
         report = retain(
             self.store,
-            (policy or self.policy).retention,
+            rules if rules is not None else (policy or self.policy).retention,
             now=now,
             tenant_id=tenant_id,
             dry_run=dry_run,

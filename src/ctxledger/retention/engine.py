@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from ctxledger.errors import InputError
+from ctxledger.errors import InputError, RecordNotFound
 from ctxledger.hashing import canonical_json, sha256_hex
 from ctxledger.records import Compaction, Message, Participant, Record, ToolArtifact, ToolCall, ToolMemory, utcnow
 from ctxledger.retention.rules import DAY, Action, RetentionRules
@@ -143,7 +143,7 @@ def _redacted(record: Record, state: Retained) -> Record:
 class _Batch:
     """The actions of one page, planned against the records of the conversations they touch."""
 
-    def __init__(self, store: GraphStore, now: datetime) -> None:
+    def __init__(self, store: GraphStore, now: datetime, cache: _Cache | None = None) -> None:
         self.store = store
         self.at = format_at(now)
         self.now = now
@@ -153,8 +153,10 @@ class _Batch:
         self.blobs: set[str] = set()
         self.summaries: dict[Key, dict[str, Any]] = {}
         self.forgotten: list[Key] = []
-        self._conversations: dict[Key, _Index] = {}
-        self._shown: dict[Key, dict[str, list[dict[str, Any]]]] = {}
+        cache = cache if cache is not None else _Cache()
+        self._conversations = cache.conversations
+        self._shown = cache.shown
+        self._summarised = cache.summarised
 
     # -- reading -----------------------------------------------------------------------------------
 
@@ -166,7 +168,8 @@ class _Batch:
 
     def conversation(self, tenant_id: str, conversation_id: str) -> list[Record]:
         """The conversation's records as this batch leaves them (rewrites applied; deleted ones included)."""
-        return [self.rewrites.get((r.tenant_id, r.id), r) for r in self._index(tenant_id, conversation_id).records]
+        index = self._index(tenant_id, conversation_id)
+        return [self.rewrites.get((r.tenant_id, r.id), index.by_id[r.id]) for r in index.records if r.id in index.by_id]
 
     def live(self, record: Record) -> Record | None:
         key = (record.tenant_id, record.id)
@@ -179,8 +182,21 @@ class _Batch:
     def _referring(self, rec: Record) -> list[Record]:
         """Live records of the conversation that name ``rec`` (its results, calls, memories, compactions)."""
         index = self._index(rec.tenant_id, rec.conversation_id)
-        found = (self.live(index.by_id[rid]) for rid in index.refs.get(rec.id, ()))
-        return [r for r in found if r is not None]
+        found = (index.by_id.get(rid) for rid in index.refs.get(rec.id, ()))
+        live = (self.live(r) for r in found if r is not None)
+        return [r for r in live if r is not None]
+
+    def committed(self) -> None:
+        """The batch was applied: later batches of the run read the cached conversations as it left them."""
+        for (tenant_id, record_id), rec in self.deletes.items():
+            index = self._conversations.get((tenant_id, rec.conversation_id))
+            if index is not None:
+                index.by_id.pop(record_id, None)
+        for (tenant_id, record_id), rec in self.rewrites.items():
+            index = self._conversations.get((tenant_id, rec.conversation_id))
+            if index is not None and record_id in index.by_id:
+                index.by_id[record_id] = rec
+        self._summarised.update(self.summaries)
 
     # -- acting ------------------------------------------------------------------------------------
 
@@ -260,7 +276,8 @@ class _Batch:
                         shown.setdefault(str(ref), []).append(manifest)
             self._shown[key] = shown
         for manifest in self._shown[key].get(rec.id, []):
-            if (manifest["tenant_id"], manifest["id"]) not in self.summaries:
+            akey = (manifest["tenant_id"], manifest["id"])
+            if akey not in self.summaries and akey not in self._summarised:
                 why = Retained(state.rule, "summary", state.at)
                 self.summarise(manifest, why, f"reduced to its summary: it showed {rec.id}, {state.sentence}")
 
@@ -283,6 +300,15 @@ class _Batch:
             audit=tuple(self.audit),
             blobs=tuple(sorted(self.blobs)),
         )
+
+
+@dataclass(slots=True)
+class _Cache:
+    """What the batches of one run share: conversations read once, manifests by what they showed."""
+
+    conversations: dict[Key, _Index] = field(default_factory=dict)
+    shown: dict[Key, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
+    summarised: dict[Key, dict[str, Any]] = field(default_factory=dict)
 
 
 class _Index:
@@ -324,6 +350,7 @@ def _commit(store: GraphStore, batch: _Batch, report: RetentionReport, dry_run: 
     if dry_run or not change.audit:
         return
     store.apply_retention(change)
+    batch.committed()
     report.batches += 1
     _collect(store, report)
 
@@ -389,14 +416,15 @@ class _Run:
         self.now = now
         self.dry_run = dry_run
         self.report = RetentionReport(dry_run=dry_run, now=now)
-        self.batch = _Batch(store, now)
+        self.cache = _Cache()
+        self.batch = _Batch(store, now, self.cache)
         self.gone: list[Key] = []
 
     def page_done(self) -> None:
         if self.dry_run:
             return
         self.finish()
-        self.batch = _Batch(self.store, self.now)
+        self.batch = _Batch(self.store, self.now, self.cache)
         self.gone = []
 
     def finish(self) -> None:
@@ -516,8 +544,6 @@ def forget(
 
 
 def _forget_conversation(store: GraphStore, batch: _Batch, tenant_id: str, conversation_id: str) -> None:
-    from ctxledger.errors import RecordNotFound
-
     if store.head_seq(tenant_id, conversation_id) == 0:
         raise RecordNotFound(tenant_id, conversation_id, what="conversation")
     gone = batch.conversation(tenant_id, conversation_id)
@@ -537,7 +563,6 @@ def _forget_conversation(store: GraphStore, batch: _Batch, tenant_id: str, conve
 
 
 def _forget_participant(store: GraphStore, batch: _Batch, tenant_id: str, participant_id: str) -> None:
-    gone: set[str] = set()
     for conv in store.conversations(tenant_id):
         for rec in batch.conversation(tenant_id, conv):
             owned = rec.owner_participant_id == participant_id

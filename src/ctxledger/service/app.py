@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ctxledger import __version__
 from ctxledger.errors import CtxledgerError
 from ctxledger.ledger import Ledger
-from ctxledger.service import api, inspector
+from ctxledger.service import api, inspector, retention
 from ctxledger.service.models import Problem
 from ctxledger.service.problems import (
     MEDIA_TYPE,
@@ -86,5 +86,6 @@ def create_app(
         return {"status": "ok"}
 
     app.include_router(api.router)
+    app.include_router(retention.router)
     app.include_router(inspector.router)
     return app

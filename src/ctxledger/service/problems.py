@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ctxledger.errors import (
     BudgetError,
     ConfigurationError,
+    ContentRetained,
     CtxledgerError,
     InputError,
     PolicyError,
@@ -72,7 +73,10 @@ async def http_problem(_request: Request, exc: Exception) -> JSONResponse:
 
 
 def ctxledger_problem(exc: CtxledgerError) -> JSONResponse:
-    """The answer for a ctxledger error: 404 not found, 409 usage already recorded, 422 bad input, else 500."""
+    """The answer for a ctxledger error: 404 not found, 410 gone by retention, 409 usage already recorded,
+    422 bad input, else 500."""
+    if isinstance(exc, ContentRetained):
+        return problem(410, "retained", "Content removed by retention", str(exc), field=None)
     if isinstance(exc, RecordNotFound):
         return problem(404, "not-found", "Not found", f"{exc.record_id!r} was not found", field=None)
     if isinstance(exc, UsageAlreadyRecorded):

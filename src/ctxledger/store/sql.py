@@ -46,6 +46,7 @@ from ctxledger.store.codec import (
     format_time,
     parse_time,
 )
+from ctxledger.store.gc import referenced_blobs
 from ctxledger.store.schema import (
     assemblies,
     conversation_heads,
@@ -69,6 +70,13 @@ _HEAD_UPDATE = (
     )
     .values(head_seq=bindparam("h"))
 )
+
+_REWRITE = (
+    update(records)
+    .where(records.c.tenant_id == bindparam("t"), records.c.id == bindparam("i"))
+    .values(body=bindparam("b"), blob_sha256=None)
+)
+_DELETE = delete(records).where(records.c.tenant_id == bindparam("t"), records.c.id == bindparam("i"))
 
 
 def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
@@ -518,15 +526,11 @@ class SqlStore:
         (``blob_sha256``) cleared, so blob collection no longer counts it.
         """
         with self._write() as conn:
-            for rec in change.rewrite:
-                row = encode_record(rec)
-                conn.execute(
-                    update(records)
-                    .where(records.c.tenant_id == rec.tenant_id, records.c.id == rec.id)
-                    .values(body=row["body"], blob_sha256=None)
-                )
-            for tenant_id, record_id in change.delete:
-                conn.execute(delete(records).where(records.c.tenant_id == tenant_id, records.c.id == record_id))
+            if change.rewrite:
+                bodies = [{"t": r.tenant_id, "i": r.id, "b": encode_record(r)["body"]} for r in change.rewrite]
+                conn.execute(_REWRITE, bodies)
+            if change.delete:
+                conn.execute(_DELETE, [{"t": t, "i": i} for t, i in change.delete])
             for tenant_id, conversation_id in change.conversations:
                 for table in (records, conversation_heads, assemblies):
                     conn.execute(
@@ -566,7 +570,7 @@ class SqlStore:
         """Delete queued blobs no record of any tenant references; every queued blob leaves the queue."""
         with self._read() as conn:
             queued = list(conn.scalars(select(retention_blob_queue.c.sha256).order_by("sha256").limit(limit)))
-            live = set(conn.scalars(select(records.c.blob_sha256).where(records.c.blob_sha256.in_(queued)).distinct()))
+        live = referenced_blobs(self, queued)
         gone = [sha for sha in queued if sha not in live]
         for sha in gone:
             self.blobs.delete(sha)
