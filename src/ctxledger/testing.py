@@ -28,6 +28,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from ctxledger.errors import BlobNotFound, InputError, IntegrityError, RecordNotFound, UsageAlreadyRecorded
+from ctxledger.facts import RecordFacts, compute_facts
 from ctxledger.hashing import sha256_hex
 from ctxledger.records import (
     RECORD_TYPES,
@@ -50,8 +51,8 @@ from ctxledger.records import (
     Visibility,
     utcnow,
 )
-from ctxledger.store import _rules
-from ctxledger.store.base import BlobRef, BlobStore, LineageHop
+from ctxledger.store import _index, _rules
+from ctxledger.store.base import BlobRef, BlobStore, LineageHop, ProtectedEntry, RecordLink
 from ctxledger.store.blobs import check_range, check_sha256
 from ctxledger.store.codec import (
     assembly_from_row,
@@ -134,6 +135,9 @@ class _Tenant:
     records: dict[str, Record] = field(default_factory=dict)
     by_conversation: dict[str, list[Record]] = field(default_factory=dict)
     assemblies: dict[str, dict[str, Any]] = field(default_factory=dict)
+    facts: dict[str, RecordFacts] = field(default_factory=dict)
+    links: dict[str, list[RecordLink]] = field(default_factory=dict)  # by conversation, in append order
+    entries: dict[str, dict[tuple[str, str], ProtectedEntry]] = field(default_factory=dict)  # by conversation
 
 
 class MemoryStore:
@@ -178,7 +182,92 @@ class MemoryStore:
                 if key[1] in self._tenant(key[0]).heads
             }
             plan = _rules.plan_append(batch, heads)
-            return self._write(plan, rows)
+            written = self._write(plan, rows)
+            self._write_facts(written, compute_facts(written, self.blobs.get, self._finder(written)))
+            return written
+
+    def _finder(self, batch: Sequence[Record]) -> Any:
+        tenants = {r.tenant_id for r in batch}
+        if len(tenants) != 1:
+            return None
+        records = self._tenant(next(iter(tenants))).records
+        return records.get
+
+    def _write_facts(self, written: Sequence[Record], facts: Sequence[RecordFacts]) -> None:
+        """Facts, links and protected-state entries of the new records (``ctxledger.store._index``)."""
+        for rec, f in zip(written, facts, strict=True):
+            self._tenants[rec.tenant_id].facts[rec.id] = f
+        stored = [
+            (tenant_id, conv, e)
+            for tenant_id in {r.tenant_id for r in written}
+            for conv, entries in self._tenants[tenant_id].entries.items()
+            for e in entries.values()
+            if e.closed_by is None
+        ]
+        index = _index.OpenEntries(stored)
+        for rec in written:
+            tenant = self._tenants[rec.tenant_id]
+            tenant.links.setdefault(rec.conversation_id, []).extend(_index.links_of(rec))
+            index.append(rec)
+        for rec, entry in [*index.new, *index.closed_stored]:
+            self._tenants[rec.tenant_id].entries.setdefault(rec.conversation_id, {})[(entry.record_id, entry.state)] = (
+                entry
+            )
+
+    def record_facts(
+        self,
+        tenant_id: str,
+        conversation_id: str,
+        *,
+        lineage: Sequence[LineageHop] | None = None,
+        as_of_seq: int | None = None,
+        after_seq: int = 0,
+        terms: bool = True,
+    ) -> dict[str, RecordFacts]:
+        """Stored write-path facts by record id, filtered like :meth:`records` (see ``GraphStore.record_facts``)."""
+        chosen = self.records(tenant_id, conversation_id, lineage=lineage, as_of_seq=as_of_seq, after_seq=after_seq)
+        facts = self._tenant(tenant_id).facts
+        return {r.id: facts[r.id] if terms else facts[r.id].without_terms() for r in chosen if r.id in facts}
+
+    def put_facts(self, tenant_id: str, facts: Sequence[RecordFacts]) -> None:
+        """Replace the stored facts of existing records of the tenant."""
+        with self._lock:
+            stored = self._tenant(tenant_id).facts
+            for f in facts:
+                if f.record_id in stored:
+                    stored[f.record_id] = f
+
+    def links(
+        self,
+        tenant_id: str,
+        conversation_id: str,
+        *,
+        lineage: Sequence[LineageHop] | None = None,
+        as_of_seq: int | None = None,
+    ) -> list[RecordLink]:
+        """Links held by the conversation's records in the lineage as of ``as_of_seq``, by ``seq``."""
+        found = self._tenant(tenant_id).links.get(conversation_id, [])
+        chosen = [link for link in found if _index.link_in(link, lineage, as_of_seq)]
+        return sorted(chosen, key=lambda link: (link.seq, link.relation, link.target_id))
+
+    def links_to(self, tenant_id: str, target_ids: Iterable[str]) -> list[RecordLink]:
+        """Links of any record of the tenant pointing at ``target_ids``, by ``seq``."""
+        wanted = set(target_ids)
+        found = [link for links in self._tenant(tenant_id).links.values() for link in links if link.target_id in wanted]
+        return sorted(found, key=lambda link: (link.seq, link.source_id, link.relation, link.target_id))
+
+    def protected(
+        self,
+        tenant_id: str,
+        conversation_id: str,
+        *,
+        lineage: Sequence[LineageHop] | None = None,
+        as_of_seq: int | None = None,
+    ) -> list[ProtectedEntry]:
+        """Protected-state entries open in the lineage as of ``as_of_seq``, by ``seq``."""
+        entries = self._tenant(tenant_id).entries.get(conversation_id, {}).values()
+        chosen = [e for e in entries if _index.open_in(e, lineage, as_of_seq)]
+        return sorted(chosen, key=lambda e: (e.seq, e.state))
 
     def _write(self, plan: _rules.AppendPlan, rows: list[dict[str, Any]]) -> list[Record]:
         stored = [decode_record({**row, "seq": seq}) for row, seq in zip(rows, plan.seqs, strict=True)]

@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxledger.assemble.relevance import IncrementalBM25, tokenize
-from ctxledger.assemble.units import Unit, build_units
+from ctxledger.assemble.units import BLOB_MISMATCH, BLOB_MISSING, Unit, build_units
+from ctxledger.errors import RecordNotFound
+from ctxledger.facts import RecordFacts, compute_facts
 from ctxledger.records import Record, ToolArtifact, ToolCall
 from ctxledger.store.base import GraphStore, LineageHop
 
@@ -34,6 +36,10 @@ class Snapshot:
         tool_schemas: tool schemas of the newest SkillState.
         costs: coster id → verbatim token cost per unit (aligned with ``units``).
         graph_ms: milliseconds spent reading the store for this snapshot.
+        facts: record id → the record's write-path facts (:class:`~ctxledger.facts.RecordFacts`: secret
+            findings, instruction-like phrase, inherited restrictions; the lexical terms are already in
+            ``index`` and left out here), read from the store, recomputed (and stored again) only when the
+            detectors changed since they were written.
         memo: facts that depend on one unit or record alone (secret findings, tags, stage verdicts,
             rendered units, manifest entries), kept across assemblies as ``namespace → key → entry``; an
             entry is valid only for the very objects it was made from
@@ -50,6 +56,7 @@ class Snapshot:
     tool_schemas: tuple[Mapping[str, Any], ...]
     index: IncrementalBM25
     costs: dict[str, list[int]] = field(default_factory=dict)
+    facts: dict[str, RecordFacts] = field(default_factory=dict)
     graph_ms: float = 0.0
     memo: dict[Any, dict[str, tuple[Any, Any]]] = field(default_factory=dict)
 
@@ -108,10 +115,12 @@ class SnapshotLoader:
         lineage = self.store.lineage(tenant_id, branch_id)
         records = self.store.records(tenant_id, conversation_id, lineage=lineage, as_of_seq=seq)
         units, tools = build_units(records, self.store.blobs.get)
+        facts = self._facts(tenant_id, conversation_id, lineage, records, as_of_seq=seq)
         index = IncrementalBM25()
-        for tokens in tokenize([u.text for u in units]):
-            index.add(tokens)
-        return Snapshot(tenant_id, conversation_id, branch_id, seq, lineage, records, units, tools, index)
+        _index_units(index, units, facts)
+        snap = Snapshot(tenant_id, conversation_id, branch_id, seq, lineage, records, units, tools, index)
+        snap.facts = {rid: f.without_terms() for rid, f in facts.items()}
+        return snap
 
     def _refresh(self, snap: Snapshot, target: int) -> None:
         if target == snap.seq:
@@ -125,16 +134,99 @@ class SnapshotLoader:
         first_unit = _first_touched_unit(snap.units, new)
         start_record = _record_position(snap.records, snap.units, first_unit)
         snap.records.extend(new)
-        units, tools = build_units(snap.records[start_record:], self.store.blobs.get)
+        rebuilt = snap.records[start_record:]
+        units, tools = build_units(rebuilt, self.store.blobs.get)
+        after = rebuilt[0].seq - 1 if rebuilt else target
+        facts = self._facts(
+            snap.tenant_id, snap.conversation_id, snap.lineage, rebuilt, as_of_seq=target, after_seq=after
+        )
         del snap.units[first_unit:]
         snap.index.truncate(first_unit)
         for costs in snap.costs.values():
             del costs[first_unit:]
         snap.units.extend(units)
-        for tokens in tokenize([u.text for u in units]):
-            snap.index.add(tokens)
+        _index_units(snap.index, units, facts)
+        snap.facts.update({rid: f.without_terms() for rid, f in facts.items()})
         if tools:
             snap.tool_schemas = tools
+
+    def _facts(
+        self,
+        tenant_id: str,
+        conversation_id: str,
+        lineage: Sequence[LineageHop],
+        records: Sequence[Record],
+        *,
+        as_of_seq: int,
+        after_seq: int = 0,
+    ) -> dict[str, RecordFacts]:
+        """The stored facts of ``records``; those missing or computed by other detectors are computed and stored.
+
+        A tool result whose bytes were unreadable when its facts were computed is computed again (its bytes may
+        be back); facts are written back only when they changed.
+        """
+        reader = getattr(self.store, "record_facts", None)
+        stored: dict[str, RecordFacts] = {}
+        if reader is not None:
+            stored = reader(tenant_id, conversation_id, lineage=lineage, as_of_seq=as_of_seq, after_seq=after_seq)
+        stale = [r for r in records if _stale(r, stored.get(r.id))]
+        if not stale:
+            return stored
+        fresh = compute_facts(stale, self.store.blobs.get, lambda rid: self._find(tenant_id, rid))
+        changed = [f for f in fresh if f.record_id in stored and stored[f.record_id] != f]
+        stored.update({f.record_id: f for f in fresh})
+        writer = getattr(self.store, "put_facts", None)
+        if changed and writer is not None:
+            writer(tenant_id, changed)
+        return stored
+
+    def _find(self, tenant_id: str, record_id: str) -> Record | None:
+        try:
+            return self.store.get(tenant_id, record_id)
+        except RecordNotFound:
+            return None
+
+
+def _stale(rec: Record, facts: RecordFacts | None) -> bool:
+    if facts is None or not facts.current:
+        return True
+    return isinstance(rec, ToolArtifact) and not facts.raw_readable
+
+
+_UNREADABLE = (BLOB_MISSING, BLOB_MISMATCH)
+
+
+def unit_terms(unit: Unit, facts: Mapping[str, RecordFacts]) -> tuple[dict[str, int], int] | None:
+    """The BM25 document of ``unit`` from its records' stored lexical terms: ``(term → frequency, length)``.
+
+    A unit's relevance text is its records' relevance texts joined by newlines, in record order, and terms never
+    span a newline, so its terms are the sum of theirs. ``None`` when a record has no stored terms to use (no
+    facts, or a tool result rendered as an unavailable-bytes reference): tokenize ``unit.text`` instead.
+    """
+    if any(t in _UNREADABLE for t in unit.transforms.values()):
+        return None
+    counts: dict[str, int] = {}
+    length = 0
+    for rid in unit.record_ids:
+        found = facts.get(rid)
+        if found is None or not found.raw_readable:
+            return None
+        for term, tf in found.terms.items():
+            counts[term] = counts.get(term, 0) + tf
+        length += found.length
+    return counts, length
+
+
+def _index_units(index: IncrementalBM25, units: Sequence[Unit], facts: Mapping[str, RecordFacts]) -> None:
+    """Add each unit's document to ``index`` in unit order (stored terms; tokenized text where none are stored)."""
+    docs = [unit_terms(u, facts) for u in units]
+    missing = [u.text for u, d in zip(units, docs, strict=True) if d is None]
+    tokenized = iter(tokenize(missing))
+    for doc in docs:
+        if doc is None:
+            index.add(next(tokenized))
+        else:
+            index.add_counts(*doc)
 
 
 def _first_touched_unit(units: Sequence[Unit], new: Sequence[Record]) -> int:

@@ -55,9 +55,7 @@ def _parse(url: str) -> URL:
 
 def _sqlite_path(url: URL) -> Path:
     if url.database in (None, "", ":memory:"):
-        raise ConfigurationError(
-            "an SQLite store needs a file (sqlite:///path/to.db); use memory:// in memory"
-        )
+        raise ConfigurationError("an SQLite store needs a file (sqlite:///path/to.db); use memory:// in memory")
     return Path(url.database).expanduser()
 
 
@@ -75,9 +73,7 @@ def _engine(url: str) -> tuple[Engine, Path]:
     raise ConfigurationError(f"unsupported store URL scheme {parsed.drivername!r} (expected {_SUPPORTED})")
 
 
-def open_store(
-    url: str, *, blobs_dir: str | os.PathLike[str] | None = None, migrate: bool = True
-) -> GraphStore:
+def open_store(url: str, *, blobs_dir: str | os.PathLike[str] | None = None, migrate: bool = True) -> GraphStore:
     """Open the graph store at ``url`` (see the module docstring for the URL forms and blob folders).
 
     Args:
@@ -122,8 +118,8 @@ def migrate(url: str) -> str:
         return "memory"
     from ctxledger.store._migrate import upgrade
 
-    engine, _ = _engine(url)
+    engine, default_blobs = _engine(url)
     try:
-        return upgrade(engine)
+        return upgrade(engine, LocalBlobStore(default_blobs).get)
     finally:
         engine.dispose()
