@@ -11,7 +11,9 @@ map); the assembler reads it instead of rescanning:
   text), the ``<data>`` block a memory, compaction, checkpoint or summary message is sent as, and a speaker
   name. Each finding keeps the scanner's fields (line number and secret type; never the secret).
 * **instruction-like phrase** (:attr:`RecordFacts.instruction`): the first phrase
-  :func:`ctxledger.policy.injection.instruction_like` finds in the record's text, or ``None``.
+  :func:`ctxledger.policy.injection.instruction_like` finds in the text of a record shown as data (a tool
+  result; a memory, compaction, checkpoint or summary message; a retrieved or untrusted message), or ``None``.
+  Other records' text is never searched for one (they are instructions or conversation, not data).
 * **lexical terms** (:attr:`RecordFacts.terms`, :attr:`RecordFacts.length`): the stemmed BM25 terms of its
   relevance text (:func:`ctxledger.assemble.relevance.tokenize`) as term → frequency, so the lexical index is
   built from stored counts.
@@ -58,6 +60,7 @@ from ctxledger.records import (
     ToolArtifact,
     ToolCall,
     ToolMemory,
+    Trust,
 )
 
 FACTS_FORMAT = "1"
@@ -81,7 +84,8 @@ class RecordFacts:
         block: secret findings in the ``<data>`` block the record renders as (memories, compactions,
             checkpoints, summary messages); ``None`` when it renders as no block.
         name: secret findings in its speaker name (a message's ``name``, a participant's ``name``).
-        instruction: the first instruction-like phrase in its text (at most 80 characters), or ``None``.
+        instruction: the first instruction-like phrase in its text (at most 80 characters), or ``None``; searched
+            only in records shown as data (module docstring).
         terms: stemmed lexical terms of its relevance text → frequency (empty when it has none).
         length: number of terms (the BM25 document length it contributes).
         sources: ids of the records whose restrictions it inherits (derived records only; nearest first).
@@ -155,6 +159,10 @@ class _Texts:
     raw_readable: bool = True
 
 
+_SHOWN_AS_DATA = (Trust.RETRIEVED, Trust.UNTRUSTED)
+"""Message trusts whose content is delimited as data (the trust stage looks for instruction-like text there)."""
+
+
 def _content_parts(content: Any) -> tuple[str, ...]:
     """A turn's text content as the secrets stage reads it (the string, or each text part)."""
     if isinstance(content, str):
@@ -176,8 +184,10 @@ def _raw_text(art: ToolArtifact, read_blob: BlobReader) -> tuple[str, bool]:
 def _texts(rec: Record, read_blob: BlobReader) -> _Texts:
     if isinstance(rec, Message):
         text = units.content_text(rec.content)
-        block = units.render_data_block(rec, text) if units.is_summary_message(rec) else None
-        return _Texts(_content_parts(rec.content), block, rec.name, text, text)
+        summary = units.is_summary_message(rec)
+        block = units.render_data_block(rec, text) if summary else None
+        as_data = summary or rec.trust in _SHOWN_AS_DATA
+        return _Texts(_content_parts(rec.content), block, rec.name, text, text if as_data else None)
     if isinstance(rec, ToolCall):
         return _Texts((rec.arguments,), relevance=f"{rec.name} {rec.arguments}")
     if isinstance(rec, ToolArtifact):
@@ -251,6 +261,11 @@ def restricting_sources(rec: Record, find: SourceLookup) -> tuple[str, ...]:
     return tuple(out)
 
 
+CHUNK = 512
+"""Records whose texts are tokenized in one ``bm25s.tokenize`` call (batches are faster than single texts;
+chunks keep the token lists of a large import from being held all at once)."""
+
+
 def compute_facts(
     records: Sequence[Record],
     read_blob: BlobReader,
@@ -261,14 +276,8 @@ def compute_facts(
     Args:
         records: records in append order (a derived record's sources may precede it in the same list).
         read_blob: returns a blob's bytes by bare-hex sha256 (tool results' raw text).
-        find: looks up earlier records (and their facts) outside ``records``; ``None`` = none known.
-
-    The lexical terms of the whole batch are tokenized in one call (``bm25s.tokenize`` is much faster on a
-    batch than text by text).
+        find: looks up earlier records outside ``records``; ``None`` = none known.
     """
-    texts = [_texts(r, read_blob) for r in records]
-    tokens = relevance.tokenize([t.relevance for t in texts])
-    scanner = secrets.default_scanner()
     batch = {r.id: r for r in records}
 
     def lookup(rid: str) -> Record | None:
@@ -277,21 +286,28 @@ def compute_facts(
         return find(rid) if find is not None else None
 
     out: list[RecordFacts] = []
-    for rec, text, terms in zip(records, texts, tokens, strict=True):
-        facts = RecordFacts(
-            record_id=rec.id,
-            stamp=DETECTOR_STAMP,
-            texts=tuple(scanner.scan(t) for t in text.plain),
-            block=scanner.scan(text.block) if text.block is not None else None,
-            name=scanner.scan(text.name) if text.name else (),
-            instruction=injection.instruction_like(text.instruction) if text.instruction else None,
-            terms=dict(Counter(terms)),
-            length=len(terms),
-            sources=restricting_sources(rec, lookup) if direct_sources(rec) else (),
-            raw_readable=text.raw_readable,
-        )
-        out.append(facts)
+    for start in range(0, len(records), CHUNK):
+        chunk = records[start : start + CHUNK]
+        texts = [_texts(r, read_blob) for r in chunk]
+        tokens = relevance.tokenize([t.relevance for t in texts])
+        out += [_facts(rec, text, terms, lookup) for rec, text, terms in zip(chunk, texts, tokens, strict=True)]
     return out
+
+
+def _facts(rec: Record, text: _Texts, terms: Sequence[str], lookup: SourceLookup) -> RecordFacts:
+    scanner = secrets.default_scanner()
+    return RecordFacts(
+        record_id=rec.id,
+        stamp=DETECTOR_STAMP,
+        texts=tuple(scanner.scan(t) for t in text.plain),
+        block=scanner.scan(text.block) if text.block is not None else None,
+        name=scanner.scan(text.name) if text.name else (),
+        instruction=injection.instruction_like(text.instruction) if text.instruction else None,
+        terms=dict(Counter(terms)),
+        length=len(terms),
+        sources=restricting_sources(rec, lookup) if direct_sources(rec) else (),
+        raw_readable=text.raw_readable,
+    )
 
 
 def _finding_dict(finding: Finding) -> dict[str, Any]:
