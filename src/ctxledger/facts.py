@@ -46,9 +46,11 @@ from typing import Any
 
 import msgspec
 
-from ctxledger.assemble import relevance, units
+import ctxledger.assemble.relevance as relevance
+import ctxledger.assemble.units as units
+import ctxledger.policy.injection as injection
+import ctxledger.policy.secrets as secrets
 from ctxledger.errors import BlobNotFound, InputError, IntegrityError
-from ctxledger.policy import injection, secrets
 from ctxledger.records import (
     Branch,
     Checkpoint,
@@ -89,6 +91,8 @@ class RecordFacts:
         terms: stemmed lexical terms of its relevance text → frequency (empty when it has none).
         length: number of terms (the BM25 document length it contributes).
         sources: ids of the records whose restrictions it inherits (derived records only; nearest first).
+        sources_complete: every source named on the way was found when the facts were computed (``False``: one
+            was not stored yet, so a reader walks the sources instead of trusting ``sources``).
         raw_readable: for a tool result, whether its raw bytes were readable when the facts were computed
             (``False``: the findings and terms are those of the unavailable-bytes reference).
     """
@@ -102,6 +106,7 @@ class RecordFacts:
     terms: Mapping[str, int] = dataclasses.field(default_factory=dict)
     length: int = 0
     sources: tuple[str, ...] = ()
+    sources_complete: bool = True
     raw_readable: bool = True
 
     @property
@@ -234,16 +239,18 @@ def declared_safe(rec: Record) -> bool:
 _NOT_SOURCES = (Conversation, Branch, Participant)
 
 
-def restricting_sources(rec: Record, find: SourceLookup) -> tuple[str, ...]:
+def restricting_sources(rec: Record, find: SourceLookup) -> tuple[tuple[str, ...], bool]:
     """Ids of every record whose restrictions ``rec`` inherits, nearest first (breadth-first over the sources).
 
     Nothing when ``rec`` is declared safe or derived from nothing. A source declared safe is listed (its own
     envelope counts) but its own sources are not followed. Each id appears once; ``rec`` itself never (a cycle
     back to it ends there). A source ``find`` does not know, or a conversation, branch or participant record,
-    is skipped: there is nothing to inherit from it.
+    is skipped: there is nothing to inherit from it. Returns ``(ids, complete)``, ``complete`` false when a
+    source was not found.
     """
     if declared_safe(rec):
-        return ()
+        return (), True
+    complete = True
     out: list[str] = []
     seen = {rec.id}
     queue = list(direct_sources(rec))
@@ -253,12 +260,13 @@ def restricting_sources(rec: Record, find: SourceLookup) -> tuple[str, ...]:
             continue
         seen.add(rid)
         src = find(rid)
+        complete = complete and src is not None
         if src is None or isinstance(src, _NOT_SOURCES):
             continue
         out.append(rid)
         if not declared_safe(src):
             queue.extend(direct_sources(src))
-    return tuple(out)
+    return tuple(out), complete
 
 
 CHUNK = 512
@@ -296,6 +304,7 @@ def compute_facts(
 
 def _facts(rec: Record, text: _Texts, terms: Sequence[str], lookup: SourceLookup) -> RecordFacts:
     scanner = secrets.default_scanner()
+    sources, complete = restricting_sources(rec, lookup) if direct_sources(rec) else ((), True)
     return RecordFacts(
         record_id=rec.id,
         stamp=DETECTOR_STAMP,
@@ -305,7 +314,8 @@ def _facts(rec: Record, text: _Texts, terms: Sequence[str], lookup: SourceLookup
         instruction=injection.instruction_like(text.instruction) if text.instruction else None,
         terms=dict(Counter(terms)),
         length=len(terms),
-        sources=restricting_sources(rec, lookup) if direct_sources(rec) else (),
+        sources=sources,
+        sources_complete=complete,
         raw_readable=text.raw_readable,
     )
 
@@ -334,6 +344,8 @@ def encode_facts(facts: RecordFacts) -> bytes:
         body["length"] = facts.length
     if facts.sources:
         body["sources"] = list(facts.sources)
+    if not facts.sources_complete:
+        body["sources_complete"] = False
     if not facts.raw_readable:
         body["raw_readable"] = False
     return _ENCODER.encode(body)
@@ -357,5 +369,6 @@ def decode_facts(record_id: str, stamp: str, body: str | bytes, *, terms: bool =
         terms=values.get("terms", {}) if terms else {},
         length=int(values.get("length", 0)),
         sources=tuple(values.get("sources", ())),
+        sources_complete=bool(values.get("sources_complete", True)),
         raw_readable=bool(values.get("raw_readable", True)),
     )

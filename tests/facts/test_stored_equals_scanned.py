@@ -14,8 +14,11 @@ import pytest
 
 from ctxledger.assemble.relevance import tokenize
 from ctxledger.assemble.snapshot import SnapshotLoader, unit_terms
+from ctxledger.errors import RecordNotFound
 from ctxledger.eval.cases import load_case, run_case
 from ctxledger.ledger import Ledger
+from ctxledger.policy.base import StageContext
+from ctxledger.policy.derivation import restricting_sources
 from ctxledger.policy.secrets import default_scanner
 from ctxledger.policy.stages.secrets import findings_from_facts, name_findings, unit_findings
 from ctxledger.policy.stages.trust import TrustStage
@@ -49,7 +52,22 @@ def _check(store: GraphStore, conversation_id: str, branch_id: str) -> int:
         counts, length = unit_terms(unit, store.record_facts("default", conversation_id)) or ({}, -1)
         tokens = tokenize([unit.text])[0]
         assert (counts, length) == (dict(Counter(tokens)), len(tokens)), unit.id
+    find = _finder(store)
+    stored = StageContext(None, snap.records, snap.units, snap.lineage_branches, find_record=find, facts=snap.facts)
+    walked = StageContext(None, snap.records, snap.units, snap.lineage_branches, find_record=find)
+    for rec in snap.records:
+        assert list(restricting_sources(stored, rec)) == list(restricting_sources(walked, rec)), rec.id
     return len(snap.units)
+
+
+def _finder(store: GraphStore):
+    def find(record_id: str):
+        try:
+            return store.get("default", record_id)
+        except RecordNotFound:
+            return None
+
+    return find
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])

@@ -105,7 +105,8 @@ def test_derived_records_inherit_their_sources_transitively_until_a_safe_summary
         ]
     )
     facts = store.record_facts(T, C)
-    assert facts["mem"].sources == ("res",)
+    assert facts["mem"].sources == ("res",) and facts["mem"].sources_complete
+    assert not facts["cmp"].sources_complete  # "ghost" is no stored record
     assert facts["cmp"].sources == ("mem", "res")
     assert facts["safe"].sources == ()
     assert facts["cmp-safe"].sources == ("safe",)

@@ -124,10 +124,14 @@ class IncrementalBM25:
         The same as :meth:`add` on any token list with those counts: postings depend only on the counts.
         """
         doc = len(self._lengths)
+        postings = self._postings
         for term, tf in counts.items():
-            docs, tfs = self._postings.setdefault(term, ([], []))
-            docs.append(doc)
-            tfs.append(tf)
+            entry = postings.get(term)
+            if entry is None:
+                postings[term] = ([doc], [tf])
+            else:
+                entry[0].append(doc)
+                entry[1].append(tf)
         self._lengths.append(length)
         self._total_length += length
         return doc

@@ -196,7 +196,7 @@ def _stale(rec: Record, facts: RecordFacts | None) -> bool:
 _UNREADABLE = (BLOB_MISSING, BLOB_MISMATCH)
 
 
-def unit_terms(unit: Unit, facts: Mapping[str, RecordFacts]) -> tuple[dict[str, int], int] | None:
+def unit_terms(unit: Unit, facts: Mapping[str, RecordFacts]) -> tuple[Mapping[str, int], int] | None:
     """The BM25 document of ``unit`` from its records' stored lexical terms: ``(term → frequency, length)``.
 
     A unit's relevance text is its records' relevance texts joined by newlines, in record order, and terms never
@@ -205,15 +205,17 @@ def unit_terms(unit: Unit, facts: Mapping[str, RecordFacts]) -> tuple[dict[str, 
     """
     if any(t in _UNREADABLE for t in unit.transforms.values()):
         return None
+    parts = [facts.get(rid) for rid in unit.record_ids]
+    if any(f is None or not f.raw_readable for f in parts):
+        return None
+    if len(parts) == 1:
+        return parts[0].terms, parts[0].length  # type: ignore[union-attr]
     counts: dict[str, int] = {}
     length = 0
-    for rid in unit.record_ids:
-        found = facts.get(rid)
-        if found is None or not found.raw_readable:
-            return None
-        for term, tf in found.terms.items():
+    for found in parts:
+        for term, tf in found.terms.items():  # type: ignore[union-attr]
             counts[term] = counts.get(term, 0) + tf
-        length += found.length
+        length += found.length  # type: ignore[union-attr]
     return counts, length
 
 
