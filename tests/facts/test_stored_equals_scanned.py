@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from ctxledger.assemble import snapshot
 from ctxledger.assemble.relevance import tokenize
 from ctxledger.assemble.snapshot import SnapshotLoader, unit_terms
 from ctxledger.errors import RecordNotFound
@@ -86,3 +87,18 @@ def test_case_facts_equal_a_rescan(path: Path) -> None:
     branch = ledger.store.records("default", conv)[0].branch_id
     assert run.assembly is not None or run.error is not None
     assert _check(ledger.store, conv, branch) > 0
+
+
+@pytest.mark.parametrize("window", [1, 2, 5])
+def test_windowed_build_indexes_the_same_documents(window: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading facts window by window (a long history's terms never all in memory) builds the same index."""
+    scenario = next(s for s in SCENARIOS if s.name == "contradiction-and-supersession")
+    store, conv, branch = _scenario_store(scenario)
+    whole = SnapshotLoader(store).load("default", conv, branch)
+    monkeypatch.setattr(snapshot, "FACTS_WINDOW", window)
+    windowed = SnapshotLoader(store).load("default", conv, branch)
+    assert windowed.facts == whole.facts
+    assert len(windowed.index) == len(whole.index) == len(whole.units)
+    for unit in whole.units:
+        query = tokenize([unit.text])[0][:5]
+        assert list(windowed.index.scores(query)) == list(whole.index.scores(query))

@@ -66,6 +66,11 @@ class Snapshot:
         return frozenset(h.branch_id for h in self.lineage)
 
 
+FACTS_WINDOW = 4096
+"""Records whose facts (with their lexical terms) a snapshot build reads at a time: the terms are indexed and
+dropped window by window, so a long history's terms are never all in memory at once."""
+
+
 class SnapshotLoader:
     """Loads snapshots from a store, keeping the newest snapshot of recent branches in an LRU cache.
 
@@ -115,11 +120,26 @@ class SnapshotLoader:
         lineage = self.store.lineage(tenant_id, branch_id)
         records = self.store.records(tenant_id, conversation_id, lineage=lineage, as_of_seq=seq)
         units, tools = build_units(records, self.store.blobs.get)
-        facts = self._facts(tenant_id, conversation_id, lineage, records, as_of_seq=seq)
         index = IncrementalBM25()
-        _index_units(index, units, facts)
         snap = Snapshot(tenant_id, conversation_id, branch_id, seq, lineage, records, units, tools, index)
-        snap.facts = {rid: f.without_terms() for rid, f in facts.items()}
+        pending: dict[str, RecordFacts] = {}
+        next_unit = 0
+        for start in range(0, len(records), FACTS_WINDOW):
+            window = records[start : start + FACTS_WINDOW]
+            facts = self._facts(
+                tenant_id, conversation_id, lineage, window, as_of_seq=window[-1].seq, after_seq=window[0].seq - 1
+            )
+            pending.update(facts)
+            snap.facts.update({rid: f.without_terms() for rid, f in facts.items()})
+            done = next_unit
+            while done < len(units) and units[done].last_seq <= window[-1].seq:
+                done += 1
+            _index_units(index, units[next_unit:done], pending)
+            for unit in units[next_unit:done]:
+                for rid in unit.record_ids:
+                    pending.pop(rid, None)
+            next_unit = done
+        _index_units(index, units[next_unit:], pending)
         return snap
 
     def _refresh(self, snap: Snapshot, target: int) -> None:
