@@ -257,10 +257,12 @@ class SqlStore:
         _rules.check_batch(batch)
         _rules.check_blobs(batch, self.blobs.exists)
         rows = [encode_record(r, i) for i, r in enumerate(batch)]
+        # Facts are computed before the write lock is taken (they can take seconds for a large import, and
+        # other appenders wait for the lock); they are computed on the records as they will read back.
+        facts = compute_facts([decode_record(row) for row in rows], self.blobs.get, self._source_finder(batch))
         try:
             with self._write() as conn:
                 written, created = self._append_in(conn, batch, rows)
-                facts = compute_facts(written, self.blobs.get, self._source_finder(batch))
                 self._write_facts(conn, written, facts)
                 self._write_index(conn, written, created)
                 return written
