@@ -1,10 +1,12 @@
 """Import throughput into SQLite with every write-path fact computed, and the peak memory of a first call.
 
 Prints, per synthetic size: import wall and CPU seconds, events/s (CPU), the share of CPU spent computing
-facts (``ctxledger.facts.compute_facts``, profiled separately), and the peak RSS of a fresh process that
-imports and then assembles once. Run from the repository root::
+facts (``ctxledger.facts.compute_facts``), the CPU of the first assembly by a fresh ``Ledger`` on the
+imported store (``--assemble``: nothing in memory, as in a new process), and the process's peak RSS so far
+(one size per run gives that size's peak). Run from the repository root::
 
-    python bench/import_facts.py --sizes 10000 100000
+    python bench/import_facts.py --sizes 10000 --assemble
+    python bench/import_facts.py --sizes 1000 --real
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.workloads import synthetic  # noqa: E402
-from ctxledger.ledger import Ledger  # noqa: E402
-from ctxledger.store import open_store  # noqa: E402
+from bench.workloads import mini_swe_agent, synthetic, tau_bench
+from ctxledger.ledger import Ledger
+from ctxledger.store import open_store
 
 MODEL = "gpt-4o"
 
@@ -51,12 +53,16 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000])
     parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "ctxledger-bench-cache")
     parser.add_argument("--assemble", action="store_true", help="assemble once after the import (peak RSS)")
+    parser.add_argument("--real", action="store_true", help="also the chained tau-bench and mini-swe-agent sessions")
     args = parser.parse_args()
     spent = _timed_facts()
-    print("| events | wall s | CPU s | events/s (CPU) | facts CPU s | first assemble CPU s | peak RSS MB |")
-    print("|---|---|---|---|---|---|---|")
-    for n in args.sizes:
-        wl = synthetic(n, args.cache_dir)
+    print("| workload | events | wall s | CPU s | events/s (CPU) | facts CPU s | first assemble CPU s | peak RSS MB |")
+    print("|---|---|---|---|---|---|---|---|")
+    workloads = [lambda n=n: synthetic(n, args.cache_dir) for n in args.sizes]
+    if args.real:
+        workloads += [lambda: tau_bench(args.cache_dir), lambda: mini_swe_agent(args.cache_dir)]
+    for make in workloads:
+        wl = make()
         with tempfile.TemporaryDirectory() as tmp:
             url = f"sqlite:///{tmp}/bench.db"
             spent.clear()
@@ -74,8 +80,8 @@ def main() -> None:
                 fresh.close()
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(
-            f"| {wl.events:,} | {wall:.2f} | {cpu:.2f} | {wl.events / cpu:,.0f} | {sum(spent):.2f} | {asm_cpu:.2f} | "
-            f"{rss:,.0f} |"
+            f"| {wl.name} | {wl.events:,} | {wall:.2f} | {cpu:.2f} | {wl.events / cpu:,.0f} | {sum(spent):.2f} | "
+            f"{asm_cpu:.2f} | {rss:,.0f} |"
         )
 
 

@@ -7,6 +7,7 @@ facts, and the BM25 document built from stored terms equals the tokenized unit t
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from pathlib import Path
 
@@ -102,3 +103,18 @@ def test_windowed_build_indexes_the_same_documents(window: int, monkeypatch: pyt
     for unit in whole.units:
         query = tokenize([unit.text])[0][:5]
         assert list(windowed.index.scores(query)) == list(whole.index.scores(query))
+
+
+def test_facts_of_an_older_detector_are_recomputed_and_stored_again() -> None:
+    """A new process that finds facts stamped by another detector recomputes them instead of trusting them."""
+    scenario = next(s for s in SCENARIOS if s.name == "secrets-withheld")
+    store, conv, branch = _scenario_store(scenario)
+    good = store.record_facts("default", conv)
+    forged = [
+        dataclasses.replace(f, stamp="f0-older", texts=(), block=None, instruction="forged") for f in good.values()
+    ]
+    store.put_facts("default", forged)
+    assert not any(f.current for f in store.record_facts("default", conv).values())
+    snap = SnapshotLoader(store).load("default", conv, branch)
+    assert snap.facts == {rid: f.without_terms() for rid, f in good.items()}
+    assert store.record_facts("default", conv) == good
