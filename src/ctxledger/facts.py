@@ -214,6 +214,9 @@ def _texts(rec: Record, read_blob: BlobReader) -> _Texts:
 SourceLookup = Callable[[str], "Record | None"]
 """Finds an earlier record of the same tenant by id (``None`` when there is none)."""
 
+StoredLookup = Callable[[str, str], "Record | None"]
+"""Finds a stored record by ``(tenant_id, record_id)`` (``None`` when there is none)."""
+
 
 def direct_sources(rec: Record) -> tuple[str, ...]:
     """The ids a record was derived from: a memory's source artifacts, a compaction's covered records."""
@@ -277,21 +280,24 @@ chunks keep the token lists of a large import from being held all at once)."""
 def compute_facts(
     records: Sequence[Record],
     read_blob: BlobReader,
-    find: SourceLookup | None = None,
+    find: StoredLookup | None = None,
 ) -> list[RecordFacts]:
     """The facts of ``records`` (one per record, same order), computed with the running detectors.
 
     Args:
         records: records in append order (a derived record's sources may precede it in the same list).
         read_blob: returns a blob's bytes by bare-hex sha256 (tool results' raw text).
-        find: looks up earlier records outside ``records``; ``None`` = none known.
-    """
-    batch = {r.id: r for r in records}
+        find: looks up stored records by ``(tenant_id, record_id)``; ``None`` = none known.
 
-    def lookup(rid: str) -> Record | None:
-        if rid in batch:
-            return batch[rid]
-        return find(rid) if find is not None else None
+    A derived record's sources are looked up in its own tenant only, in ``records`` first.
+    """
+    batch = {(r.tenant_id, r.id): r for r in records}
+
+    def lookup(tenant_id: str, rid: str) -> Record | None:
+        found = batch.get((tenant_id, rid))
+        if found is None and find is not None:
+            found = find(tenant_id, rid)
+        return found
 
     out: list[RecordFacts] = []
     for start in range(0, len(records), CHUNK):
@@ -302,9 +308,11 @@ def compute_facts(
     return out
 
 
-def _facts(rec: Record, text: _Texts, terms: Sequence[str], lookup: SourceLookup) -> RecordFacts:
+def _facts(rec: Record, text: _Texts, terms: Sequence[str], lookup: StoredLookup) -> RecordFacts:
     scanner = secrets.default_scanner()
-    sources, complete = restricting_sources(rec, lookup) if direct_sources(rec) else ((), True)
+    sources, complete = ((), True)
+    if direct_sources(rec):
+        sources, complete = restricting_sources(rec, lambda rid: lookup(rec.tenant_id, rid))
     return RecordFacts(
         record_id=rec.id,
         stamp=DETECTOR_STAMP,

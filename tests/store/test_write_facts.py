@@ -191,3 +191,28 @@ def test_message_facts_equal_the_detectors_on_each_text(texts: list[str], trust:
 def test_lineage_hop_type_is_shared() -> None:
     """The protected index filters with the store's own lineage hops."""
     assert LineageHop("b", None).max_seq is None
+
+
+def test_sources_are_looked_up_in_the_derived_records_own_tenant(store: GraphStore) -> None:
+    """In a batch of two tenants with the same ids, a memory never inherits from the other tenant's record."""
+
+    def env(tenant: str) -> dict[str, Any]:
+        return {"tenant_id": tenant, "conversation_id": C, "branch_id": MAIN}
+
+    ref = store.blobs.put(b"tb's rows")
+    store.append(
+        [
+            Conversation(id="c", **env("ta")),
+            Branch(id=MAIN, name="main", **env("ta")),
+            Conversation(id="c", **env("tb")),
+            Branch(id=MAIN, name="main", **env("tb")),
+            Message(id="a", role="assistant", **env("tb")),
+            ToolCall(id="call", message_id="a", call_id="x", name="run", **env("tb")),
+            ToolArtifact(id="art", tool_call_id="call", sha256=ref.sha256, size_bytes=ref.size_bytes, **env("tb")),
+            ToolMemory(id="mem", summary="rows", source_artifact_ids=("art",), **env("ta")),
+            ToolMemory(id="mem", summary="rows", source_artifact_ids=("art",), **env("tb")),
+        ]
+    )
+    assert store.record_facts("ta", C)["mem"].sources == ()
+    assert not store.record_facts("ta", C)["mem"].sources_complete
+    assert store.record_facts("tb", C)["mem"].sources == ("art",)

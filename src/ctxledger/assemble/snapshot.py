@@ -192,7 +192,7 @@ class SnapshotLoader:
         stale = [r for r in records if _stale(r, stored.get(r.id))]
         if not stale:
             return stored
-        fresh = compute_facts(stale, self.store.blobs.get, lambda rid: self._find(tenant_id, rid))
+        fresh = compute_facts(stale, self.store.blobs.get, self._find)
         changed = [f for f in fresh if f.record_id in stored and stored[f.record_id] != f]
         stored.update({f.record_id: f for f in fresh})
         writer = getattr(self.store, "put_facts", None)

@@ -157,15 +157,11 @@ class MemoryStore:
             }
             plan = _rules.plan_append(batch, heads)
             written = self._write(plan, rows)
-            self._write_facts(written, compute_facts(written, self.blobs.get, self._finder(written)))
+            self._write_facts(written, compute_facts(written, self.blobs.get, self._find))
             return written
 
-    def _finder(self, batch: Sequence[Record]) -> Any:
-        tenants = {r.tenant_id for r in batch}
-        if len(tenants) != 1:
-            return None
-        records = self._tenant(next(iter(tenants))).records
-        return records.get
+    def _find(self, tenant_id: str, record_id: str) -> Record | None:
+        return self._tenant(tenant_id).records.get(record_id)
 
     def _write_facts(self, written: Sequence[Record], facts: Sequence[RecordFacts]) -> None:
         """Facts, links and protected-state entries of the new records (``ctxledger.store._index``)."""

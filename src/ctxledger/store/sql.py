@@ -259,7 +259,7 @@ class SqlStore:
         rows = [encode_record(r, i) for i, r in enumerate(batch)]
         # Facts are computed before the write lock is taken (they can take seconds for a large import, and
         # other appenders wait for the lock); they are computed on the records as they will read back.
-        facts = compute_facts([decode_record(row) for row in rows], self.blobs.get, self._source_finder(batch))
+        facts = compute_facts([decode_record(row) for row in rows], self.blobs.get, self._find)
         try:
             with self._write() as conn:
                 written, created = self._append_in(conn, batch, rows)
@@ -269,22 +269,12 @@ class SqlStore:
         except SqlIntegrityError as exc:
             raise self._conflict_error(batch) from exc
 
-    def _source_finder(self, batch: Sequence[Record]) -> Any:
-        """Looks up a derived record's sources among stored records of its tenant (sources are earlier records)."""
-        tenants = {r.tenant_id for r in batch}
-        if not any(getattr(r, "source_artifact_ids", ()) or getattr(r, "source_ids", ()) for r in batch):
+    def _find(self, tenant_id: str, record_id: str) -> Record | None:
+        """A stored record of the tenant, or ``None`` (a derived record's sources are earlier records)."""
+        try:
+            return self.get(tenant_id, record_id)
+        except RecordNotFound:
             return None
-        tenant_id = next(iter(tenants)) if len(tenants) == 1 else None
-
-        def find(record_id: str) -> Record | None:
-            if tenant_id is None:
-                return None
-            try:
-                return self.get(tenant_id, record_id)
-            except RecordNotFound:
-                return None
-
-        return find
 
     def _write_facts(self, conn: Connection, written: Sequence[Record], facts: Sequence[RecordFacts]) -> None:
         rows = [_facts_row(rec, f) for rec, f in zip(written, facts, strict=True)]

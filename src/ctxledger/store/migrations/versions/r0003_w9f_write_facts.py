@@ -103,7 +103,7 @@ def _backfill(conn: sa.Connection, read_blob: Callable[[str], bytes]) -> None:
     conversations = conn.execute(sa.select(records.c.tenant_id, records.c.conversation_id).distinct()).all()
     for tenant_id, conversation_id in conversations:
 
-        def find(record_id: str, tenant_id: str = tenant_id) -> Record | None:
+        def find(tenant_id: str, record_id: str) -> Record | None:
             row = conn.execute(
                 sa.select(*read).where(records.c.tenant_id == tenant_id, records.c.id == record_id)
             ).first()
