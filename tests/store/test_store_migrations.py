@@ -208,3 +208,39 @@ def test_upgrading_a_0002_database_computes_the_facts_an_append_would(
         )
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("given_blobs", [True, False])
+def test_the_backfill_reads_tool_results_from_the_blob_folder_it_is_given(
+    empty_sql_url: str, tmp_path: Path, given_blobs: bool
+) -> None:
+    """``migrate(url, blobs_dir=…)`` computes a result's facts from its bytes; without them, the first snapshot does."""
+    from ctxledger.assemble.snapshot import SnapshotLoader
+
+    reference, conv = _scenario_graph("secrets-withheld")
+    records = reference.records("default", conv)
+    _at_revision(empty_sql_url, "0002_tenant_record_ids")
+    blobs = LocalBlobStore(tmp_path / "blobs")
+    for rec in records:
+        if isinstance(rec, ToolArtifact):
+            blobs.put(reference.blobs.get(rec.sha256))
+    engine = create_engine(empty_sql_url)
+    with engine.begin() as conn:
+        conn.execute(schema.records.insert(), [encode_record(r, i) for i, r in enumerate(records)])
+        head = {"tenant_id": "default", "conversation_id": conv, "head_seq": records[-1].seq}
+        created = encode_record(records[0])["created_at"]
+        conn.execute(
+            schema.conversation_heads.insert(), {**head, "main_branch_id": records[0].branch_id, "created_at": created}
+        )
+    engine.dispose()
+    migrate(empty_sql_url, blobs_dir=tmp_path / ("blobs" if given_blobs else "elsewhere"))
+    store = open_store(empty_sql_url, blobs_dir=tmp_path / "blobs", migrate=False)
+    try:
+        artifacts = [r.id for r in records if isinstance(r, ToolArtifact)]
+        assert artifacts
+        stored = store.record_facts("default", conv)
+        assert all(stored[a].raw_readable is given_blobs for a in artifacts)
+        SnapshotLoader(store).load("default", conv, records[0].branch_id)
+        assert store.record_facts("default", conv) == reference.record_facts("default", conv)
+    finally:
+        store.close()

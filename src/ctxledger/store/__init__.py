@@ -105,10 +105,12 @@ def open_store(url: str, *, blobs_dir: str | os.PathLike[str] | None = None, mig
     return store
 
 
-def migrate(url: str) -> str:
+def migrate(url: str, *, blobs_dir: str | os.PathLike[str] | None = None) -> str:
     """Create or upgrade the schema at ``url`` to the newest revision; return that revision id.
 
-    ``memory://`` has no schema and returns ``"memory"``.
+    ``memory://`` has no schema and returns ``"memory"``. ``blobs_dir`` is the blob folder (default: the
+    backend's, as in :func:`open_store`): a revision that computes facts from tool results reads their raw
+    bytes there.
 
     Raises:
         ConfigurationError: an unsupported URL or a missing driver.
@@ -120,6 +122,6 @@ def migrate(url: str) -> str:
 
     engine, default_blobs = _engine(url)
     try:
-        return upgrade(engine, LocalBlobStore(default_blobs).get)
+        return upgrade(engine, LocalBlobStore(blobs_dir if blobs_dir is not None else default_blobs).get)
     finally:
         engine.dispose()
