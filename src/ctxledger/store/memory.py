@@ -112,6 +112,8 @@ class _Tenant:
     facts: dict[str, RecordFacts] = field(default_factory=dict)
     links: dict[str, list[RecordLink]] = field(default_factory=dict)  # by conversation, in append order
     entries: dict[str, dict[tuple[str, str], ProtectedEntry]] = field(default_factory=dict)  # by conversation
+    open_entries: dict[tuple[str, str, str], dict[tuple[str, str], ProtectedEntry]] = field(default_factory=dict)
+    """The open entries by (conversation, state, subject): what a new record may close."""
 
 
 class MemoryStore:
@@ -167,12 +169,13 @@ class MemoryStore:
         """Facts, links and protected-state entries of the new records (``ctxledger.store._index``)."""
         for rec, f in zip(written, facts, strict=True):
             self._tenants[rec.tenant_id].facts[rec.id] = f
+        closable = {(r.tenant_id, r.conversation_id, *key) for r in written for key in _index.closers(r)}
         stored = [
             (tenant_id, conv, e)
             for tenant_id in {r.tenant_id for r in written}
-            for conv, entries in self._tenants[tenant_id].entries.items()
+            for (conv, state, subject), entries in self._tenants[tenant_id].open_entries.items()
+            if (tenant_id, conv, state, subject) in closable
             for e in entries.values()
-            if e.closed_by is None
         ]
         index = _index.OpenEntries(stored)
         for rec in written:
@@ -180,9 +183,14 @@ class MemoryStore:
             tenant.links.setdefault(rec.conversation_id, []).extend(_index.links_of(rec))
             index.append(rec)
         for rec, entry in [*index.new, *index.closed_stored]:
-            self._tenants[rec.tenant_id].entries.setdefault(rec.conversation_id, {})[(entry.record_id, entry.state)] = (
-                entry
-            )
+            tenant = self._tenants[rec.tenant_id]
+            key = (entry.record_id, entry.state)
+            tenant.entries.setdefault(rec.conversation_id, {})[key] = entry
+            still_open = tenant.open_entries.setdefault((rec.conversation_id, entry.state, entry.subject), {})
+            if entry.closed_by is None:
+                still_open[key] = entry
+            else:
+                still_open.pop(key, None)
 
     def record_facts(
         self,
