@@ -64,6 +64,7 @@ from ctxledger.records import (
     ToolMemory,
     Trust,
 )
+from ctxledger.retention.state import retained
 
 FACTS_FORMAT = "1"
 """Version of the stored facts' shape (part of :data:`DETECTOR_STAMP`)."""
@@ -141,7 +142,13 @@ def _package_version(name: str) -> str:
 def detector_stamp() -> str:
     """The digest of the code that computes the facts (module docstring); ``"f<format>-<16 hex>"``."""
     digest = hashlib.sha256(FACTS_FORMAT.encode())
-    for obj in (secrets.default_scanner, injection.instruction_like, units.render_data_block, relevance.tokenize):
+    for obj in (
+        secrets.default_scanner,
+        injection.instruction_like,
+        units.render_data_block,
+        relevance.tokenize,
+        retained,
+    ):
         digest.update(_source_file(obj))
     for package in ("detect-secrets", "bm25s", "PyStemmer"):
         digest.update(f"\0{package}={_package_version(package)}".encode())
@@ -178,6 +185,10 @@ def _content_parts(content: Any) -> tuple[str, ...]:
 
 
 def _raw_text(art: ToolArtifact, read_blob: BlobReader) -> tuple[str, bool]:
+    """The result's text as units show it: a retained result's notice, its bytes, or the unavailable reference."""
+    state = retained(art)
+    if state is not None:
+        return state.notice, True
     try:
         return read_blob(art.sha256).decode("utf-8", errors="replace"), True
     except (BlobNotFound, InputError):

@@ -27,7 +27,7 @@ from ctxledger.testing import EVERY_RECORD_BLOB, MemoryStore, every_record_type
 
 def test_migrated_database_matches_the_schema_module(empty_sql_url: str) -> None:
     """After ``migrate`` the database has exactly the tables, columns and indexes of ``schema.py``."""
-    assert migrate(empty_sql_url) == head_revision() == "0003_w9f_write_facts"
+    assert migrate(empty_sql_url) == head_revision() == "0004_w9f_write_facts"
     engine = create_engine(empty_sql_url)
     with engine.connect() as conn:
         context = MigrationContext.configure(conn, opts={"compare_type": True, "version_table": VERSION_TABLE})
@@ -37,15 +37,9 @@ def test_migrated_database_matches_the_schema_module(empty_sql_url: str) -> None
         primary_keys = {t: inspect(conn).get_pk_constraint(t) for t in ("records", "assemblies")}
     engine.dispose()
     assert names == {
-        "records",
-        "conversation_heads",
-        "token_counts",
-        "assemblies",
-        "record_facts",
-        "record_links",
-        "protected_state",
-        VERSION_TABLE,
-    }
+        "records", "conversation_heads", "token_counts", "assemblies", "api_keys", "blobs", "blob_chunks",
+        "retention_audit", "retention_blob_queue", "record_facts", "record_links", "protected_state", VERSION_TABLE,
+    }  # fmt: skip
     assert {"ix_records_tenant_id_conversation_id_branch_id_seq", "ix_records_blob_sha256"} <= indexes
     for table in ("records", "assemblies"):
         assert (primary_keys[table]["name"], primary_keys[table]["constrained_columns"]) == (
@@ -178,7 +172,7 @@ def test_upgrading_a_0002_database_computes_the_facts_an_append_would(
         pytest.skip(f"no scenario {name}")
     reference, conv = _scenario_graph(name)
     records = reference.records("default", conv)
-    _at_revision(empty_sql_url, "0002_tenant_record_ids")
+    _at_revision(empty_sql_url, "0003_w15_retention")
     blobs = LocalBlobStore(tmp_path / "blobs")
     for rec in records:
         if isinstance(rec, ToolArtifact):
@@ -219,7 +213,7 @@ def test_the_backfill_reads_tool_results_from_the_blob_folder_it_is_given(
 
     reference, conv = _scenario_graph("secrets-withheld")
     records = reference.records("default", conv)
-    _at_revision(empty_sql_url, "0002_tenant_record_ids")
+    _at_revision(empty_sql_url, "0003_w15_retention")
     blobs = LocalBlobStore(tmp_path / "blobs")
     for rec in records:
         if isinstance(rec, ToolArtifact):

@@ -23,6 +23,7 @@ from ctxledger.assemble.units import BLOB_MISMATCH, BLOB_MISSING, Unit, build_un
 from ctxledger.errors import RecordNotFound
 from ctxledger.facts import RecordFacts, compute_facts
 from ctxledger.records import Record, ToolArtifact, ToolCall
+from ctxledger.retention.state import TRANSFORM as RETAINED
 from ctxledger.store.base import GraphStore, LineageHop
 
 
@@ -213,7 +214,7 @@ def _stale(rec: Record, facts: RecordFacts | None) -> bool:
     return isinstance(rec, ToolArtifact) and not facts.raw_readable
 
 
-_UNREADABLE = (BLOB_MISSING, BLOB_MISMATCH)
+_UNREADABLE = (BLOB_MISSING, BLOB_MISMATCH, RETAINED)
 
 
 def unit_terms(unit: Unit, facts: Mapping[str, RecordFacts]) -> tuple[Mapping[str, int], int] | None:
@@ -225,6 +226,8 @@ def unit_terms(unit: Unit, facts: Mapping[str, RecordFacts]) -> tuple[Mapping[st
     """
     if any(t in _UNREADABLE for t in unit.transforms.values()):
         return None
+    if any(t.role == "tool" and not isinstance(t.content, str) for t in unit.turns):
+        return None  # a result shown as content parts: its unit text is the parts' text, not the raw text
     parts = [facts.get(rid) for rid in unit.record_ids]
     if any(f is None or not f.raw_readable for f in parts):
         return None

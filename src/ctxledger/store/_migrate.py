@@ -56,7 +56,7 @@ def upgrade(engine: Engine, read_blob: Callable[[str], bytes] | None = None) -> 
     """Upgrade the database behind ``engine`` to the newest revision (idempotent); return it.
 
     ``read_blob`` returns a blob's bytes by sha256: revisions that compute facts from tool results' raw text
-    read it (see ``0003_w9f_write_facts``); without it those facts are recomputed when first read.
+    read it (see ``0004_w9f_write_facts``); without it those facts are recomputed when first read.
 
     Raises:
         MigrationError: the database refused the migration (the cause is chained).

@@ -47,6 +47,7 @@ from ctxledger.policy.secrets import (
 )
 from ctxledger.policy.stages._common import mark, omit, stage_key
 from ctxledger.records import Message, Participant, ToolArtifact, ToolCall
+from ctxledger.retention.state import TRANSFORM as RETAINED
 from ctxledger.serialize.base import Turn
 
 
@@ -83,7 +84,7 @@ def name_findings(unit: Unit, scanner: SecretScanner) -> dict[str, tuple[Finding
 
 
 _DATA_KINDS = (UnitKind.MEMORY, UnitKind.COMPACTION, UnitKind.CHECKPOINT)
-_UNREADABLE = (BLOB_MISSING, BLOB_MISMATCH)
+_UNREADABLE = (BLOB_MISSING, BLOB_MISMATCH, RETAINED)
 
 
 def stored_turn_findings(turn: Turn, unit: Unit, facts: Mapping[str, Any]) -> tuple[Finding, ...] | None:
@@ -102,8 +103,10 @@ def stored_turn_findings(turn: Turn, unit: Unit, facts: Mapping[str, Any]) -> tu
     rec = next((r for r in unit.records if r.id == turn.ref), None)
     if rec is None or isinstance(rec, ToolCall):
         return None
-    if isinstance(rec, ToolArtifact) and (unit.transforms.get(rec.id) in _UNREADABLE or not found.raw_readable):
-        return None
+    if isinstance(rec, ToolArtifact) and (
+        unit.transforms.get(rec.id) in _UNREADABLE or not found.raw_readable or not isinstance(turn.content, str)
+    ):
+        return None  # shown as a reference, a notice or content parts: not the text the facts were computed on
     hits = list(found.text_findings())
     if turn.tool_calls:
         calls = [r for r in unit.records if isinstance(r, ToolCall)]

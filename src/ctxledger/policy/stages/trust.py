@@ -33,6 +33,7 @@ from ctxledger.policy.checks import flag, strings
 from ctxledger.policy.injection import INSTRUCTION_LIKE, instruction_like
 from ctxledger.policy.stages._common import mark, omit_unit, stage_key, unit_tags
 from ctxledger.records import Record, ToolArtifact, ToolCall, Trust
+from ctxledger.retention.state import TRANSFORM as RETAINED
 
 _DELIMITED = (Trust.RETRIEVED, Trust.UNTRUSTED)
 _DATA_KINDS = (UnitKind.MEMORY, UnitKind.COMPACTION, UnitKind.CHECKPOINT)
@@ -95,6 +96,8 @@ class TrustStage:
 
     def _delimit(self, unit: Unit, facts: Mapping[str, Any]) -> Iterable[PolicyDecision]:
         texts = {t.ref: content_text(t.content) for t in unit.turns}
+        parts = {t.ref for t in unit.turns if not isinstance(t.content, str)}
+        facts = {rid: f for rid, f in facts.items() if rid not in parts} if parts else facts
         for rec in unit.records:
             is_result = isinstance(rec, ToolArtifact)
             if not is_result and rec.trust not in _DELIMITED:
@@ -107,7 +110,7 @@ class TrustStage:
                 yield mark(self.name, rec.id, "delimit", f"{what} content rendered as data")
 
 
-_UNREADABLE = (BLOB_MISSING, BLOB_MISMATCH)
+_UNREADABLE = (BLOB_MISSING, BLOB_MISMATCH, RETAINED)
 
 
 def _phrase(rec: Record, unit: Unit, facts: Mapping[str, Any], texts: Mapping[str, str]) -> str | None:

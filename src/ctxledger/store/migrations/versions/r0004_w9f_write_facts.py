@@ -5,14 +5,14 @@ restrictions, stamped with the detector that computed them), ``record_links`` (s
 and derivation links, indexed by target) and ``protected_state`` (open and failed tool calls, tagged records,
 checkpoints, instructions, with the record that closed each). Then it fills them for the records already
 stored, conversation by conversation in ``seq`` order, exactly as an append would have: a store upgraded
-from 0002 reads the same facts as one written at this revision.
+from an older revision reads the same facts as one written at this revision.
 
 Tool results' raw text is read from the blob store the upgrade was given (``config.attributes["read_blob"]``,
 passed by ``open_store`` and ``ctxledger.store.migrate``); a blob that cannot be read gets the facts of the
 unavailable-bytes reference, marked ``raw_readable: false``, and readers recompute them once it is readable.
 
-Revision ID: 0003_w9f_write_facts
-Revises: 0002_tenant_record_ids
+Revision ID: 0004_w9f_write_facts
+Revises: 0003_w15_retention
 Create Date: 2026-12-01
 """
 
@@ -29,8 +29,8 @@ from ctxledger.records import Record
 from ctxledger.store import _index
 from ctxledger.store.codec import READ_COLUMNS, decode_row
 
-revision: str = "0003_w9f_write_facts"
-down_revision: str | None = "0002_tenant_record_ids"
+revision: str = "0004_w9f_write_facts"
+down_revision: str | None = "0003_w15_retention"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -90,7 +90,23 @@ def _create() -> None:
 
 
 def _no_blobs(sha256: str) -> bytes:
-    raise BlobNotFound(sha256)
+    raise BlobNotFound(sha256, "no blob store given to the upgrade")
+
+
+def _readable(read_blob: Callable[[str], bytes]) -> Callable[[str], bytes]:
+    """``read_blob`` where any failure means "not readable now" (``BlobNotFound``).
+
+    The backfill must not fail because blobs cannot be read during the upgrade (e.g. a blob table created in
+    this same transaction); such results get their facts again on first read.
+    """
+
+    def read(sha256: str) -> bytes:
+        try:
+            return read_blob(sha256)
+        except Exception as exc:
+            raise BlobNotFound(sha256, "the blob store given to the upgrade") from exc
+
+    return read
 
 
 def _backfill(conn: sa.Connection, read_blob: Callable[[str], bytes]) -> None:
@@ -182,7 +198,7 @@ def upgrade() -> None:
     """Create the three tables and fill them for every stored record."""
     _create()
     read_blob = context.config.attributes.get("read_blob") or _no_blobs
-    _backfill(op.get_bind(), read_blob)
+    _backfill(op.get_bind(), _readable(read_blob))
 
 
 def downgrade() -> None:
