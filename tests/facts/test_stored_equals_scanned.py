@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,28 @@ def test_facts_of_an_older_detector_are_recomputed_and_stored_again() -> None:
     snap = SnapshotLoader(store).load("default", conv, branch)
     assert snap.facts == {rid: f.without_terms() for rid, f in good.items()}
     assert store.record_facts("default", conv) == good
+
+
+def test_retention_keeps_the_facts_true() -> None:
+    """After a rule redacts the tool results, stored facts are those of the notices; deleted records leave none."""
+    from ctxledger.facts import compute_facts
+    from ctxledger.retention.engine import retain
+    from ctxledger.retention.rules import RetentionRule, RetentionRules
+
+    scenario = next(s for s in SCENARIOS if s.name == "secrets-withheld")
+    store, conv, branch = _scenario_store(scenario)
+    before = store.record_facts("default", conv)
+    rules = RetentionRules(
+        (
+            RetentionRule("redact-results", ("tool_artifact",), "redact"),
+            RetentionRule("drop-memories", ("tool_memory",), "delete"),
+        )
+    )
+    retain(store, rules, now=max(r.created_at for r in store.records("default", conv)) + timedelta(days=1))
+    records = store.records("default", conv)
+    after = store.record_facts("default", conv)
+    assert set(after) == {r.id for r in records}
+    assert after == {f.record_id: f for f in compute_facts(records, store.blobs.get)}
+    assert after != {rid: f for rid, f in before.items() if rid in after}  # something was rewritten
+    assert not any(lk.source_id not in after for lk in store.links("default", conv))
+    assert _check(store, conv, branch) > 0
