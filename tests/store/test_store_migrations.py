@@ -12,17 +12,22 @@ from sqlalchemy import create_engine, inspect
 from sqlalchemy.exc import SQLAlchemyError
 
 from ctxledger.errors import MigrationError
+from ctxledger.ledger import Ledger
+from ctxledger.records import ToolArtifact
+from ctxledger.scenarios._graph import GraphBuilder
+from ctxledger.scenarios.catalog import SCENARIOS
 from ctxledger.store import _engine as store_engine
 from ctxledger.store import migrate, open_store, schema
 from ctxledger.store._migrate import alembic_config, head_revision
+from ctxledger.store.blobs import LocalBlobStore
 from ctxledger.store.codec import assembly_row, decode_record, encode_record
 from ctxledger.store.schema import VERSION_TABLE, metadata
-from ctxledger.testing import EVERY_RECORD_BLOB, every_record_type
+from ctxledger.testing import EVERY_RECORD_BLOB, MemoryStore, every_record_type
 
 
 def test_migrated_database_matches_the_schema_module(empty_sql_url: str) -> None:
     """After ``migrate`` the database has exactly the tables, columns and indexes of ``schema.py``."""
-    assert migrate(empty_sql_url) == head_revision() == "0003_w15_retention"
+    assert migrate(empty_sql_url) == head_revision() == "0004_w9f_write_facts"
     engine = create_engine(empty_sql_url)
     with engine.connect() as conn:
         context = MigrationContext.configure(conn, opts={"compare_type": True, "version_table": VERSION_TABLE})
@@ -33,7 +38,7 @@ def test_migrated_database_matches_the_schema_module(empty_sql_url: str) -> None
     engine.dispose()
     assert names == {
         "records", "conversation_heads", "token_counts", "assemblies", "api_keys", "blobs", "blob_chunks",
-        "retention_audit", "retention_blob_queue", VERSION_TABLE,
+        "retention_audit", "retention_blob_queue", "record_facts", "record_links", "protected_state", VERSION_TABLE,
     }  # fmt: skip
     assert {"ix_records_tenant_id_conversation_id_branch_id_seq", "ix_records_blob_sha256"} <= indexes
     for table in ("records", "assemblies"):
@@ -145,3 +150,91 @@ def test_downgrade_to_0001_refuses_ids_two_tenants_share(empty_sql_url: str, tmp
     expected = len(every_record_type("t", "c"))
     assert len(reopened.records("ta", "both")) == len(reopened.records("tb", "both")) == expected
     reopened.close()
+
+
+def _scenario_graph(name: str) -> tuple[MemoryStore, str]:
+    """A scenario's graph written through the in-memory store (facts computed on append there)."""
+    scenario = next(s for s in SCENARIOS if s.name == name)
+    ledger = Ledger(MemoryStore(), policy=scenario.policy() if scenario.policy else None)
+    builder = GraphBuilder(ledger, scenario.name)
+    scenario.build(builder)
+    return ledger.store, builder.conversation_id  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize(
+    "name", ["secrets-withheld", "contradiction-and-supersession", "participant-visibility", "multi-skill-run-state"]
+)
+def test_upgrading_a_0002_database_computes_the_facts_an_append_would(
+    empty_sql_url: str, tmp_path: Path, name: str
+) -> None:
+    """Records written at 0002 get, on upgrade, exactly the facts, links and protected entries of an append."""
+    if not any(s.name == name for s in SCENARIOS):
+        pytest.skip(f"no scenario {name}")
+    reference, conv = _scenario_graph(name)
+    records = reference.records("default", conv)
+    _at_revision(empty_sql_url, "0003_w15_retention")
+    blobs = LocalBlobStore(tmp_path / "blobs")
+    for rec in records:
+        if isinstance(rec, ToolArtifact):
+            blobs.put(reference.blobs.get(rec.sha256))
+    engine = create_engine(empty_sql_url)
+    with engine.begin() as conn:
+        conn.execute(schema.records.insert(), [encode_record(r, i) for i, r in enumerate(records)])
+        conn.execute(
+            schema.conversation_heads.insert(),
+            {
+                "tenant_id": "default",
+                "conversation_id": conv,
+                "head_seq": records[-1].seq,
+                "main_branch_id": records[0].branch_id,
+                "created_at": encode_record(records[0])["created_at"],
+            },
+        )
+    engine.dispose()
+    store = open_store(empty_sql_url, blobs_dir=tmp_path / "blobs")
+    try:
+        assert store.records("default", conv) == records
+        assert store.record_facts("default", conv) == reference.record_facts("default", conv)
+        assert store.links("default", conv) == reference.links("default", conv)
+        assert store.protected("default", conv) == reference.protected("default", conv)
+        assert any(f.text_findings() or f.block for f in store.record_facts("default", conv).values()) or (
+            name != "secrets-withheld"
+        )
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("given_blobs", [True, False])
+def test_the_backfill_reads_tool_results_from_the_blob_folder_it_is_given(
+    empty_sql_url: str, tmp_path: Path, given_blobs: bool
+) -> None:
+    """``migrate(url, blobs_dir=…)`` computes a result's facts from its bytes; without them, the first snapshot does."""
+    from ctxledger.assemble.snapshot import SnapshotLoader
+
+    reference, conv = _scenario_graph("secrets-withheld")
+    records = reference.records("default", conv)
+    _at_revision(empty_sql_url, "0003_w15_retention")
+    blobs = LocalBlobStore(tmp_path / "blobs")
+    for rec in records:
+        if isinstance(rec, ToolArtifact):
+            blobs.put(reference.blobs.get(rec.sha256))
+    engine = create_engine(empty_sql_url)
+    with engine.begin() as conn:
+        conn.execute(schema.records.insert(), [encode_record(r, i) for i, r in enumerate(records)])
+        head = {"tenant_id": "default", "conversation_id": conv, "head_seq": records[-1].seq}
+        created = encode_record(records[0])["created_at"]
+        conn.execute(
+            schema.conversation_heads.insert(), {**head, "main_branch_id": records[0].branch_id, "created_at": created}
+        )
+    engine.dispose()
+    migrate(empty_sql_url, blobs_dir=tmp_path / ("blobs" if given_blobs else "elsewhere"))
+    store = open_store(empty_sql_url, blobs_dir=tmp_path / "blobs", migrate=False)
+    try:
+        artifacts = [r.id for r in records if isinstance(r, ToolArtifact)]
+        assert artifacts
+        stored = store.record_facts("default", conv)
+        assert all(stored[a].raw_readable is given_blobs for a in artifacts)
+        SnapshotLoader(store).load("default", conv, records[0].branch_id)
+        assert store.record_facts("default", conv) == reference.record_facts("default", conv)
+    finally:
+        store.close()

@@ -214,6 +214,7 @@ def run_policy(
         find_record=find_record,
         snapshot_seq=snap.seq,
         tools=tuple(tools),
+        facts=snap.facts,
         memo=snap.memo,
     )
     plan = _Plan([], {}, {}, marks=ctx.marks, ctx=ctx)

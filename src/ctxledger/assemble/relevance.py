@@ -23,7 +23,7 @@ import math
 import re
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import bm25s
 import numpy as np
@@ -116,6 +116,24 @@ class IncrementalBM25:
             tfs.append(tf)
         self._lengths.append(len(tokens))
         self._total_length += len(tokens)
+        return doc
+
+    def add_counts(self, counts: Mapping[str, int], length: int) -> int:
+        """Index one document given as term → frequency and its length in terms (stored lexical terms).
+
+        The same as :meth:`add` on any token list with those counts: postings depend only on the counts.
+        """
+        doc = len(self._lengths)
+        postings = self._postings
+        for term, tf in counts.items():
+            entry = postings.get(term)
+            if entry is None:
+                postings[term] = ([doc], [tf])
+            else:
+                entry[0].append(doc)
+                entry[1].append(tf)
+        self._lengths.append(length)
+        self._total_length += length
         return doc
 
     def _term_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:

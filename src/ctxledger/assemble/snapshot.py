@@ -19,8 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxledger.assemble.relevance import IncrementalBM25, tokenize
-from ctxledger.assemble.units import Unit, build_units
+from ctxledger.assemble.units import BLOB_MISMATCH, BLOB_MISSING, Unit, build_units
+from ctxledger.errors import RecordNotFound
+from ctxledger.facts import RecordFacts, compute_facts
 from ctxledger.records import Record, ToolArtifact, ToolCall
+from ctxledger.retention.state import TRANSFORM as RETAINED
 from ctxledger.store.base import GraphStore, LineageHop
 
 
@@ -34,6 +37,10 @@ class Snapshot:
         tool_schemas: tool schemas of the newest SkillState.
         costs: coster id → verbatim token cost per unit (aligned with ``units``).
         graph_ms: milliseconds spent reading the store for this snapshot.
+        facts: record id → the record's write-path facts (:class:`~ctxledger.facts.RecordFacts`: secret
+            findings, instruction-like phrase, inherited restrictions; the lexical terms are already in
+            ``index`` and left out here), read from the store, recomputed (and stored again) only when the
+            detectors changed since they were written.
         memo: facts that depend on one unit or record alone (secret findings, tags, stage verdicts,
             rendered units, manifest entries), kept across assemblies as ``namespace → key → entry``; an
             entry is valid only for the very objects it was made from
@@ -50,6 +57,7 @@ class Snapshot:
     tool_schemas: tuple[Mapping[str, Any], ...]
     index: IncrementalBM25
     costs: dict[str, list[int]] = field(default_factory=dict)
+    facts: dict[str, RecordFacts] = field(default_factory=dict)
     graph_ms: float = 0.0
     memo: dict[Any, dict[str, tuple[Any, Any]]] = field(default_factory=dict)
 
@@ -57,6 +65,11 @@ class Snapshot:
     def lineage_branches(self) -> frozenset[str]:
         """Ids of the branches in the lineage."""
         return frozenset(h.branch_id for h in self.lineage)
+
+
+FACTS_WINDOW = 4096
+"""Records whose facts (with their lexical terms) a snapshot build reads at a time: the terms are indexed and
+dropped window by window, so a long history's terms are never all in memory at once."""
 
 
 class SnapshotLoader:
@@ -109,9 +122,26 @@ class SnapshotLoader:
         records = self.store.records(tenant_id, conversation_id, lineage=lineage, as_of_seq=seq)
         units, tools = build_units(records, self.store.blobs.get)
         index = IncrementalBM25()
-        for tokens in tokenize([u.text for u in units]):
-            index.add(tokens)
-        return Snapshot(tenant_id, conversation_id, branch_id, seq, lineage, records, units, tools, index)
+        snap = Snapshot(tenant_id, conversation_id, branch_id, seq, lineage, records, units, tools, index)
+        pending: dict[str, RecordFacts] = {}
+        next_unit = 0
+        for start in range(0, len(records), FACTS_WINDOW):
+            window = records[start : start + FACTS_WINDOW]
+            facts = self._facts(
+                tenant_id, conversation_id, lineage, window, as_of_seq=window[-1].seq, after_seq=window[0].seq - 1
+            )
+            pending.update(facts)
+            snap.facts.update({rid: f.without_terms() for rid, f in facts.items()})
+            done = next_unit
+            while done < len(units) and units[done].last_seq <= window[-1].seq:
+                done += 1
+            _index_units(index, units[next_unit:done], pending)
+            for unit in units[next_unit:done]:
+                for rid in unit.record_ids:
+                    pending.pop(rid, None)
+            next_unit = done
+        _index_units(index, units[next_unit:], pending)
+        return snap
 
     def _refresh(self, snap: Snapshot, target: int) -> None:
         if target == snap.seq:
@@ -125,16 +155,103 @@ class SnapshotLoader:
         first_unit = _first_touched_unit(snap.units, new)
         start_record = _record_position(snap.records, snap.units, first_unit)
         snap.records.extend(new)
-        units, tools = build_units(snap.records[start_record:], self.store.blobs.get)
+        rebuilt = snap.records[start_record:]
+        units, tools = build_units(rebuilt, self.store.blobs.get)
+        after = rebuilt[0].seq - 1 if rebuilt else target
+        facts = self._facts(
+            snap.tenant_id, snap.conversation_id, snap.lineage, rebuilt, as_of_seq=target, after_seq=after
+        )
         del snap.units[first_unit:]
         snap.index.truncate(first_unit)
         for costs in snap.costs.values():
             del costs[first_unit:]
         snap.units.extend(units)
-        for tokens in tokenize([u.text for u in units]):
-            snap.index.add(tokens)
+        _index_units(snap.index, units, facts)
+        snap.facts.update({rid: f.without_terms() for rid, f in facts.items()})
         if tools:
             snap.tool_schemas = tools
+
+    def _facts(
+        self,
+        tenant_id: str,
+        conversation_id: str,
+        lineage: Sequence[LineageHop],
+        records: Sequence[Record],
+        *,
+        as_of_seq: int,
+        after_seq: int = 0,
+    ) -> dict[str, RecordFacts]:
+        """The stored facts of ``records``; those missing or computed by other detectors are computed and stored.
+
+        A tool result whose bytes were unreadable when its facts were computed is computed again (its bytes may
+        be back); facts are written back only when they changed.
+        """
+        reader = getattr(self.store, "record_facts", None)
+        stored: dict[str, RecordFacts] = {}
+        if reader is not None:
+            stored = reader(tenant_id, conversation_id, lineage=lineage, as_of_seq=as_of_seq, after_seq=after_seq)
+        stale = [r for r in records if _stale(r, stored.get(r.id))]
+        if not stale:
+            return stored
+        fresh = compute_facts(stale, self.store.blobs.get, self._find)
+        changed = [f for f in fresh if f.record_id in stored and stored[f.record_id] != f]
+        stored.update({f.record_id: f for f in fresh})
+        writer = getattr(self.store, "put_facts", None)
+        if changed and writer is not None:
+            writer(tenant_id, changed)
+        return stored
+
+    def _find(self, tenant_id: str, record_id: str) -> Record | None:
+        try:
+            return self.store.get(tenant_id, record_id)
+        except RecordNotFound:
+            return None
+
+
+def _stale(rec: Record, facts: RecordFacts | None) -> bool:
+    if facts is None or not facts.current:
+        return True
+    return isinstance(rec, ToolArtifact) and not facts.raw_readable
+
+
+_UNREADABLE = (BLOB_MISSING, BLOB_MISMATCH, RETAINED)
+
+
+def unit_terms(unit: Unit, facts: Mapping[str, RecordFacts]) -> tuple[Mapping[str, int], int] | None:
+    """The BM25 document of ``unit`` from its records' stored lexical terms: ``(term → frequency, length)``.
+
+    A unit's relevance text is its records' relevance texts joined by newlines, in record order, and terms never
+    span a newline, so its terms are the sum of theirs. ``None`` when a record has no stored terms to use (no
+    facts, or a tool result rendered as an unavailable-bytes reference): tokenize ``unit.text`` instead.
+    """
+    if any(t in _UNREADABLE for t in unit.transforms.values()):
+        return None
+    if any(t.role == "tool" and not isinstance(t.content, str) for t in unit.turns):
+        return None  # a result shown as content parts: its unit text is the parts' text, not the raw text
+    parts = [facts.get(rid) for rid in unit.record_ids]
+    if any(f is None or not f.raw_readable for f in parts):
+        return None
+    if len(parts) == 1:
+        return parts[0].terms, parts[0].length  # type: ignore[union-attr]
+    counts: dict[str, int] = {}
+    length = 0
+    for found in parts:
+        for term, tf in found.terms.items():  # type: ignore[union-attr]
+            counts[term] = counts.get(term, 0) + tf
+        length += found.length  # type: ignore[union-attr]
+    return counts, length
+
+
+def _index_units(index: IncrementalBM25, units: Sequence[Unit], facts: Mapping[str, RecordFacts]) -> None:
+    """Add each unit's document to ``index`` in unit order (stored terms; tokenized text where none are stored)."""
+    docs = [unit_terms(u, facts) for u in units]
+    missing = [u.text for u, d in zip(units, docs, strict=True) if d is None]
+    tokenized = iter(tokenize(missing))
+    for doc in docs:
+        if doc is None:
+            index.add(next(tokenized))
+        else:
+            index.add_counts(*doc)
 
 
 def _first_touched_unit(units: Sequence[Unit], new: Sequence[Record]) -> int:

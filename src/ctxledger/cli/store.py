@@ -26,7 +26,7 @@ def migrate(ctx: typer.Context) -> None:
 
     settings = _settings(ctx)
     with _handled():
-        revision = run_migrate(settings.db)
+        revision = run_migrate(settings.db, blobs_dir=settings.blobs)
     _out().print(f"schema of {escape(settings.db)} is at revision [bold]{revision}[/]")
 
 

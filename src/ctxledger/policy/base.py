@@ -27,6 +27,7 @@ from ctxledger.retention.rules import RetentionRules
 
 if TYPE_CHECKING:
     from ctxledger.assemble.units import Unit
+    from ctxledger.facts import RecordFacts
     from ctxledger.records import Record, ToolArtifact
 
 T = TypeVar("T")
@@ -143,6 +144,10 @@ class StageContext:
         tools: the tool schemas (OpenAI ``tools`` form) this call exposes, after the contract's phase rules;
             the secrets stage scans them and marks a schema holding a secret by its ref
             :func:`~ctxledger.policy.contracts.tool_ref` (``tools/<name>``).
+        facts: record id → the record's write-path facts (:class:`~ctxledger.facts.RecordFacts`: secret
+            findings, instruction-like phrase, inherited restrictions), computed when it was written. Stages
+            read them instead of rescanning; a record without an entry (a request's extra records) is
+            computed as before.
         memo: a cache of facts that depend only on one unit (or record), kept across assemblies by the
             snapshot the candidates come from (``namespace → key → entry``; see :meth:`memoized` and
             :meth:`scan`). An entry counts only while its objects are the very ones asked about, so a unit
@@ -166,6 +171,7 @@ class StageContext:
     repairs: dict[str, dict[str, ToolArtifact]] = field(default_factory=dict)
     warnings: list[dict[str, str]] = field(default_factory=list)
     tools: Sequence[Mapping[str, Any]] = ()
+    facts: Mapping[str, RecordFacts] = field(default_factory=dict, repr=False)
     memo: dict[Any, dict[str, tuple[Any, Any]]] | None = field(default=None, repr=False)
     _by_id: dict[str, Record] | None = field(default=None, repr=False)
     _live: tuple[int, list[Unit]] | None = field(default=None, repr=False)

@@ -14,6 +14,8 @@ once, so a cycle of sources ends.
 then stop at it: only its own envelope (visibility, privacy class, provider scope) applies, and records derived
 from it inherit only those. The tag is the one mechanism; nothing else lifts an inherited restriction.
 
+The walk is made once, when the derived record is written (its sources are earlier records): the list is
+part of its write-path facts (``ctxledger.facts``), and the walk below runs only for a record without them.
 A source is found among the assembly's candidates (omitted or not), else through
 :attr:`~ctxledger.policy.base.StageContext.find_record` (the request tenant's store). A source found nowhere
 does not restrict: there is nothing left to inherit from (the validity stage reports broken provenance).
@@ -60,6 +62,13 @@ def restricting_sources(ctx: StageContext, rec: Record) -> Iterator[Record]:
     envelope counts) but its own sources are not followed. Each record is yielded at most once; ``rec``
     itself never is (a cycle back to it ends there). Sources found nowhere are skipped (module docstring).
     """
+    stored = ctx.facts.get(rec.id)
+    if stored is not None and stored.current and stored.sources_complete:
+        for rid in stored.sources:  # the same walk, made when ``rec`` was written (``ctxledger.facts``)
+            src = lookup(ctx, rid)
+            if src is not None:
+                yield src
+        return
     if declared_safe(rec):
         return
     seen = {rec.id}

@@ -141,10 +141,12 @@ def open_blobs(location: str | os.PathLike[str], engine: Engine | None = None) -
     return LocalBlobStore(Path(text.removeprefix("file://")).expanduser().resolve())
 
 
-def migrate(url: str) -> str:
+def migrate(url: str, *, blobs_dir: str | os.PathLike[str] | None = None) -> str:
     """Create or upgrade the schema at ``url`` to the newest revision; return that revision id.
 
-    ``memory://`` has no schema and returns ``"memory"``.
+    ``memory://`` has no schema and returns ``"memory"``. ``blobs_dir`` is the blob location (default: the
+    backend's, as in :func:`open_store`): a revision that computes facts from tool results reads their raw
+    bytes there.
 
     Raises:
         ConfigurationError: an unsupported URL or a missing driver.
@@ -154,8 +156,14 @@ def migrate(url: str) -> str:
         return "memory"
     from ctxledger.store._migrate import upgrade
 
-    engine, _ = _engine(url)
+    engine, default_blobs = _engine(url)
     try:
-        return upgrade(engine)
+        blobs = open_blobs(blobs_dir if blobs_dir is not None else default_blobs, engine)
+        try:
+            return upgrade(engine, blobs.get)
+        finally:
+            close = getattr(blobs, "close", None)
+            if close is not None:
+                close()
     finally:
         engine.dispose()

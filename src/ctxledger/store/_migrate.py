@@ -8,6 +8,7 @@ so service replicas starting together migrate one at a time; on SQLite the upgra
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from alembic import command
@@ -51,8 +52,11 @@ def current_revision(engine: Engine) -> str | None:
         return context.get_current_revision()
 
 
-def upgrade(engine: Engine) -> str:
+def upgrade(engine: Engine, read_blob: Callable[[str], bytes] | None = None) -> str:
     """Upgrade the database behind ``engine`` to the newest revision (idempotent); return it.
+
+    ``read_blob`` returns a blob's bytes by sha256: revisions that compute facts from tool results' raw text
+    read it (see ``0004_w9f_write_facts``); without it those facts are recomputed when first read.
 
     Raises:
         MigrationError: the database refused the migration (the cause is chained).
@@ -65,6 +69,7 @@ def upgrade(engine: Engine) -> str:
                 if conn.dialect.name == "postgresql":
                     conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADVISORY_LOCK_KEY})
                 config.attributes["connection"] = conn
+                config.attributes["read_blob"] = read_blob
                 command.upgrade(config, "head")
     except SQLAlchemyError as exc:
         raise MigrationError(f"migrating {_display(engine)} failed: {exc}") from exc

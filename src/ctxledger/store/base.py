@@ -13,9 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ctxledger.records import Branch, Record, ToolArtifact
+
+if TYPE_CHECKING:
+    from ctxledger.facts import RecordFacts
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +36,48 @@ class BlobRef:
     sha256: str
     size_bytes: int
     media_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecordLink:
+    """A link the newer record ``source_id`` (at ``seq`` on ``branch_id``) holds to ``target_id``.
+
+    ``relation`` is ``supersedes`` (``ToolMemory.supersedes``), ``conflicts_with`` or ``derived_from`` (a memory's
+    source artifacts, a compaction's covered records). Stored on append and readable from either end.
+    """
+
+    source_id: str
+    relation: str
+    target_id: str
+    branch_id: str
+    seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProtectedEntry:
+    """One entry of the protected-state index, maintained on append.
+
+    ``state`` is one of :data:`PROTECTED_STATES`; ``subject`` what closes it (a call's record id, a tool name)
+    or describes it (the tags, a checkpoint's run id, an instruction's role). ``closed_by`` is the record
+    that closed it, at ``closed_seq`` on ``closed_branch_id`` (``None`` while open). An entry read from the
+    store is open in the lineage it was read for; its unit decides the protection reason.
+    """
+
+    record_id: str
+    state: str
+    branch_id: str
+    seq: int
+    subject: str
+    closed_by: str | None = None
+    closed_branch_id: str | None = None
+    closed_seq: int | None = None
+
+
+PROTECTED_STATES = ("call", "failed_call", "tagged", "checkpoint", "instruction")
+"""States of :class:`ProtectedEntry`: a tool call without a result yet (``call``); a failed tool result not yet
+followed by a success of the same tool (``failed_call``, subject the tool name); a record with ``meta`` tags
+(``tagged``, subject the tags joined by ``,``: constraints, approvals, pending operations …); a checkpoint
+(subject its run id); a system or developer message (``instruction``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +239,53 @@ class GraphStore(Protocol):
         Raises:
             InputError: ``sha256`` is not a bare sha256 digest.
         """
+        ...
+
+    def record_facts(
+        self,
+        tenant_id: str,
+        conversation_id: str,
+        *,
+        lineage: Sequence[LineageHop] | None = None,
+        as_of_seq: int | None = None,
+        after_seq: int = 0,
+        terms: bool = True,
+    ) -> dict[str, RecordFacts]:
+        """Stored write-path facts (``ctxledger.facts``) of the records :meth:`records` would return, by id.
+
+        Facts computed on append are never missing; their ``stamp`` may be old (check ``RecordFacts.current``
+        and recompute with :meth:`put_facts`). ``terms=False`` leaves the lexical terms out.
+        """
+        ...
+
+    def put_facts(self, tenant_id: str, facts: Sequence[RecordFacts]) -> None:
+        """Replace the stored facts of existing records of the tenant (after the detectors changed)."""
+        ...
+
+    def links(
+        self,
+        tenant_id: str,
+        conversation_id: str,
+        *,
+        lineage: Sequence[LineageHop] | None = None,
+        as_of_seq: int | None = None,
+    ) -> list[RecordLink]:
+        """Links held by the conversation's records (in the lineage, as of ``as_of_seq``), by ``seq``."""
+        ...
+
+    def links_to(self, tenant_id: str, target_ids: Iterable[str]) -> list[RecordLink]:
+        """Links held by any record of the tenant that point at ``target_ids`` (the reverse direction)."""
+        ...
+
+    def protected(
+        self,
+        tenant_id: str,
+        conversation_id: str,
+        *,
+        lineage: Sequence[LineageHop] | None = None,
+        as_of_seq: int | None = None,
+    ) -> list[ProtectedEntry]:
+        """Protected-state entries opened in the lineage as of ``as_of_seq`` and not closed there, by ``seq``."""
         ...
 
     def get_token_counts(self, counter_id: str, hashes: Iterable[str]) -> dict[str, int]:

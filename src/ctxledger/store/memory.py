@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from ctxledger.errors import BlobNotFound, InputError, IntegrityError, RecordNotFound, UsageAlreadyRecorded
+from ctxledger.facts import RecordFacts, compute_facts
 from ctxledger.hashing import sha256_hex
 from ctxledger.records import (
     Branch,
@@ -25,8 +26,16 @@ from ctxledger.records import (
     ToolArtifact,
     utcnow,
 )
-from ctxledger.store import _rules
-from ctxledger.store.base import AuditEntry, BlobRef, BlobStore, LineageHop, RetentionChange
+from ctxledger.store import _index, _rules
+from ctxledger.store.base import (
+    AuditEntry,
+    BlobRef,
+    BlobStore,
+    LineageHop,
+    ProtectedEntry,
+    RecordLink,
+    RetentionChange,
+)
 from ctxledger.store.blobs import check_range, check_sha256
 from ctxledger.store.codec import (
     assembly_from_row,
@@ -109,6 +118,11 @@ class _Tenant:
     records: dict[str, Record] = field(default_factory=dict)
     by_conversation: dict[str, list[Record]] = field(default_factory=dict)
     assemblies: dict[str, dict[str, Any]] = field(default_factory=dict)
+    facts: dict[str, RecordFacts] = field(default_factory=dict)
+    links: dict[str, list[RecordLink]] = field(default_factory=dict)  # by conversation, in append order
+    entries: dict[str, dict[tuple[str, str], ProtectedEntry]] = field(default_factory=dict)  # by conversation
+    open_entries: dict[tuple[str, str, str], dict[tuple[str, str], ProtectedEntry]] = field(default_factory=dict)
+    """The open entries by (conversation, state, subject): what a new record may close."""
     blobless: set[str] = field(default_factory=set)
     """Ids of records retention rewrote: they keep their ``sha256`` field but no longer reference the blob."""
 
@@ -157,7 +171,94 @@ class MemoryStore:
                 if key[1] in self._tenant(key[0]).heads
             }
             plan = _rules.plan_append(batch, heads)
-            return self._write(plan, rows)
+            written = self._write(plan, rows)
+            self._write_facts(written, compute_facts(written, self.blobs.get, self._find))
+            return written
+
+    def _find(self, tenant_id: str, record_id: str) -> Record | None:
+        return self._tenant(tenant_id).records.get(record_id)
+
+    def _write_facts(self, written: Sequence[Record], facts: Sequence[RecordFacts]) -> None:
+        """Facts, links and protected-state entries of the new records (``ctxledger.store._index``)."""
+        for rec, f in zip(written, facts, strict=True):
+            self._tenants[rec.tenant_id].facts[rec.id] = f
+        closable = {(r.tenant_id, r.conversation_id, *key) for r in written for key in _index.closers(r)}
+        stored = [
+            (tenant_id, conv, e)
+            for tenant_id in {r.tenant_id for r in written}
+            for (conv, state, subject), entries in self._tenants[tenant_id].open_entries.items()
+            if (tenant_id, conv, state, subject) in closable
+            for e in entries.values()
+        ]
+        index = _index.OpenEntries(stored)
+        for rec in written:
+            tenant = self._tenants[rec.tenant_id]
+            tenant.links.setdefault(rec.conversation_id, []).extend(_index.links_of(rec))
+            index.append(rec)
+        for rec, entry in [*index.new, *index.closed_stored]:
+            tenant = self._tenants[rec.tenant_id]
+            key = (entry.record_id, entry.state)
+            tenant.entries.setdefault(rec.conversation_id, {})[key] = entry
+            still_open = tenant.open_entries.setdefault((rec.conversation_id, entry.state, entry.subject), {})
+            if entry.closed_by is None:
+                still_open[key] = entry
+            else:
+                still_open.pop(key, None)
+
+    def record_facts(
+        self,
+        tenant_id: str,
+        conversation_id: str,
+        *,
+        lineage: Sequence[LineageHop] | None = None,
+        as_of_seq: int | None = None,
+        after_seq: int = 0,
+        terms: bool = True,
+    ) -> dict[str, RecordFacts]:
+        """Stored write-path facts by record id, filtered like :meth:`records` (see ``GraphStore.record_facts``)."""
+        chosen = self.records(tenant_id, conversation_id, lineage=lineage, as_of_seq=as_of_seq, after_seq=after_seq)
+        facts = self._tenant(tenant_id).facts
+        return {r.id: facts[r.id] if terms else facts[r.id].without_terms() for r in chosen if r.id in facts}
+
+    def put_facts(self, tenant_id: str, facts: Sequence[RecordFacts]) -> None:
+        """Replace the stored facts of existing records of the tenant."""
+        with self._lock:
+            stored = self._tenant(tenant_id).facts
+            for f in facts:
+                if f.record_id in stored:
+                    stored[f.record_id] = f
+
+    def links(
+        self,
+        tenant_id: str,
+        conversation_id: str,
+        *,
+        lineage: Sequence[LineageHop] | None = None,
+        as_of_seq: int | None = None,
+    ) -> list[RecordLink]:
+        """Links held by the conversation's records in the lineage as of ``as_of_seq``, by ``seq``."""
+        found = self._tenant(tenant_id).links.get(conversation_id, [])
+        chosen = [link for link in found if _index.link_in(link, lineage, as_of_seq)]
+        return sorted(chosen, key=lambda link: (link.seq, link.relation, link.target_id))
+
+    def links_to(self, tenant_id: str, target_ids: Iterable[str]) -> list[RecordLink]:
+        """Links of any record of the tenant pointing at ``target_ids``, by ``seq``."""
+        wanted = set(target_ids)
+        found = [link for links in self._tenant(tenant_id).links.values() for link in links if link.target_id in wanted]
+        return sorted(found, key=lambda link: (link.seq, link.source_id, link.relation, link.target_id))
+
+    def protected(
+        self,
+        tenant_id: str,
+        conversation_id: str,
+        *,
+        lineage: Sequence[LineageHop] | None = None,
+        as_of_seq: int | None = None,
+    ) -> list[ProtectedEntry]:
+        """Protected-state entries open in the lineage as of ``as_of_seq``, by ``seq``."""
+        entries = self._tenant(tenant_id).entries.get(conversation_id, {}).values()
+        chosen = [e for e in entries if _index.open_in(e, lineage, as_of_seq)]
+        return sorted(chosen, key=lambda e: (e.seq, e.state))
 
     def _write(self, plan: _rules.AppendPlan, rows: list[dict[str, Any]]) -> list[Record]:
         stored = [decode_record({**row, "seq": seq}) for row, seq in zip(rows, plan.seqs, strict=True)]
@@ -375,12 +476,14 @@ class MemoryStore:
         """Apply one retention batch atomically (see ``GraphStore.apply_retention``)."""
         rows = [encode_record(r) for r in change.rewrite]  # checked before anything changes
         manifests = [assembly_row(m) for m in change.assemblies]
+        fresh = compute_facts([decode_record(row) for row in rows], self.blobs.get, self._find)
         with self._lock:
-            for rec, row in zip(change.rewrite, rows, strict=True):
+            for rec, row, facts in zip(change.rewrite, rows, fresh, strict=True):
                 tenant = self._tenants[rec.tenant_id]
                 stored = decode_record({**row, "seq": tenant.records[rec.id].seq})
                 tenant.records[rec.id] = stored
                 tenant.blobless.add(rec.id)
+                tenant.facts[rec.id] = facts
                 conv = tenant.by_conversation[rec.conversation_id]
                 conv[:] = [stored if r.id == rec.id else r for r in conv]
             for tenant_id, record_id in change.delete:
@@ -390,11 +493,15 @@ class MemoryStore:
                     conv = tenant.by_conversation[gone.conversation_id]
                     conv[:] = [r for r in conv if r.id != record_id]
                     tenant.blobless.discard(record_id)
+                    self._forget_facts(tenant, gone.conversation_id, {record_id})
             for tenant_id, conversation_id in change.conversations:
                 tenant = self._tenant(tenant_id)
+                gone_ids = set()
                 for r in tenant.by_conversation.pop(conversation_id, []):
                     tenant.records.pop(r.id, None)
                     tenant.blobless.discard(r.id)
+                    gone_ids.add(r.id)
+                self._forget_facts(tenant, conversation_id, gone_ids)
                 tenant.heads.pop(conversation_id, None)
                 for aid in [a for a, row in tenant.assemblies.items() if row["conversation_id"] == conversation_id]:
                     del tenant.assemblies[aid]
@@ -406,6 +513,22 @@ class MemoryStore:
                 self._tenant(tenant_id).assemblies.pop(assembly_id, None)
             self._audit.extend(change.audit)
             self._blob_queue.update(change.blobs)
+
+    @staticmethod
+    def _forget_facts(tenant: _Tenant, conversation_id: str, ids: set[str]) -> None:
+        """Drop the facts, links and protected-state entries of deleted records."""
+        for rid in ids:
+            tenant.facts.pop(rid, None)
+        links = tenant.links.get(conversation_id)
+        if links is not None:
+            links[:] = [link for link in links if link.source_id not in ids]
+        entries = tenant.entries.get(conversation_id, {})
+        for key in [k for k in entries if k[0] in ids]:
+            del entries[key]
+        for (conv, _, _), still_open in tenant.open_entries.items():
+            if conv == conversation_id:
+                for key in [k for k in still_open if k[0] in ids]:
+                    del still_open[key]
 
     def retention_audit(
         self, tenant_id: str, *, ref: str | None = None, conversation_id: str | None = None

@@ -111,6 +111,61 @@ assemblies = Table(
     Index(None, "tenant_id", "conversation_id", "created_at"),
 )
 
+record_facts = Table(
+    "record_facts",
+    metadata,
+    Column("tenant_id", String, nullable=False),
+    Column("record_id", String, nullable=False),
+    Column("conversation_id", String, nullable=False),
+    Column("branch_id", String, nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("stamp", String, nullable=False),
+    Column("body", Text, nullable=False),
+    PrimaryKeyConstraint("tenant_id", "record_id"),
+    Index(None, "tenant_id", "conversation_id", "seq"),
+)
+"""Write-path facts of each record (``ctxledger.facts``): one row per record, ``body`` their JSON, ``stamp``
+the detector stamp that computed them. Written in the append's transaction; rewritten only when the
+detectors changed (:meth:`~ctxledger.store.sql.SqlStore.put_facts`)."""
+
+record_links = Table(
+    "record_links",
+    metadata,
+    Column("tenant_id", String, nullable=False),
+    Column("conversation_id", String, nullable=False),
+    Column("branch_id", String, nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("source_id", String, nullable=False),
+    Column("relation", String, nullable=False),
+    Column("target_id", String, nullable=False),
+    PrimaryKeyConstraint("tenant_id", "source_id", "relation", "target_id"),
+    Index(None, "tenant_id", "target_id"),
+    Index(None, "tenant_id", "conversation_id", "seq"),
+)
+"""Supersession, contradiction and derivation links, readable in both directions: ``source_id`` (the newer
+record, at ``seq`` on ``branch_id``) ``relation`` (``supersedes``, ``conflicts_with``, ``derived_from``)
+``target_id``; indexed by target, so "what supersedes X" is a lookup, not a scan."""
+
+protected_state = Table(
+    "protected_state",
+    metadata,
+    Column("tenant_id", String, nullable=False),
+    Column("conversation_id", String, nullable=False),
+    Column("record_id", String, nullable=False),
+    Column("state", String, nullable=False),
+    Column("branch_id", String, nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("subject", String, nullable=False),
+    Column("closed_by", String, nullable=True),
+    Column("closed_branch_id", String, nullable=True),
+    Column("closed_seq", BigInteger, nullable=True),
+    PrimaryKeyConstraint("tenant_id", "record_id", "state"),
+    Index(None, "tenant_id", "conversation_id", "closed_seq"),
+)
+"""The protected-state index, maintained on append (``ctxledger.store._index``): open and failed tool
+calls, tagged records (constraints, approvals, pending operations …), checkpoints and instructions, each with
+the record that closed it (a call's result, a later success of the same tool) once one was appended."""
+
 api_keys = Table(
     "api_keys",
     metadata,

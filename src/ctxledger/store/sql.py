@@ -24,17 +24,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import and_, bindparam, delete, event, or_, select, update
+from sqlalchemy import and_, bindparam, delete, event, not_, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection, Engine, create_engine
 from sqlalchemy.exc import IntegrityError as SqlIntegrityError
 from sqlalchemy.sql.elements import ColumnElement
 
 from ctxledger.errors import ConfigurationError, InputError, RecordNotFound, UsageAlreadyRecorded
+from ctxledger.facts import RecordFacts, compute_facts, decode_facts, encode_facts
 from ctxledger.records import Branch, Record, ToolArtifact, utcnow
-from ctxledger.store import _rules
+from ctxledger.store import _index, _rules
 from ctxledger.store._migrate import WRITE_OPTION, check_revision, upgrade
-from ctxledger.store.base import AuditEntry, BlobStore, LineageHop, RetentionChange
+from ctxledger.store.base import AuditEntry, BlobStore, LineageHop, ProtectedEntry, RecordLink, RetentionChange
 from ctxledger.store.blobs import check_sha256
 from ctxledger.store.codec import (
     READ_COLUMNS,
@@ -50,6 +51,9 @@ from ctxledger.store.gc import referenced_blobs
 from ctxledger.store.schema import (
     assemblies,
     conversation_heads,
+    protected_state,
+    record_facts,
+    record_links,
     records,
     retention_audit,
     retention_blob_queue,
@@ -77,6 +81,87 @@ _REWRITE = (
     .values(body=bindparam("b"), blob_sha256=None)
 )
 _DELETE = delete(records).where(records.c.tenant_id == bindparam("t"), records.c.id == bindparam("i"))
+
+
+_CLOSE = (
+    update(protected_state)
+    .where(
+        protected_state.c.tenant_id == bindparam("t"),
+        protected_state.c.record_id == bindparam("r"),
+        protected_state.c.state == bindparam("st"),
+    )
+    .values(closed_by=bindparam("b"), closed_branch_id=bindparam("cb"), closed_seq=bindparam("cs"))
+)
+
+
+def _facts_row(rec: Record, facts: RecordFacts) -> dict[str, Any]:
+    return {
+        "tenant_id": rec.tenant_id,
+        "record_id": rec.id,
+        "conversation_id": rec.conversation_id,
+        "branch_id": rec.branch_id,
+        "seq": rec.seq,
+        "stamp": facts.stamp,
+        "body": encode_facts(facts).decode("utf-8"),
+    }
+
+
+def _link_row(rec: Record, link: RecordLink) -> dict[str, Any]:
+    return {
+        "tenant_id": rec.tenant_id,
+        "conversation_id": rec.conversation_id,
+        "branch_id": link.branch_id,
+        "seq": link.seq,
+        "source_id": link.source_id,
+        "relation": link.relation,
+        "target_id": link.target_id,
+    }
+
+
+def _link(row: Any) -> RecordLink:
+    return RecordLink(row["source_id"], row["relation"], row["target_id"], row["branch_id"], int(row["seq"]))
+
+
+def _entry_row(rec: Record, entry: ProtectedEntry) -> dict[str, Any]:
+    return {
+        "tenant_id": rec.tenant_id,
+        "conversation_id": rec.conversation_id,
+        "record_id": entry.record_id,
+        "state": entry.state,
+        "branch_id": entry.branch_id,
+        "seq": entry.seq,
+        "subject": entry.subject,
+        "closed_by": entry.closed_by,
+        "closed_branch_id": entry.closed_branch_id,
+        "closed_seq": entry.closed_seq,
+    }
+
+
+def _entry(row: Any) -> ProtectedEntry:
+    closed_seq = row["closed_seq"]
+    return ProtectedEntry(
+        row["record_id"],
+        row["state"],
+        row["branch_id"],
+        int(row["seq"]),
+        row["subject"],
+        row["closed_by"],
+        row["closed_branch_id"],
+        int(closed_seq) if closed_seq is not None else None,
+    )
+
+
+def _closed_in(lineage: Sequence[LineageHop] | None, as_of_seq: int | None) -> ColumnElement[bool]:
+    """Protected-state rows closed by a record in ``lineage`` as of ``as_of_seq``."""
+    cols = protected_state.c
+    if lineage is None:
+        return cols.closed_seq <= as_of_seq if as_of_seq is not None else cols.closed_seq.is_not(None)
+    hops = []
+    for hop in lineage:
+        bounds = [b for b in (hop.max_seq, as_of_seq) if b is not None]
+        cond = cols.closed_branch_id == hop.branch_id
+        hops.append(and_(cond, cols.closed_seq <= min(bounds)) if bounds else cond)
+    return or_(*hops)
 
 
 def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
@@ -121,11 +206,11 @@ def postgres_engine(url: URL) -> Engine:
         raise ConfigurationError(f"{POSTGRES_HINT} (missing module {exc.name!r})") from exc
 
 
-def _lineage_filter(lineage: Sequence[LineageHop]) -> ColumnElement[bool]:
+def _lineage_filter(lineage: Sequence[LineageHop], table: Any = records) -> ColumnElement[bool]:
     hops = [
-        records.c.branch_id == hop.branch_id
+        table.c.branch_id == hop.branch_id
         if hop.max_seq is None
-        else and_(records.c.branch_id == hop.branch_id, records.c.seq <= hop.max_seq)
+        else and_(table.c.branch_id == hop.branch_id, table.c.seq <= hop.max_seq)
         for hop in lineage
     ]
     return or_(*hops)
@@ -151,7 +236,7 @@ class SqlStore:
 
     def migrate(self) -> None:
         """Create or upgrade the schema to the newest revision (idempotent). Raises ``MigrationError``."""
-        upgrade(self.engine)
+        upgrade(self.engine, self.blobs.get)
 
     def check_schema(self) -> None:
         """Raise ``MigrationError`` unless the database is at the newest revision."""
@@ -184,13 +269,83 @@ class SqlStore:
         _rules.check_batch(batch)
         _rules.check_blobs(batch, self.blobs.exists)
         rows = [encode_record(r, i) for i, r in enumerate(batch)]
+        # Facts are computed before the write lock is taken (they can take seconds for a large import, and
+        # other appenders wait for the lock); they are computed on the records as they will read back.
+        facts = compute_facts([decode_record(row) for row in rows], self.blobs.get, self._find)
         try:
             with self._write() as conn:
-                return self._append_in(conn, batch, rows)
+                written, created = self._append_in(conn, batch, rows)
+                self._write_facts(conn, written, facts)
+                self._write_index(conn, written, created)
+                return written
         except SqlIntegrityError as exc:
             raise self._conflict_error(batch) from exc
 
-    def _append_in(self, conn: Connection, batch: list[Record], rows: list[dict[str, Any]]) -> list[Record]:
+    def _find(self, tenant_id: str, record_id: str) -> Record | None:
+        """A stored record of the tenant, or ``None`` (a derived record's sources are earlier records)."""
+        try:
+            return self.get(tenant_id, record_id)
+        except RecordNotFound:
+            return None
+
+    def _write_facts(self, conn: Connection, written: Sequence[Record], facts: Sequence[RecordFacts]) -> None:
+        rows = [_facts_row(rec, f) for rec, f in zip(written, facts, strict=True)]
+        for start in range(0, len(rows), CHUNK):
+            conn.execute(record_facts.insert(), rows[start : start + CHUNK])
+
+    def _write_index(self, conn: Connection, written: Sequence[Record], created: set[tuple[str, str]]) -> None:
+        """Links and protected-state entries of the new records; close the open entries they answer.
+
+        Open entries of earlier appends are read once for the subjects this batch can close (none for a
+        conversation the batch creates), so an import costs no query per record.
+        """
+        links = [_link_row(r, link) for r in written for link in _index.links_of(r)]
+        for start in range(0, len(links), CHUNK):
+            conn.execute(self._insert(record_links).on_conflict_do_nothing(), links[start : start + CHUNK])
+        index = _index.OpenEntries(self._stored_open(conn, written, created))
+        for rec in written:
+            index.append(rec)
+        rows = [_entry_row(rec, entry) for rec, entry in index.new]
+        for start in range(0, len(rows), CHUNK):
+            conn.execute(protected_state.insert(), rows[start : start + CHUNK])
+        updates = [
+            {
+                "t": rec.tenant_id,
+                "r": e.record_id,
+                "st": e.state,
+                "b": e.closed_by,
+                "cb": e.closed_branch_id,
+                "cs": e.closed_seq,
+            }
+            for rec, e in index.closed_stored
+        ]
+        if updates:
+            conn.execute(_CLOSE, updates)
+
+    def _stored_open(
+        self, conn: Connection, written: Sequence[Record], created: set[tuple[str, str]]
+    ) -> list[tuple[str, str, ProtectedEntry]]:
+        wanted: dict[tuple[str, str], set[str]] = {}
+        for rec in written:
+            key = (rec.tenant_id, rec.conversation_id)
+            if key not in created:
+                wanted.setdefault(key, set()).update(subject for _, subject in _index.closers(rec))
+        out: list[tuple[str, str, ProtectedEntry]] = []
+        cols = protected_state.c
+        for (tenant_id, conversation_id), subjects in wanted.items():
+            for chunk in _chunks(sorted(subjects)):
+                stmt = select(protected_state).where(
+                    cols.tenant_id == tenant_id,
+                    cols.conversation_id == conversation_id,
+                    cols.closed_seq.is_(None),
+                    cols.subject.in_(chunk),
+                )
+                out += [(tenant_id, conversation_id, _entry(row._mapping)) for row in conn.execute(stmt)]
+        return out
+
+    def _append_in(
+        self, conn: Connection, batch: list[Record], rows: list[dict[str, Any]]
+    ) -> tuple[list[Record], set[tuple[str, str]]]:
         error = _rules.duplicate_error(batch, self._existing_keys(conn, batch))
         if error is not None:
             raise error
@@ -204,7 +359,7 @@ class SqlStore:
         for row, seq in zip(rows, plan.seqs, strict=True):
             row["seq"] = seq
         conn.execute(records.insert(), rows)
-        return [decode_record(row) for row in rows]
+        return [decode_record(row) for row in rows], created
 
     @staticmethod
     def _head_row(new: _rules.NewConversation, plan: _rules.AppendPlan) -> dict[str, Any]:
@@ -328,6 +483,104 @@ class SqlStore:
         with self._read() as conn:
             rows = conn.execute(stmt.order_by(records.c.seq)).all()
         return [decode_row(row) for row in rows]
+
+    def record_facts(
+        self,
+        tenant_id: str,
+        conversation_id: str,
+        *,
+        lineage: Sequence[LineageHop] | None = None,
+        as_of_seq: int | None = None,
+        after_seq: int = 0,
+        terms: bool = True,
+    ) -> dict[str, RecordFacts]:
+        """Stored write-path facts by record id, filtered like :meth:`records` (see ``GraphStore.record_facts``)."""
+        if lineage is not None and not lineage:
+            return {}
+        cols = record_facts.c
+        stmt = select(cols.record_id, cols.stamp, cols.body).where(
+            cols.tenant_id == tenant_id, cols.conversation_id == conversation_id, cols.seq > after_seq
+        )
+        if as_of_seq is not None:
+            stmt = stmt.where(cols.seq <= as_of_seq)
+        if lineage is not None:
+            stmt = stmt.where(_lineage_filter(lineage, record_facts))
+        with self._read() as conn:
+            rows = conn.execute(stmt).all()
+        return {rid: decode_facts(rid, stamp, body, terms=terms) for rid, stamp, body in rows}
+
+    def put_facts(self, tenant_id: str, facts: Sequence[RecordFacts]) -> None:
+        """Replace the stored facts of existing records of the tenant (recomputed after the detectors changed)."""
+        cols = record_facts.c
+        stmt = (
+            update(record_facts)
+            .where(cols.tenant_id == bindparam("t"), cols.record_id == bindparam("r"))
+            .values(stamp=bindparam("s"), body=bindparam("bd"))
+        )
+        rows = [{"t": tenant_id, "r": f.record_id, "s": f.stamp, "bd": encode_facts(f).decode("utf-8")} for f in facts]
+        if not rows:
+            return
+        with self._write() as conn:
+            for start in range(0, len(rows), CHUNK):
+                conn.execute(stmt, rows[start : start + CHUNK])
+
+    def links(
+        self,
+        tenant_id: str,
+        conversation_id: str,
+        *,
+        lineage: Sequence[LineageHop] | None = None,
+        as_of_seq: int | None = None,
+    ) -> list[RecordLink]:
+        """Links held by the conversation's records in the lineage as of ``as_of_seq``, by ``seq``."""
+        if lineage is not None and not lineage:
+            return []
+        cols = record_links.c
+        stmt = select(record_links).where(cols.tenant_id == tenant_id, cols.conversation_id == conversation_id)
+        if as_of_seq is not None:
+            stmt = stmt.where(cols.seq <= as_of_seq)
+        if lineage is not None:
+            stmt = stmt.where(_lineage_filter(lineage, record_links))
+        stmt = stmt.order_by(cols.seq, cols.relation, cols.target_id)
+        with self._read() as conn:
+            return [_link(row._mapping) for row in conn.execute(stmt)]
+
+    def links_to(self, tenant_id: str, target_ids: Iterable[str]) -> list[RecordLink]:
+        """Links of any record of the tenant pointing at ``target_ids`` (indexed by target), by ``seq``."""
+        wanted = sorted(set(target_ids))
+        found: list[RecordLink] = []
+        cols = record_links.c
+        with self._read() as conn:
+            for chunk in _chunks(wanted):
+                stmt = select(record_links).where(cols.tenant_id == tenant_id, cols.target_id.in_(chunk))
+                found += [_link(row._mapping) for row in conn.execute(stmt)]
+        return sorted(found, key=lambda link: (link.seq, link.source_id, link.relation, link.target_id))
+
+    def protected(
+        self,
+        tenant_id: str,
+        conversation_id: str,
+        *,
+        lineage: Sequence[LineageHop] | None = None,
+        as_of_seq: int | None = None,
+    ) -> list[ProtectedEntry]:
+        """Protected-state entries open in the lineage as of ``as_of_seq``, by ``seq`` (see ``GraphStore.protected``).
+
+        The query reads the entries not closed as of ``as_of_seq`` (indexed on ``closed_seq``); whether a
+        closer on another branch counts is decided by the lineage.
+        """
+        if lineage is not None and not lineage:
+            return []
+        cols = protected_state.c
+        stmt = select(protected_state).where(cols.tenant_id == tenant_id, cols.conversation_id == conversation_id)
+        if as_of_seq is not None:
+            stmt = stmt.where(cols.seq <= as_of_seq)
+        if lineage is not None:
+            stmt = stmt.where(_lineage_filter(lineage, protected_state))
+        stmt = stmt.where(or_(cols.closed_seq.is_(None), not_(_closed_in(lineage, as_of_seq))))
+        with self._read() as conn:
+            entries = [_entry(row._mapping) for row in conn.execute(stmt.order_by(cols.seq, cols.state))]
+        return [e for e in entries if _index.open_in(e, lineage, as_of_seq)]
 
     def conversations(self, tenant_id: str) -> list[str]:
         """Ids of the tenant's conversations, oldest first (by creation time, then id)."""
@@ -462,6 +715,8 @@ class SqlStore:
             deleted = conn.execute(delete(records).where(records.c.tenant_id == tenant_id)).rowcount
             conn.execute(delete(conversation_heads).where(conversation_heads.c.tenant_id == tenant_id))
             conn.execute(delete(assemblies).where(assemblies.c.tenant_id == tenant_id))
+            for table in (record_facts, record_links, protected_state):
+                conn.execute(delete(table).where(table.c.tenant_id == tenant_id))
             live: set[str] = set()
             for chunk in _chunks(candidates):
                 live.update(conn.scalars(select(blob_column).where(blob_column.in_(chunk)).distinct()))
@@ -525,14 +780,25 @@ class SqlStore:
         A rewritten record keeps its id, envelope and ``seq``; its body is replaced and its blob reference
         (``blob_sha256``) cleared, so blob collection no longer counts it.
         """
+        # A rewritten record's facts are those of its new content (its retention notice): computed first.
+        fresh = compute_facts([decode_record(encode_record(r)) for r in change.rewrite], self.blobs.get, self._find)
         with self._write() as conn:
             if change.rewrite:
                 bodies = [{"t": r.tenant_id, "i": r.id, "b": encode_record(r)["body"]} for r in change.rewrite]
                 conn.execute(_REWRITE, bodies)
+            for rec, facts in zip(change.rewrite, fresh, strict=True):
+                conn.execute(
+                    update(record_facts)
+                    .where(record_facts.c.tenant_id == rec.tenant_id, record_facts.c.record_id == rec.id)
+                    .values(stamp=facts.stamp, body=encode_facts(facts).decode("utf-8"))
+                )
             if change.delete:
                 conn.execute(_DELETE, [{"t": t, "i": i} for t, i in change.delete])
+            for tenant_id, record_id in change.delete:
+                for column in (record_facts.c.record_id, record_links.c.source_id, protected_state.c.record_id):
+                    conn.execute(delete(column.table).where(column.table.c.tenant_id == tenant_id, column == record_id))
             for tenant_id, conversation_id in change.conversations:
-                for table in (records, conversation_heads, assemblies):
+                for table in (records, conversation_heads, assemblies, record_facts, record_links, protected_state):
                     conn.execute(
                         delete(table).where(table.c.tenant_id == tenant_id, table.c.conversation_id == conversation_id)
                     )

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from ctxledger.assemble.units import Unit
+from ctxledger.assemble.units import BLOB_MISMATCH, BLOB_MISSING, Unit, UnitKind
 from ctxledger.errors import InvalidSetting
 from ctxledger.policy.base import PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.checks import choice, strings
@@ -46,7 +46,8 @@ from ctxledger.policy.secrets import (
     scan_json,
 )
 from ctxledger.policy.stages._common import mark, omit, stage_key
-from ctxledger.records import Participant
+from ctxledger.records import Message, Participant, ToolArtifact, ToolCall
+from ctxledger.retention.state import TRANSFORM as RETAINED
 from ctxledger.serialize.base import Turn
 
 
@@ -80,6 +81,75 @@ def name_findings(unit: Unit, scanner: SecretScanner) -> dict[str, tuple[Finding
         if hits:
             found[turn.ref] = hits
     return found
+
+
+_DATA_KINDS = (UnitKind.MEMORY, UnitKind.COMPACTION, UnitKind.CHECKPOINT)
+_UNREADABLE = (BLOB_MISSING, BLOB_MISMATCH, RETAINED)
+
+
+def stored_turn_findings(turn: Turn, unit: Unit, facts: Mapping[str, Any]) -> tuple[Finding, ...] | None:
+    """The findings in a turn's texts from its records' write-path facts (``ctxledger.facts``), or ``None``.
+
+    The same findings :func:`unit_findings` gives for the turn: a data block's from the record's ``block``; a
+    tool result's from its raw text's (unless it renders as an unavailable-bytes reference); an assistant
+    turn's from its content's then each call's arguments', in call order. ``None`` when a record has no facts
+    or the turn is not the record's own rendering (a call's status stub): scan the turn instead.
+    """
+    found = facts.get(turn.ref)
+    if found is None:
+        return None
+    if unit.kind in _DATA_KINDS:
+        return found.block
+    rec = next((r for r in unit.records if r.id == turn.ref), None)
+    if rec is None or isinstance(rec, ToolCall):
+        return None
+    if isinstance(rec, ToolArtifact) and (
+        unit.transforms.get(rec.id) in _UNREADABLE or not found.raw_readable or not isinstance(turn.content, str)
+    ):
+        return None  # shown as a reference, a notice or content parts: not the text the facts were computed on
+    hits = list(found.text_findings())
+    if turn.tool_calls:
+        calls = [r for r in unit.records if isinstance(r, ToolCall)]
+        if [c.call_id for c in calls] != [v.call_id for v in turn.tool_calls]:
+            return None
+        for call in calls:
+            call_facts = facts.get(call.id)
+            if call_facts is None:
+                return None
+            hits += call_facts.text_findings()
+    return tuple(hits)
+
+
+def _stored_name_findings(turn: Turn, unit: Unit, facts: Mapping[str, Any]) -> tuple[Finding, ...] | None:
+    found = facts.get(turn.ref)
+    rec = next((r for r in unit.records if r.id == turn.ref), None)
+    if found is None or not isinstance(rec, Message) or rec.name != turn.name:
+        return None
+    return found.name
+
+
+def findings_from_facts(
+    unit: Unit, facts: Mapping[str, Any], scanner: SecretScanner
+) -> tuple[dict[str, tuple[Finding, ...]], dict[str, tuple[Finding, ...]]]:
+    """``(name findings, text findings)`` of a unit by record id, read from its records' write-path facts.
+
+    The same values :func:`name_findings` and :func:`unit_findings` give; a turn without usable facts is
+    scanned with ``scanner``.
+    """
+    names: dict[str, tuple[Finding, ...]] = {}
+    found: dict[str, list[Finding]] = {}
+    for turn in unit.turns:
+        if turn.name:
+            hits = _stored_name_findings(turn, unit, facts)
+            hits = scanner.scan(turn.name) if hits is None else hits
+            if hits:
+                names[turn.ref] = hits
+        stored = stored_turn_findings(turn, unit, facts)
+        texts = [stored] if stored is not None else [scanner.scan(text) for text in turn_texts(turn)]
+        for hits in texts:
+            if hits:
+                found.setdefault(turn.ref, []).extend(hits)
+    return names, {ref: tuple(v) for ref, v in found.items()}
 
 
 ACTIONS = ("omit", "redact")
@@ -118,16 +188,29 @@ class SecretsStage:
         return {"action": self.action, "plugins": list(self.plugins)}
 
     def _unit_findings(
-        self, unit: Unit
+        self, unit: Unit, facts: Mapping[str, Any]
     ) -> tuple[dict[str, tuple[Finding, ...]], dict[str, tuple[Finding, ...]]] | None:
-        """Findings in a unit's speaker names and in its texts (``None`` when both are empty); pure in the unit."""
-        names, found = name_findings(unit, self.scanner), unit_findings(unit, self.scanner)
+        """Findings in a unit's speaker names and in its texts (``None`` when both are empty); pure in the unit.
+
+        With the default plugins they come from the records' write-path facts (computed by the same scanner
+        when the records were written); other plugins scan.
+        """
+        if facts and self._stored_usable():
+            names, found = findings_from_facts(unit, facts, self.scanner)
+        else:
+            names, found = name_findings(unit, self.scanner), unit_findings(unit, self.scanner)
         return (names, found) if names or found else None
+
+    def _stored_usable(self) -> bool:
+        """Whether stored findings are this stage's (the facts are computed with the default scanner)."""
+        return self.scanner is default_scanner()
 
     def __call__(self, ctx: StageContext) -> Iterable[PolicyDecision]:
         """Scan every live unit; decide per record."""
         omitted = ctx.omitted
-        for unit, (names, findings) in ctx.scan(stage_key(self), ctx.units, self._unit_findings):
+        facts = ctx.facts
+        scan = ctx.scan(stage_key(self), ctx.units, lambda unit: self._unit_findings(unit, facts))
+        for unit, (names, findings) in scan:
             if any(r in omitted for r in unit.record_ids):
                 continue
             for ref, hits in names.items():
@@ -142,7 +225,8 @@ class SecretsStage:
                 else:
                     yield omit(self.name, ref, ReasonCode.SECRET, detail)
         for rec, _ in ctx.scan("named participants", ctx.records, lambda r: isinstance(r, Participant) and r.name):
-            hits = self.scanner.scan(rec.name)
+            stored = facts.get(rec.id) if self._stored_usable() else None
+            hits = stored.name if stored is not None else self.scanner.scan(rec.name)
             if hits:
                 yield mark(self.name, rec.id, SPEAKER_WITHHELD, f"participant name: {describe(hits)}")
         for index, schema in enumerate(ctx.tools):

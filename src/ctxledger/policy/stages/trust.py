@@ -27,12 +27,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from ctxledger.assemble.units import Unit, UnitKind, content_text
+from ctxledger.assemble.units import BLOB_MISMATCH, BLOB_MISSING, Unit, UnitKind, content_text
 from ctxledger.policy.base import PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.checks import flag, strings
 from ctxledger.policy.injection import INSTRUCTION_LIKE, instruction_like
 from ctxledger.policy.stages._common import mark, omit_unit, stage_key, unit_tags
-from ctxledger.records import ToolArtifact, Trust
+from ctxledger.records import Record, ToolArtifact, ToolCall, Trust
+from ctxledger.retention.state import TRANSFORM as RETAINED
 
 _DELIMITED = (Trust.RETRIEVED, Trust.UNTRUSTED)
 _DATA_KINDS = (UnitKind.MEMORY, UnitKind.COMPACTION, UnitKind.CHECKPOINT)
@@ -66,12 +67,16 @@ class TrustStage:
     def __call__(self, ctx: StageContext) -> Iterable[PolicyDecision]:
         """Decide per unit, on the lowest trust among its records."""
         omitted = ctx.omitted
-        for unit, decisions in ctx.scan(stage_key(self), ctx.units, self._decide):
+        facts = ctx.facts
+        for unit, decisions in ctx.scan(stage_key(self), ctx.units, lambda unit: self._decide(unit, facts)):
             if not any(r in omitted for r in unit.record_ids):
                 yield from decisions
 
-    def _decide(self, unit: Unit) -> list[PolicyDecision]:
-        """The decisions about one unit: they depend on the unit alone (cached per unit by the caller)."""
+    def _decide(self, unit: Unit, facts: Mapping[str, Any]) -> list[PolicyDecision]:
+        """The decisions about one unit: they depend on the unit alone (cached per unit by the caller).
+
+        Instruction-like phrases come from the records' write-path facts where they hold one for the text shown.
+        """
         lowest = max(unit.records, key=lambda r: r.trust.rank)
         evidence = unit.kind in (UnitKind.TOOL_EXCHANGE, UnitKind.MEMORY) or bool(
             unit_tags(unit) & set(self.evidence_tags)
@@ -81,22 +86,43 @@ class TrustStage:
         if unit.kind is UnitKind.INSTRUCTION and lowest.trust.rank > Trust.DEVELOPER.rank:
             return [mark(self.name, unit.id, "demote", f"instruction-role text with trust {lowest.trust.value}")]
         if unit.kind in (UnitKind.TOOL_EXCHANGE, UnitKind.MESSAGE):
-            return list(self._delimit(unit))
+            return list(self._delimit(unit, facts))
         if unit.kind in _DATA_KINDS:
-            phrase = instruction_like(unit.text)
+            stored = facts.get(unit.id)
+            phrase = stored.instruction if stored is not None else instruction_like(unit.text)
             if phrase is not None:
                 return [mark(self.name, unit.id, "delimit", f"{INSTRUCTION_LIKE}: {phrase!r}")]
         return []
 
-    def _delimit(self, unit: Unit) -> Iterable[PolicyDecision]:
+    def _delimit(self, unit: Unit, facts: Mapping[str, Any]) -> Iterable[PolicyDecision]:
         texts = {t.ref: content_text(t.content) for t in unit.turns}
+        parts = {t.ref for t in unit.turns if not isinstance(t.content, str)}
+        facts = {rid: f for rid, f in facts.items() if rid not in parts} if parts else facts
         for rec in unit.records:
             is_result = isinstance(rec, ToolArtifact)
             if not is_result and rec.trust not in _DELIMITED:
                 continue
-            phrase = instruction_like(texts.get(rec.id, ""))
+            phrase = _phrase(rec, unit, facts, texts)
             if phrase is not None:
                 yield mark(self.name, rec.id, "delimit", f"{INSTRUCTION_LIKE}: {phrase!r}")
             elif rec.trust in _DELIMITED or self.delimit_tool_results:
                 what = "tool result" if is_result else rec.trust.value
                 yield mark(self.name, rec.id, "delimit", f"{what} content rendered as data")
+
+
+_UNREADABLE = (BLOB_MISSING, BLOB_MISMATCH, RETAINED)
+
+
+def _phrase(rec: Record, unit: Unit, facts: Mapping[str, Any], texts: Mapping[str, str]) -> str | None:
+    """The instruction-like phrase in the text ``rec`` shows in ``unit``: stored with its facts, else found now.
+
+    A call's turn (a status stub) and a tool result shown as an unavailable-bytes reference are not the texts
+    the facts were computed from.
+    """
+    stored = facts.get(rec.id)
+    unreadable = isinstance(rec, ToolArtifact) and (
+        unit.transforms.get(rec.id) in _UNREADABLE or (stored is not None and not stored.raw_readable)
+    )
+    if stored is None or isinstance(rec, ToolCall) or unreadable:
+        return instruction_like(texts.get(rec.id, ""))
+    return stored.instruction

@@ -1,0 +1,89 @@
+"""Import throughput into SQLite with every write-path fact computed, and the peak memory of a first call.
+
+Prints, per synthetic size: import wall and CPU seconds, events/s (CPU), the share of CPU spent computing
+facts (``ctxledger.facts.compute_facts``), the CPU of the first assembly by a fresh ``Ledger`` on the
+imported store (``--assemble``: nothing in memory, as in a new process), and the process's peak RSS so far
+(one size per run gives that size's peak). Run from the repository root::
+
+    python bench/import_facts.py --sizes 10000 --assemble
+    python bench/import_facts.py --sizes 1000 --real
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.workloads import mini_swe_agent, synthetic, tau_bench
+from ctxledger.ledger import Ledger
+from ctxledger.store import open_store
+
+MODEL = "gpt-4o"
+
+
+def _timed_facts() -> list[float]:
+    spent: list[float] = []
+    try:
+        from ctxledger import facts
+    except ImportError:  # a ctxledger without write-path facts (a before/after comparison)
+        return spent
+    inner = facts.compute_facts
+
+    def timed(*args, **kwargs):  # type: ignore[no-untyped-def]
+        started = time.process_time()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            spent.append(time.process_time() - started)
+
+    for module in [m for m in list(sys.modules.values()) if getattr(m, "compute_facts", None) is inner]:
+        module.compute_facts = timed  # type: ignore[attr-defined]
+    return spent
+
+
+def main() -> None:
+    """Measure each size and print one Markdown row per size."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000])
+    parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "ctxledger-bench-cache")
+    parser.add_argument("--assemble", action="store_true", help="assemble once after the import (peak RSS)")
+    parser.add_argument("--real", action="store_true", help="also the chained tau-bench and mini-swe-agent sessions")
+    args = parser.parse_args()
+    spent = _timed_facts()
+    print("| workload | events | wall s | CPU s | events/s (CPU) | facts CPU s | first assemble CPU s | peak RSS MB |")
+    print("|---|---|---|---|---|---|---|---|")
+    workloads = [lambda n=n: synthetic(n, args.cache_dir) for n in args.sizes]
+    if args.real:
+        workloads += [lambda: tau_bench(args.cache_dir), lambda: mini_swe_agent(args.cache_dir)]
+    for make in workloads:
+        wl = make()
+        with tempfile.TemporaryDirectory() as tmp:
+            url = f"sqlite:///{tmp}/bench.db"
+            spent.clear()
+            ledger = Ledger(open_store(url, blobs_dir=f"{tmp}/blobs"))
+            wall, cpu = time.perf_counter(), time.process_time()
+            ledger.import_file(wl.path, "openai-chat", conversation_id="bench", count_tokens_for=MODEL)
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            ledger.close()
+            asm_cpu = float("nan")
+            if args.assemble:
+                fresh = Ledger(open_store(url, blobs_dir=f"{tmp}/blobs"))
+                started = time.process_time()
+                fresh.assemble("bench", model=MODEL, window_tokens=128_000, output_tokens=4_096, margin_tokens=512)
+                asm_cpu = time.process_time() - started
+                fresh.close()
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(
+            f"| {wl.name} | {wl.events:,} | {wall:.2f} | {cpu:.2f} | {wl.events / cpu:,.0f} | {sum(spent):.2f} | "
+            f"{asm_cpu:.2f} | {rss:,.0f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,393 @@
+"""Write-path facts: what depends on one record alone, computed once when it is written and stored with it.
+
+A model call must not pay for the history it does not send, and a new process must not re-read every text
+of it. So every fact about a record that depends on that record alone (and on records written before it) is
+computed on append and kept beside the record (the store's ``record_facts`` table, the in-memory store's
+map); the assembler reads it instead of rescanning:
+
+* **secret findings** (:attr:`RecordFacts.texts`, :attr:`RecordFacts.block`, :attr:`RecordFacts.name`): what
+  the secret scanner (:func:`ctxledger.policy.secrets.default_scanner`) finds in each model-facing text the
+  record renders to: its plain turn texts (message content parts, a call's arguments, a tool result's raw
+  text), the ``<data>`` block a memory, compaction, checkpoint or summary message is sent as, and a speaker
+  name. Each finding keeps the scanner's fields (line number and secret type; never the secret).
+* **instruction-like phrase** (:attr:`RecordFacts.instruction`): the first phrase
+  :func:`ctxledger.policy.injection.instruction_like` finds in the text of a record shown as data (a tool
+  result; a memory, compaction, checkpoint or summary message; a retrieved or untrusted message), or ``None``.
+  Other records' text is never searched for one (they are instructions or conversation, not data).
+* **lexical terms** (:attr:`RecordFacts.terms`, :attr:`RecordFacts.length`): the stemmed BM25 terms of its
+  relevance text (:func:`ctxledger.assemble.relevance.tokenize`) as term → frequency, so the lexical index is
+  built from stored counts.
+* **derived restrictions** (:attr:`RecordFacts.sources`): every record whose restrictions a derived record
+  inherits (its sources, transitively, stopping at a ``safe_summary``), nearest first. Sources are earlier
+  records, so the list is known at append.
+
+The facts are stamped with :data:`DETECTOR_STAMP`, a digest of the code that computed them (the modules of
+the secret scanner, the instruction-like patterns, the renderers and the tokenizer) and of the versions of
+detect-secrets, bm25s and PyStemmer. Facts with another stamp were computed by another detector: readers
+recompute them (and store the result) instead of trusting them.
+
+The computation calls the detectors and renderers; it does not copy them. It imports only leaf modules
+(records, the scanner, the instruction-like patterns, the unit renderers, the tokenizer), none of which
+imports the store, the policy stages or the assembler, so the store can call it on append.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import inspect
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+import ctxledger.assemble.relevance as relevance
+import ctxledger.assemble.units as units
+import ctxledger.policy.injection as injection
+import ctxledger.policy.secrets as secrets
+from ctxledger.errors import BlobNotFound, InputError, IntegrityError
+from ctxledger.records import (
+    Branch,
+    Checkpoint,
+    Compaction,
+    Conversation,
+    Message,
+    Participant,
+    Record,
+    ToolArtifact,
+    ToolCall,
+    ToolMemory,
+    Trust,
+)
+from ctxledger.retention.state import retained
+
+FACTS_FORMAT = "1"
+"""Version of the stored facts' shape (part of :data:`DETECTOR_STAMP`)."""
+
+Finding = secrets.Finding
+"""A secret finding as the scanner reports it (line number and type; never the value)."""
+
+BlobReader = Callable[[str], bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordFacts:
+    """The write-path facts of one record (see the module docstring).
+
+    Attributes:
+        record_id: the record.
+        stamp: the :data:`DETECTOR_STAMP` of the code that computed them.
+        texts: secret findings per plain model-facing text of the record, in render order (a message's
+            content parts, a call's arguments, a tool result's text); ``()`` for records without such text.
+        block: secret findings in the ``<data>`` block the record renders as (memories, compactions,
+            checkpoints, summary messages); ``None`` when it renders as no block.
+        name: secret findings in its speaker name (a message's ``name``, a participant's ``name``).
+        instruction: the first instruction-like phrase in its text (at most 80 characters), or ``None``; searched
+            only in records shown as data (module docstring).
+        terms: stemmed lexical terms of its relevance text → frequency (empty when it has none).
+        length: number of terms (the BM25 document length it contributes).
+        sources: ids of the records whose restrictions it inherits (derived records only; nearest first).
+        sources_complete: every source named on the way was found when the facts were computed (``False``: one
+            was not stored yet, so a reader walks the sources instead of trusting ``sources``).
+        raw_readable: for a tool result, whether its raw bytes were readable when the facts were computed
+            (``False``: the findings and terms are those of the unavailable-bytes reference).
+    """
+
+    record_id: str
+    stamp: str
+    texts: tuple[tuple[Finding, ...], ...] = ()
+    block: tuple[Finding, ...] | None = None
+    name: tuple[Finding, ...] = ()
+    instruction: str | None = None
+    terms: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    length: int = 0
+    sources: tuple[str, ...] = ()
+    sources_complete: bool = True
+    raw_readable: bool = True
+
+    @property
+    def current(self) -> bool:
+        """Whether the facts were computed by the running detectors (same :data:`DETECTOR_STAMP`)."""
+        return self.stamp == DETECTOR_STAMP
+
+    def text_findings(self) -> tuple[Finding, ...]:
+        """Every finding of the plain texts, in render order."""
+        return tuple(f for part in self.texts for f in part)
+
+    def without_terms(self) -> RecordFacts:
+        """The same facts without the lexical terms (once they are in an index, nothing needs them)."""
+        if not self.terms:
+            return self
+        return dataclasses.replace(self, terms={})
+
+
+def _source_file(obj: Any) -> bytes:
+    path = inspect.getsourcefile(obj)
+    return Path(path).read_bytes() if path else b""
+
+
+def _package_version(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "?"
+
+
+@cache
+def detector_stamp() -> str:
+    """The digest of the code that computes the facts (module docstring); ``"f<format>-<16 hex>"``."""
+    digest = hashlib.sha256(FACTS_FORMAT.encode())
+    for obj in (
+        secrets.default_scanner,
+        injection.instruction_like,
+        units.render_data_block,
+        relevance.tokenize,
+        retained,
+    ):
+        digest.update(_source_file(obj))
+    for package in ("detect-secrets", "bm25s", "PyStemmer"):
+        digest.update(f"\0{package}={_package_version(package)}".encode())
+    return f"f{FACTS_FORMAT}-{digest.hexdigest()[:16]}"
+
+
+DETECTOR_STAMP = detector_stamp()
+"""The stamp facts computed by this process carry (see the module docstring)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Texts:
+    """What one record shows a model: plain texts, data block, speaker name, relevance and instruction text."""
+
+    plain: tuple[str, ...] = ()
+    block: str | None = None
+    name: str | None = None
+    relevance: str = ""
+    instruction: str | None = None
+    raw_readable: bool = True
+
+
+_SHOWN_AS_DATA = (Trust.RETRIEVED, Trust.UNTRUSTED)
+"""Message trusts whose content is delimited as data (the trust stage looks for instruction-like text there)."""
+
+
+def _content_parts(content: Any) -> tuple[str, ...]:
+    """A turn's text content as the secrets stage reads it (the string, or each text part)."""
+    if isinstance(content, str):
+        return (content,)
+    if content:
+        return tuple(str(p.get("text", "")) for p in content if p.get("type") == "text")
+    return ()
+
+
+def _raw_text(art: ToolArtifact, read_blob: BlobReader) -> tuple[str, bool]:
+    """The result's text as units show it: a retained result's notice, its bytes, or the unavailable reference."""
+    state = retained(art)
+    if state is not None:
+        return state.notice, True
+    try:
+        return read_blob(art.sha256).decode("utf-8", errors="replace"), True
+    except (BlobNotFound, InputError):
+        return units.unavailable_text(art, units.BLOB_MISSING), False
+    except IntegrityError:
+        return units.unavailable_text(art, units.BLOB_MISMATCH), False
+
+
+def _texts(rec: Record, read_blob: BlobReader) -> _Texts:
+    if isinstance(rec, Message):
+        text = units.content_text(rec.content)
+        summary = units.is_summary_message(rec)
+        block = units.render_data_block(rec, text) if summary else None
+        as_data = summary or rec.trust in _SHOWN_AS_DATA
+        return _Texts(_content_parts(rec.content), block, rec.name, text, text if as_data else None)
+    if isinstance(rec, ToolCall):
+        return _Texts((rec.arguments,), relevance=f"{rec.name} {rec.arguments}")
+    if isinstance(rec, ToolArtifact):
+        text, readable = _raw_text(rec, read_blob)
+        return _Texts((text,), relevance=text, instruction=text, raw_readable=readable)
+    if isinstance(rec, ToolMemory):
+        text = units.render_memory(rec)
+    elif isinstance(rec, Compaction):
+        text = rec.text
+    elif isinstance(rec, Checkpoint):
+        text = units.render_checkpoint(rec)
+    elif isinstance(rec, Participant):
+        return _Texts(name=rec.name)
+    else:
+        return _Texts()
+    return _Texts(block=units.render_data_block(rec, text), relevance=text, instruction=text)
+
+
+SourceLookup = Callable[[str], "Record | None"]
+"""Finds an earlier record of the same tenant by id (``None`` when there is none)."""
+
+StoredLookup = Callable[[str, str], "Record | None"]
+"""Finds a stored record by ``(tenant_id, record_id)`` (``None`` when there is none)."""
+
+
+def direct_sources(rec: Record) -> tuple[str, ...]:
+    """The ids a record was derived from: a memory's source artifacts, a compaction's covered records."""
+    if isinstance(rec, ToolMemory):
+        return tuple(rec.source_artifact_ids)
+    if isinstance(rec, Compaction):
+        return tuple(rec.source_ids)
+    return ()
+
+
+SAFE_SUMMARY_TAG = "safe_summary"
+"""The tag that declares a derived record free of its sources' restrictions."""
+
+
+def declared_safe(rec: Record) -> bool:
+    """Whether ``rec`` is tagged ``safe_summary`` (``meta["tags"]``: a string or a list of strings)."""
+    value = rec.meta.get("tags")
+    if isinstance(value, str):
+        return value == SAFE_SUMMARY_TAG
+    return isinstance(value, Iterable) and SAFE_SUMMARY_TAG in {str(v) for v in value}
+
+
+_NOT_SOURCES = (Conversation, Branch, Participant)
+
+
+def restricting_sources(rec: Record, find: SourceLookup) -> tuple[tuple[str, ...], bool]:
+    """Ids of every record whose restrictions ``rec`` inherits, nearest first (breadth-first over the sources).
+
+    Nothing when ``rec`` is declared safe or derived from nothing. A source declared safe is listed (its own
+    envelope counts) but its own sources are not followed. Each id appears once; ``rec`` itself never (a cycle
+    back to it ends there). A source ``find`` does not know, or a conversation, branch or participant record,
+    is skipped: there is nothing to inherit from it. Returns ``(ids, complete)``, ``complete`` false when a
+    source was not found.
+    """
+    if declared_safe(rec):
+        return (), True
+    complete = True
+    out: list[str] = []
+    seen = {rec.id}
+    queue = list(direct_sources(rec))
+    while queue:
+        rid = queue.pop(0)
+        if rid in seen:
+            continue
+        seen.add(rid)
+        src = find(rid)
+        complete = complete and src is not None
+        if src is None or isinstance(src, _NOT_SOURCES):
+            continue
+        out.append(rid)
+        if not declared_safe(src):
+            queue.extend(direct_sources(src))
+    return tuple(out), complete
+
+
+CHUNK = 512
+"""Records whose texts are tokenized in one ``bm25s.tokenize`` call (batches are faster than single texts;
+chunks keep the token lists of a large import from being held all at once)."""
+
+
+def compute_facts(
+    records: Sequence[Record],
+    read_blob: BlobReader,
+    find: StoredLookup | None = None,
+) -> list[RecordFacts]:
+    """The facts of ``records`` (one per record, same order), computed with the running detectors.
+
+    Args:
+        records: records in append order (a derived record's sources may precede it in the same list).
+        read_blob: returns a blob's bytes by bare-hex sha256 (tool results' raw text).
+        find: looks up stored records by ``(tenant_id, record_id)``; ``None`` = none known.
+
+    A derived record's sources are looked up in its own tenant only, in ``records`` first.
+    """
+    batch = {(r.tenant_id, r.id): r for r in records}
+
+    def lookup(tenant_id: str, rid: str) -> Record | None:
+        found = batch.get((tenant_id, rid))
+        if found is None and find is not None:
+            found = find(tenant_id, rid)
+        return found
+
+    out: list[RecordFacts] = []
+    for start in range(0, len(records), CHUNK):
+        chunk = records[start : start + CHUNK]
+        texts = [_texts(r, read_blob) for r in chunk]
+        tokens = relevance.tokenize([t.relevance for t in texts])
+        out += [_facts(rec, text, terms, lookup) for rec, text, terms in zip(chunk, texts, tokens, strict=True)]
+    return out
+
+
+def _facts(rec: Record, text: _Texts, terms: Sequence[str], lookup: StoredLookup) -> RecordFacts:
+    scanner = secrets.default_scanner()
+    sources, complete = ((), True)
+    if direct_sources(rec):
+        sources, complete = restricting_sources(rec, lambda rid: lookup(rec.tenant_id, rid))
+    return RecordFacts(
+        record_id=rec.id,
+        stamp=DETECTOR_STAMP,
+        texts=tuple(scanner.scan(t) for t in text.plain),
+        block=scanner.scan(text.block) if text.block is not None else None,
+        name=scanner.scan(text.name) if text.name else (),
+        instruction=injection.instruction_like(text.instruction) if text.instruction else None,
+        terms=dict(Counter(terms)),
+        length=len(terms),
+        sources=sources,
+        sources_complete=complete,
+        raw_readable=text.raw_readable,
+    )
+
+
+def _finding_dict(finding: Finding) -> dict[str, Any]:
+    return dataclasses.asdict(finding)
+
+
+def _findings(values: Iterable[Mapping[str, Any]]) -> tuple[Finding, ...]:
+    return tuple(Finding(**v) for v in values)
+
+
+def encode_facts(facts: RecordFacts) -> bytes:
+    """The stored JSON of ``facts`` (without ``record_id`` and ``stamp``, which are columns)."""
+    body: dict[str, Any] = {}
+    if facts.texts:
+        body["texts"] = [[_finding_dict(f) for f in part] for part in facts.texts]
+    if facts.block is not None:
+        body["block"] = [_finding_dict(f) for f in facts.block]
+    if facts.name:
+        body["name"] = [_finding_dict(f) for f in facts.name]
+    if facts.instruction is not None:
+        body["instruction"] = facts.instruction
+    if facts.terms:
+        body["terms"] = facts.terms
+        body["length"] = facts.length
+    if facts.sources:
+        body["sources"] = list(facts.sources)
+    if not facts.sources_complete:
+        body["sources_complete"] = False
+    if not facts.raw_readable:
+        body["raw_readable"] = False
+    return _ENCODER.encode(body)
+
+
+_ENCODER = msgspec.json.Encoder()
+_DECODER = msgspec.json.Decoder()
+
+
+def decode_facts(record_id: str, stamp: str, body: str | bytes, *, terms: bool = True) -> RecordFacts:
+    """Rebuild facts from :func:`encode_facts`'s JSON; ``terms=False`` leaves the lexical terms out."""
+    values = _DECODER.decode(body)
+    block = values.get("block")
+    return RecordFacts(
+        record_id=record_id,
+        stamp=stamp,
+        texts=tuple(_findings(part) for part in values.get("texts", ())),
+        block=_findings(block) if block is not None else None,
+        name=_findings(values.get("name", ())),
+        instruction=values.get("instruction"),
+        terms=values.get("terms", {}) if terms else {},
+        length=int(values.get("length", 0)),
+        sources=tuple(values.get("sources", ())),
+        sources_complete=bool(values.get("sources_complete", True)),
+        raw_readable=bool(values.get("raw_readable", True)),
+    )
