@@ -32,6 +32,7 @@ from ctxledger.errors import ConfigurationError, InputError, RecordNotFound
 from ctxledger.manifest import explain
 from ctxledger.policy.base import Policy
 from ctxledger.policy.default import default_policy
+from ctxledger.policy.secrets import check_identifiers
 from ctxledger.records import Compaction, Conversation, Record
 from ctxledger.represent.compaction import Compactor
 from ctxledger.serialize import get_serializer
@@ -122,8 +123,10 @@ class Ledger:
 
         Raises:
             InputError: names the record index and field: a duplicate id, an unknown conversation, or a
-                tool artifact whose ``sha256`` is not in the blob store. Nothing is written.
+                tool artifact whose ``sha256`` is not in the blob store, an id or participant name holding a
+                secret. Nothing is written.
         """
+        check_identifiers(records)
         return self.store.append(records)
 
     def recorder(
