@@ -493,7 +493,8 @@ def _chain(
                 f"raw artifact {r['artifact']} rehydrated ({r['bytes']} bytes, sha256 {str(r['sha256'])[:12]})"
             )
         else:
-            chain.append(f"raw artifact {r['artifact']} not rehydrated: {r['reason']}; a reference was included")
+            why = r["reason"] + (f" ({r['detail']})" if r.get("detail") else "")
+            chain.append(f"raw artifact {r['artifact']} not rehydrated: {why}; a reference was included")
     if status == "included" and entry.get("kind") == "tool_memory" and not rehydrations:
         chain.append("raw artifact not rehydrated: the compact memory was sufficient (no exact evidence asked)")
     return chain
