@@ -649,7 +649,7 @@ class Ledger:
         self.store.record_usage(tenant_id, assembly_id, input_tokens, output_tokens, overwrite=overwrite)
 
 
-_INTS = ("window_tokens", "output_tokens", "margin_tokens", "as_of_seq")
+_INTS = ("window_tokens", "output_tokens", "margin_tokens")  # as_of_seq: _check_snapshot
 _STRINGS = ("tenant_id", "conversation_id", "branch_id", "participant_id", "model", "api", "query", "provider",
             "agent", "call_type", "phase")  # fmt: skip
 _REQUIRED = ("tenant_id", "conversation_id", "model", "api", "window_tokens", "output_tokens", "margin_tokens")
@@ -658,7 +658,7 @@ _REQUIRED = ("tenant_id", "conversation_id", "model", "api", "window_tokens", "o
 def check_request_types(fields: Mapping[str, Any]) -> None:
     """Refuse ``assemble`` arguments of the wrong type before anything is read.
 
-    Token counts and ``as_of_seq`` are integers (not ``bool``, not ``float``, not ``"10000"``); ids, names
+    Token counts are integers (not ``bool``, not ``float``, not ``"10000"``); ids, names
     and free text are non-empty strings (``query`` may be empty); ``now`` is a timezone-aware
     ``datetime``; ``tools`` is a list of JSON objects; ``checks_passed`` a list of strings; ``scope`` and
     ``source_versions`` map strings to strings; ``exact_evidence`` is a bool or a list of record ids.

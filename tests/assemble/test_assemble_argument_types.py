@@ -27,7 +27,6 @@ WRONG = {
     "window_tokens": ["10000", None, 10000.5, True, [1]],
     "output_tokens": ["500", 500.0, False],
     "margin_tokens": ["1", 1.5, None],
-    "as_of_seq": ["2", 2.0, True],
     "now": [datetime(2026, 9, 1), "2026-09-01T00:00Z", 0],
     "tools": ["abc", {"type": "function"}, [1, 2], b"x"],
     "checks_passed": ["approval", [1]],
