@@ -32,6 +32,7 @@ from ctxledger.errors import ConfigurationError, ContentRetained, InputError, Re
 from ctxledger.manifest import explain
 from ctxledger.policy.base import Policy
 from ctxledger.policy.default import default_policy
+from ctxledger.policy.secrets import check_identifiers
 from ctxledger.records import Compaction, Conversation, Record
 from ctxledger.represent.compaction import Compactor
 from ctxledger.serialize import get_serializer
@@ -125,8 +126,10 @@ class Ledger:
 
         Raises:
             InputError: names the record index and field: a duplicate id, an unknown conversation, or a
-                tool artifact whose ``sha256`` is not in the blob store. Nothing is written.
+                tool artifact whose ``sha256`` is not in the blob store, an id or participant name holding a
+                secret. Nothing is written.
         """
+        check_identifiers(records)
         return self.store.append(records)
 
     def recorder(
@@ -365,6 +368,7 @@ class Ledger:
         if isinstance(conversation_id, AssemblyRequest):
             return conversation_id
         fields = {**self.request_defaults, **fields}
+        check_request_types({"tenant_id": tenant_id, "conversation_id": conversation_id, **fields})
         try:
             return AssemblyRequest(tenant_id=tenant_id, conversation_id=conversation_id, **fields)
         except TypeError as exc:
@@ -646,6 +650,69 @@ class Ledger:
                     f"expected an integer >= 0, got {value!r}", source=f"assembly {assembly_id}", field=name
                 )
         self.store.record_usage(tenant_id, assembly_id, input_tokens, output_tokens, overwrite=overwrite)
+
+
+_INTS = ("window_tokens", "output_tokens", "margin_tokens")  # as_of_seq: _check_snapshot
+_STRINGS = ("tenant_id", "conversation_id", "branch_id", "participant_id", "model", "api", "query", "provider",
+            "agent", "call_type", "phase")  # fmt: skip
+_REQUIRED = ("tenant_id", "conversation_id", "model", "api", "window_tokens", "output_tokens", "margin_tokens")
+
+
+def check_request_types(fields: Mapping[str, Any]) -> None:
+    """Refuse ``assemble`` arguments of the wrong type before anything is read.
+
+    Token counts are integers (not ``bool``, not ``float``, not ``"10000"``); ids, names
+    and free text are non-empty strings (``query`` may be empty); ``now`` is a timezone-aware
+    ``datetime``; ``tools`` is a list of JSON objects; ``checks_passed`` a list of strings; ``scope`` and
+    ``source_versions`` map strings to strings; ``exact_evidence`` is a bool or a list of record ids.
+    ``None`` is accepted where the field is optional.
+
+    Raises:
+        InputError: names the argument (``field``), the type expected and the value given.
+    """
+
+    def bad(name: str, wanted: str) -> InputError:
+        value = fields[name]
+        return InputError(f"must be {wanted}, got {type(value).__name__} {value!r:.60}", source="assemble", field=name)
+
+    for name, value in fields.items():
+        if value is None:
+            if name in _REQUIRED:
+                raise bad(name, "given (it has no None form)")
+            continue
+        if name in _INTS and (isinstance(value, bool) or not isinstance(value, int)):
+            raise bad(name, "an integer")
+        if name in _STRINGS and (not isinstance(value, str) or (not value and name != "query")):
+            raise bad(name, "a non-empty string")
+        if name == "now" and (not isinstance(value, datetime) or value.utcoffset() is None):
+            raise bad(name, "a timezone-aware datetime (e.g. datetime.now(UTC))")
+        if name == "tools" and (
+            isinstance(value, str | bytes | Mapping)
+            or not isinstance(value, Sequence)
+            or not all(isinstance(t, Mapping) for t in value)
+        ):
+            raise bad(name, "a list of tool schemas (JSON objects)")
+        if name == "checks_passed" and (
+            isinstance(value, str | bytes)
+            or not isinstance(value, Sequence)
+            or not all(isinstance(c, str) for c in value)
+        ):
+            raise bad(name, "a list of strings")
+        if name in ("scope", "source_versions") and (
+            not isinstance(value, Mapping)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+        ):
+            raise bad(name, "a mapping of strings to strings")
+        if (
+            name == "exact_evidence"
+            and not isinstance(value, bool)
+            and (
+                isinstance(value, str | bytes)
+                or not isinstance(value, Sequence)
+                or not all(isinstance(e, str) for e in value)
+            )
+        ):
+            raise bad(name, "true, false or a list of record ids")
 
 
 def _check_snapshot(as_of_seq: Any) -> None:

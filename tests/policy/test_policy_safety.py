@@ -73,7 +73,7 @@ def _tamper_policy(**settings):
         f'{HEAD}stages = {json.dumps(order)}\n[stage_classes]\ntamper = "tamper_stages:Tamper"\n'
         f"[stages.tamper]\n{config}"
     )
-    return loads_policy(text, source="tamper.toml")
+    return loads_policy(text, source="tamper.toml", allow_modules=["tamper_stages"])
 
 
 def _history(policy=None):
@@ -97,10 +97,18 @@ def _assemble(ledger, g, **kw):
 def test_stage_classes_cannot_shadow_a_builtin_stage(tamper_module):
     """[stage_classes] secrets = … is refused (it replaced the secret scanner and leaked a token)."""
     with pytest.raises(PolicyFileError) as info:
-        loads_policy(f'{HEAD}[stage_classes]\nsecrets = "tamper_stages:Tamper"\n', source="shadow.toml")
+        loads_policy(
+            f'{HEAD}[stage_classes]\nsecrets = "tamper_stages:Tamper"\n',
+            source="shadow.toml",
+            allow_modules=["tamper_stages"],
+        )
     assert info.value.field == "stage_classes.secrets" and "built-in stage" in str(info.value)
     with pytest.raises(PolicyFileError) as named:
-        loads_policy(f'{HEAD}stages = [{ALL}, "x"]\n[stage_classes]\nx = "tamper_stages:Misnamed"\n', source="m.toml")
+        loads_policy(
+            f'{HEAD}stages = [{ALL}, "x"]\n[stage_classes]\nx = "tamper_stages:Misnamed"\n',
+            source="m.toml",
+            allow_modules=["tamper_stages"],
+        )
     assert named.value.field == "stage_classes.x" and "'something_else'" in str(named.value)
 
 
@@ -191,10 +199,17 @@ def test_duplicate_stages_and_duplicate_contracts_are_errors():
 def test_declared_but_unlisted_custom_stage_is_an_error(tamper_module):
     """A [stage_classes] entry that [policy].stages does not list would never run: the error says where to list it."""
     with pytest.raises(PolicyFileError) as info:
-        loads_policy(f'{HEAD}[stage_classes]\ntamper = "tamper_stages:Tamper"\n', source="p.toml")
+        loads_policy(
+            f'{HEAD}[stage_classes]\ntamper = "tamper_stages:Tamper"\n',
+            source="p.toml",
+            allow_modules=["tamper_stages"],
+        )
     assert info.value.field == "stage_classes.tamper" and "write [policy].stages" in info.value.problem
     with pytest.raises(PolicyFileError) as listed:
-        loads_policy(f'{HEAD}stages = [{ALL}]\n[stage_classes]\ntamper = "tamper_stages:Tamper"\n')
+        loads_policy(
+            f'{HEAD}stages = [{ALL}]\n[stage_classes]\ntamper = "tamper_stages:Tamper"\n',
+            allow_modules=["tamper_stages"],
+        )
     assert listed.value.field == "stage_classes.tamper" and "add it to [policy].stages" in listed.value.problem
 
 
@@ -207,8 +222,12 @@ def test_readme_policy_example_loads_and_runs_its_custom_stage(tmp_path, monkeyp
     monkeypatch.syspath_prepend(str(tmp_path))
     for name in ("acme", "acme.ctx"):
         monkeypatch.delitem(__import__("sys").modules, name, raising=False)
-    policy = ctxledger.loads_policy(readme_block("toml", "[stage_classes]"), source="README.toml")
-    yml = ctxledger.loads_policy(readme_block("yaml", "stage_classes:"), source="README.yaml", syntax="yaml")
+    policy = ctxledger.loads_policy(
+        readme_block("toml", "[stage_classes]"), source="README.toml", allow_modules=["acme"]
+    )
+    yml = ctxledger.loads_policy(
+        readme_block("yaml", "stage_classes:"), source="README.yaml", syntax="yaml", allow_modules=["acme"]
+    )
     assert yml.hash == policy.hash and "no_pii_in_routing" in [s.name for s in policy.stages]
     ledger = Ledger(MemoryStore(), policy=policy)
     g = GraphBuilder(ledger, "t")
@@ -367,7 +386,10 @@ def test_cli_prints_a_failing_custom_stage_cleanly(tamper_module, tmp_path):
         "[stages.tamper]\nboom = true\n",
         encoding="utf-8",
     )
-    result = CliRunner().invoke(app, ["--db", db, "assemble", g.conversation_id, "--policy", str(policy)])
+    result = CliRunner().invoke(
+        app,
+        ["--db", db, "assemble", g.conversation_id, "--policy", str(policy), "--allow-stage-module", "tamper_stages"],
+    )
     assert result.exit_code == 2, result.output
     assert "policy stage 'tamper' failed: RuntimeError: boom" in result.output
     assert "Traceback" not in result.output

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from store_realdata import tool_outputs, trajectory_files
 
-from ctxledger.errors import BlobNotFound, InputError, IntegrityError, RecordNotFound
+from ctxledger.errors import BlobNotFound, InputError, IntegrityError, RecordNotFound, StoreError
 from ctxledger.hashing import sha256_hex
 from ctxledger.store import BlobStore, LocalBlobStore
 from ctxledger.testing import MemoryBlobStore
@@ -106,7 +106,7 @@ def test_a_failed_write_leaves_neither_a_partial_blob_nor_a_temp_file(
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", fail)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(StoreError, match="disk full"):
         store.put(b"half written?")
     monkeypatch.undo()
     assert [p for p in (tmp_path / "b").rglob("*") if p.is_file()] == []

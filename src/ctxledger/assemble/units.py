@@ -493,6 +493,14 @@ _ATTR_ESCAPES = {
 _ATTR_SPECIAL = re.compile("[&<>\"'\n\r\t]")
 _ATTR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 _CLOSER = re.compile(r"<(\s*)/(\s*data)", re.IGNORECASE)
+_HIDDEN = "[\\s\x00-\x08\x0e-\x1f\x7f\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]*"
+_DISGUISED_CLOSER = re.compile(
+    "[<\uff1c\ufe64]" + _HIDDEN + "[/\uff0f\u2215\u2044]" + _HIDDEN
+    + _HIDDEN.join(f"[{c}{c.upper()}{chr(0xFEE0 + ord(c))}{chr(0xFEE0 + ord(c.upper()))}]" for c in "data"),
+    re.IGNORECASE,
+)
+"""A closing ``</data`` as a model may read it: fullwidth or small-form ``<`` and ``/``, fullwidth letters,
+and whitespace, NUL, control, zero-width or bidi characters anywhere between them."""
 
 
 def attr_value(value: object) -> str:
@@ -521,9 +529,17 @@ def open_tag(attrs: Mapping[str, object], extra: Mapping[str, object] | None = N
 def escape_body(text: str) -> str:
     r"""``text`` with every closing ``</data`` (any case, whitespace around the slash) made inert (``<\\/data``).
 
-    Idempotent: escaped text is left as it is, so an excerpt of a block's body can be wrapped again.
+    The text is normalised first: a closer disguised with fullwidth or small forms (``＜／ｄａｔａ``) or with
+    NUL, zero-width, control or bidi characters between its characters (``<\u200b/data``) is found too and
+    written as the plain inert ``<\/data``. Idempotent: escaped text is left as it is, so an excerpt of a
+    block's body can be wrapped again.
     """
-    return _CLOSER.sub(r"<\1\\/\2", text)
+    return _DISGUISED_CLOSER.sub(_inert, text)
+
+
+def _inert(found: re.Match[str]) -> str:
+    plain = _CLOSER.fullmatch(found.group(0))
+    return plain.expand(r"<\1\\/\2") if plain else "<\\/data"
 
 
 def _wrap(tag: str, text: str, *, header: bool = True) -> str:

@@ -139,6 +139,14 @@ def assemble(
             help="A policy file to assemble under instead of the default policy: TOML, or YAML (.yaml/.yml).",
         ),
     ] = None,
+    allow_stage_modules: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-stage-module",
+            help="A module the --policy file's \\[stage_classes] may import custom stages from (repeatable; "
+            "its submodules too). A policy naming any other module is refused before anything is imported.",
+        ),
+    ] = None,
     provider: Annotated[
         str | None,
         typer.Option("--provider", help="Provider the payload goes to (privacy routing fails closed for others)."),
@@ -202,7 +210,7 @@ def assemble(
         asm = ledger.assemble(
             conversation,
             tenant_id=settings.tenant,
-            policy=load_policy(policy_file) if policy_file else None,
+            policy=load_policy(policy_file, allow_modules=allow_stage_modules or ()) if policy_file else None,
             coster=_coster(ledger, api.value, model, counter),
             **extra,
             window_tokens=window,

@@ -50,6 +50,13 @@ def retain(
         typer.Option("--policy", help="The policy file whose \\[retention] rules to apply (TOML, or YAML).",
                      show_default=False),
     ],
+    allow_stage_modules: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-stage-module",
+            help="A module the policy file's \\[stage_classes] may import custom stages from (repeatable).",
+        ),
+    ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would be done, by rule; change nothing.")] = False,
     now: Annotated[
         str | None, typer.Option("--now", help="The clock ages are measured at, ISO 8601; default now.")
@@ -75,7 +82,7 @@ def retain(
     with _handled():
         from ctxledger.policy.loader import load_policy
 
-        policy = load_policy(policy_file)
+        policy = load_policy(policy_file, allow_modules=allow_stage_modules or ())
         if policy.retention.empty:
             raise InputError(
                 "the policy has no [retention] rules; add [[retention.rules]] or [retention.assemblies]",

@@ -45,7 +45,7 @@ from ctxledger.ingest import (
 )
 from ctxledger.ingest._batch import ImportBatch, ImportResult, ParsedConversation, write_batch
 from ctxledger.ingest._builder import BASE_TIME, ParseOptions, ProgressCallback
-from ctxledger.ingest._load import Loaded, load_file, stem_of
+from ctxledger.ingest._load import Loaded, check_value, load_file, stem_of
 from ctxledger.ingest._progress import rich_progress
 from ctxledger.ingest._sniff import FORMATS, sniff
 
@@ -140,6 +140,7 @@ def parse_openai_messages(
     payload: dict[str, Any] = {"messages": _json_list(messages, "messages")}
     if tools is not None:
         payload["tools"] = _json_list(tools, "tools")
+    check_value(payload, API_SOURCE)
     options = _api_options(payload, tenant_id, conversation_id, on_progress)
     return openai_chat.parse(Loaded(payload), options)
 
@@ -162,6 +163,7 @@ def parse_anthropic(
         payload: Any = dict(payload_or_messages)
     else:
         payload = _json_list(payload_or_messages, "messages")
+    check_value(payload, API_SOURCE)
     options = _api_options(payload, tenant_id, conversation_id, on_progress)
     return anthropic_messages.parse(Loaded(payload), options)
 
@@ -190,9 +192,7 @@ def parse_openai_responses(
 
 def _check_format(fmt: str) -> None:
     if fmt != "auto" and fmt not in _PARSERS:
-        raise ConfigurationError(
-            f"unknown import format {fmt!r}; expected 'auto' or one of {', '.join(FORMATS)}"
-        )
+        raise ConfigurationError(f"unknown import format {fmt!r}; expected 'auto' or one of {', '.join(FORMATS)}")
 
 
 def _json_list(value: Any, what: str) -> list[Any]:

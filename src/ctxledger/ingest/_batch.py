@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ctxledger.errors import InputError, IntegrityError, RecordNotFound
+from ctxledger.policy.secrets import check_identifiers
 from ctxledger.records import Conversation, Kind, Message, Record, ToolArtifact, ToolCall
 from ctxledger.store.base import GraphStore
 
@@ -142,11 +143,13 @@ def write_batch(store: GraphStore, batch: ImportBatch) -> ImportResult:
     records (DESIGN §6).
 
     Raises:
-        InputError: a conversation of the batch is already in the store (ids are deterministic, so
-            importing the same source twice is detected here, before any write).
+        InputError: an id or participant name holds a secret; a conversation of the batch is already in the
+            store (ids are deterministic, so importing the same source twice is detected here, before any write).
         IntegrityError: the blob store named bytes with a different sha256 than the parser did.
         StoreError: the store failed; no record of the batch was written.
     """
+    for conv in batch.conversations:
+        check_identifiers(conv.records, source=batch.source)
     _refuse_reimport(store, batch)
     blobs = _merged_blobs(batch)
     put_many = getattr(store.blobs, "put_many", None)

@@ -1,4 +1,4 @@
-"""Reading a source file as JSON or JSON Lines, with errors that point at the broken record.
+r"""Reading a source file as JSON or JSON Lines, with errors that point at the broken record.
 
 A file is read as **JSON Lines** when its extension is ``.jsonl``/``.ndjson``, or when it has at least
 two non-empty lines and every non-empty line starts with ``{`` and ends with ``}`` (one object per
@@ -7,7 +7,10 @@ line, e.g. BFCL's ``.json`` files). Otherwise it is one JSON document. Errors:
 * a JSON Lines record that does not parse → ``InputError(index=<0-based record number>)`` whose message
   gives the 1-based line and column;
 * a malformed JSON document → ``InputError`` with the line and column; when the document is a
-  top-level array, ``index`` is the element that does not parse.
+  top-level array, ``index`` is the element that does not parse;
+* JSON that parses but cannot be kept (:func:`check_value`): nesting deeper than :data:`MAX_DEPTH`
+  levels, an integer of more than :data:`MAX_INT_DIGITS` digits, or a string holding a lone surrogate
+  escape (``"\ud800"``, which no UTF-8 store can write) → ``InputError`` naming the JSON path.
 """
 
 from __future__ import annotations
@@ -20,6 +23,10 @@ from typing import Any
 from ctxledger.errors import InputError
 
 _SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
+MAX_DEPTH = 200
+"""Deepest nesting of arrays and objects accepted (transcripts nest a few levels; tool output is text)."""
+MAX_INT_DIGITS = 4300
+"""Longest integer accepted, in decimal digits (Python's own limit for converting int and str)."""
 _JSONL_SUFFIXES = (".jsonl", ".ndjson")
 
 
@@ -51,8 +58,61 @@ def load_file(path: Path, source: str) -> Loaded:
     """
     text = _read_text(path, source)
     if path.suffix in _JSONL_SUFFIXES or _looks_like_jsonl(text):
-        return Loaded(_parse_lines(text, source), jsonl=True)
-    return Loaded(parse_document(text, source))
+        records = _parse_lines(text, source)
+        for index, record in enumerate(records):
+            check_value(record, source, index=index)
+        return Loaded(records, jsonl=True)
+    value = parse_document(text, source)
+    check_value(value, source)
+    return Loaded(value)
+
+
+def check_value(value: Any, source: str, *, index: int | None = None) -> None:
+    """Refuse a JSON value the store could not keep or later code could not walk.
+
+    Raises:
+        InputError: nesting deeper than :data:`MAX_DEPTH`, an integer longer than :data:`MAX_INT_DIGITS`
+            digits, or a string (value or key) holding a lone surrogate; names the JSON path
+            (``messages[3].content``).
+    """
+    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        if isinstance(item, str):
+            _check_string(item, source, index, path)
+        elif isinstance(item, bool | float) or item is None:
+            continue
+        elif isinstance(item, int):
+            if item.bit_length() > MAX_INT_DIGITS * 3.33:
+                raise InputError(
+                    f"an integer of more than {MAX_INT_DIGITS} digits", source=source, index=index, field=path or None
+                )
+        elif isinstance(item, dict | list | tuple):
+            if depth >= MAX_DEPTH:
+                raise InputError(
+                    f"nested more than {MAX_DEPTH} levels deep", source=source, index=index, field=path or None
+                )
+            if isinstance(item, dict):
+                for key, child in item.items():
+                    name = f"{path}.{key}" if path else str(key)
+                    if isinstance(key, str):
+                        _check_string(key, source, index, name)
+                    stack.append((child, name, depth + 1))
+            else:
+                stack.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(item))
+
+
+def _check_string(text: str, source: str, index: int | None, path: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(
+            f"a lone surrogate (\\u{ord(text[exc.start]):04x} at character {exc.start}) is not text; "
+            "escape a character outside the BMP as a surrogate pair",
+            source=source,
+            index=index,
+            field=path.encode("utf-8", "backslashreplace").decode() or None,
+        ) from None
 
 
 def parse_document(text: str, source: str) -> Any:
@@ -69,6 +129,10 @@ def parse_document(text: str, source: str) -> Any:
             source=source,
             index=_failing_element(text),
         ) from exc
+    except RecursionError:
+        raise InputError(f"nested more than {MAX_DEPTH} levels deep", source=source) from None
+    except ValueError as exc:  # an integer literal beyond Python's digit limit
+        raise InputError(f"an integer of more than {MAX_INT_DIGITS} digits ({exc})", source=source) from None
 
 
 def _read_text(path: Path, source: str) -> str:
@@ -103,6 +167,12 @@ def _parse_lines(text: str, source: str) -> list[Any]:
                 source=source,
                 index=len(records),
             ) from exc
+        except RecursionError:
+            raise InputError(
+                f"nested more than {MAX_DEPTH} levels deep (line {lineno})", source=source, index=len(records)
+            ) from None
+        except ValueError as exc:  # an integer literal beyond Python's digit limit
+            raise InputError(f"line {lineno}: {exc}", source=source, index=len(records)) from None
     return records
 
 

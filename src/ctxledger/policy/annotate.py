@@ -70,6 +70,7 @@ def _turn(turn: Turn, unit: Unit, records: Mapping[str, Record], marks: Sequence
     rec = records.get(turn.ref)
     if not reasons or rec is None:
         return turn
+    rec = _safe_record(rec)
     if "secret_redacted" in reasons:
         turn = _redacted(turn)
     if SPEAKER_WITHHELD in reasons and turn.name:
@@ -88,6 +89,16 @@ def _turn(turn: Turn, unit: Unit, records: Mapping[str, Record], marks: Sequence
     if flags and text is not None:
         return dataclasses.replace(turn, content=flags + text)
     return turn
+
+
+def _safe_record(rec: Record) -> Record:
+    """``rec`` with a ``source_version`` holding a secret redacted: a data block shows it as an attribute."""
+    version = getattr(rec, "source_version", None)
+    if isinstance(version, str) and version:
+        safe = redact_text(version, default_scanner())
+        if safe != version:
+            return dataclasses.replace(rec, source_version=safe)  # type: ignore[call-arg]
+    return rec
 
 
 def _delimited_parts(rec: Record, parts: Sequence[Mapping[str, Any]], attrs: Mapping[str, str]) -> tuple:

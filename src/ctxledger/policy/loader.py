@@ -85,8 +85,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -106,12 +107,18 @@ YAML_SUFFIXES = (".yaml", ".yml")
 """File suffixes read as YAML; every other policy file is read as TOML."""
 
 
-def load_policy(path: str | Path) -> Policy:
+def load_policy(path: str | Path, *, allow_modules: Iterable[str] = ()) -> Policy:
     """Read a policy file: YAML for ``.yaml`` / ``.yml``, TOML otherwise.
+
+    Args:
+        path: the file.
+        allow_modules: modules ``[stage_classes]`` may import custom stages from (a name allows its
+            submodules too: ``"acme"`` allows ``acme.ctx``). Nothing else is ever imported: a policy file
+            naming another module is refused before any import (CLI: ``--allow-stage-module``).
 
     Raises:
         PolicyFileError: unreadable file, invalid TOML or YAML (YAML errors name the line), or an invalid
-            policy (names file and field).
+            policy (names file and field), including a custom stage from a module not allowed.
     """
     path = Path(path)
     try:
@@ -121,30 +128,68 @@ def load_policy(path: str | Path) -> Policy:
     except UnicodeDecodeError as exc:
         raise PolicyFileError(f"not UTF-8 text: {exc.reason} at byte {exc.start}", source=str(path)) from exc
     syntax = "yaml" if path.suffix.lower() in YAML_SUFFIXES else "toml"
-    return loads_policy(text, source=str(path), syntax=syntax)
+    return loads_policy(text, source=str(path), syntax=syntax, allow_modules=allow_modules)
 
 
-def loads_policy(text: str, *, source: str = "<string>", syntax: str = "toml") -> Policy:
+def loads_policy(
+    text: str, *, source: str = "<string>", syntax: str = "toml", allow_modules: Iterable[str] = ()
+) -> Policy:
     """Parse a policy from TOML or YAML text (``source`` names it in errors).
 
     Args:
         text: the file's text.
         source: the name used in errors (usually the file path).
         syntax: ``"toml"`` or ``"yaml"``.
+        allow_modules: as for :func:`load_policy`.
 
     Raises:
-        PolicyFileError: an unknown syntax, invalid TOML or YAML, or an invalid policy.
+        PolicyFileError: an unknown syntax, invalid TOML or YAML (also nesting deeper than
+            :data:`MAX_DEPTH`, an integer too long to convert, a lone surrogate), or an invalid policy.
     """
-    if syntax == "toml":
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise PolicyFileError(f"invalid TOML: {exc}", source=source) from exc
-    elif syntax == "yaml":
-        data = _parse_yaml(text, source)
-    else:
-        raise PolicyFileError(f"unknown policy syntax {syntax!r}; use 'toml' or 'yaml'", source=source)
-    return policy_from_dict(data, source=source)
+    try:
+        if syntax == "toml":
+            try:
+                data = tomllib.loads(text)
+            except tomllib.TOMLDecodeError as exc:
+                raise PolicyFileError(f"invalid TOML: {exc}", source=source) from exc
+        elif syntax == "yaml":
+            data = _parse_yaml(text, source)
+        else:
+            raise PolicyFileError(f"unknown policy syntax {syntax!r}; use 'toml' or 'yaml'", source=source)
+    except RecursionError:
+        raise PolicyFileError(f"nested more than {MAX_DEPTH} levels deep", source=source) from None
+    except ValueError as exc:  # an integer beyond Python's digit limit (TOML and YAML alike)
+        raise PolicyFileError(f"a value the policy cannot hold: {exc}", source=source) from None
+    _check_plain(data, source)
+    return policy_from_dict(data, source=source, allow_modules=allow_modules)
+
+
+MAX_DEPTH = 32
+"""Deepest nesting of tables and arrays a policy file may have (the schema needs four levels)."""
+
+
+def _check_plain(data: Any, source: str) -> None:
+    """Refuse nesting deeper than :data:`MAX_DEPTH` and strings (values or keys) holding a lone surrogate."""
+    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                where = path.encode("utf-8", "backslashreplace").decode() or None
+                code = ord(item[exc.start])
+                raise PolicyFileError(
+                    f"a lone surrogate (\\u{code:04x}) is not text", source=source, field=where
+                ) from None
+        elif isinstance(item, Mapping | list):
+            if depth >= MAX_DEPTH:
+                raise PolicyFileError(f"nested more than {MAX_DEPTH} levels deep", source=source, field=path or None)
+            pairs = item.items() if isinstance(item, Mapping) else ((f"[{i}]", v) for i, v in enumerate(item))
+            for key, child in pairs:
+                name = str(key) if not path else f"{path}{key}" if str(key).startswith("[") else f"{path}.{key}"
+                stack.append((key, name, depth + 1))
+                stack.append((child, name, depth + 1))
 
 
 class _StrictSafeLoader(yaml.SafeLoader):
@@ -191,11 +236,17 @@ def _parse_yaml(text: str, source: str) -> Any:
     return data
 
 
-def policy_from_dict(data: Mapping[str, Any], *, source: str = "<dict>") -> Policy:
+def policy_from_dict(data: Mapping[str, Any], *, source: str = "<dict>", allow_modules: Iterable[str] = ()) -> Policy:
     """Build a :class:`Policy` from the parsed form of a policy file.
 
+    Args:
+        data: the parsed tables.
+        source: the name used in errors.
+        allow_modules: as for :func:`load_policy`.
+
     Raises:
-        PolicyFileError: a missing or invalid field (named in the error).
+        PolicyFileError: a missing or invalid field (named in the error), or a custom stage from a module
+            ``allow_modules`` does not allow (refused before anything is imported).
     """
     unknown = sorted(set(data) - _TOP_KEYS)
     if unknown:
@@ -213,7 +264,7 @@ def policy_from_dict(data: Mapping[str, Any], *, source: str = "<dict>") -> Poli
     name = _string(head, "name", source, "policy.name")
     version = _string(head, "version", source, "policy.version")
     declared = _table(data, "stage_classes", source)
-    classes = _stage_classes(declared, source)
+    classes = _stage_classes(declared, source, _module_names(allow_modules, source))
     configs = _table(data, "stages", source)
     order = _names(head, "stages", source) if "stages" in head else list(STAGES)
     unsafe_without = _names(head, "unsafe_without", source) if "unsafe_without" in head else []
@@ -286,7 +337,24 @@ def _string(table: Mapping[str, Any], key: str, source: str, field: str) -> str:
     return value
 
 
-def _stage_classes(table: Mapping[str, Any], source: str) -> dict[str, type]:
+_MODULE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+
+
+def _module_names(allow_modules: Iterable[str], source: str) -> tuple[str, ...]:
+    if isinstance(allow_modules, str):
+        allow_modules = (allow_modules,)
+    names = tuple(allow_modules)
+    for name in names:
+        if not isinstance(name, str) or not _MODULE.fullmatch(name):
+            raise PolicyFileError(f"allow_modules: {name!r} is not a module name such as 'acme.ctx'", source=source)
+    return names
+
+
+def _allowed(module_name: str, allowed: Sequence[str]) -> bool:
+    return any(module_name == a or module_name.startswith(a + ".") for a in allowed)
+
+
+def _stage_classes(table: Mapping[str, Any], source: str, allowed: Sequence[str] = ()) -> dict[str, type]:
     out: dict[str, type] = dict(STAGES)
     for name, target in table.items():
         field = f"stage_classes.{name}"
@@ -299,6 +367,16 @@ def _stage_classes(table: Mapping[str, Any], source: str) -> dict[str, type]:
         if not isinstance(target, str) or ":" not in target:
             raise PolicyFileError("must be an import path 'module:Class'", source=source, field=field)
         module_name, _, attr = target.partition(":")
+        if not _MODULE.fullmatch(module_name) or not attr.isidentifier():
+            raise PolicyFileError(f"{target!r} is not an import path 'module:Class'", source=source, field=field)
+        if not _allowed(module_name, allowed):
+            raise PolicyFileError(
+                f"custom stage module {module_name!r} is not allowed: a policy file imports code only from "
+                f"modules the caller allows (allow_modules=[{module_name!r}] in the API, "
+                f"--allow-stage-module {module_name} on the command line)",
+                source=source,
+                field=field,
+            )
         try:
             cls = getattr(importlib.import_module(module_name), attr)
         except (ImportError, AttributeError) as exc:

@@ -1,16 +1,29 @@
-"""Finding secrets in candidate text with detect-secrets, fast enough for every assembly.
+r"""Finding secrets in candidate text with detect-secrets, fast enough for every assembly.
 
 Seed 000 ("No mezcles secretos con el contexto simplemente porque una herramienta pudo leerlos"); seed
 004 §8 R3/R12. The scanner is Yelp's ``detect-secrets`` (its ad-hoc line scanner, ``scan_line``, with the
 plugins named in :data:`DEFAULT_PLUGINS`; the entropy plugins are left out by default because content
-hashes and ids are high-entropy by nature and must stay readable). A few token formats detect-secrets
-does not know yet (OpenAI ``sk-proj-``/Anthropic ``sk-ant-`` keys, Google API keys, passwords in URLs
-that its Basic Auth rule misses) are added as :data:`EXTRA_PATTERNS`.
+hashes and ids are high-entropy by nature and must stay readable). Token formats detect-secrets does not
+know (OpenAI ``sk-proj-``/Anthropic ``sk-ant-`` keys, fine-grained GitHub tokens ``github_pat_``, Google
+API keys, Hugging Face and npm tokens, passwords in URLs that its Basic Auth rule misses) are added as
+:data:`EXTRA_PATTERNS`. Besides, three things are found that a line-by-line keyword scan misses:
+
+* **private key blocks**: from a ``-----BEGIN … PRIVATE KEY-----`` line (or a PuTTY key header) to its
+  ``-----END …-----`` line (to the end of the text when there is none), every line is a finding, not only
+  the header: the base64 body is the key;
+* **escaped text**: a line holding backslash escapes (``\n``, ``\"``, ``\u0073``, JSON text in a tool
+  result or a checkpoint's state, doubly escaped JSON too), percent-encoding or HTML character references is
+  also scanned decoded, piece by piece, so ``{"log": "line1\nsk-…"}`` is found although no word boundary
+  precedes ``sk-`` in the raw line; a finding in the decoded text is reported on the raw line;
+* **unquoted assignments** (:data:`ASSIGNMENT`): ``.env`` lines (``DB_PASSWORD=…``, ``export
+  FOO_API_KEY=…``), credentials files (``aws_secret_access_key = …``), YAML (``token: …``) whose name has
+  a secret word as one of its parts and whose value is not a placeholder, a number or a path.
 
 Speed: detect-secrets costs about a millisecond per line, so only *candidate* lines are scanned: lines
-that a cheap prefilter (:data:`PREFILTER`) says could hold a credential (a keyword such as ``password``
-or ``token``, a known key prefix, a PEM header, a URL with a password). Results are cached by the text
-itself, so a history is scanned once, not once per model call.
+that a cheap prefilter says could hold a credential: a keyword such as ``password`` or ``token`` with
+something shaped like a value (:data:`PREFILTER`, :data:`VALUE_HINT`), or a match of one of the configured
+plugins' own format regexes (their ``denylist``, so no plugin's format is filtered out before the plugin
+sees it). Results are cached by the text itself, so a history is scanned once, not once per model call.
 
 Findings carry the line number and the secret *type*, never the secret itself; :func:`redact` replaces
 each affected line whole (detect-secrets does not always report the full secret span, so cutting only
@@ -69,24 +82,69 @@ characters such as ``!``, ``#`` or ``@``. Not matched: a URL without a password 
 
 EXTRA_PATTERNS = {
     "OpenAI/Anthropic API Key": r"\bsk-(?:proj-|ant-[a-z0-9]+-)?[A-Za-z0-9_\-]{32,}",
+    "GitHub Fine-Grained Token": r"\bgithub_pat_[A-Za-z0-9_]{22,}",
     "Google API Key": r"\bAIza[0-9A-Za-z_\-]{35}\b",
+    "Hugging Face Token": r"\bhf_[A-Za-z0-9]{34,}\b",
+    "NPM Token": r"\bnpm_[A-Za-z0-9]{36}\b",
     "URL Credentials": URL_CREDENTIALS,
 }
 """Token formats checked besides the detect-secrets plugins (type → regex)."""
 
-PREFILTER = re.compile(
-    r"(?i)(pass(?:word|wd|phrase)|\bpwd\b|secret|token|api[_-]?key|apikey|\bauth(?:orization)?\b|bearer|credential"
-    r"|private[_ -]?key|access[_-]?key|AKIA|gh[pousr]_|glpat-|xox[abposr]-|sk_live|rk_live|\bsk-|AIza|eyJ"
-    r"|-----BEGIN|://[^/\s:@]*:[^/\s]+@)"
+_SECRET_WORD = (
+    r"pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credentials?"
+    r"|auth[_-]?key"
 )
-"""Test for lines that could hold a credential; only these reach detect-secrets."""
+ASSIGNMENT = re.compile(
+    r"(?i)(?<![\w.\-])[\"']?(?P<name>(?:[a-z0-9]+[_.\-])*(?:" + _SECRET_WORD + r")(?:[_.\-][a-z0-9]+)*)[\"']?"
+    r"[ \t]*(?P<op>:=|=|:)[ \t]*[\"']?(?P<value>[^\s\"',;#]{6,})"
+)
+"""An assignment to a name one of whose parts is a secret word: ``DB_PASSWORD=…``, ``export FOO_API_KEY=…``,
+``aws_secret_access_key = …`` (a credentials file), ``token: …`` (YAML), quoted or not. The value must be 6
+characters or more; after ``:`` also hold a digit or a symbol (``Token: expired`` is prose); placeholders
+(``${VAR}``, ``<password>``, ``%(pw)s``, ``true``, ``none``, ``****``), the shell's ``PWD=/path`` and numbers
+assigned to a name that does not end in the secret word (``token_budget = 8000``) are not secrets."""
+
+_PLACEHOLDER = re.compile(
+    r"(?i)(?:[$<{%\[*]|x{3})|(?:true|false|null|none|nil|undefined|required|optional|redacted|string|example)$"
+)
+_NUMBER = re.compile(r"[\d.,:+\-]+$")
+_ENDS_SECRET = re.compile(r"(?i)(?:" + _SECRET_WORD + r")$")
+_CHARACTERS = re.compile(r"[\d\W_]")
+
+
+def _assigned_secret(line: str) -> bool:
+    """Whether ``line`` assigns a value that is not a placeholder to a secret-named key (:data:`ASSIGNMENT`)."""
+    for m in ASSIGNMENT.finditer(line):
+        value = m.group("value")
+        if _PLACEHOLDER.match(value) or (value[0] in "/~." and "pwd" in m.group(0).lower()):
+            continue  # a placeholder, or the shell's working directory (PWD=/home/…)
+        if _NUMBER.match(value) and not _ENDS_SECRET.search(m.group("name")):
+            continue  # a setting about secrets (token_budget=8000), not one
+        if m.group("op") == ":" and (len(value) < 8 or not _CHARACTERS.search(value)):
+            continue
+        return True
+    return False
+
+
+PRIVATE_KEY_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File-\d")
+"""The first line of a private key block (PEM, OpenSSH, PGP, SSH2, PuTTY)."""
+PRIVATE_KEY_END = re.compile(r"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|Private-MAC:")
+"""Its last line; a block without one runs to the end of the text."""
+
+PREFILTER = re.compile(
+    r"(?i)(pass(?:word|wd|phrase)?|\bpwd\b|secret|token|api[_-]?key|apikey|\bauth(?:orization)?\b|bearer"
+    r"|credential|private[_ -]?key|access[_-]?key|AKIA|gh[pousr]_|github_pat_|glpat-|xox[abposr]-|sk_live"
+    r"|rk_live|\bsk-|AIza|eyJ|\bhf_|\bnpm_|-----BEGIN|://[^/\s:@]*:[^/\s]+@)"
+)
+"""Keyword test for lines that could hold a credential (the plugins' own formats are tested besides)."""
 
 VALUE_HINT = re.compile(
     r"(?i)(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|apikey|auth\w*|credentials?|private[_ -]?key"
     r"|access[_-]?key)[\"']?\s*[:=]\s*\S"
     r"|bearer\s+\S{8,}"
     r"|[\w\-+/=]{24,}"
-    r"|AKIA|gh[pousr]_|glpat-|xox[abposr]-|sk_live|rk_live|\bsk-|AIza|eyJ|-----BEGIN|://[^/\s:@]*:[^/\s]+@"
+    r"|AKIA|gh[pousr]_|github_pat_|glpat-|xox[abposr]-|sk_live|rk_live|\bsk-|AIza|eyJ|\bhf_|\bnpm_|-----BEGIN"
+    r"|://[^/\s:@]*:[^/\s]+@"
 )
 """Second gate: a prefiltered line must also carry something shaped like a credential (a keyword with an
 assigned value, a bearer token, a run of 24 or more token characters, or a known key prefix). Prose that
@@ -94,12 +152,62 @@ merely mentions "token" or "auth" stops here; on a synthetic 3,000-message trace
 detect-secrets from 5,804 to a handful."""
 
 KEYWORDS = (
-    "passw", "passphrase", "pwd", "secret", "token", "api_key", "api-key", "apikey", "auth", "bearer",
+    "pass", "pwd", "secret", "token", "api_key", "api-key", "apikey", "auth", "bearer",
     "credential", "private", "access_key", "access-key", "akia", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
-    "glpat-", "xox", "sk_live", "rk_live",
+    "github_pat_", "glpat-", "xox", "sk_live", "rk_live", "hf_", "npm_",
     "sk-", "aiza", "eyj", "-----begin", "://",
 )  # fmt: skip
 """Lower-case substrings one of which every :data:`PREFILTER` match contains (a C-speed first gate)."""
+
+_SEPARATORS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+"""Line boundaries of ``str.splitlines`` besides ``\n``."""
+_ESCAPES = re.compile(r"\\|%[0-9A-Fa-f]{2}|&(?:#\d+|#x[0-9A-Fa-f]+|[A-Za-z]+);")
+_BACKSLASH = re.compile(
+    r"\\(u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|.)", re.DOTALL
+)
+_SIMPLE = {"n": "\n", "r": "\n", "t": "\t", "b": " ", "f": " ", "v": " ", "0": " ", "a": " "}
+
+
+def _unescape_once(text: str) -> str:
+    def one(m: re.Match[str]) -> str:
+        code = m.group(1)
+        if len(code) == 11:  # a surrogate pair such as \uD83D\uDE00
+            high, low = int(code[1:5], 16), int(code[7:], 16)
+            return chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
+        if len(code) > 1:
+            char = chr(int(code[1:], 16))
+            return " " if 0xD800 <= ord(char) <= 0xDFFF else char
+        return _SIMPLE.get(code, code)
+
+    return _BACKSLASH.sub(one, text)
+
+
+def decoded_forms(line: str) -> list[str]:
+    r"""The decoded readings of ``line`` that differ from it; empty when ``line`` has no escapes.
+
+    Backslash escapes undone (up to three times, for JSON inside JSON), percent-decoded, HTML character
+    references resolved. A secret hidden behind an escape (``"line1\nsk-…"``, ``\u0073k-…``,
+    ``%0Apassword=…``) is found by scanning these, piece by piece (each may hold line breaks the raw line has
+    as escapes).
+    """
+    if not _ESCAPES.search(line):
+        return []
+    import html
+    from urllib.parse import unquote
+
+    forms: list[str] = []
+    text = line
+    for _ in range(3):
+        if "\\" not in text:
+            break
+        text = _unescape_once(text)
+        forms.append(text)
+    for form in (line, *forms):
+        if "%" in form:
+            forms.append(unquote(form, errors="replace"))
+        if "&" in form:
+            forms.append(html.unescape(form))
+    return [f for f in dict.fromkeys(forms) if f != line]
 
 
 def _maybe(text: str) -> bool:
@@ -138,12 +246,16 @@ class SecretScanner:
         self.cache_size = cache_size
         self._cache: OrderedDict[str, tuple[Finding, ...]] = OrderedDict()  # text -> findings
         self._lock = threading.Lock()
+        self._formats: tuple[tuple[str, tuple[re.Pattern[str], ...]], ...] | None = None
+        # the default extra patterns all start at a keyword the keyword gate knows; others are searched always
+        self._unanchored_extra = tuple(rx for k, rx in self.extra.items() if EXTRA_PATTERNS.get(k) != rx.pattern)
 
     def scan(self, text: str) -> tuple[Finding, ...]:
-        """Findings in ``text`` (line numbers 1-based), cached by the text itself.
+        """Findings in ``text`` (line numbers 1-based, as ``str.splitlines`` numbers them), cached by the text.
 
         The cache is keyed by the string (Python keeps a string's hash on the object), so scanning the
-        same unit text again on the next assembly costs one dictionary lookup.
+        same unit text again on the next assembly costs one dictionary lookup. Every line of a private key
+        block is a finding; a line whose decoded form (:func:`decoded_forms`) holds a secret is one too.
         """
         if not text:
             return ()
@@ -153,29 +265,82 @@ class SecretScanner:
                 self._cache.move_to_end(text)
                 return hit
         found: tuple[Finding, ...] = ()
-        if _maybe(text):
+        if self._could_hold(text) or any(self._could_hold(f) for f in decoded_forms(text)):
             with _SCAN_LOCK:  # detect-secrets keeps its plugin settings in a process-wide singleton
-                found = tuple(self._scan_lines(text.splitlines()))
+                found = tuple(sorted(set(self._scan_lines(text)), key=lambda f: (f.line, f.type)))
         with self._lock:
             self._cache[text] = found
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
         return found
 
-    def _scan_lines(self, lines: Sequence[str]) -> Iterable[Finding]:
-        candidates = [
-            (i, line)
-            for i, line in enumerate(lines, 1)
-            if _maybe(line) and PREFILTER.search(line) and VALUE_HINT.search(line)
-        ]
-        if not candidates:
-            return
-        scan_line = self._detector()
-        for number, line in candidates:
-            types = {s.type for s in scan_line(line)}
-            types |= {name for name, rx in self.extra.items() if rx.search(line)}
-            for t in sorted(types):
-                yield Finding(number, t)
+    def _could_hold(self, text: str) -> bool:
+        """The cheap gate for a whole text: a keyword, or a match of a configured format."""
+        return _maybe(text) or self._format_in(text)
+
+    def _format_in(self, text: str) -> bool:
+        """Whether a configured plugin's format (its ``denylist``) or an extra pattern matches in ``text``.
+
+        A plugin listed in :data:`FORMAT_ANCHORS` is searched only where one of its anchors occurs (a
+        substring every match of its formats holds, a C-speed test); any other plugin is always searched.
+        """
+        return any(rx.search(text) is not None for rx in self._formats_for(text))
+
+    def _formats_for(self, text: str) -> Iterable[re.Pattern[str]]:
+        if self._formats is None:
+            self._formats = plugin_formats(self.plugins)
+        lowered = None
+        for name, patterns in self._formats:
+            anchors = FORMAT_ANCHORS.get(name)
+            if anchors is not None:
+                cased, folded = anchors
+                if not any(a in text for a in cased):
+                    if not folded:
+                        continue
+                    lowered = text.lower() if lowered is None else lowered
+                    if not any(a in lowered for a in folded):
+                        continue
+            yield from patterns
+        yield from self._unanchored_extra
+
+    def _scan_lines(self, text: str) -> Iterable[Finding]:
+        lines = text.splitlines()
+        yield from _private_key_blocks(lines)
+        escaped = _ESCAPES.search(text) is not None
+        formats = self._format_in(text) or (escaped and any(self._format_in(f) for f in decoded_forms(text)))
+        for number, line in enumerate(lines, 1):
+            pieces = [line, *(p for form in decoded_forms(line) for p in _pieces(form))] if escaped else [line]
+            for piece in pieces:
+                for t in self._piece_types(piece, formats):
+                    yield Finding(number, t)
+        if _SEPARATORS.search(text):
+            yield from self._across_separators(text, formats)
+
+    def _across_separators(self, text: str, formats: bool) -> Iterable[Finding]:
+        r"""Findings in ``\n``-delimited lines that ``str.splitlines`` cuts further (at ``\x1e``, ``\u2028`` …).
+
+        A plugin given such a line whole would find what the pieces hide, so every piece of it is a finding.
+        """
+        first = 1
+        for chunk in text.split("\n"):
+            count = max(1, len(chunk.splitlines()))
+            if _SEPARATORS.search(chunk):
+                for t in self._piece_types(chunk, formats):
+                    yield from (Finding(n, t) for n in range(first, first + count))
+            first += count
+
+    def _piece_types(self, piece: str, formats: bool = True) -> set[str]:
+        """The secret types in one line (or one decoded piece of a line); ``formats``: a format may match."""
+        keyword = _maybe(piece)
+        types: set[str] = set()
+        if (keyword and PREFILTER.search(piece) and VALUE_HINT.search(piece)) or (formats and self._format_in(piece)):
+            types = {s.type for s in self._detector()(piece)}
+            types |= {name for name, rx in self.extra.items() if rx.search(piece)}
+            if PRIVATE_KEY_BEGIN.search(piece):
+                types.add("Private Key")
+        if keyword and ("=" in piece or ":" in piece) and _assigned_secret(piece):
+            types.add("Secret Assignment")
+        return types
 
     def _detector(self) -> Any:
         """detect-secrets' ``scan_line`` with this scanner's plugins configured (its settings are global)."""
@@ -188,6 +353,75 @@ class SecretScanner:
             get_settings().configure_plugins([{"name": p} for p in self.plugins])
             _CONFIGURED = self.plugins
         return scan_line
+
+
+def _pieces(form: str) -> list[str]:
+    """The lines of a decoded form: cut at line feeds, and also as ``str.splitlines`` cuts them."""
+    parts = form.split("\n")
+    return list(dict.fromkeys([*parts, *form.splitlines()])) if _SEPARATORS.search(form) else parts
+
+
+def _private_key_blocks(lines: Sequence[str]) -> Iterable[Finding]:
+    """A ``Private Key`` finding for every line from a key's first line to its last (or the text's end)."""
+    inside = False
+    for number, line in enumerate(lines, 1):
+        if not inside and PRIVATE_KEY_BEGIN.search(line):
+            inside = True
+        if inside:
+            yield Finding(number, "Private Key")
+            if PRIVATE_KEY_END.search(line):
+                inside = False
+
+
+FORMAT_ANCHORS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "ArtifactoryDetector": (("AKC", "AP"), ()),
+    "AWSKeyDetector": (("A3T", "ABIA", "ACCA", "AKIA", "ASIA"), ("aws",)),
+    "AzureStorageKeyDetector": (("AccountKey=",), ()),
+    "BasicAuthDetector": (("://",), ()),
+    "CloudantDetector": ((), ("key", "pw", "pass", "token", "cloudant")),
+    "DiscordBotTokenDetector": ((".",), ()),
+    "GitHubTokenDetector": (("gh",), ()),
+    "GitLabTokenDetector": (("gl", "GR1348941"), ()),
+    "IbmCloudIamDetector": ((), ("key", "pwd", "pass", "token")),
+    "IbmCosHmacDetector": ((), ("secret",)),
+    "JwtTokenDetector": (("eyJ",), ()),
+    "MailchimpDetector": (("-us",), ()),
+    "NpmDetector": (("/:_authToken=",), ()),
+    "OpenAIDetector": (("T3BlbkFJ",), ()),
+    "PrivateKeyDetector": (("BEGIN", "PuTTY-User-Key-File-2"), ()),
+    "PypiTokenDetector": (("pypi-",), ()),
+    "SendGridDetector": (("SG.",), ()),
+    "SlackDetector": ((), ("xox", "hooks.slack.com")),
+    "SoftlayerDetector": ((), ("key", "pwd", "pass", "token", "softlayer")),
+    "SquareOAuthDetector": (("sq0csp-",), ()),
+    "StripeDetector": (("k_live_",), ()),
+    "TelegramBotTokenDetector": ((":",), ()),
+    "TwilioKeyDetector": (("AC", "SK"), ()),
+}
+"""Plugin → ``(case-sensitive anchors, lower-case anchors)``: substrings one of which every match of the
+plugin's format regexes holds, so a text holding none is not searched with them. The test suite generates
+matches of every format regex and checks that each holds an anchor (a plugin missing here is always
+searched)."""
+
+
+@functools.cache
+def plugin_formats(plugins: tuple[str, ...]) -> tuple[tuple[str, tuple[re.Pattern[str], ...]], ...]:
+    """``(plugin name, its format regexes)`` for each detect-secrets plugin named that has a ``denylist``.
+
+    Plugins without one (the keyword and entropy ones) are left out: the keyword gate covers the keyword
+    plugin, and the entropy plugins are off by default.
+    """
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+
+    classes = {cls.__name__: cls for cls in get_mapping_from_secret_type_to_class().values()}
+    out: list[tuple[str, tuple[re.Pattern[str], ...]]] = []
+    for name in plugins:
+        try:
+            denylist = tuple(classes[name]().denylist)
+        except (KeyError, AttributeError, TypeError):
+            continue
+        out.append((name, denylist))
+    return tuple(out)
 
 
 _CONFIGURED: tuple[str, ...] | None = None
@@ -251,9 +485,19 @@ def describe_json(hits: Sequence[tuple[str, Finding]]) -> str:
 
 
 def describe(findings: Sequence[Finding]) -> str:
-    """A content-free description of findings, e.g. ``"2 secrets: AWS Access Key (line 3), …"``."""
-    parts = ", ".join(f"{f.type} (line {f.line})" for f in findings)
-    return f"{len(findings)} secret{'s' if len(findings) != 1 else ''} withheld: {parts}"
+    """A content-free description of findings, e.g. ``"2 secrets withheld: AWS Access Key (line 3), …"``.
+
+    A run of lines with the same type (a private key block) is one secret: ``Private Key (lines 4-30)``.
+    """
+    runs: list[tuple[str, int, int]] = []
+    for f in sorted(set(findings), key=lambda f: (f.type, f.line)):
+        if runs and runs[-1][0] == f.type and runs[-1][2] == f.line - 1:
+            runs[-1] = (f.type, runs[-1][1], f.line)
+        else:
+            runs.append((f.type, f.line, f.line))
+    runs.sort(key=lambda r: (r[1], r[0]))
+    parts = ", ".join(f"{t} (line {a})" if a == b else f"{t} (lines {a}-{b})" for t, a, b in runs)
+    return f"{len(runs)} secret{'s' if len(runs) != 1 else ''} withheld: {parts}"
 
 
 SPEAKER_WITHHELD = "speaker_withheld"
@@ -285,3 +529,35 @@ def known_plugins() -> frozenset[str]:
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
     return frozenset(cls.__name__ for cls in get_mapping_from_secret_type_to_class().values())
+
+
+def check_identifiers(records: Sequence[Any], *, source: str = "<api>", scanner: SecretScanner | None = None) -> None:
+    """Refuse records whose ids or names hold a secret, before anything is written.
+
+    Record, conversation and branch ids, participant names and a tool call's tool name and call id are
+    identifiers: every manifest, decision and log line stores them (a participant's id is
+    ``<conversation>/participant/<name>``) and the provider's tool-call fields repeat them, so they cannot be
+    withheld afterwards the way content is.
+
+    Raises:
+        InputError: names the record index and the field (``id``, ``conversation_id``, ``branch_id``,
+            ``name``, ``call_id``) and the secret type, never the value.
+    """
+    from ctxledger.errors import InputError
+
+    scanner = scanner or default_scanner()
+    for index, record in enumerate(records):
+        kind = getattr(getattr(record, "kind", None), "value", None)
+        named = ("name", "call_id") if kind == "tool_call" else ("name",) if kind == "participant" else ()
+        for field in ("id", "conversation_id", "branch_id", *named):
+            value = getattr(record, field, None)
+            hits = scanner.scan(value) if isinstance(value, str) else ()
+            if hits:
+                what = ", ".join(sorted({f.type for f in hits}))
+                raise InputError(
+                    f"holds a secret ({what}); ids, participant and tool names are stored in every manifest, "
+                    "so a secret cannot be one: name it otherwise",
+                    source=source,
+                    index=index,
+                    field=field,
+                )

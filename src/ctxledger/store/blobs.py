@@ -7,8 +7,13 @@ bytes. :class:`LocalBlobStore` keeps each blob in ``<root>/<sha[:2]>/<sha>``:
   (``os.replace`` is atomic), so a reader never sees a half-written blob and a crash leaves at most a
   stray ``.tmp`` file;
 * a blob is write-once: putting the same bytes again only refreshes its write time (the file's mtime),
-  which garbage collection's grace period counts from;
-* every read re-hashes the bytes and raises :class:`~ctxledger.errors.IntegrityError` on a mismatch.
+  which garbage collection's grace period counts from; when the stored file no longer holds those bytes
+  (corrupted, truncated, replaced by a directory), putting them again rewrites it: ``put`` heals;
+* every read re-hashes the bytes and raises :class:`~ctxledger.errors.IntegrityError` on a mismatch; a
+  blob that cannot be read (a directory or an unreadable file in its place) is
+  :class:`~ctxledger.errors.BlobNotFound` naming why, so an assembly shows its reference instead;
+* a write the file system refuses (disk full, read-only folder, no permission) raises
+  :class:`~ctxledger.errors.StoreError` naming the folder and the reason.
 
 The media type is *not* stored with the bytes: the same bytes may be referenced by several records, and
 the record that references a blob (``ToolArtifact.media_type``) is the authority on how to read it.
@@ -27,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
-from ctxledger.errors import BlobNotFound, InputError, IntegrityError
+from ctxledger.errors import BlobNotFound, InputError, IntegrityError, StoreError
 from ctxledger.hashing import sha256_hex
 from ctxledger.store.base import BlobRef
 
@@ -70,16 +75,33 @@ def check_range(start: int, end: int) -> None:
         raise InputError(f"end {end} is before start {start}", source="<blobs>", field="end")
 
 
-def _touch(path: Path) -> bool:
-    """Refresh an existing blob's write time (so garbage collection's grace period covers a new reference).
+def _touch(path: Path, blob: bytes) -> bool:
+    """Refresh an intact blob's write time (so garbage collection's grace period covers a new reference).
 
-    Returns whether the file exists.
+    Returns whether ``path`` is a file holding exactly ``blob``; ``False`` (to be rewritten) when it is
+    missing, differs (corruption), or is not a readable file. Whatever is in the way is moved aside.
     """
     try:
-        os.utime(path)
-    except FileNotFoundError:
-        return False
-    return True
+        intact = path.is_file() and path.stat().st_size == len(blob) and path.read_bytes() == blob
+    except OSError:
+        intact = False
+    if intact:
+        try:
+            os.utime(path)
+        except OSError:
+            return False
+        return True
+    if path.is_dir():  # never delete what a person put there: keep it beside the blob
+        path.rename(path.with_name(f"{path.name}.displaced-{os.getpid()}-{id(blob):x}"))
+    return False
+
+
+def _write_error(root: Path, exc: OSError) -> StoreError:
+    import errno
+
+    why = {errno.ENOSPC: "the disk is full", errno.EROFS: "the file system is read-only", errno.EDQUOT: "over quota"}
+    reason = why.get(exc.errno or 0) or exc.strerror or str(exc)
+    return StoreError(f"cannot write a blob to {root}: {reason} ({type(exc).__name__}); nothing was stored")
 
 
 class LocalBlobStore:
@@ -107,7 +129,7 @@ class LocalBlobStore:
         blob = bytes(data)
         sha = sha256_hex(blob)
         target = self.path(sha)
-        if not _touch(target):
+        if not _touch(target, blob):
             self._write_atomically(target, blob)
         return BlobRef(sha256=sha, size_bytes=len(blob), media_type=media_type)
 
@@ -130,7 +152,7 @@ class LocalBlobStore:
             blob = bytes(data)
             sha = sha256_hex(blob)
             target = self.path(sha)
-            if not _touch(target):
+            if not _touch(target, blob):
                 self._write_atomically(target, blob, fsync=False)
                 wrote = True
             refs.append(BlobRef(sha256=sha, size_bytes=len(blob), media_type=media_type))
@@ -139,8 +161,16 @@ class LocalBlobStore:
         return refs
 
     def _write_atomically(self, target: Path, blob: bytes, *, fsync: bool = True) -> None:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        """Write ``blob`` to a temporary file beside ``target`` and rename it into place.
+
+        Raises:
+            StoreError: the file system refused (disk full, read-only folder, no permission …).
+        """
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        except OSError as exc:
+            raise _write_error(self.root, exc) from exc
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(blob)
@@ -148,6 +178,9 @@ class LocalBlobStore:
                 if fsync:
                     os.fsync(handle.fileno())
             os.replace(tmp, target)
+        except OSError as exc:
+            Path(tmp).unlink(missing_ok=True)
+            raise _write_error(self.root, exc) from exc
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
@@ -165,6 +198,8 @@ class LocalBlobStore:
             data = path.read_bytes()
         except FileNotFoundError:
             raise BlobNotFound(sha256, str(self.root)) from None
+        except OSError as exc:  # a directory or an unreadable file where the blob should be
+            raise BlobNotFound(sha256, f"{self.root} (unreadable: {exc.strerror or exc})") from None
         if sha256_hex(data) != sha256:
             raise IntegrityError(f"blob {path} does not hash to its name {sha256}")
         return data
@@ -186,6 +221,8 @@ class LocalBlobStore:
             handle = path.open("rb")
         except FileNotFoundError:
             raise BlobNotFound(sha256, str(self.root)) from None
+        except OSError as exc:
+            raise BlobNotFound(sha256, f"{self.root} (unreadable: {exc.strerror or exc})") from None
         with handle:
             if not verify:
                 handle.seek(start)

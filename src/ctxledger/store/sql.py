@@ -18,6 +18,7 @@ duplicate-id check of an append looks only inside each record's own tenant. The 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -30,7 +31,7 @@ from sqlalchemy.engine import URL, Connection, Engine, create_engine
 from sqlalchemy.exc import IntegrityError as SqlIntegrityError
 from sqlalchemy.sql.elements import ColumnElement
 
-from ctxledger.errors import ConfigurationError, InputError, RecordNotFound, UsageAlreadyRecorded
+from ctxledger.errors import ConfigurationError, InputError, RecordNotFound, StoreError, UsageAlreadyRecorded
 from ctxledger.facts import RecordFacts, compute_facts, decode_facts, encode_facts
 from ctxledger.records import Branch, Record, ToolArtifact, utcnow
 from ctxledger.store import _index, _rules
@@ -229,6 +230,11 @@ class SqlStore:
         self.engine = engine
         self.blobs = blobs
         self._insert = postgresql.insert if engine.dialect.name == "postgresql" else sqlite.insert
+        database = engine.url.database if engine.dialect.name == "sqlite" else None
+        self._sqlite_path = database if database and database != ":memory:" else None
+        self._sqlite_identity: tuple[int, int] | None = None
+        if self._sqlite_path is not None and os.path.exists(self._sqlite_path):
+            self._check_file()
 
     def __repr__(self) -> str:
         """Show the database (without password) and the blob store."""
@@ -242,8 +248,34 @@ class SqlStore:
         """Raise ``MigrationError`` unless the database is at the newest revision."""
         check_revision(self.engine)
 
+    def _check_file(self) -> None:
+        """Refuse to write when the SQLite file was deleted or replaced since this store first saw it.
+
+        SQLite keeps writing to the open (deleted) file, acknowledging writes that vanish on reopen.
+
+        Raises:
+            StoreError: the file is gone or is another file now.
+        """
+        if self._sqlite_path is None:
+            return
+        try:
+            found = os.stat(self._sqlite_path)
+        except FileNotFoundError:
+            found = None
+        identity = (found.st_dev, found.st_ino) if found is not None else None
+        if self._sqlite_identity is None:
+            self._sqlite_identity = identity
+            return
+        if identity != self._sqlite_identity:
+            what = "deleted" if identity is None else "replaced by another file"
+            raise StoreError(
+                f"the SQLite database {self._sqlite_path} was {what} while this store had it open; "
+                "nothing more is written to it (writes would be lost): open the store again"
+            )
+
     @contextmanager
     def _write(self) -> Iterator[Connection]:
+        self._check_file()
         with self.engine.connect() as conn:
             conn.execution_options(**{WRITE_OPTION: True})
             with conn.begin():

@@ -1,0 +1,112 @@
+"""Hostile and careless input to every importer is refused with an InputError, never a crash, and nothing is
+written (the importers' two phases: parse and validate whole, then one append).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxledger.errors import InputError
+from ctxledger.ingest import FORMATS, parse_anthropic, parse_file, parse_openai_messages, write_batch
+from ctxledger.ingest._load import MAX_DEPTH
+from ctxledger.testing import MemoryStore
+
+KEYS = [
+    "messages", "role", "content", "tool_calls", "tool_call_id", "id", "function", "name", "arguments", "type",
+    "text", "tool_use_id", "input", "system", "tools", "traj", "trajectory", "conversation", "speaker",
+    "dia_id", "session_1", "question", "answer", "history", "observation", "action", "thought", "info",
+]  # fmt: skip
+"""Field names the importers look for, so generated values reach past the first shape check."""
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=6), children, max_size=5)
+    ),
+    max_leaves=25,
+)
+roles = st.sampled_from(["system", "user", "assistant", "tool", "developer", "function", "", "bot"])
+messages = st.lists(
+    st.fixed_dictionaries({"role": roles}, optional={"content": json_values, "tool_calls": json_values,
+                                                     "tool_call_id": json_values, "name": json_values}),
+    max_size=6,
+)  # fmt: skip
+
+
+def _refused_or_written(build) -> None:
+    """Parsing either raises InputError or gives a batch that writes whole (or is refused whole)."""
+    try:
+        batch = build()
+    except InputError:
+        return
+    store = MemoryStore()
+    try:
+        write_batch(store, batch)
+    except InputError:
+        for conv in batch.conversations:  # refused whole: no conversation of the batch has a record
+            assert store.head_seq(conv.records[0].tenant_id, conv.conversation_id) == 0
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=json_values | st.fixed_dictionaries({"messages": messages}) | messages)
+def test_every_importer_refuses_or_imports_generated_input(fmt, value, tmp_path_factory):
+    path = tmp_path_factory.mktemp("fuzz") / "input.json"
+    path.write_text(json.dumps(value), encoding="utf-8")
+    _refused_or_written(lambda: parse_file(path, fmt))
+
+
+@settings(max_examples=40, deadline=None)
+@given(value=messages)
+def test_the_in_memory_importers_refuse_or_import_generated_messages(value):
+    _refused_or_written(lambda: parse_openai_messages(value))
+    _refused_or_written(lambda: parse_anthropic(value))
+
+
+def _nest(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize("fmt", ["auto", *FORMATS])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    kind=st.sampled_from(["deep", "deep_inside", "big_int", "surrogate", "surrogate_key"]),
+    depth=st.integers(MAX_DEPTH + 1, 200_000),
+    digits=st.integers(4301, 20_000),
+    code=st.integers(0xD800, 0xDFFF),
+)
+def test_deep_nesting_huge_integers_and_lone_surrogates_are_input_errors(fmt, kind, depth, digits, code, tmp_path):
+    text = {
+        "deep": _nest(depth),
+        "deep_inside": '{"messages": [{"role": "user", "content": ' + _nest(depth) + "}]}",
+        "big_int": '{"messages": [{"role": "user", "content": "hi", "n": ' + "7" * digits + "}]}",
+        "surrogate": '{"messages": [{"role": "user", "content": "a\\u' + f"{code:04x}" + '"}]}',
+        "surrogate_key": '{"messages": [{"role": "user", "content": "a", "\\u' + f"{code:04x}" + '": 1}]}',
+    }[kind]
+    path = tmp_path / "hostile.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        parse_file(path, fmt)
+    assert str(path) in str(caught.value)
+    if kind.startswith("surrogate"):
+        assert caught.value.field is not None and caught.value.field.startswith("messages[0]")
+
+
+def test_a_lone_surrogate_in_memory_names_the_message_and_field():
+    with pytest.raises(InputError) as caught:
+        parse_openai_messages([{"role": "user", "content": "ok"}, {"role": "user", "content": "x\udc00"}])
+    assert caught.value.field == "messages[1].content"
+
+
+def test_deep_jsonl_records_name_their_line(tmp_path: Path):
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"a": 1}\n{"b": ' + _nest(300_000) + "}\n", encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        parse_file(path)
+    assert caught.value.index == 1
