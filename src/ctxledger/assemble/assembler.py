@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -39,16 +39,19 @@ import numpy as np
 
 from ctxledger.assemble.costing import Coster
 from ctxledger.assemble.inputs import resolve_participant, unknown_inputs, unserved_exact_evidence
+from ctxledger.assemble.record import ManifestInputs, build_manifest
 from ctxledger.assemble.relevance import is_question, spread, tokenize
 from ctxledger.assemble.represent import Pointer, charge_savings, omit_redundant
 from ctxledger.assemble.room import anchor_user_turn, make_room_for_errors
 from ctxledger.assemble.select import Option, SelectionItem, select
 from ctxledger.assemble.snapshot import Snapshot
 from ctxledger.assemble.speakers import attribute_speakers
-from ctxledger.assemble.units import UNAVAILABLE, Unit, UnitKind, build_units, content_text, drop_thinking
+from ctxledger.assemble.version import ASSEMBLER_VERSION
+from ctxledger.units import UNAVAILABLE, Unit, UnitKind, build_units, content_text, drop_thinking
 from ctxledger.budget import Budget, BudgetLedger
 from ctxledger.errors import BudgetItem, ConfigurationError
 from ctxledger.hashing import content_hash
+from ctxledger.manifest import ManifestView, check_trace
 from ctxledger.policy.annotate import annotate, mark_attrs
 from ctxledger.policy.base import VERBATIM_REASONS, Outcome, Policy, PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.contracts import expose_tools, tool_name, tool_ref
@@ -59,8 +62,12 @@ from ctxledger.policy.stages.visibility import promoted_records, sees
 from ctxledger.records import Message, Record, Role, ToolArtifact, Visibility, utcnow
 from ctxledger.serialize.base import Serializer, Turn
 from ctxledger.serialize.tool_names import request_tool_names, tool_name_map
+from ctxledger.units import UNAVAILABLE, Unit, UnitKind, build_units, content_text, drop_thinking
 
-ASSEMBLER_VERSION = "1.0"
+__all__ = ["ASSEMBLER_VERSION", "Assembly", "AssemblyRequest", "assemble", "run_policy"]
+
+FILL_TARGET = 0.95
+"""Share of ``B_dynamic`` an assembly uses whenever it leaves something out for budget, or says why not."""
 
 KIND_PRIOR: Mapping[str, float] = {
     UnitKind.INSTRUCTION: 1.0,
@@ -144,7 +151,8 @@ class Assembly:
         payload: the provider request body (JSON-able).
         payload_hash: ``"sha256:<hex>"`` of the payload's canonical JSON.
         input_tokens: the payload's tokens counted on its serialized form (an estimate when the counter is one).
-        manifest: the persisted manifest (see :mod:`ctxledger.manifest`).
+        manifest: the manifest (:class:`~ctxledger.manifest.ManifestView`): the persisted record's keys plus
+            the full trace (``omitted``, ``candidates``, every decision and mark), built when first read.
     """
 
     id: str
@@ -154,6 +162,11 @@ class Assembly:
     manifest: dict[str, Any] = field(default_factory=dict)
     turn_refs: list[str] = field(default_factory=list)
     """Record id of each turn in payload order (for OpenAI Chat: one per message)."""
+
+    def persisted(self) -> dict[str, Any]:
+        """The manifest as the store keeps it (the summary record, or everything with ``trace="full"``)."""
+        m = self.manifest
+        return m.persisted() if isinstance(m, ManifestView) else dict(m)
 
 
 @dataclass(slots=True)
@@ -242,6 +255,7 @@ def assemble(
     redundancy: Callable[[Sequence[Unit], Mapping[str, str]], Mapping[str, str | Pointer]] | None = None,
     find_artifacts: Callable[[str], Sequence[ToolArtifact]] | None = None,
     find_record: Callable[[str], Record | None] | None = None,
+    trace: str = "summary",
 ) -> Assembly:
     """Assemble the context of the next model call.
 
@@ -272,6 +286,8 @@ def assemble(
         find_record: record id → the record of ``request.tenant_id`` (and of no other tenant) with that id, or
             ``None`` (``GraphStore.get`` bound to the tenant). The privacy and visibility stages look up the
             sources of a derived record that are no candidates with it; without it such sources do not restrict.
+        trace: ``"summary"`` (the manifest record keeps the included items and summarised omissions) or
+            ``"full"`` (it also keeps every omitted candidate, decision and mark, and the payload).
 
     Returns:
         The :class:`Assembly`; its manifest is complete but not yet persisted.
@@ -284,10 +300,12 @@ def assemble(
             (:func:`~ctxledger.assemble.inputs.resolve_participant`).
     """
     t0 = time.perf_counter()
+    check_trace(trace)
     now_given = request.now is not None
     if request.now is None:  # the clock freshness is judged by is part of the request the manifest records
         request = dataclasses.replace(request, now=utcnow())
     policy = policy.for_request(request)
+    requested = request.budget()
     budget = _contract_budget(request, policy)
     records, all_units = _candidates(snap, extra_records, read_blob)
     request = resolve_participant(request, records)
@@ -368,29 +386,57 @@ def assemble(
     input_tokens = serializer.count(payload, counter) if counter is not None else _sum_costs(coster, turns, tools)
     payload_hash = content_hash(payload)
     t_end = time.perf_counter()
-    from ctxledger.manifest import build_manifest  # local: manifest imports this module's types
-
     asm = Assembly(f"asm_{uuid.uuid4().hex}", payload, payload_hash, input_tokens, turn_refs=[t.ref for t in turns])
+    chosen = [(u, result.chosen[u.id]) for u in chosen_units]
+    left_for_budget = {i.unit_id: i for i in items if result.omitted.get(i.unit_id) is ReasonCode.BUDGET}
     asm.manifest = build_manifest(
-        asm,
-        request=request,
-        snap=snap,
-        policy=policy,
-        coster=coster,
-        plan=plan,
-        fixed=fixed,
-        chosen=[(u, result.chosen[u.id]) for u in chosen_units],
-        units=units,
-        ledger=ledger,
-        budget=budget,
-        timings={
-            "graph_query_ms": round(snap.graph_ms, 3),
-            "policy_ms": round((t_policy - t0) * 1000, 3),
-            "selection_ms": round((t_select - t_policy) * 1000, 3),
-            "serialization_ms": round((t_end - t_select) * 1000, 3),
-        },
+        ManifestInputs(
+            assembly_id=asm.id,
+            payload=payload,
+            payload_hash=payload_hash,
+            input_tokens=input_tokens,
+            turn_refs=asm.turn_refs,
+            request=request,
+            requested=requested,
+            budget=budget,
+            snap=snap,
+            policy=policy,
+            coster=coster,
+            plan=plan,
+            fixed=fixed,
+            chosen=chosen,
+            ledger=ledger,
+            budget_utilities={uid: i.options[0].utility for uid, i in left_for_budget.items()},
+            fill=fill_note(dynamic, chosen, left_for_budget.values()),
+            timings={
+                "graph_query_ms": round(snap.graph_ms, 3),
+                "policy_ms": round((t_policy - t0) * 1000, 3),
+                "selection_ms": round((t_select - t_policy) * 1000, 3),
+                "serialization_ms": round((t_end - t_select) * 1000, 3),
+            },
+            trace=trace,
+        )
     )
     return asm
+
+
+def fill_note(dynamic: int, chosen: Sequence[tuple[Unit, Option]], left_out: Iterable[SelectionItem]) -> str | None:
+    """Why less than :data:`FILL_TARGET` of ``B_dynamic`` is used although units were left out for budget.
+
+    ``None`` when nothing was left out for budget or the target is met; otherwise a sentence with the
+    tokens left and the cheapest form of any unit left out (none fits the room left, or a class cap or the
+    role order kept it out).
+    """
+    left = list(left_out)
+    used = sum(o.tokens for _, o in chosen)
+    if not left or dynamic <= 0 or used >= FILL_TARGET * dynamic:
+        return None
+    room = dynamic - used
+    cheapest = min(o.tokens for i in left for o in i.options)
+    share = f"{used} of {dynamic} tokens of B_dynamic used ({used / dynamic:.0%}), {room} left"
+    if cheapest > room:
+        return f"{share}: the cheapest form of any unit left out for budget takes {cheapest} tokens"
+    return f"{share}: units that would fit were kept out by class caps or the provider's role order"
 
 
 def _redact_tools(tools: Sequence[Mapping[str, Any]], plan: _Plan, policy: Policy) -> tuple[Mapping[str, Any], ...]:
@@ -410,7 +456,7 @@ def _redact_tools(tools: Sequence[Mapping[str, Any]], plan: _Plan, policy: Polic
 def _mark_unavailable(plan: _Plan, units: Sequence[Unit]) -> None:
     """Mark ``provenance_broken`` every tool result whose raw bytes could not be read back intact.
 
-    Such a result renders as a reference (:func:`~ctxledger.assemble.units.unavailable_text`) instead of
+    Such a result renders as a reference (:func:`~ctxledger.units.unavailable_text`) instead of
     crashing the call; the mark (stage ``integrity``) names the record, its sha256 and what went wrong, so
     the manifest's ``marks`` and ``explain`` say why the model saw no output.
     """

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxledger.assemble.relevance import IncrementalBM25, tokenize
-from ctxledger.assemble.units import Unit, build_units
+from ctxledger.units import Unit, build_units
 from ctxledger.records import Record, ToolArtifact, ToolCall
 from ctxledger.store.base import GraphStore, LineageHop
 
