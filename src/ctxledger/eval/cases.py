@@ -333,7 +333,7 @@ def run_case_file(path: str | Path) -> CaseOutcome:
     The setup is the one the tests use: the case's ``request`` (B12's scope) becomes the ledger's
     request defaults, and its ``memories`` are stored by :func:`add_case_memories` before assembly.
     """
-    from ctxledger.testing import MemoryStore
+    from ctxledger.store.memory import MemoryStore
 
     case = load_case(path)
     defaults = {"scope": case["request"]} if isinstance(case.get("request"), Mapping) else None

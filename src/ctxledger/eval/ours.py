@@ -56,7 +56,7 @@ from ctxledger.records import (
 )
 from ctxledger.serialize import get_serializer
 from ctxledger.serialize.base import Turn
-from ctxledger.testing import MemoryStore
+from ctxledger.store.memory import MemoryStore
 from ctxledger.tokens import TokenCounter
 
 __all__ = ["EVAL_NOW", "ItemCoster", "PolicySelector", "register"]

@@ -18,7 +18,7 @@ from ctxledger.hashing import canonical_json
 from ctxledger.ledger import Ledger
 from ctxledger.scenarios._graph import GraphBuilder
 from ctxledger.scenarios.base import Scenario
-from ctxledger.testing import MemoryStore
+from ctxledger.store.memory import MemoryStore
 
 DEFAULT_REQUEST: Mapping[str, Any] = {
     "model": "gpt-4o",

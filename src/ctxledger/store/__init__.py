@@ -6,7 +6,7 @@
   ``<db>.blobs/`` next to the file unless ``blobs_dir`` says otherwise;
 * ``postgresql+psycopg://user@host/db`` (``postgresql://`` and ``postgres://`` mean the same): needs
   ``pip install 'ctxledger[postgres]'``; blobs go to ``blobs_dir`` (default ``./.ctxledger/blobs``);
-* ``memory://``: the in-memory reference store of ``ctxledger.testing`` (blobs in memory unless
+* ``memory://``: the in-memory reference store (``ctxledger.store.memory``) (blobs in memory unless
   ``blobs_dir`` is given).
 
 SQLite and PostgreSQL share one schema and one Alembic history; ``open_store`` migrates to the newest
@@ -91,7 +91,7 @@ def open_store(
         MigrationError: the schema could not be migrated, or (``migrate=False``) is not current.
     """
     if url.split(":", 1)[0].lower() == "memory":
-        from ctxledger.testing import MemoryStore
+        from ctxledger.store.memory import MemoryStore
 
         return MemoryStore(LocalBlobStore(blobs_dir) if blobs_dir is not None else None)
     from ctxledger.store.sql import SqlStore

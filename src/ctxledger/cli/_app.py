@@ -1,0 +1,108 @@
+"""The root ``ctxledger`` command group and its global options."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from ctxledger.cli._common import Settings
+from ctxledger.ledger import DEFAULT_URL
+
+GLOBAL_OPTIONS = ("--db", "--tenant", "--blobs")
+"""Options of the root group (each takes one value); they are also accepted after the command."""
+
+COMMAND_ORDER = ("migrate", "import", "conversations", "assemble", "explain", "usage", "rehydrate", "demo", "eval")
+"""Order of the commands in ``ctxledger --help``: the order a user meets them in."""
+
+
+def hoist_global_options(args: Sequence[str]) -> list[str]:
+    """Move every global option (``--db X`` or ``--db=X``) to the front of ``args``, keeping their order.
+
+    ``ctxledger demo --db X`` then parses as ``ctxledger --db X demo``. Nothing after ``--`` moves, nor
+    a global option that ends the line without its value (click then reports it); a global option given
+    twice keeps the last value, as click does.
+    """
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest.extend(args[i:])
+            break
+        if "=" in arg and arg.split("=", 1)[0] in GLOBAL_OPTIONS:
+            front.append(arg)
+            i += 1
+            continue
+        if arg in GLOBAL_OPTIONS and i + 1 < len(args):
+            front.extend(args[i : i + 2])
+            i += 2
+            continue
+        rest.append(arg)
+        i += 1
+    return front + rest
+
+
+class GlobalOptionsAnywhere(TyperGroup):
+    """The root group: global options may come before or after the command (``--db``, ``--tenant``, ``--blobs``)."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """Commands in the order of :data:`COMMAND_ORDER` (the order of the job), others after them."""
+        names = super().list_commands(ctx)
+        rank = {name: i for i, name in enumerate(COMMAND_ORDER)}
+        return sorted(names, key=lambda name: rank.get(name, len(rank)))
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """Parse ``args`` with the global options hoisted in front of the command."""
+        return super().parse_args(ctx, hoist_global_options(args))
+
+
+app = typer.Typer(
+    cls=GlobalOptionsAnywhere,
+    name="ctxledger",
+    help=(
+        "Record an agent's history and assemble each model call's context under a token budget, "
+        "with a manifest of what was included or omitted and why.\n\n"
+        "Start with [bold]ctxledger demo[/bold]: it imports a real tau-bench trajectory, assembles its "
+        "next model call at 8,000 tokens and explains every choice.\n\n"
+        "The options below (--db, --tenant, --blobs) may also follow the command: "
+        "[bold]ctxledger demo --db sqlite:///demo.db[/bold]."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            envvar="CTXLEDGER_URL",
+            help="Store URL: sqlite:///path.db, postgresql+psycopg://user@host/db or memory://. "
+            f"\\[default: {DEFAULT_URL}]",
+            show_default=False,
+        ),
+    ] = None,
+    tenant: Annotated[str, typer.Option("--tenant", help="Tenant whose records are read and written.")] = "default",
+    blobs: Annotated[
+        Path | None,
+        typer.Option(
+            "--blobs",
+            envvar="CTXLEDGER_BLOBS",
+            help="Folder of raw tool outputs (blobs). Default: <db>.blobs next to a SQLite file; "
+            "./.ctxledger/blobs for PostgreSQL — set it so every working directory sees the same blobs.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Record an agent's history and assemble budgeted, explained contexts from it."""
+    ctx.obj = Settings(db or DEFAULT_URL, db is not None, tenant, blobs)

@@ -1,0 +1,136 @@
+"""Plumbing every command shares: settings, consoles, error handling, opening the ledger."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from ctxledger.cli._render import _required_table
+from ctxledger.errors import (
+    BudgetError,
+    ConfigurationError,
+    CtxledgerError,
+    InputError,
+    PolicyError,
+    RecordNotFound,
+    RequiredBlocksDoNotFit,
+)
+from ctxledger.ledger import DEFAULT_URL, Ledger
+from ctxledger.records import Record
+
+USER_ERRORS = (InputError, ConfigurationError, BudgetError, PolicyError, RecordNotFound)
+"""Errors caused by what the user asked; they exit with code 2."""
+
+COUNTER_HELP = (
+    "Tokenizer to count with, for a model whose own is not known: o200k_base, cl100k_base (exact), "
+    "tiktoken/o200k_base, tiktoken/cl100k_base (exact, the reference implementation), "
+    "estimate/quicktok/o200k_base, estimate/quicktok/cl100k_base or chars/4 (flagged as estimates). "
+    "Default: the model's own (OpenAI models; claude-* get a flagged o200k estimate)."
+)
+"""Help of every ``--counter`` option."""
+
+
+class ApiFormat(StrEnum):
+    """Provider payload formats."""
+
+    OPENAI_CHAT = "openai-chat"
+    ANTHROPIC_MESSAGES = "anthropic-messages"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Global options: the store URL, whether the user chose it, and the tenant."""
+
+    db: str
+    db_given: bool
+    tenant: str
+    blobs: Path | None = None
+
+
+# -- plumbing ------------------------------------------------------------------------------------------
+
+
+PIPE_WIDTH = 120
+"""Columns used when output is not a terminal and ``COLUMNS`` is unset (rich would use 80)."""
+
+
+def _console(*, stderr: bool = False) -> Console:
+    console = Console(stderr=stderr, highlight=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = PIPE_WIDTH
+    return console
+
+
+def _out() -> Console:
+    return _console()
+
+
+def _err() -> Console:
+    return _console(stderr=True)
+
+
+STDOUT = "-"
+"""``--out -`` means standard output, as in most command-line tools."""
+
+
+def _is_stdout(path: Path | None) -> bool:
+    """Whether an ``--out`` value asks for standard output (``-``)."""
+    return path is not None and str(path) == STDOUT
+
+
+def _settings(ctx: typer.Context) -> Settings:
+    obj = ctx.find_root().obj
+    return obj if isinstance(obj, Settings) else Settings(DEFAULT_URL, False, "default")
+
+
+@contextmanager
+def _handled(window_option: str = "--window") -> Iterator[None]:
+    """Turn ctxledger errors into one message and an exit code (2 for user errors, 1 otherwise).
+
+    ``window_option`` is the command's option for W, named when the required blocks do not fit.
+    """
+    try:
+        yield
+    except RequiredBlocksDoNotFit as exc:
+        _err().print(_required_table(exc))
+        _err().print(
+            f"[red]error:[/] the required blocks need {exc.required_tokens} tokens but B_input is "
+            f"{exc.budget_tokens}. Raise {window_option}, or lower --output / --margin."
+        )
+        raise typer.Exit(2) from None
+    except USER_ERRORS as exc:
+        _err().print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    except CtxledgerError as exc:
+        _err().print(f"[red]error ({type(exc).__name__}):[/] {escape(str(exc))}")
+        raise typer.Exit(1) from None
+
+
+@contextmanager
+def _open(settings: Settings) -> Iterator[Ledger]:
+    with Ledger.open(settings.db, blobs_dir=settings.blobs) as ledger:
+        yield ledger
+
+
+def _records(ledger: Ledger, settings: Settings, conversation_id: str) -> dict[str, Record]:
+    return {r.id: r for r in ledger.store.records(settings.tenant, conversation_id)}
+
+
+def _coster(ledger: Ledger, api: str, model: str, counter: str | None) -> Any:
+    """The ledger's coster for ``model``; an unknown model without ``--counter`` is a user error naming it.
+
+    Raises:
+        ConfigurationError: unknown counter name, or a model with no known tokenizer and no --counter.
+    """
+    from ctxledger.tokens import counter_for_model
+
+    return ledger.coster(api, model, counter_for_model(model, counter, option="--counter"))

@@ -1,0 +1,289 @@
+"""``ctxledger eval``: context selection evaluated on real data, the seed scenarios and the failure cases."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from ctxledger.cli._app import app
+from ctxledger.cli._common import _err, _handled, _is_stdout, _out
+from ctxledger.errors import (
+    ConfigurationError,
+    InputError,
+)
+
+eval_app = typer.Typer(
+    help=(
+        "Evaluate context selection on real data: ctxledger's default policy beside baselines and peer "
+        "libraries, the seed scenarios and the failure cases.\n\n"
+        "Example: [bold]ctxledger eval run --dataset locomo --budget 2000 --budget 8000 --out eval-report[/bold]"
+    ),
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+)
+app.add_typer(eval_app, name="eval")
+
+DATA_DIR_DEFAULT = Path("../shared/data")
+"""Where ``eval run`` looks for the datasets unless told (``--data-dir`` or ``CTXLEDGER_DATA_DIR``)."""
+CASES_DIR_DEFAULT = Path("../shared/cases")
+"""Where ``eval cases`` looks for the failure cases unless told (``--cases-dir`` or ``CTXLEDGER_CASES_DIR``)."""
+
+
+def _default_selectors() -> list[str]:
+    """Ours, every baseline, and the peers whose libraries are installed (the ``bench`` extra)."""
+    import importlib.util
+
+    from ctxledger.eval.harness import BASELINE_NAMES, OURS
+
+    needs = {"langchain-trim-exact": "langchain_core", "langchain-trim-approx": "langchain_core"}
+    needs["llamaindex-memory"] = "llama_index.core"
+    peers = [name for name, module in needs.items() if _installed(module, importlib.util.find_spec)]
+    return [OURS, *BASELINE_NAMES, *peers]
+
+
+def _installed(module: str, find_spec: Any) -> bool:
+    try:
+        return find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def _existing_dir(path: Path, what: str, option: str) -> Path:
+    if not path.is_dir():
+        raise InputError(f"{what} folder not found; pass {option}", source=str(path))
+    return path
+
+
+def _dataset_list(names: Sequence[str]) -> list[str]:
+    from ctxledger.eval.datasets import dataset_names
+
+    known = dataset_names()
+    chosen = known if "all" in names else list(dict.fromkeys(names))
+    unknown = [n for n in chosen if n not in known]
+    if unknown:
+        raise ConfigurationError(f"unknown dataset {unknown[0]!r}; known: {', '.join(known)} (or all)")
+    return chosen
+
+
+def _goals_table(goals: Sequence[Any]) -> Table:
+    table = Table(title="Goals (issue 5 item 8)", title_justify="left")
+    table.add_column("goal")
+    table.add_column("measured")
+    table.add_column("result")
+    marks = {True: "[green]met[/]", False: "[red]not met[/]", None: "[dim]not checked[/]"}
+    for g in goals:
+        table.add_row(escape(g.goal), escape(g.measured), marks[g.met])
+    return table
+
+
+def _headline_table(results: Any) -> Table:
+    table = Table(title="Headline per dataset, selector and budget", title_justify="left")
+    for name, justify in (("dataset", "left"), ("selector", "left"), ("budget", "right"), ("recall", "right"),
+                          ("tokens/replay", "right"), ("violations", "right"), ("overflow", "right"),
+                          ("p50 ms", "right")):  # fmt: skip
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for a in results.aggregates:
+        ratio = a["replay_ratio"]
+        table.add_row(
+            a["dataset"], a["selector"], f"{a['budget']:,}", _num(a["recall"]), _num(ratio), str(a["violations"]),
+            _num(a["overflow_rate"]), _num(a["latency_ms"]["p50"], 2),
+        )  # fmt: skip
+    return table
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _cases_table(outcomes: Sequence[Any]) -> Table:
+    table = Table(title="Failure cases (shared/cases) under the default policy", title_justify="left")
+    table.add_column("case")
+    table.add_column("kind")
+    table.add_column("what went wrong in the original library")
+    table.add_column("input tok", justify="right")
+    table.add_column("result")
+    for c in outcomes:
+        result = "[green]pass[/]" if c.passed else "[red]FAIL[/] " + escape("; ".join(c.failures))
+        tokens = "refused" if c.input_tokens is None else f"{c.input_tokens:,}"
+        table.add_row(c.case_id, escape(c.kind), escape(c.title), tokens, result)
+    return table
+
+
+def _run_checks(cases_dir: Path) -> tuple[list[Any], list[Any]]:
+    """Run the seed scenarios and (when the folder exists) the failure cases."""
+    from ctxledger.eval.cases import run_cases
+    from ctxledger.scenarios import run_scenarios
+
+    cases = run_cases(cases_dir) if cases_dir.is_dir() else []
+    return run_scenarios(), cases
+
+
+@eval_app.command("run")
+def eval_run(
+    dataset: Annotated[
+        list[str],
+        typer.Option(
+            "--dataset",
+            "-d",
+            help="Dataset to evaluate (repeatable): locomo, bfcl-memory, tau-bench, "
+            "mini-swe-agent, swe-agent, toolbench, or all.",
+            show_default=False,
+        ),
+    ],
+    selector: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--selector",
+            "-s",
+            help="Selector (repeatable): ctxledger-default, full-replay, newest-fit, "
+            "head-tail, bm25, langchain-trim-exact, langchain-trim-approx, llamaindex-memory. "
+            "Default: ours, every baseline and the installed peers.",
+        ),
+    ] = None,
+    budget: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--budget",
+            "-b",
+            help="Input budget in tokens (repeatable). Default: 1000 2000 4000 8000 "
+            "for evidence datasets, 4000 8000 16000 for trajectories.",
+        ),
+    ] = None,
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", help="Report folder: report.md, results.json, rows.jsonl and PNG plots (a folder, never '-')."
+        ),
+    ] = Path("eval-report"),
+    data_dir: Annotated[
+        Path, typer.Option("--data-dir", envvar="CTXLEDGER_DATA_DIR", help="Folder holding the datasets.")
+    ] = DATA_DIR_DEFAULT,
+    cases_dir: Annotated[
+        Path, typer.Option("--cases-dir", envvar="CTXLEDGER_CASES_DIR", help="Folder holding the failure cases.")
+    ] = CASES_DIR_DEFAULT,
+    limit: Annotated[
+        int | None, typer.Option("--limit", help="Read only this many source records per dataset.")
+    ] = None,
+    max_cases: Annotated[
+        int | None, typer.Option("--max-cases", help="Keep only the first N cases of each dataset (a smoke slice).")
+    ] = None,
+    step_stride: Annotated[
+        int, typer.Option("--step-stride", help="Trajectories: evaluate every N-th model call.")
+    ] = 1,
+    determinism_every: Annotated[
+        int, typer.Option("--determinism-every", help="Re-run every N-th case to compare payload hashes (0: never).")
+    ] = 10,
+    plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Write PNG plots (needs matplotlib).")] = True,
+    checks: Annotated[
+        bool, typer.Option("--checks/--no-checks", help="Also run the seed scenarios and failure cases (pass/fail).")
+    ] = True,
+) -> None:
+    """Run every selector on the same real cases and budgets, and write one report of the same run.
+
+    Each selector (ctxledger's default policy, the baselines, the peers) gets the same calls; the
+    harness judges each answer itself: evidence recall per question category, tokens against full
+    history replay, recovery state kept, provider-rule violations, budget overflows under the exact
+    cl100k counter, latency and determinism. The report (Markdown, JSON, per-call rows, PNG plots) also
+    checks the goals of issue 5 and, with --checks, lists the seed scenarios and the failure cases as
+    pass/fail. A progress bar shows the calls done.
+
+    Example:
+    [bold]ctxledger eval run -d locomo -d tau-bench -s ctxledger-default -s bm25 -b 2000 -b 8000 --out rep[/bold]
+    """
+    from ctxledger.eval.goals import checks_markdown, goal_checks
+    from ctxledger.eval.harness import rich_progress, run_named
+    from ctxledger.eval.ours import register
+
+    console = _out()
+    with _handled():
+        if _is_stdout(out):
+            raise ConfigurationError(
+                "--out - (stdout) cannot hold the report's files (report.md, results.json, rows.jsonl, plots); "
+                "pass a folder, e.g. --out eval-report"
+            )
+        if plots:
+            from ctxledger.eval.report import check_plotting
+
+            check_plotting()  # before hours of calls, not after
+        names = _dataset_list(dataset)
+        register()
+        root = _existing_dir(data_dir, "dataset", "--data-dir")
+        started = time.perf_counter()
+        with rich_progress() as progress:
+            results = run_named(
+                names, selector or _default_selectors(), budget or None, out, data_dir=root, limit=limit,
+                max_cases=max_cases, step_stride=step_stride, progress=progress,
+                determinism_every=determinism_every, plots=plots,
+            )  # fmt: skip
+        scenarios, cases = _run_checks(cases_dir) if checks else ([], [])
+        goals = goal_checks(results.aggregates)
+        report = out / "report.md"
+        report.write_text(report.read_text(encoding="utf-8") + "\n" + checks_markdown(goals, scenarios, cases))
+    console.print(_headline_table(results))
+    console.print(_goals_table(goals))
+    if checks:
+        passed = sum(r.passed for r in scenarios) + sum(c.passed for c in cases)
+        console.print(f"seed scenarios and failure cases: {passed}/{len(scenarios) + len(cases)} pass")
+    console.print(f"report written to {escape(str(report))} in {time.perf_counter() - started:.0f} s", soft_wrap=True)
+
+
+@eval_app.command("scenarios")
+def eval_scenarios(
+    name: Annotated[
+        list[str] | None, typer.Option("--name", help="Run only this scenario (repeatable); default all.")
+    ] = None,
+) -> None:
+    """Run the seed scenario suite (seed 004 §9, seed 002, seed 001) and print it as a pass/fail table.
+
+    Each scenario builds a deterministic execution graph, assembles its model call under the default
+    policy (or the scenario's own), checks what was included, omitted and why, and compares the tokens
+    with a full history replay. Exits with code 1 when a scenario fails.
+
+    Example: [bold]ctxledger eval scenarios --name branch-isolation[/bold]
+    """
+    from ctxledger.scenarios import run_scenarios
+    from ctxledger.scenarios.catalog import SCENARIOS
+
+    known = [s.name for s in SCENARIOS]
+    unknown = [n for n in name or () if n not in known]
+    if unknown:
+        _err().print(f"[red]error:[/] unknown scenario {escape(unknown[0])!r}; known: {', '.join(known)}")
+        raise typer.Exit(2)
+    with _handled():
+        results = run_scenarios(name or None, out=sys.stdout)
+    if not all(r.passed for r in results):
+        raise typer.Exit(1)
+
+
+@eval_app.command("cases")
+def eval_cases(
+    cases_dir: Annotated[
+        Path, typer.Option("--cases-dir", envvar="CTXLEDGER_CASES_DIR", help="Folder holding the B*.json cases.")
+    ] = CASES_DIR_DEFAULT,
+) -> None:
+    """Run every failure case from real bug reports (shared/cases) and print a pass/fail table.
+
+    Each case is a small history that made an existing agent library send a wrong or invalid request;
+    it is imported into a fresh in-memory ledger, assembled under the default policy with the case's
+    reference token costs, and every expectation of the case is checked (tool pairs, system prompt,
+    tool schemas in the budget, cross-user memories, summaries that drop constraints …). Exits with
+    code 1 when a case fails.
+
+    Example: [bold]ctxledger eval cases --cases-dir ../shared/cases[/bold]
+    """
+    from ctxledger.eval.cases import run_cases
+
+    with _handled():
+        outcomes = run_cases(_existing_dir(cases_dir, "failure-case", "--cases-dir"))
+    console = _out()
+    console.print(_cases_table(outcomes))
+    console.print(f"{sum(c.passed for c in outcomes)}/{len(outcomes)} cases pass")
+    if not all(c.passed for c in outcomes):
+        raise typer.Exit(1)

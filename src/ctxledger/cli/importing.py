@@ -1,0 +1,237 @@
+"""``ctxledger import``: agent transcripts and trajectories into the execution graph."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ctxledger.cli._app import app
+from ctxledger.cli._common import COUNTER_HELP, _coster, _err, _handled, _open, _out, _settings
+from ctxledger.errors import (
+    FormatNotRecognised,
+    InputError,
+    RecordNotFound,
+)
+from ctxledger.ledger import Ledger
+
+IMPORT_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
+"""Files a directory import picks up (others, such as READMEs, are skipped)."""
+
+LARGE_INPUT_BYTES = 1 << 20
+"""Files at least this large (bytes) get a progress bar while they are parsed."""
+
+
+class ImportFormat(StrEnum):
+    """Import formats (``auto`` tells them apart by content)."""
+
+    AUTO = "auto"
+    OPENAI_CHAT = "openai-chat"
+    ANTHROPIC_MESSAGES = "anthropic-messages"
+    TAU_BENCH = "tau-bench"
+    MINI_SWE_AGENT = "mini-swe-agent"
+    SWE_AGENT = "swe-agent"
+    TOOLBENCH = "toolbench"
+    LOCOMO = "locomo"
+    BFCL_MEMORY = "bfcl-memory"
+
+
+def _input_files(paths: Sequence[Path]) -> list[tuple[Path, str | None]]:
+    """Files to import, each with its conversation id for directory imports (else ``None``)."""
+    files: list[tuple[Path, str | None]] = []
+    for path in paths:
+        if not path.exists():
+            raise InputError("no such file or directory", source=str(path))
+        if path.is_dir():
+            for f in sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in IMPORT_SUFFIXES):
+                files.append((f, _relative_id(f, path)))
+        else:
+            files.append((path, None))
+    if not files:
+        raise InputError(f"no {'/'.join(IMPORT_SUFFIXES)} files found", source=", ".join(map(str, paths)))
+    return files
+
+
+def _relative_id(file: Path, root: Path) -> str:
+    from ctxledger.ingest._load import stem_of
+
+    rel = file.relative_to(root)
+    return "/".join([*rel.parent.parts, stem_of(rel)])
+
+
+def _conversation_id(given: str | None, from_dir: str | None) -> str | None:
+    if given and from_dir:
+        return f"{given}/{from_dir}"
+    return given or from_dir
+
+
+def _parse_all(
+    files: Sequence[tuple[Path, str | None]], fmt: str, tenant: str, given: str | None, roots: Sequence[Path] = ()
+) -> list[Any]:
+    """Parse every file; in a directory (``rel`` set), files whose format cannot be told are skipped.
+
+    Skipped files are listed in one warning on stderr. A file named on the command line whose format
+    cannot be told, or a directory import where no file was recognised, is an error naming --format
+    (and the directories, ``roots``).
+
+    Raises:
+        InputError: bad input (names file, record and field), or nothing recognised as above.
+    """
+    from ctxledger.ingest import parse_file, rich_progress
+
+    batches, skipped = [], []
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=_err(), transient=True, disable=len(files) < 2) as progress:
+        task = progress.add_task("files", total=len(files))
+        for path, rel in files:
+            cid = _conversation_id(given, rel)
+            try:
+                if path.stat().st_size >= LARGE_INPUT_BYTES and len(files) == 1:
+                    with rich_progress(f"parsing {path.name}", console=_err()) as on_progress:
+                        batches.append(
+                            parse_file(path, fmt, tenant_id=tenant, conversation_id=cid, on_progress=on_progress)
+                        )
+                else:
+                    batches.append(parse_file(path, fmt, tenant_id=tenant, conversation_id=cid))
+            except FormatNotRecognised as exc:
+                if rel is None:
+                    raise _unrecognised(exc.source, exc.formats, "cannot tell the format of this file") from None
+                skipped.append(exc)
+            progress.advance(task)
+    if skipped and not batches:
+        listing = ", ".join(e.source for e in skipped)
+        problem = f"the format of none of the {len(skipped)} files could be told ({listing})"
+        raise _unrecognised(", ".join(str(p) for p in roots), skipped[0].formats, problem)
+    if skipped:
+        names = "\n".join(f"  {escape(e.source)}" for e in skipped)
+        _err().print(
+            f"[yellow]warning:[/] skipped {len(skipped)} file(s) whose format could not be told "
+            f"(import them with --format):\n{names}",
+            soft_wrap=True,
+        )
+    return batches
+
+
+def _unrecognised(source: str, formats: Sequence[str], problem: str) -> InputError:
+    """The CLI's wording of :class:`FormatNotRecognised`: it names the --format option."""
+    return InputError(f"{problem}; pass --format one of {', '.join(formats)}", source=source)
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Files or directories (every .json/.jsonl/.ndjson/.traj file below them).", show_default=False
+        ),
+    ],
+    fmt: Annotated[
+        ImportFormat, typer.Option("--format", help="Input format; auto tells them apart by content.")
+    ] = ImportFormat.AUTO,
+    conversation_id: Annotated[
+        str | None,
+        typer.Option(
+            "--conversation-id",
+            help="Conversation id (default: the file stem; for multi-conversation files, the prefix of their ids; "
+            "for directories, prefixed to each file's relative path).",
+        ),
+    ] = None,
+    count_tokens_for: Annotated[
+        str, typer.Option("--model", help="Count and cache token counts for this model while importing ('' skips).")
+    ] = "gpt-4o",
+    counter: Annotated[str | None, typer.Option("--counter", help=COUNTER_HELP, show_default=False)] = None,
+) -> None:
+    """Import agent transcripts or trajectories into the execution graph.
+
+    Formats: OpenAI Chat Completions and Anthropic Messages transcripts (JSON or JSONL), tau-bench,
+    mini-swe-agent, SWE-agent .traj, ToolBench, LoCoMo and BFCL memory files. Every input is parsed
+    and validated [italic]before[/italic] anything is written: bad input prints the file, record index
+    and field at fault, exits with code 2 and writes nothing. Importing the same source twice is
+    refused (ids are deterministic). In a directory each file's conversation id is its relative path
+    without the suffix (stems collide across folders); files there whose format cannot be told (a
+    package.json, say) are skipped with a warning that lists them, and a directory where no file is
+    recognised is an error.
+
+    Example: [bold]ctxledger import ../shared/data/tau-bench/gpt-4o-airline_tasks0-39.json[/bold]
+    """
+    settings = _settings(ctx)
+    with _handled():
+        start = time.perf_counter()
+        batches = _parse_all(_input_files(paths), fmt.value, settings.tenant, conversation_id, roots=paths)
+        with _open(settings) as ledger:
+            coster = _coster(ledger, "openai-chat", count_tokens_for, counter) if count_tokens_for else None
+            results = _write_all(ledger, batches, coster)
+        elapsed = time.perf_counter() - start
+    _out().print(_import_table(batches, results, elapsed))
+
+
+def _write_all(ledger: Ledger, batches: Sequence[Any], coster: Any | None) -> list[Any]:
+    """Refuse duplicate or already stored conversation ids across all batches, then write each batch.
+
+    Checking every id first means a re-import refuses the whole set before anything is written. Each
+    batch is then one transaction (:func:`ctxledger.ingest.write_batch`); token counts of its turns are
+    computed with ``coster`` and cached (``None`` skips), so the first assembly is warm.
+
+    Raises:
+        InputError: a conversation id is already stored or comes from two inputs (names the file).
+    """
+    from ctxledger.ingest import write_batch
+
+    _refuse_duplicates(ledger, batches)
+    results = []
+    for batch in batches:
+        results.append(write_batch(ledger.store, batch))
+        if coster is not None:
+            _warm_counts(ledger, batch, coster)
+    return results
+
+
+def _refuse_duplicates(ledger: Ledger, batches: Sequence[Any]) -> None:
+    seen: dict[str, str] = {}
+    for batch in batches:
+        for conv in batch.conversations:
+            cid, tenant = conv.conversation_id, conv.records[0].tenant_id
+            if cid in seen:
+                problem = f"conversation {cid!r} also comes from {seen[cid]}; give the inputs distinct ids"
+                raise InputError(problem, source=batch.source, field="conversation_id")
+            seen[cid] = batch.source
+            try:
+                ledger.store.get(tenant, cid)
+            except RecordNotFound:
+                continue
+            problem = (
+                f"conversation {cid!r} is already in tenant {tenant!r} (re-import of the same source); "
+                "pass --conversation-id to import it again under another id"
+            )
+            raise InputError(problem, source=batch.source, field="conversation_id")
+
+
+def _warm_counts(ledger: Ledger, batch: Any, coster: Any) -> None:
+    for conv in batch.conversations:
+        head = conv.records[0]
+        snap = ledger.snapshots.load(head.tenant_id, conv.conversation_id, head.branch_id)
+        coster.prefetch([t for u in snap.units for t in u.turns])
+
+
+def _import_table(batches: Sequence[Any], results: Sequence[Any], elapsed: float) -> Table:
+    table = Table(title="Imported", title_justify="left")
+    for name in ("file", "format", "conversations", "messages", "tool calls", "artifacts", "records"):
+        table.add_column(name, justify="left" if name in ("file", "format") else "right")
+    totals = [0, 0, 0, 0, 0]
+    for batch, result in zip(batches, results, strict=True):
+        row = [len(result.conversation_ids), result.messages, result.tool_calls, result.artifacts, len(result.records)]
+        totals = [a + b for a, b in zip(totals, row, strict=True)]
+        table.add_row(escape(batch.source), batch.format, *(f"{n:,}" for n in row))
+    if len(batches) > 1:
+        table.add_row("total", "", *(f"{n:,}" for n in totals), style="bold")
+    rate = totals[4] / elapsed if elapsed > 0 else 0.0
+    table.caption = f"{totals[4]:,} events in {elapsed:.2f} s ({rate:,.0f} events/s, parse + write + token counts)"
+    return table

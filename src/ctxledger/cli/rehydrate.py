@@ -1,0 +1,53 @@
+"""``ctxledger rehydrate``: the exact raw bytes of a tool result."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from ctxledger.cli._app import app
+from ctxledger.cli._common import _err, _handled, _is_stdout, _open, _settings
+
+
+@app.command()
+def rehydrate(
+    ctx: typer.Context,
+    artifact: Annotated[
+        str,
+        typer.Argument(
+            help="A tool artifact's record id, a blob's sha256:<hex>, or a message id (its text, as excerpts "
+            "locate it).",
+            show_default=False,
+        ),
+    ],
+    byte_range: Annotated[
+        str | None, typer.Option("--bytes", help="Only bytes START:END (0-based, end exclusive).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the bytes to this file instead of stdout ('-': stdout).")
+    ] = None,
+) -> None:
+    """Print the exact raw bytes of a tool result (or a message's text), checked against its sha256.
+
+    Tool results are stored whole, before any truncation, in a content-addressed blob store; this
+    gives them back byte for byte (or a range of them), refusing bytes that no longer match their hash.
+    Every excerpt and reference in a manifest names the command that fetches the rest.
+
+    Example: [bold]ctxledger rehydrate tau-bench-airline-task2-trial1/30 --bytes 0:200[/bold]
+    """
+    from ctxledger.represent.rehydrate import parse_byte_range
+
+    settings = _settings(ctx)
+    with _handled(), _open(settings) as ledger:
+        span = parse_byte_range(byte_range, source="--bytes") if byte_range else None
+        data = ledger.rehydrate(artifact, span, tenant_id=settings.tenant)
+    if out is None or _is_stdout(out):
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    else:
+        out.write_bytes(data)
+        _err().print(f"{len(data):,} bytes written to {escape(str(out))}")

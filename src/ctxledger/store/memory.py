@@ -1,0 +1,321 @@
+"""The in-memory stores, graph and blobs.
+
+:class:`MemoryStore` is a :class:`~ctxledger.store.base.GraphStore` and :class:`MemoryBlobStore` a
+:class:`~ctxledger.store.base.BlobStore`.
+
+:class:`MemoryStore` is the reference graph store, opened by ``open_store("memory://")``: it applies the same
+append and lineage rules (``ctxledger.store._rules``) and the same record codec (``ctxledger.store.codec``) as
+the SQL backends, so a record read back from memory equals one read back from SQLite or PostgreSQL, and the
+same inputs are refused with the same errors. Nothing is persistent; every method is thread-safe.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxledger.errors import BlobNotFound, InputError, IntegrityError, RecordNotFound, UsageAlreadyRecorded
+from ctxledger.hashing import sha256_hex
+from ctxledger.records import (
+    Branch,
+    Record,
+    ToolArtifact,
+    utcnow,
+)
+from ctxledger.store import _rules
+from ctxledger.store.base import BlobRef, BlobStore, LineageHop
+from ctxledger.store.blobs import check_range, check_sha256
+from ctxledger.store.codec import (
+    assembly_from_row,
+    assembly_row,
+    decode_record,
+    encode_record,
+    format_time,
+)
+
+__all__ = ["MemoryBlobStore", "MemoryStore"]
+
+
+class MemoryBlobStore:
+    """Content-addressed blobs in a dict, with the semantics of ``ctxledger.store.blobs.LocalBlobStore``."""
+
+    def __init__(self) -> None:
+        """Start empty."""
+        self._blobs: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+
+    def put(self, data: bytes, media_type: str = "application/octet-stream") -> BlobRef:
+        """Store ``data`` (idempotent) and return its reference (``size_bytes`` in bytes)."""
+        blob = bytes(data)
+        sha = sha256_hex(blob)
+        with self._lock:
+            self._blobs.setdefault(sha, blob)
+        return BlobRef(sha256=sha, size_bytes=len(blob), media_type=media_type)
+
+    def get(self, sha256: str) -> bytes:
+        """Return the exact bytes named ``sha256``.
+
+        Raises:
+            BlobNotFound: no such blob.
+            IntegrityError: the stored bytes no longer hash to ``sha256`` (see :meth:`tamper`).
+            InputError: ``sha256`` is not a bare hex digest.
+        """
+        check_sha256(sha256)
+        data = self._blobs.get(sha256)
+        if data is None:
+            raise BlobNotFound(sha256, "memory")
+        if sha256_hex(data) != sha256:
+            raise IntegrityError(f"in-memory blob does not hash to its name {sha256}")
+        return data
+
+    def get_range(self, sha256: str, start: int, end: int) -> bytes:
+        """Return bytes ``[start, end)`` of a verified blob (``end`` past the size is clamped)."""
+        check_range(start, end)
+        return self.get(sha256)[start:end]
+
+    def exists(self, sha256: str) -> bool:
+        """Whether a blob named ``sha256`` is stored."""
+        return check_sha256(sha256) in self._blobs
+
+    def delete(self, sha256: str) -> None:
+        """Remove a blob if present."""
+        with self._lock:
+            self._blobs.pop(check_sha256(sha256), None)
+
+    def tamper(self, sha256: str, data: bytes) -> None:
+        """Replace a stored blob's bytes without renaming it (to test integrity checks)."""
+        self._blobs[check_sha256(sha256)] = bytes(data)
+
+    def __len__(self) -> int:
+        """Number of stored blobs."""
+        return len(self._blobs)
+
+
+@dataclass(slots=True)
+class _Head:
+    seq: int
+    main_branch_id: str
+    created_at: str
+
+
+@dataclass(slots=True)
+class _Tenant:
+    """Everything one tenant owns."""
+
+    heads: dict[str, _Head] = field(default_factory=dict)
+    records: dict[str, Record] = field(default_factory=dict)
+    by_conversation: dict[str, list[Record]] = field(default_factory=dict)
+    assemblies: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+class MemoryStore:
+    """The in-memory reference :class:`~ctxledger.store.base.GraphStore` (thread-safe, not persistent).
+
+    Args:
+        blobs: the blob store to use (a fresh :class:`MemoryBlobStore` by default).
+    """
+
+    def __init__(self, blobs: BlobStore | None = None) -> None:
+        """Start empty."""
+        self.blobs: BlobStore = blobs if blobs is not None else MemoryBlobStore()
+        self._tenants: dict[str, _Tenant] = {}
+        self._token_counts: dict[tuple[str, str], int] = {}
+        self._lock = threading.RLock()
+
+    def _tenant(self, tenant_id: str) -> _Tenant:
+        return self._tenants.get(tenant_id) or _Tenant()
+
+    def migrate(self) -> None:
+        """Nothing to migrate in memory."""
+
+    def append(self, records: Sequence[Record]) -> list[Record]:
+        """Append records atomically and return them with ``seq`` assigned (see ``GraphStore.append``).
+
+        Raises:
+            InputError: a duplicate id, an unknown conversation, an unstorable field, or a tool artifact
+                whose blob is not stored (nothing written).
+        """
+        batch = list(records)
+        _rules.check_batch(batch)
+        _rules.check_blobs(batch, self.blobs.exists)
+        rows = [encode_record(r, i) for i, r in enumerate(batch)]
+        with self._lock:
+            stored = (_rules.record_key(r) for r in batch if r.id in self._tenant(r.tenant_id).records)
+            error = _rules.duplicate_error(batch, stored)
+            if error is not None:
+                raise error
+            heads = {
+                key: self._tenant(key[0]).heads[key[1]].seq
+                for key in _rules.conversation_keys(batch)
+                if key[1] in self._tenant(key[0]).heads
+            }
+            plan = _rules.plan_append(batch, heads)
+            return self._write(plan, rows)
+
+    def _write(self, plan: _rules.AppendPlan, rows: list[dict[str, Any]]) -> list[Record]:
+        stored = [decode_record({**row, "seq": seq}) for row, seq in zip(rows, plan.seqs, strict=True)]
+        for new in plan.created:
+            tenant = self._tenants.setdefault(new.tenant_id, _Tenant())
+            created = format_time(new.record.created_at)
+            tenant.heads[new.conversation_id] = _Head(0, new.main_branch_id, created)
+        for (tenant_id, conversation_id), seq in plan.heads.items():
+            self._tenants[tenant_id].heads[conversation_id].seq = seq
+        for record in stored:
+            tenant = self._tenants[record.tenant_id]
+            tenant.records[record.id] = record
+            tenant.by_conversation.setdefault(record.conversation_id, []).append(record)
+        return stored
+
+    def get(self, tenant_id: str, record_id: str) -> Record:
+        """Return one record of that tenant. Raises ``RecordNotFound``."""
+        record = self._tenant(tenant_id).records.get(record_id)
+        if record is None:
+            raise RecordNotFound(tenant_id, record_id)
+        return record
+
+    def head_seq(self, tenant_id: str, conversation_id: str) -> int:
+        """The highest ``seq`` written in the conversation (0 when empty or unknown)."""
+        head = self._tenant(tenant_id).heads.get(conversation_id)
+        return head.seq if head else 0
+
+    def branch(self, tenant_id: str, branch_id: str) -> Branch:
+        """Return a Branch record. Raises ``RecordNotFound``."""
+        record = self._tenant(tenant_id).records.get(branch_id)
+        if not isinstance(record, Branch):
+            raise RecordNotFound(tenant_id, branch_id, what="branch")
+        return record
+
+    def lineage(self, tenant_id: str, branch_id: str) -> list[LineageHop]:
+        """The branch and its ancestors, child first (``ctxledger.store._rules.walk_lineage``)."""
+        tenant = self._tenant(tenant_id)
+
+        def find(candidate: str) -> Branch | None:
+            record = tenant.records.get(candidate)
+            return record if isinstance(record, Branch) else None
+
+        def is_main(candidate: str) -> bool:
+            return any(head.main_branch_id == candidate for head in tenant.heads.values())
+
+        return _rules.walk_lineage(tenant_id, branch_id, find, is_main)
+
+    def records(
+        self,
+        tenant_id: str,
+        conversation_id: str,
+        *,
+        lineage: Sequence[LineageHop] | None = None,
+        as_of_seq: int | None = None,
+        after_seq: int = 0,
+    ) -> list[Record]:
+        """Records with ``after_seq < seq <= as_of_seq`` in ``seq`` order (see ``GraphStore.records``)."""
+        with self._lock:
+            rows = list(self._tenant(tenant_id).by_conversation.get(conversation_id, ()))
+        return [
+            r
+            for r in rows
+            if r.seq > after_seq
+            and (as_of_seq is None or r.seq <= as_of_seq)
+            and (lineage is None or _rules.in_lineage(r, lineage))
+        ]
+
+    def conversations(self, tenant_id: str) -> list[str]:
+        """Ids of the tenant's conversations, oldest first (by creation time, then id)."""
+        heads = self._tenant(tenant_id).heads
+        return sorted(heads, key=lambda cid: (heads[cid].created_at, cid))
+
+    def artifacts_by_sha256(self, tenant_id: str, sha256: str) -> list[ToolArtifact]:
+        """The tenant's tool artifacts with that bare-hex sha256, by ``seq`` then id.
+
+        Raises:
+            InputError: ``sha256`` is not a bare sha256 digest.
+        """
+        check_sha256(sha256)
+        with self._lock:
+            found = [
+                r
+                for r in self._tenant(tenant_id).records.values()
+                if isinstance(r, ToolArtifact) and r.sha256 == sha256
+            ]
+        return sorted(found, key=lambda r: (r.seq, r.id))
+
+    def get_token_counts(self, counter_id: str, hashes: Iterable[str]) -> dict[str, int]:
+        """Cached token counts for ``(counter_id, hash)``; missing hashes are absent."""
+        found = ((h, self._token_counts.get((counter_id, h))) for h in hashes)
+        return {h: n for h, n in found if n is not None}
+
+    def put_token_counts(self, counter_id: str, counts: Mapping[str, int]) -> None:
+        """Cache token counts (idempotent: an existing entry is kept)."""
+        with self._lock:
+            for content_hash, tokens in counts.items():
+                self._token_counts.setdefault((counter_id, content_hash), int(tokens))
+
+    def put_assembly(self, manifest: Mapping[str, Any]) -> None:
+        """Persist one manifest. Raises ``InputError`` for a bad manifest or an id the tenant already has."""
+        row = assembly_row(manifest)
+        with self._lock:
+            tenant = self._tenants.setdefault(row["tenant_id"], _Tenant())
+            if row["id"] in tenant.assemblies:
+                raise InputError(
+                    f"assembly {row['id']!r} already exists in tenant {row['tenant_id']!r}",
+                    source="<assembly>",
+                    field="id",
+                )
+            tenant.assemblies[row["id"]] = row
+
+    def get_assembly(self, tenant_id: str, assembly_id: str) -> dict[str, Any]:
+        """Return a persisted manifest (with ``observed_usage`` once recorded). Raises ``RecordNotFound``."""
+        row = self._tenant(tenant_id).assemblies.get(assembly_id)
+        if row is None:
+            raise RecordNotFound(tenant_id, assembly_id, what="assembly")
+        return assembly_from_row(row)
+
+    def list_assemblies(self, tenant_id: str, conversation_id: str | None = None) -> list[dict[str, Any]]:
+        """Manifests of a tenant (optionally one conversation), oldest first (created_at, then id)."""
+        rows = [
+            row
+            for row in self._tenant(tenant_id).assemblies.values()
+            if conversation_id is None or row["conversation_id"] == conversation_id
+        ]
+        return [assembly_from_row(r) for r in sorted(rows, key=lambda r: (r["created_at"], r["id"]))]
+
+    def record_usage(
+        self, tenant_id: str, assembly_id: str, input_tokens: int, output_tokens: int, *, overwrite: bool = False
+    ) -> None:
+        """Store provider-reported usage (tokens) for an assembly (see ``GraphStore.record_usage``).
+
+        Raises:
+            RecordNotFound: no such assembly in the tenant.
+            UsageAlreadyRecorded: usage is recorded and ``overwrite`` is false.
+        """
+        with self._lock:
+            row = self._tenant(tenant_id).assemblies.get(assembly_id)
+            if row is None:
+                raise RecordNotFound(tenant_id, assembly_id, what="assembly")
+            if row["usage_input_tokens"] is not None and not overwrite:
+                raise UsageAlreadyRecorded(assembly_id, row["usage_input_tokens"], row["usage_output_tokens"])
+            row.update(
+                usage_input_tokens=int(input_tokens),
+                usage_output_tokens=int(output_tokens),
+                observed_at=format_time(utcnow()),
+            )
+
+    def delete_tenant(self, tenant_id: str) -> int:
+        """Delete a tenant's records, assemblies and unreferenced blobs; return records deleted."""
+        with self._lock:
+            tenant = self._tenants.pop(tenant_id, None)
+            if tenant is None:
+                return 0
+            candidates = {sha for r in tenant.records.values() if (sha := _blob_of(r))}
+            live = {_blob_of(r) for t in self._tenants.values() for r in t.records.values()}
+        for sha in sorted(candidates - live):
+            self.blobs.delete(sha)
+        return len(tenant.records)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def _blob_of(record: Record) -> str | None:
+    return getattr(record, "sha256", None) or None
