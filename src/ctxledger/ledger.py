@@ -80,6 +80,8 @@ class Ledger:
         """The representation ladder (its option cache lives as long as the ledger)."""
         self._costers: dict[tuple[str, str], Coster] = {}
         self._conversations: OrderedDict[tuple[str, str], list[Record]] = OrderedDict()
+        self._policies: OrderedDict[str, Policy] = OrderedDict()
+        """Policies assembled with in this process, by the hash their manifests record (for replays)."""
 
     @classmethod
     def open(cls, url: str | None = None, *, blobs_dir: str | os.PathLike[str] | None = None, **kwargs: Any) -> Ledger:
@@ -323,6 +325,10 @@ class Ledger:
             find_record=lambda rid: self._find_record(req.tenant_id, rid),
             trace=trace,
         )
+        self._policies[asm.manifest["policy"]["hash"]] = policy
+        self._policies.move_to_end(asm.manifest["policy"]["hash"])
+        while len(self._policies) > 32:
+            self._policies.popitem(last=False)
         if persist:
             self.store.put_assembly(asm.persisted())
         return asm
@@ -539,7 +545,7 @@ class Ledger:
             return explain(manifest, ref)
         replayed, mismatch = self.replay(manifest, coster=coster, policy=policy)
         if mismatch is not None:
-            return _unexplained(manifest, ref, mismatch)
+            return unexplained(manifest, ref, mismatch)
         assert replayed is not None
         return explain(replayed, ref)
 
@@ -549,7 +555,8 @@ class Ledger:
         """Assemble a stored manifest's call again, with the full trace, and check it is the same call.
 
         The request is rebuilt from the manifest (snapshot ``seq``, branch, participant, requested budget,
-        clock, query, scope, tools …); nothing is persisted.
+        clock, query, scope, tools …); nothing is persisted. The policy is ``policy`` if given, else the one
+        this ledger assembled with under the recorded hash (in this process), else the ledger's.
 
         Returns:
             ``(manifest, None)``: the replay's full manifest under the stored id, its payload hash, policy
@@ -562,6 +569,7 @@ class Ledger:
         try:
             req = replay_request(manifest)
             counter = None if coster is not None else _counter_name(manifest)
+            policy = policy or self._policies.get(manifest["policy"]["hash"])
             asm = self.assemble(req, persist=False, coster=coster, policy=policy, counter=counter, trace="full")
         except CtxledgerError as exc:
             return None, f"the replay failed: {type(exc).__name__}: {exc}"
@@ -649,7 +657,7 @@ def _counter_name(manifest: Mapping[str, Any]) -> str | None:
     return found[len(prefix) :] if isinstance(found, str) and found.startswith(prefix) else found
 
 
-def _unexplained(manifest: Mapping[str, Any], ref: str, why: str) -> dict[str, Any]:
+def unexplained(manifest: Mapping[str, Any], ref: str, why: str) -> dict[str, Any]:
     """The answer for a record a summary manifest does not list when its replay is not the same call."""
     policy = manifest["policy"]
     return {

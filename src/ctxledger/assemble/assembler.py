@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from ctxledger.assemble.costing import Coster
+from ctxledger.assemble.fill import fill_budget
 from ctxledger.assemble.inputs import resolve_participant, unknown_inputs, unserved_exact_evidence
 from ctxledger.assemble.record import ManifestInputs, build_manifest
 from ctxledger.assemble.relevance import is_question, spread, tokenize
@@ -48,7 +49,7 @@ from ctxledger.assemble.snapshot import Snapshot
 from ctxledger.assemble.speakers import attribute_speakers
 from ctxledger.assemble.version import ASSEMBLER_VERSION
 from ctxledger.units import UNAVAILABLE, Unit, UnitKind, build_units, content_text, drop_thinking
-from ctxledger.budget import Budget, BudgetLedger
+from ctxledger.budget import DEFAULT_BUDGET, Budget, BudgetLedger, contract_budget
 from ctxledger.errors import BudgetItem, ConfigurationError
 from ctxledger.hashing import content_hash
 from ctxledger.manifest import ManifestView, check_trace
@@ -122,9 +123,9 @@ class AssemblyRequest:
     participant_id: str | None = None
     model: str = "gpt-4o"
     api: str = "openai-chat"
-    window_tokens: int = 128_000
-    output_tokens: int = 4_096
-    margin_tokens: int = 512
+    window_tokens: int = DEFAULT_BUDGET.window_tokens
+    output_tokens: int = DEFAULT_BUDGET.output_tokens
+    margin_tokens: int = DEFAULT_BUDGET.margin_tokens
     query: str | None = None
     tools: tuple[Mapping[str, Any], ...] | None = None
     provider: str | None = None
@@ -357,10 +358,18 @@ def assemble(
     weights = policy.selection.weights(_asks_question(request, units))
     items = _selection_items(units, plan, turn_costs, relevance, policy, coster, options_for, weights, oversized)
     result = select(items, dynamic, ledger)
+    by_id = {u.id: u for u in units}
     if options_for is not None:
         make_room_for_errors(items, result, dynamic, ledger)
         anchor_user_turn(items, result, dynamic, ledger, {u.id: u.role for u in units})
-    by_id = {u.id: u for u in units}
+        fill_budget(
+            items,
+            result,
+            dynamic,
+            ledger,
+            lambda i: options_for(by_id[i.unit_id], i.options[0], coster, required=True),
+            FILL_TARGET,
+        )
     for uid, reason in result.omitted.items():
         _omit_unit(plan, by_id[uid], reason, "selection")
     chosen_units = [u for u in units if u.id in result.chosen]
@@ -486,11 +495,7 @@ def _mark_unavailable(plan: _Plan, units: Sequence[Unit]) -> None:
 
 def _contract_budget(request: AssemblyRequest, policy: Policy) -> Budget:
     """The request's budget, with ``B_input`` capped by the bound contract's allocation (seed 001 ledger)."""
-    budget = request.budget()
-    cap = policy.contract.max_input_tokens if policy.contract is not None else None
-    if cap is None or cap >= budget.input_tokens:
-        return budget
-    return Budget(cap + budget.output_tokens + budget.margin_tokens, budget.output_tokens, budget.margin_tokens)
+    return contract_budget(request.budget(), policy.contract.max_input_tokens if policy.contract is not None else None)
 
 
 def _candidates(

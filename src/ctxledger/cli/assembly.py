@@ -37,12 +37,15 @@ from ctxledger.cli._render import (
     _print_summary,
     _usage_line,
 )
+from ctxledger.budget import DEFAULT_BUDGET
 from ctxledger.errors import (
     InputError,
     RecordNotFound,
 )
 from ctxledger.ledger import Ledger
+from ctxledger.ledger import unexplained
 from ctxledger.manifest import explain as explain_manifest
+from ctxledger.manifest import has_full_trace
 from ctxledger.records import Record, ToolCall
 
 
@@ -54,6 +57,13 @@ class Show(StrEnum):
     CLASSES = "classes"
     PAYLOAD = "payload"
     ALL = "all"
+
+
+class Trace(StrEnum):
+    """What the stored manifest keeps (:data:`ctxledger.manifest.TRACES`)."""
+
+    SUMMARY = "summary"
+    FULL = "full"
 
 
 def _pairs(values: list[str] | None, option: str) -> dict[str, str]:
@@ -106,9 +116,15 @@ def assemble(
     conversation: Annotated[
         str, typer.Argument(help="Conversation id (see `ctxledger conversations`).", show_default=False)
     ],
-    window: Annotated[int, typer.Option("--window", help="W: the model's context window, in tokens.")] = 8_000,
-    output: Annotated[int, typer.Option("--output", help="O: tokens reserved for the reply.")] = 1_000,
-    margin: Annotated[int, typer.Option("--margin", help="M: safety margin in tokens (covers estimate error).")] = 200,
+    window: Annotated[
+        int, typer.Option("--window", help="W: the model's context window, in tokens.")
+    ] = DEFAULT_BUDGET.window_tokens,
+    output: Annotated[
+        int, typer.Option("--output", help="O: tokens reserved for the reply.")
+    ] = DEFAULT_BUDGET.output_tokens,
+    margin: Annotated[
+        int, typer.Option("--margin", help="M: safety margin in tokens (covers estimate error).")
+    ] = DEFAULT_BUDGET.margin_tokens,
     api: Annotated[ApiFormat, typer.Option("--format", help="Provider payload format.")] = ApiFormat.OPENAI_CHAT,
     model: Annotated[
         str, typer.Option("--model", help="Model name; also picks the tokenizer (claude-* counts are estimates).")
@@ -176,6 +192,14 @@ def assemble(
         str | None,
         typer.Option("--now", help="The call's clock for freshness, ISO 8601 (e.g. 2026-09-01T09:00Z); default now."),
     ] = None,
+    trace: Annotated[
+        Trace,
+        typer.Option(
+            "--trace",
+            help="What the stored manifest keeps: 'summary' (included items, omissions counted by reason and "
+            "stage; explain replays the rest) or 'full' (every omitted record, decision and mark, and the payload).",
+        ),
+    ] = Trace.SUMMARY,
 ) -> None:
     """Assemble the context of the conversation's next model call under a token budget.
 
@@ -214,6 +238,7 @@ def assemble(
             branch_id=branch,
             participant_id=participant,
             query=query,
+            trace=trace.value,
         )
         records = _records(ledger, settings, conversation) if show else {}
     report = _out() if out is not None else _err()
@@ -267,17 +292,30 @@ def explain(
     """
     settings = _settings(ctx)
     with _handled(), _open(settings) as ledger:
-        manifest = ledger.get_assembly(assembly_id, tenant_id=settings.tenant)
-        conv = manifest["conversation_id"]
+        stored = ledger.get_assembly(assembly_id, tenant_id=settings.tenant)
+        conv = stored["conversation_id"]
+        manifest, mismatch = (stored, None) if has_full_trace(stored) else ledger.replay(stored)
+        if manifest is None:
+            _err().print(
+                f"[yellow]this manifest keeps a summary of what was left out, and replaying the assembly gave a "
+                f"different call ({escape(str(mismatch))}): only the included items can be explained[/]",
+                soft_wrap=True,
+            )
+            manifest = stored
         if ref is None:
             _print_manifest(_out(), manifest, _records(ledger, settings, conv))
             return
-        why = _explain_ref(ledger, settings, manifest, ref)
+        why = _explain_ref(ledger, settings, manifest, ref, mismatch)
     _print_explanation(_out(), why, conv)
 
 
-def _explain_ref(ledger: Ledger, settings: Settings, manifest: Mapping[str, Any], ref: str) -> dict[str, Any]:
+def _explain_ref(
+    ledger: Ledger, settings: Settings, manifest: Mapping[str, Any], ref: str, mismatch: str | None = None
+) -> dict[str, Any]:
     """Explain ``ref`` read as a record id or external id, then ``<conversation>/<ref>``, then a tool call id.
+
+    ``manifest`` is the stored one when it holds a full trace, else its replay; when the replay differed
+    (``mismatch``), a record that was not included is answered with ``status: "unknown"``.
 
     Raises:
         RecordNotFound: no candidate of the assembly matches.
@@ -289,6 +327,8 @@ def _explain_ref(ledger: Ledger, settings: Settings, manifest: Mapping[str, Any]
             return explain_manifest(manifest, candidate)
         except RecordNotFound:
             continue
+    if mismatch is not None:
+        return unexplained(manifest, ref, mismatch)
     calls = [r.id for r in _records(ledger, settings, conv).values() if isinstance(r, ToolCall) and r.call_id == ref]
     if len(calls) > 1:
         listing = ", ".join(calls)
