@@ -97,8 +97,9 @@ def build_manifest(inp: ManifestInputs) -> ManifestView:
         stage, reason = ("protection", required) if required else ("selection", "selected")
         included += _entry(unit, option, stage, reason, option.turn_tokens or None, coster, scanner)
     included_refs = {e["ref"] for e in included}
-    about = included_refs | {u.id for u, _ in inp.chosen} | {u.id for u in inp.fixed}
     records = _candidates(snap, plan)
+    candidate_ids = {r.id for r in records}
+    about = included_refs | {u.id for u, _ in inp.chosen} | {u.id for u in inp.fixed}
     omitted = [(rec, why) for rec in records if (why := plan.omitted.get(rec.id)) is not None and rec.id not in included_refs]
     groups = summarize_omissions(((w[0], w[1], r.seq) for r, w in omitted), sorted(r.seq for r in records))
     by_reason = Counter(w[0] for _, w in omitted)
@@ -153,8 +154,8 @@ def build_manifest(inp: ManifestInputs) -> ManifestView:
         omitted_by_reason=dict(sorted(by_reason.items())),
         omitted_by_stage=dict(sorted(by_stage.items())),
         notable_omissions=_notable(omitted, request, plan, inp.budget_utilities, snap, scanner),
-        decisions=[_decision_entry(d, scanner) for d in plan.decisions if d.ref in about],
-        marks=[_mark_entry(d, scanner) for d in all_marks if d.ref in about],
+        decisions=[_decision_entry(d, scanner) for d in plan.decisions if _kept(d.ref, about, candidate_ids)],
+        marks=[_mark_entry(d, scanner) for d in all_marks if _kept(d.ref, about, candidate_ids)],
         rehydrations=[_redacted(r, _REHYDRATION_TEXT, scanner) for r in plan.rehydrations],
         tools=_redacted_names(plan.tools, scanner),
         lineage=[{"branch_id": h.branch_id, "max_seq": h.max_seq} for h in snap.lineage],
@@ -177,6 +178,11 @@ def build_manifest(inp: ManifestInputs) -> ManifestView:
     if trace != "full":
         view["payload"] = inp.payload  # in process the payload is at hand; the store gets the summary
     return view
+
+
+def _kept(ref: str, about: set[str], candidates: set[str]) -> bool:
+    """Whether a summary keeps a decision: about an included record or unit, or about no record (a tool schema)."""
+    return ref in about or ref not in candidates
 
 
 def _replay_tokens(snap: Snapshot, costs: Sequence[Sequence[int]]) -> int:
