@@ -73,7 +73,7 @@ class LatencySeries:
 
     Attributes:
         timing: wall clock of ``Ledger.assemble`` (ms).
-        phases: median of the manifest's ``timings`` per phase, plus ``persist_other_ms`` (the rest).
+        phases: median of the manifest's ``timings`` per phase (wall clock ms, as the manifest records them).
         input_tokens: tokens of the last payload.
         extra: scenario-specific numbers (e.g. the append time).
     """
@@ -102,9 +102,8 @@ def import_workload(backend: Backend, workload: Workload, model: str) -> tuple[f
 
 
 def _series(samples: list[tuple[float, Any]], extra: dict[str, Any] | None = None) -> LatencySeries:
+    # the manifest's phase timings are wall clock, the samples CPU time: shown side by side, never subtracted
     phases = {p: _median([asm.manifest["timings"][p] for _, asm in samples]) for p in PHASES}
-    rest = [ms - sum(asm.manifest["timings"][p] for p in PHASES) for ms, asm in samples]
-    phases["persist_other_ms"] = _median(rest)
     last = samples[-1][1]
     extra = dict(extra or {}) | {
         "omitted_by_reason": omitted_by_reason(last.manifest),

@@ -97,7 +97,7 @@ def latency_table(latency: Sequence[Mapping[str, Any]]) -> str:
         "p95 ms",
         "n",
         "target",
-        "median phases (ms)",
+        "median phases (wall ms)",
         "manifest KB",
         "peak RSS MB",
     )

@@ -362,19 +362,15 @@ def assemble(
     if options_for is not None:
         make_room_for_errors(items, result, dynamic, ledger)
         anchor_user_turn(items, result, dynamic, ledger, {u.id: u.role for u in units})
-        fill_budget(
-            items,
-            result,
-            dynamic,
-            ledger,
-            lambda i: options_for(by_id[i.unit_id], i.options[0], coster, required=True),
-            FILL_TARGET,
-        )
+
     for uid, reason in result.omitted.items():
         _omit_unit(plan, by_id[uid], reason, "selection")
     chosen_units = [u for u in units if u.id in result.chosen]
-    chosen_units = _fix_role_order(chosen_units, plan, result.chosen, required_units)
+    chosen_units = _fix_role_order(chosen_units, plan, result.chosen, required_units, ledger)
     chosen_units = _anchor_required_lead(chosen_units, units, items, plan, result.chosen, dynamic, ledger)
+    if options_for is not None:
+        chosen_units = _fill(items, result, chosen_units, by_id, plan, dynamic, ledger, options_for, coster)
+        chosen_units = _fix_role_order(chosen_units, plan, result.chosen, required_units, ledger)
     charge_savings(ledger.saved, result.chosen, costs)
     _rehydrate(request, policy, plan, chosen_units, result, coster, read_blob, dynamic, ledger)
     if plan.ctx is not None:
@@ -397,7 +393,11 @@ def assemble(
     t_end = time.perf_counter()
     asm = Assembly(f"asm_{uuid.uuid4().hex}", payload, payload_hash, input_tokens, turn_refs=[t.ref for t in turns])
     chosen = [(u, result.chosen[u.id]) for u in chosen_units]
-    left_for_budget = {i.unit_id: i for i in items if result.omitted.get(i.unit_id) is ReasonCode.BUDGET}
+    left_for_budget = {
+        i.unit_id: i
+        for i in items
+        if result.omitted.get(i.unit_id) is ReasonCode.BUDGET and i.unit_id not in result.chosen
+    }
     asm.manifest = build_manifest(
         ManifestInputs(
             assembly_id=asm.id,
@@ -823,15 +823,52 @@ def _omit_unit(plan: _Plan, unit: Unit, reason: ReasonCode, stage: str) -> None:
 
 
 def _fix_role_order(
-    chosen: list[Unit], plan: _Plan, options: dict[str, Option], required: Sequence[Unit]
+    chosen: list[Unit], plan: _Plan, options: dict[str, Option], required: Sequence[Unit], ledger: BudgetLedger
 ) -> list[Unit]:
-    """Drop leading optional units until the first non-instruction turn is a user turn (case B04)."""
+    """Drop leading optional units until the first non-instruction turn is a user turn (case B04).
+
+    The ledger gets their tokens back, so ``used`` stays what the payload carries.
+    """
     required_ids = {u.id for u in required}
     while chosen and chosen[0].role != "user" and chosen[0].id not in required_ids:
         unit = chosen.pop(0)
-        options.pop(unit.id, None)
+        dropped = options.pop(unit.id, None)
+        if dropped is not None:
+            ledger.charge(unit.context_class.value, -dropped.tokens)
         _omit_unit(plan, unit, ReasonCode.ROLE_ORDER, "role_order")
     return chosen
+
+
+def _fill(
+    items: Sequence[SelectionItem],
+    result: Any,
+    chosen: list[Unit],
+    by_id: Mapping[str, Unit],
+    plan: _Plan,
+    dynamic: int,
+    ledger: BudgetLedger,
+    options_for: Any,
+    coster: Coster,
+) -> list[Unit]:
+    """The fill phase (:func:`~ctxledger.assemble.fill.fill_budget`) after role order: the chosen units, grown.
+
+    Only units after the first chosen one, or user turns, may enter, so the payload still opens with a user
+    turn; the admitted units' records leave the omissions.
+    """
+    lead = chosen[0].seq if chosen else None
+    admitted = fill_budget(
+        items,
+        result,
+        dynamic,
+        ledger,
+        lambda i: options_for(by_id[i.unit_id], i.options[0], coster, required=True),
+        FILL_TARGET,
+        allowed=lambda i: (lead is not None and i.seq > lead) or by_id[i.unit_id].role == "user",
+    )
+    for uid in admitted:
+        for rid in by_id[uid].record_ids:
+            plan.omitted.pop(rid, None)
+    return sorted([*chosen, *(by_id[uid] for uid in admitted)], key=lambda u: u.seq)
 
 
 def _anchor_required_lead(

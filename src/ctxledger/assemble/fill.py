@@ -29,6 +29,7 @@ def fill_budget(
     ledger: BudgetLedger,
     rungs_for: Callable[[SelectionItem], Sequence[Option]],
     target: float,
+    allowed: Callable[[SelectionItem], bool] = lambda item: True,
 ) -> list[str]:
     """Admit left-out units at cheaper rungs until ``target`` × ``dynamic`` tokens are used; return their ids.
 
@@ -39,22 +40,27 @@ def fill_budget(
         ledger: the budget ledger, charged for what enters.
         rungs_for: an item → its options besides verbatim (the ladder, reach or not).
         target: the share of ``dynamic`` to reach.
+        allowed: which left-out items may enter (the assembler keeps the payload's first turn a user turn).
+
+    Returns:
+        The admitted unit ids, in the order they entered.
     """
     used = sum(o.tokens for o in result.chosen.values())
     if used >= target * dynamic:
         return []
-    left = [i for i in items if result.omitted.get(i.unit_id) is ReasonCode.BUDGET]
+    left = [
+        i
+        for i in items
+        if result.omitted.get(i.unit_id) is ReasonCode.BUDGET and i.unit_id not in result.chosen and allowed(i)
+    ]
     left.sort(key=lambda i: (-i.options[0].utility, -i.seq, i.unit_id))
     admitted = []
     for item in left[:FILL_VISITS]:
         room = dynamic - used
         if used >= target * dynamic or room <= 0:
             break
-        fits = [
-            o
-            for o in rungs_for(item)
-            if o.tokens <= room and ledger.fits_cap(item.context_class, o.tokens)
-        ]
+        fits = [o for o in rungs_for(item) if o.tokens <= room and ledger.fits_cap(item.context_class, o.tokens)]
+        fits += [o for o in item.options if o.tokens <= room and ledger.fits_cap(item.context_class, o.tokens)]
         if not fits:
             continue
         best = max(fits, key=lambda o: (o.utility, -o.tokens, o.representation))
