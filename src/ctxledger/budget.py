@@ -68,7 +68,7 @@ class Budget:
 
 DEFAULT_BUDGET = Budget(128_000, 4_096, 512)
 """The budget of a request that names none (tokens): ``W`` 128,000, ``O`` 4,096, ``M`` 512, so ``B_input``
-123,392. :class:`~ctxledger.assemble.assembler.AssemblyRequest` and ``ctxledger assemble`` both default to it."""
+123,392; :class:`~ctxledger.assemble.assembler.AssemblyRequest`'s default."""
 
 
 def contract_budget(requested: Budget, cap: int | None) -> Budget:

@@ -498,11 +498,17 @@ class Ledger:
 
     # -- explaining --------------------------------------------------------------------------------
 
-    def get_assembly(self, assembly_id: str, *, tenant_id: str = "default") -> dict[str, Any]:
+    def get_assembly(self, assembly_id: str, *, tenant_id: str = "default", full: bool = False) -> dict[str, Any]:
         """The persisted manifest, with observed usage and the estimate's error once recorded.
+
+        Args:
+            full: for a summary manifest, re-derive the full trace (every omitted record, decision and
+                mark) and the payload by :meth:`replay`; the stored ``id``, ``created_at``, ``timings`` and
+                ``tokens`` are kept. A manifest stored with ``trace="full"`` is returned as stored.
 
         Raises:
             RecordNotFound: no such assembly in the tenant.
+            ConfigurationError: ``full`` and the replay is not the same call (the message says what differs).
         """
         manifest = self.store.get_assembly(tenant_id, assembly_id)
         usage = manifest.get("observed_usage")
@@ -514,6 +520,11 @@ class Ledger:
             tokens["error_pct"] = (
                 round(100.0 * tokens["error"] / usage["input_tokens"], 3) if usage["input_tokens"] else None
             )
+        if full and not has_full_trace(manifest):
+            replayed, mismatch = self.replay(manifest)
+            if replayed is None:
+                raise ConfigurationError(f"assembly {assembly_id} cannot be replayed: {mismatch}")
+            return replayed
         return manifest
 
     def explain(

@@ -37,7 +37,6 @@ from ctxledger.cli._render import (
     _print_summary,
     _usage_line,
 )
-from ctxledger.budget import DEFAULT_BUDGET
 from ctxledger.errors import (
     InputError,
     RecordNotFound,
@@ -116,15 +115,9 @@ def assemble(
     conversation: Annotated[
         str, typer.Argument(help="Conversation id (see `ctxledger conversations`).", show_default=False)
     ],
-    window: Annotated[
-        int, typer.Option("--window", help="W: the model's context window, in tokens.")
-    ] = DEFAULT_BUDGET.window_tokens,
-    output: Annotated[
-        int, typer.Option("--output", help="O: tokens reserved for the reply.")
-    ] = DEFAULT_BUDGET.output_tokens,
-    margin: Annotated[
-        int, typer.Option("--margin", help="M: safety margin in tokens (covers estimate error).")
-    ] = DEFAULT_BUDGET.margin_tokens,
+    window: Annotated[int, typer.Option("--window", help="W: the model's context window, in tokens.")] = 8_000,
+    output: Annotated[int, typer.Option("--output", help="O: tokens reserved for the reply.")] = 1_000,
+    margin: Annotated[int, typer.Option("--margin", help="M: safety margin in tokens (covers estimate error).")] = 200,
     api: Annotated[ApiFormat, typer.Option("--format", help="Provider payload format.")] = ApiFormat.OPENAI_CHAT,
     model: Annotated[
         str, typer.Option("--model", help="Model name; also picks the tokenizer (claude-* counts are estimates).")
@@ -281,12 +274,22 @@ def explain(
             show_default=False,
         ),
     ] = None,
+    policy_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--policy",
+            help="The policy file the assembly was made under (assemble --policy): a summary manifest is "
+            "explained by replaying the assembly under it.",
+        ),
+    ] = None,
 ) -> None:
     """Explain an assembly: why the model saw each item, and why it did not see the others.
 
     Without REF: the budget and the budget ledger per context class, every included item (stage that
     admitted it, utility, tokens) and every omitted item (reason code and stage). With REF: the answer
-    for that one record.
+    for that one record. A manifest stored as a summary (the default of assemble) is explained by
+    replaying the assembly; if the replay is not the same call (code, policy or store changed), only
+    the included items are explained and the command says why.
 
     Example: [bold]ctxledger explain asm_0123… tau-bench-airline-task2-trial1/12[/bold] (or just [bold]12[/bold])
     """
@@ -294,7 +297,10 @@ def explain(
     with _handled(), _open(settings) as ledger:
         stored = ledger.get_assembly(assembly_id, tenant_id=settings.tenant)
         conv = stored["conversation_id"]
-        manifest, mismatch = (stored, None) if has_full_trace(stored) else ledger.replay(stored)
+        from ctxledger.policy.loader import load_policy
+
+        policy = load_policy(policy_file) if policy_file else None
+        manifest, mismatch = (stored, None) if has_full_trace(stored) else ledger.replay(stored, policy=policy)
         if manifest is None:
             _err().print(
                 f"[yellow]this manifest keeps a summary of what was left out, and replaying the assembly gave a "
