@@ -852,8 +852,9 @@ def _fill(
 ) -> list[Unit]:
     """The fill phase (:func:`~ctxledger.assemble.fill.fill_budget`) after role order: the chosen units, grown.
 
-    Only units after the first chosen one, or user turns, may enter, so the payload still opens with a user
-    turn; the admitted units' records leave the omissions.
+    Only units after the first chosen one may enter: the payload still opens with the same user turn, and
+    no unit the role-order repair dropped is left stranded behind an older one. The admitted units' records
+    leave the omissions.
     """
     lead = chosen[0].seq if chosen else None
     admitted = fill_budget(
@@ -863,7 +864,7 @@ def _fill(
         ledger,
         lambda i: options_for(by_id[i.unit_id], i.options[0], coster, required=True),
         FILL_TARGET,
-        allowed=lambda i: (lead is not None and i.seq > lead) or by_id[i.unit_id].role == "user",
+        allowed=lambda i: lead is not None and i.seq > lead,
     )
     for uid in admitted:
         for rid in by_id[uid].record_ids:
