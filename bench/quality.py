@@ -109,6 +109,15 @@ def bundled_trajectory() -> Path | None:
     return path if path.is_file() else None
 
 
+def _assess_demo_call(ledger: Ledger, params: AssemblyParams) -> TrajectoryResult:
+    """The demo's own call: the bundled trajectory with its bundled tool schemas, as ``ctxledger demo`` makes it."""
+    from ctxledger import demo
+
+    demo.ensure_imported(ledger, tenant_id=TENANT)
+    demo.ensure_tools(ledger, tenant_id=TENANT)
+    return assess(ledger, demo.DEMO_CONVERSATION, params)
+
+
 def _import_and_assess(ledger: Ledger, path: Path, params: AssemblyParams) -> list[TrajectoryResult]:
     result = ledger.import_file(path, "tau-bench", count_tokens_for=params.model)
     return [assess(ledger, cid, params) for cid in result.conversation_ids]
@@ -143,9 +152,12 @@ def tau_bench_quality(backend: Backend, dataset: Path, params: AssemblyParams, h
     """
     with open_ledger(backend) as ledger:
         results = _import_and_assess(ledger, dataset, params)
-        top = (
-            _import_and_assess(ledger, headline, params)[0] if headline else max(results, key=lambda r: r.replay_tokens)
-        )
+        if headline is not None and headline == bundled_trajectory():
+            top = _assess_demo_call(ledger, params)
+        elif headline is not None:
+            top = _import_and_assess(ledger, headline, params)[0]
+        else:
+            top = max(results, key=lambda r: r.replay_tokens)
     return {
         "budget": {
             "window": params.window_tokens,

@@ -7,6 +7,12 @@ economy; its 62 raw entries import as 35 messages (1 system, 4 user, 30 assistan
 and reservation lookups, twelve flight searches, a calculation, five reservation updates) and their 27
 results, about 10.1k tokens when replayed whole as one gpt-4o request.
 
+**The tools of the call.** The agent ran with tau-bench's 14 airline tools; their schemas (OpenAI function
+tools, as tau-bench's ``get_info()`` gives them; MIT, see ``NOTICE``) are bundled too, in
+``tau_bench_airline_tools.json``, and written once as the conversation's :class:`~ctxledger.records.SkillState`
+(:func:`ensure_tools`), so the assembled payload has its ``tools`` and is a call the model can answer with a
+tool call. They are part of the fixed blocks ``F``.
+
 **Which model call is assembled.** The trajectory ends on a tool result: the run hit tau-bench's
 30-step limit (``max_num_steps``; 62 = 2 + 30 × 2 raw entries) while the agent was still working on the
 user's request, so the call the agent would make next (read that result and continue) never happened.
@@ -42,9 +48,17 @@ from typing import Any
 from ctxledger.assemble.assembler import Assembly
 from ctxledger.errors import RecordNotFound
 from ctxledger.ledger import Ledger
+from ctxledger.recorder import Recorder
+from ctxledger.records import SkillState
 
 DEMO_FILE = "tau_bench_airline_task2.json"
 """The bundled trajectory, in ``ctxledger/_demo/`` next to its ``NOTICE``."""
+
+DEMO_TOOLS_FILE = "tau_bench_airline_tools.json"
+"""The trajectory's tool schemas (tau-bench's airline tools, OpenAI function-tool form), in ``ctxledger/_demo/``."""
+
+DEMO_TOOLS_NAME = "airline-tools"
+"""Short name of the SkillState that enables the bundled tools (record id ``<conversation>/airline-tools``)."""
 
 DEMO_PREFIX = "tau-bench-airline"
 """Conversation-id prefix given at import (tau-bench ids are ``<prefix>-task<id>-trial<n>``)."""
@@ -146,6 +160,25 @@ class DemoResult:
         return 100.0 * (replay - self.assembled_tokens) / replay if replay else 0.0
 
 
+def demo_tools() -> list[dict[str, Any]]:
+    """The bundled tool schemas of the demo trajectory: tau-bench's 14 airline tools (OpenAI ``tools`` form)."""
+    text = files("ctxledger._demo").joinpath(DEMO_TOOLS_FILE).read_text(encoding="utf-8")
+    tools: list[dict[str, Any]] = json.loads(text)
+    return tools
+
+
+def ensure_tools(ledger: Ledger, *, tenant_id: str = "default") -> bool:
+    """Enable the bundled tools on the demo conversation (a SkillState) unless it has them; return whether it wrote.
+
+    Raises:
+        RecordNotFound: the demo conversation is not in the store (call :func:`ensure_imported` first).
+    """
+    if any(isinstance(r, SkillState) for r in ledger.store.records(tenant_id, DEMO_CONVERSATION)):
+        return False
+    Recorder(ledger, DEMO_CONVERSATION, tenant_id).skills(["airline"], schemas=demo_tools(), name=DEMO_TOOLS_NAME)
+    return True
+
+
 def ensure_imported(ledger: Ledger, *, tenant_id: str = "default") -> bool:
     """Import the bundled trajectory unless the store already holds it; return whether it imported.
 
@@ -201,6 +234,7 @@ def run_demo(
         ConfigurationError: an unknown ``api``/``model`` or a budget with no room for input.
     """
     imported = ensure_imported(ledger, tenant_id=tenant_id)
+    ensure_tools(ledger, tenant_id=tenant_id)
     asm = ledger.assemble(
         DEMO_CONVERSATION,
         tenant_id=tenant_id,

@@ -82,6 +82,21 @@ class BlobNotFound(RecordNotFound):
         self.where = where
 
 
+class ContentRetained(RecordNotFound):
+    """The content asked for was redacted, reduced to its hash or deleted by a retention rule.
+
+    Attributes:
+        tenant_id, record_id: the record asked for.
+        sentence: what happened ("redacted by retention rule R at T").
+    """
+
+    def __init__(self, tenant_id: str, record_id: str, sentence: str) -> None:
+        StoreError.__init__(self, f"record {record_id!r} of tenant {tenant_id!r}: content {sentence}")
+        self.tenant_id = tenant_id
+        self.record_id = record_id
+        self.sentence = sentence
+
+
 class TenantIsolationError(StoreError):
     """A read or write tried to cross a tenant boundary."""
 

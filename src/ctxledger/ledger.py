@@ -29,7 +29,7 @@ from ctxledger.assemble.costing import Coster, SerializerCoster
 from ctxledger.assemble.represent import Ladder, reach
 from ctxledger.assemble.snapshot import SnapshotLoader
 from ctxledger.assemble.version import ASSEMBLER_VERSION
-from ctxledger.errors import ConfigurationError, CtxledgerError, InputError, RecordNotFound
+from ctxledger.errors import ConfigurationError, ContentRetained, CtxledgerError, InputError, RecordNotFound
 from ctxledger.manifest import explain, has_full_trace
 from ctxledger.policy.base import Policy
 from ctxledger.policy.default import default_policy
@@ -41,6 +41,8 @@ from ctxledger.tokens import TokenCounter, counter_for_model
 
 if TYPE_CHECKING:
     from ctxledger.recorder import Recorder
+    from ctxledger.retention.engine import RetentionReport
+    from ctxledger.store.base import AuditEntry
 
 DEFAULT_URL = "sqlite:///.ctxledger/ctxledger.db"
 """Where the embedded default store lives (relative to the working directory)."""
@@ -89,10 +91,10 @@ class Ledger:
 
         Args:
             url: the store URL (``sqlite:///…``, ``postgresql+psycopg://…``, ``memory://``).
-            blobs_dir: folder of the raw-output blob store; default ``CTXLEDGER_BLOBS`` if set, else the
-                backend's default (``<db>.blobs`` next to a SQLite file; ``./.ctxledger/blobs`` for
-                PostgreSQL, relative to the working directory — set it when several processes or folders
-                share one database).
+            blobs_dir: where raw tool outputs (blobs) live: a folder, ``"database"`` (inside the store's
+                own database) or a ``postgresql+psycopg://`` URL; default ``CTXLEDGER_BLOBS`` if set, else
+                the backend's default (the folder ``<db>.blobs`` next to a SQLite file; inside the
+                database for PostgreSQL, so every process and host sees the same blobs).
             **kwargs: passed to :class:`Ledger` (``policy=`` …).
 
         Raises:
@@ -199,16 +201,17 @@ class Ledger:
         tenant_id: str = "default",
         conversation_id: str | None = None,
     ) -> Any:
-        """Import in-memory provider messages (OpenAI Chat Completions or Anthropic Messages form).
+        """Import in-memory provider messages (OpenAI Chat Completions, OpenAI Responses or Anthropic Messages form).
 
         OpenAI form (``api="openai-chat"``, the default) carries the system prompt as a message; the
         Anthropic form (``api="anthropic-messages"``) takes it as ``system=`` (a string or text blocks),
-        as the Messages API does.
+        as the Messages API does; the Responses form (``api="openai-responses"``) takes input items as
+        ``messages`` and the instructions as ``system=`` (a string).
 
         Raises:
             InputError: invalid messages (names the index and field); nothing was written.
         """
-        from ctxledger.ingest import parse_anthropic, parse_openai_messages, write_batch
+        from ctxledger.ingest import parse_anthropic, parse_openai_messages, parse_openai_responses, write_batch
 
         if system and api == "openai-chat":
             raise ConfigurationError("system= is for api='anthropic-messages'; OpenAI form carries it as a message")
@@ -222,8 +225,17 @@ class Ledger:
             if tools:
                 payload["tools"] = list(tools)
             batch = parse_anthropic(payload, tenant_id=tenant_id, conversation_id=conversation_id)
+        elif api == "openai-responses":
+            request: dict[str, Any] = {"input": list(messages)}
+            if system:
+                request["instructions"] = system
+            if tools:
+                request["tools"] = list(tools)
+            batch = parse_openai_responses(request, tenant_id=tenant_id, conversation_id=conversation_id)
         else:
-            raise ConfigurationError(f"unknown api {api!r}; use 'openai-chat' or 'anthropic-messages'")
+            raise ConfigurationError(
+                f"unknown api {api!r}; use 'openai-chat', 'openai-responses' or 'anthropic-messages'"
+            )
         return write_batch(self.store, batch)
 
     def _warm_counts(self, batch: Any, coster: Coster) -> None:
@@ -489,12 +501,108 @@ class Ledger:
 
         Raises:
             RecordNotFound: no such record or blob in the tenant.
+            ContentRetained: a retention rule redacted, hashed or deleted the content (the error names the
+                rule and the time: "redacted by retention rule R at T").
             IntegrityError: the stored bytes no longer match their hash (or the locator's).
             InputError: the range falls outside the content, or the record holds no content.
         """
         from ctxledger.assemble.represent import rehydrate_ref
 
-        return rehydrate_ref(self.store, tenant_id, ref, byte_range)
+        try:
+            return rehydrate_ref(self.store, tenant_id, ref, byte_range)
+        except RecordNotFound as exc:
+            if isinstance(exc, ContentRetained) or not isinstance(ref, str):
+                raise
+            gone = [e for e in self.store.retention_audit(tenant_id, ref=ref) if e.action == "delete"]
+            if gone:
+                raise ContentRetained(tenant_id, ref, gone[-1].detail) from None
+            raise
+
+    # -- retention ---------------------------------------------------------------------------------
+
+    def retain(
+        self,
+        *,
+        policy: Policy | None = None,
+        now: datetime | None = None,
+        tenant_id: str | None = None,
+        dry_run: bool = False,
+        batch_size: int | None = None,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> RetentionReport:
+        """Apply the policy's retention rules (``[retention]``) in bounded, resumable transactions.
+
+        See :func:`ctxledger.retention.engine.retain`: each page of ``batch_size`` scanned records is one
+        transaction with its audit rows; a killed run leaves every page whole or untouched and a new run
+        finishes the rest.
+
+        Args:
+            policy: whose rules to apply (default the ledger's).
+            now: the clock ages are measured at (aware UTC; default now).
+            tenant_id: only this tenant (default: every tenant of the store).
+            dry_run: report what would be done, by rule, and write nothing.
+            batch_size: records per transaction (default :data:`~ctxledger.retention.engine.DEFAULT_BATCH`).
+            on_progress: called with the records scanned so far after each page.
+
+        Raises:
+            InputError: a naive ``now`` or a ``batch_size`` < 1.
+        """
+        from ctxledger.retention.engine import DEFAULT_BATCH, retain
+
+        report = retain(
+            self.store,
+            (policy or self.policy).retention,
+            now=now,
+            tenant_id=tenant_id,
+            dry_run=dry_run,
+            batch_size=batch_size or DEFAULT_BATCH,
+            on_progress=on_progress,
+        )
+        if not dry_run:
+            self._forget_caches()
+        return report
+
+    def forget(
+        self,
+        *,
+        conversation_id: str | None = None,
+        participant_id: str | None = None,
+        tenant_id: str = "default",
+        now: datetime | None = None,
+        dry_run: bool = False,
+    ) -> RetentionReport:
+        """Remove a conversation, or a participant's data, keeping the audit trail (a request to be forgotten).
+
+        See :func:`ctxledger.retention.engine.forget`: records, memories derived only from them, the
+        assemblies that showed them and blobs no record references go; audit rows (rule ``forget``) stay.
+
+        Raises:
+            InputError: neither or both of ``conversation_id`` and ``participant_id``.
+            RecordNotFound: no such conversation in the tenant.
+        """
+        from ctxledger.retention.engine import forget
+
+        report = forget(
+            self.store,
+            tenant_id=tenant_id,
+            conversation_id=conversation_id,
+            participant_id=participant_id,
+            now=now,
+            dry_run=dry_run,
+        )
+        if not dry_run:
+            self._forget_caches()
+        return report
+
+    def retention_audit(self, *, tenant_id: str = "default", ref: str | None = None) -> list[AuditEntry]:
+        """The tenant's retention audit trail (optionally of one record or assembly), oldest first."""
+        return self.store.retention_audit(tenant_id, ref=ref)
+
+    def _forget_caches(self) -> None:
+        """Retention rewrote or removed stored records: cached snapshots and options are stale."""
+        self.snapshots = SnapshotLoader(self.store)
+        self.ladder = Ladder(self.store.blobs.get)
+        self._conversations.clear()
 
     # -- explaining --------------------------------------------------------------------------------
 

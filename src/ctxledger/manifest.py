@@ -210,7 +210,7 @@ class ManifestView(dict[str, Any]):
         super().__init__(record.as_dict())
         self.record = record
         self._trace: Callable[[], Mapping[str, Any]] | None = trace
-        self._stored = dict(self)
+        self._stored: dict[str, Any] = dict(self)
         if record.trace == "full":
             self._load()
             self._stored = dict(self)
@@ -230,6 +230,12 @@ class ManifestView(dict[str, Any]):
         if key in ("decisions", "marks") and self._trace is not None:
             self._load()
         return super().__getitem__(key)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        """Set a key of the record (it is persisted too), e.g. a later phase's ``recalls``."""
+        super().__setitem__(key, value)
+        if key not in TRACE_KEYS:
+            self._stored[key] = value
 
     def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
         """``view[key]`` (loading the trace for its keys), else ``default``."""
@@ -360,7 +366,8 @@ def _chain(
                 f"raw artifact {r['artifact']} rehydrated ({r['bytes']} bytes, sha256 {str(r['sha256'])[:12]})"
             )
         else:
-            chain.append(f"raw artifact {r['artifact']} not rehydrated: {r['reason']}; a reference was included")
+            why = r["reason"] + (f" ({r['detail']})" if r.get("detail") else "")
+            chain.append(f"raw artifact {r['artifact']} not rehydrated: {why}; a reference was included")
     if status == "included" and entry.get("kind") == "tool_memory" and not rehydrations:
         chain.append("raw artifact not rehydrated: the compact memory was sufficient (no exact evidence asked)")
     return chain

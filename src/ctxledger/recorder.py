@@ -174,6 +174,41 @@ class ToolExchange:
     artifact: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class ParallelExchange:
+    """The ids :meth:`Recorder.tool_calls` wrote.
+
+    Attributes:
+        message: the assistant message that made the calls.
+        calls: the :class:`~ctxledger.records.ToolCall` ids in call order.
+        artifacts: provider call id → the :class:`~ctxledger.records.ToolArtifact` of each call given an output.
+    """
+
+    message: str
+    calls: tuple[str, ...]
+    artifacts: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedResponse:
+    """What :meth:`Recorder.record_response` wrote and read.
+
+    Attributes:
+        message: the assistant message.
+        calls: provider call id → :class:`~ctxledger.records.ToolCall` id (pass it to :meth:`Recorder.tool_result`).
+        api: the response's format (``openai-chat``, ``openai-responses``, ``anthropic-messages``).
+        input_tokens, output_tokens: the usage the provider reported, ``None`` when it reported none.
+    """
+
+    message: str
+    calls: Mapping[str, str]
+    api: str
+    input_tokens: int | None
+    output_tokens: int | None
+
+
+_CALL_KEYS = frozenset({"tool", "arguments", "output", "call_id", "status", "media_type", "source_version"})
+
 Ref = str | ToolExchange
 """A reference to a record: an id, a short name, or a :class:`ToolExchange` (its artifact, else its message)."""
 
@@ -746,6 +781,150 @@ class Recorder:
         ).id
 
     # -- internals ---------------------------------------------------------------------------------------
+
+    # -- provider responses and parallel tool calls ------------------------------------------------------
+
+    @_renumbering
+    def tool_calls(
+        self,
+        calls: Sequence[Mapping[str, Any]],
+        *,
+        text: str | None = None,
+        name: str | None = None,
+        thinking: Sequence[Mapping[str, Any]] = (),
+        thinking_at: Sequence[int] | None = None,
+        **env: Unpack[Envelope],
+    ) -> ParallelExchange:
+        """One assistant message that made N tool calls at once, with the results that are known.
+
+        Writes the message, one :class:`~ctxledger.records.ToolCall` per call (``index`` = its position) and a
+        :class:`~ctxledger.records.ToolArtifact` for every call given an ``output``, in one transaction;
+        calls without an output stay pending for :meth:`tool_result`.
+
+        Args:
+            calls: one mapping per call: ``tool`` (name), ``arguments`` (a mapping or JSON text) and optionally
+                ``output``, ``call_id`` (default ``call_<message number>_<k>``), ``status``, ``media_type``,
+                ``source_version``.
+            text: the assistant's text alongside the calls.
+            name: short name: ids ``<name>``, ``<name>#call<k>``, ``art-<name>-<k>``; unnamed, consecutive numbers.
+            thinking, thinking_at: the provider's reasoning items or blocks as received and their positions
+                (``meta["thinking"]``; sent back only to the provider they came from).
+            **env: envelope keywords for every record.
+
+        Raises:
+            InputError: no calls, a call without a tool name, arguments that are not a mapping or JSON text,
+                a call id given twice, or an unknown call key (names the call index and field).
+        """
+        if not calls:
+            raise InputError("no calls given", source="tool_calls()", field="calls")
+        msg_id = self.id(name) if name else self._number()
+        slots = 1 + len(calls) + sum(1 for c in calls if isinstance(c, Mapping) and c.get("output") is not None)
+        numbered = iter([] if name else [self._number(skip=k) for k in range(1, slots)])
+        meta = dict(env.pop("meta", None) or {})
+        if thinking:
+            meta["thinking"] = [dict(b) for b in thinking]
+            if thinking_at is not None:
+                meta["thinking_at"] = list(thinking_at)
+        env_in = self._envelope({**env, "meta": meta} if meta else env, msg_id)
+        message = self._build(Message, name, env_in, record_id=msg_id, role=Role.ASSISTANT, content=text)
+        env_call = self._envelope(env, msg_id)
+        written: list[Record] = [message]
+        results: list[tuple[ToolCall, Mapping[str, Any]]] = []
+        seen: set[str] = set()
+        for k, spec in enumerate(calls):
+            where = f"calls[{k}]"
+            if not isinstance(spec, Mapping) or set(spec) - _CALL_KEYS:
+                raise InputError(
+                    f"a call is a mapping with keys {', '.join(sorted(_CALL_KEYS))}", source=msg_id, field=where
+                )
+            rid = self.id(f"{name}#call{k}") if name else next(numbered)
+            cid = spec.get("call_id") or f"call_{msg_id.rsplit('/', 1)[1].replace('-', '_')}_{k}"
+            _text(cid, rid, "call_id")
+            if cid in seen:
+                raise InputError(f"call id {cid!r} is given twice", source=msg_id, field=f"{where}.call_id")
+            seen.add(cid)
+            call = self._build(
+                ToolCall,
+                f"{name}#call{k}" if name else None,
+                env_call,
+                record_id=rid,
+                message_id=msg_id,
+                call_id=cid,
+                name=_text(spec.get("tool"), rid, "tool"),
+                arguments=_arguments(spec.get("arguments", {}), rid),
+                index=k,
+                status=ToolStatus.PENDING,
+            )
+            written.append(call)
+            if spec.get("output") is not None:
+                results.append((call, spec))
+        for call, spec in results:
+            art_id = self.id(f"art-{name}-{call.index}") if name else next(numbered)
+            status = spec.get("status") or "succeeded"
+            if status not in ("succeeded", "failed"):
+                raise InputError(f"status {status!r}: use succeeded or failed", source=art_id, field="status")
+            written.append(
+                self._result_record(
+                    call,
+                    art_id,
+                    f"art-{name}-{call.index}" if name else None,
+                    spec["output"],
+                    status,
+                    spec.get("media_type"),
+                    None,
+                    spec.get("source_version"),
+                    {**env, "trust": "tool_result"},
+                )
+            )
+        stored = self._append(written)
+        n = len(calls)
+        return ParallelExchange(
+            stored[0].id,
+            tuple(r.id for r in stored[1 : 1 + n]),
+            {r.call_id: r.id for r in stored[1 + n :] if isinstance(r, ToolArtifact)},
+        )
+
+    def record_response(self, response: Any, *, name: str | None = None, **env: Unpack[Envelope]) -> RecordedResponse:
+        """Record a model response as it came: its text, its tool calls (parallel ones included), its reasoning.
+
+        Accepts an OpenAI Chat completion, an OpenAI Responses result or an Anthropic message, as a dict or
+        the SDK's object (:func:`ctxledger.provider_responses.read_response`). A response with tool calls
+        is one assistant message with its pending calls (answer them with :meth:`tool_result`); one without
+        is a plain assistant message. Reasoning items and thinking blocks go to ``meta["thinking"]`` as
+        received, so they go back to the provider they came from.
+
+        Returns:
+            The ids written, the calls by provider call id, and the usage the provider reported (pass it to
+            :meth:`ctxledger.Ledger.record_usage` with the assembly the call was made with).
+
+        Raises:
+            InputError: the response is none of the three shapes (names the field).
+        """
+        from ctxledger.provider_responses import read_response
+
+        read = read_response(response)
+        meta = dict(env.pop("meta", None) or {})
+        if read.response_id:
+            meta.setdefault("response_id", read.response_id)
+        if read.model:
+            meta.setdefault("model", read.model)
+        if read.calls:
+            exchange = self.tool_calls(
+                [{"tool": c.name, "arguments": c.arguments, "call_id": c.call_id} for c in read.calls],
+                text=read.text,
+                name=name,
+                thinking=read.thinking,
+                thinking_at=read.thinking_at,
+                meta=meta,
+                **env,
+            )
+            message, calls = exchange.message, dict(zip([c.call_id for c in read.calls], exchange.calls, strict=True))
+        else:
+            if read.thinking:
+                meta["thinking"], meta["thinking_at"] = [dict(b) for b in read.thinking], list(read.thinking_at)
+            message = self.assistant(read.text or "", name=name, meta=meta, **env)
+            calls = {}
+        return RecordedResponse(message, calls, read.api, read.input_tokens, read.output_tokens)
 
     def _participant_id(self, name: str) -> str:
         _text(name, f"{self.conversation_id}/participant", "name")

@@ -12,6 +12,10 @@ A call with no recorded result (pending or deferred) is rendered as a tool turn 
 status, with the transform ``status_stub`` recorded in the manifest: both providers require every call to
 be answered in the request, and the model must see that the call is unresolved (seed 004 §4.2).
 
+A result that holds images (a screenshot tool's MCP image item, a ``data:image/…`` URL, an ``image/png``
+artifact …) is rendered as content parts, its text with placeholders and the images as image parts, never
+as base64 text (:mod:`ctxledger.serialize.tool_images`).
+
 A result whose raw bytes are gone from the blob store (deleted after the artifact was written), or no
 longer hash to its sha256, is rendered as a reference that says so (:func:`unavailable_text`: artifact
 id, sha256, size), with the transform ``blob_missing`` or ``blob_mismatch``; the call still gets its
@@ -23,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -42,7 +46,10 @@ from ctxledger.records import (
     ToolMemory,
     ToolStatus,
 )
+from ctxledger.retention.state import TRANSFORM as RETAINED
+from ctxledger.retention.state import retained
 from ctxledger.serialize.base import CallView, Turn
+from ctxledger.serialize.tool_images import binary_image_parts, tool_output_parts
 
 
 class UnitKind(StrEnum):
@@ -184,18 +191,23 @@ def is_summary_message(msg: Message) -> bool:
     return msg.meta.get("kind") == "summary" and msg.role is not Role.ASSISTANT
 
 
+REASONING_TYPES = ("thinking", "redacted_thinking", "reasoning", "compaction")
+"""Provider reasoning types an assistant message may carry in ``meta["thinking"]``, each pinned to its provider."""
+
+
 def thinking_blocks(msg: Message) -> tuple[tuple[int | None, Mapping[str, Any]], ...]:
     """An assistant message's reasoning blocks with their original positions (``Turn.thinking``).
 
     Read from ``meta["thinking"]`` (the blocks as received, e.g. by the Anthropic importer) and
     ``meta["thinking_at"]`` (their positions in the original content array; absent or not matching:
-    ``None``, i.e. before the other blocks). Only ``thinking`` and ``redacted_thinking`` blocks are
+    ``None``, i.e. before the other blocks). Only reasoning types (:data:`REASONING_TYPES`: Anthropic
+    ``thinking`` / ``redacted_thinking`` blocks, OpenAI Responses ``reasoning`` / ``compaction`` items) are
     taken; anything else stored under that key is ignored. Other roles have none.
     """
     blocks = msg.meta.get("thinking") if msg.role is Role.ASSISTANT else None
     if not isinstance(blocks, list):
         return ()
-    kept = [b for b in blocks if isinstance(b, Mapping) and b.get("type") in ("thinking", "redacted_thinking")]
+    kept = [b for b in blocks if isinstance(b, Mapping) and b.get("type") in REASONING_TYPES]
     at = msg.meta.get("thinking_at")
     positions: list[int | None] = [None] * len(kept)
     if isinstance(at, list) and len(at) == len(blocks) == len(kept) and all(type(k) is int and k >= 0 for k in at):
@@ -210,11 +222,14 @@ THINKING_WITHHELD = "thinking_withheld"
 """Transform: an assistant turn's reasoning blocks held a secret and were not sent."""
 
 
-def drop_thinking(unit: Unit, keep: bool, has_secret: Callable[[str], bool]) -> Unit:
+def drop_thinking(unit: Unit, keep: bool | Collection[str], has_secret: Callable[[str], bool]) -> Unit:
     """``unit`` without the reasoning blocks that must not be sent, each such turn's transform recorded.
 
-    Reasoning blocks are dropped from every turn when ``keep`` is false (the payload format has no place
-    for them, e.g. OpenAI Chat: transform ``thinking_dropped``), from turns that are no longer assistant
+    ``keep`` is whether the payload format sends reasoning, or the reasoning types it sends (a provider's
+    reasoning is pinned to that provider: OpenAI ``reasoning`` items never go to Anthropic, nor Anthropic
+    ``thinking`` blocks to OpenAI). Reasoning blocks are dropped from every turn when ``keep`` is false or
+    names none of their types (the payload format has no place for them, e.g. OpenAI Chat: transform
+    ``thinking_dropped``), from turns that are no longer assistant
     turns (relayed to another participant as a user turn: ``thinking_dropped``), and from a turn whose
     thinking text holds a secret by ``has_secret`` (``thinking_withheld``: a signed block cannot be redacted,
     and secrets never enter a context).
@@ -223,18 +238,29 @@ def drop_thinking(unit: Unit, keep: bool, has_secret: Callable[[str], bool]) -> 
     for i, turn in enumerate(turns):
         if not turn.thinking:
             continue
-        texts = [str(b.get("thinking") or "") for _, b in turn.thinking]
+        texts = [_reasoning_text(b) for _, b in turn.thinking]
+        kept: tuple[tuple[int | None, Mapping[str, Any]], ...] = ()
         if any(has_secret(t) for t in texts if t):
             step = THINKING_WITHHELD
         elif not keep or turn.role != "assistant":
             step = THINKING_DROPPED
-        else:
+        elif keep is True or all(b.get("type") in keep for _, b in turn.thinking):
             continue
-        turns[i] = dataclasses.replace(turn, thinking=())
+        else:
+            kept = tuple((pos, b) for pos, b in turn.thinking if b.get("type") in keep)
+            step = THINKING_DROPPED
+        turns[i] = dataclasses.replace(turn, thinking=kept)
         transforms[turn.ref] = "+".join(filter(None, [transforms.get(turn.ref), step]))
     if turns == list(unit.turns):
         return unit
     return dataclasses.replace(unit, turns=tuple(turns), transforms=transforms)
+
+
+def _reasoning_text(block: Mapping[str, Any]) -> str:
+    """The readable text of a reasoning block: Anthropic ``thinking``, or a Responses item's summary texts."""
+    summary = block.get("summary")
+    texts = [str(s.get("text") or "") for s in summary if isinstance(s, Mapping)] if isinstance(summary, list) else []
+    return "\n".join([str(block.get("thinking") or ""), *texts]).strip()
 
 
 def _message_unit(msg: Message) -> Unit:
@@ -296,12 +322,13 @@ def _tool_exchange(
         text, unavailable = _raw_text(art, read_blob)
         if unavailable is not None:
             transforms[art.id] = unavailable
-        texts.append(text)
+        content = _with_images(art, text, read_blob) if unavailable is None else text
+        texts.append(content if isinstance(content, str) else str(content[0]["text"]))
         turns.append(
             Turn(
                 ref=art.id,
                 role="tool",
-                content=text,
+                content=content,
                 tool_call_id=call.call_id,
                 tool_name=call.name,
                 is_error=art.status is ToolStatus.FAILED,
@@ -325,13 +352,27 @@ def _tool_exchange(
 
 
 def _raw_text(art: ToolArtifact, read_blob: BlobReader) -> tuple[str, str | None]:
-    """The result's text, or ``(reference text, transform)`` when its bytes cannot be read back intact."""
+    """The result's text, or ``(reference text, transform)`` when its bytes cannot be read back intact.
+
+    A result a retention rule redacted is its notice (transform ``retained``), never the bytes, even where
+    the blob is still stored for another record.
+    """
+    state = retained(art)
+    if state is not None:
+        return state.notice, RETAINED
     try:
         return read_blob(art.sha256).decode("utf-8", errors="replace"), None
     except (BlobNotFound, InputError):  # InputError: a sha256 that cannot name a blob at all
         return unavailable_text(art, BLOB_MISSING), BLOB_MISSING
     except IntegrityError:
         return unavailable_text(art, BLOB_MISMATCH), BLOB_MISMATCH
+
+
+def _with_images(art: ToolArtifact, text: str, read_blob: BlobReader) -> str | tuple[Mapping[str, Any], ...]:
+    """The result's content: content parts when it holds images (:mod:`ctxledger.serialize.tool_images`)."""
+    if art.media_type.lower().startswith("image/"):
+        return binary_image_parts(read_blob(art.sha256), art.media_type) or text
+    return tool_output_parts(text) or text
 
 
 def unavailable_text(art: ToolArtifact, transform: str) -> str:

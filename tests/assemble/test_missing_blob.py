@@ -61,8 +61,7 @@ def test_a_blob_deleted_later_renders_as_a_reference_and_is_marked(tmp_path: Pat
         ledger.store.blobs.delete(gone.sha256)
         asm = ledger.assemble(conv, **BUDGET)
         manifest = ledger.get_assembly(asm.id)
-        tool_turns = [m for m in asm.payload["messages"] if m["role"] == "tool"]
-        shown = [m["content"] for m in tool_turns if m["tool_call_id"] == gone.call_id][-1]  # tau-bench reuses ids
+        shown = asm.payload["messages"][asm.turn_refs.index(gone.id)]["content"]
         assert data_block_body(shown) == unavailable_text(gone, "blob_missing")
         assert "raw bytes missing from the blob store" in shown and gone.sha256 in shown and gone.id in shown
         entry = next(e for e in manifest["included"] if e["ref"] == gone.id)
@@ -86,7 +85,7 @@ def test_bytes_that_no_longer_match_their_sha256_are_not_shown(tmp_path: Path) -
     with Ledger.open(url) as ledger:
         ledger.store.blobs.path(bad.sha256).write_bytes(b'{"balance": 1000000}')  # changed on disk
         asm = ledger.assemble(conv, **BUDGET)
-        shown = [m["content"] for m in asm.payload["messages"] if m.get("tool_call_id") == bad.call_id][-1]
+        shown = asm.payload["messages"][asm.turn_refs.index(bad.id)]["content"]
         assert data_block_body(shown) == unavailable_text(bad, "blob_mismatch") and "1000000" not in shown
         marks = [m for m in ledger.get_assembly(asm.id)["marks"] if m["ref"] == bad.id and m["stage"] == "integrity"]
         assert marks and marks[0]["reason"] == "provenance_broken" and "no longer match" in marks[0]["detail"]

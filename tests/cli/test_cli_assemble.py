@@ -512,3 +512,14 @@ def test_blobs_option_puts_raw_outputs_where_asked_and_a_wrong_folder_warns(
     wrong = runner.invoke(app, ["--db", url, "--blobs", str(tmp_path / "empty"), "assemble", "m", "--out", "-"])
     assert wrong.exit_code == 0, wrong.output
     assert "could not be read" in _flat(wrong.stderr) and "--blobs" in _flat(wrong.stderr)
+
+
+def test_assemble_in_the_responses_format(runner: CliRunner, demo_store: DemoStore) -> None:
+    """--format openai-responses prints a Responses request: instructions on top, client-side state."""
+    args = ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--window", "6000", "--format", "openai-responses"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["instructions"] and payload["input"][0]["role"] == "user"
+    assert (payload["store"], payload["truncation"]) == (False, "disabled")
+    assert _manifest(demo_store.url, result)["api"] == "openai-responses"

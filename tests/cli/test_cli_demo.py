@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ctxledger.cli import app
-from ctxledger.demo import DEMO_CONVERSATION, DEMO_FILE, DEMO_TASK, run_demo
+from ctxledger.demo import DEMO_CONVERSATION, DEMO_FILE, DEMO_TASK, DEMO_TOOLS_FILE, run_demo
 from ctxledger.ledger import Ledger
 from ctxledger.testing import MemoryStore
 
@@ -200,10 +200,12 @@ def test_bundled_data_keeps_the_mit_notice_and_never_includes_locomo() -> None:
         "Copyright (c) 2024 Sierra",
         "Permission is hereby granted",
         "59a200c6d575d595120f1cb70fea53cef0632f6b",
+        DEMO_TOOLS_FILE,
+        "043b544371757ebb3762b3d02a6675dfe0c41798",
     ):
         assert text in notice
     names = sorted(p.name for p in folder.iterdir() if p.name != "__pycache__")
-    assert names == sorted(["NOTICE", "__init__.py", DEMO_FILE])
+    assert names == sorted(["NOTICE", "__init__.py", DEMO_FILE, DEMO_TOOLS_FILE])
     assert not any("locomo" in n.lower() for n in names)
 
 

@@ -64,9 +64,8 @@ def test_eval_run_writes_the_report_with_goals_scenarios_and_cases(runner: CliRu
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "results.json").read_text())
     cells = {(a["dataset"], a["selector"], a["budget"]) for a in summary["aggregates"]}
-    assert cells == {
-        (d, s, b) for d in ("locomo", "tau-bench") for s in ("ctxledger-default", "bm25") for b in (2000, 8000)
-    }
+    selectors = ("ctxledger-default", "bm25", "newest-fit")  # newest-fit joins every run of the policy
+    assert cells == {(d, s, b) for d in ("locomo", "tau-bench") for s in selectors for b in (2000, 8000)}
     ours = [a for a in summary["aggregates"] if a["selector"] == "ctxledger-default"]
     assert all(a["violations"] == 0 and a["overflow_rate"] == 0 for a in ours)
     report = (out / "report.md").read_text()
@@ -104,3 +103,18 @@ def test_eval_run_without_matplotlib_fails_before_any_call(runner: CliRunner, tm
     result = runner.invoke(app, args)
     assert result.exit_code == 2 and "--no-plots" in " ".join(result.output.split())
     assert not out.exists()
+
+
+def test_eval_run_takes_a_dataset_file_by_path_and_reports_progress(runner: CliRunner, data_dir, tmp_path) -> None:
+    """`-d PATH` reads a tau-bench file under another name; progress lines appear from the first case."""
+    records = json.loads((data_dir / "tau-bench" / "gpt-4o-airline_tasks0-39.json").read_text())[:1]
+    path = tmp_path / "sonnet-35-new-airline.json"
+    path.write_text(json.dumps(records))
+    out = tmp_path / "rep"
+    args = ["eval", "run", "-d", str(path), "-s", "bm25", "-b", "4000", "--max-cases", "2", "--no-checks"]
+    result = runner.invoke(app, [*args, "--no-plots", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "eval tau-bench: 0/2 (0%)" in result.output
+    assert "## tau-bench" in (out / "report.md").read_text()
+    bad = runner.invoke(app, ["eval", "run", "-d", str(tmp_path / "nothing.json"), "--out", str(out)])
+    assert bad.exit_code == 2 and "neither a name nor an existing path" in _flat(bad.output)

@@ -12,7 +12,10 @@ from typer.testing import CliRunner
 from ctxledger.cli import REASONS, app
 from ctxledger.policy.base import ReasonCode
 
-COMMANDS = ("assemble", "conversations", "demo", "eval", "explain", "import", "migrate", "rehydrate", "usage")
+COMMANDS = (
+    "assemble", "conversations", "demo", "eval", "explain", "forget", "import", "migrate", "rehydrate", "retain",
+    "retention-audit", "usage", "serve", "keys", "mcp", "gc",
+)  # fmt: skip
 
 
 def _group() -> Any:

@@ -100,10 +100,11 @@ def test_locomo_bad_field_names_file_record_and_field(tmp_path, counter) -> None
 
 
 def test_quote_pieces_split_ellipsis_and_heading() -> None:
-    """An abridged quote splits at '...'; a 'Label:' heading becomes its own piece; quotes and case are folded."""
-    assert quote_pieces("My name is Michael, and this is my first...") == ["my name is michael, and this is my first"]
+    """An abridged quote splits at '...'; a 'Label:' heading becomes its own piece; quotes, case and the spaces
+    next to punctuation are folded."""
+    assert quote_pieces("My name is Michael, and this is my first...") == ["my name is michael,and this is my first"]
     assert quote_pieces("Daycare: Monthly payment due Friday.") == ["daycare:", "monthly payment due friday."]
-    assert quote_pieces("the ‘Tech for Good’ day — fun") == ["the 'tech for good' day-fun"]
+    assert quote_pieces("the ‘Tech for Good’ day — fun") == ["the'tech for good'day-fun"]
 
 
 def test_locate_quote_needs_every_piece_in_one_turn(make_item) -> None:
@@ -122,6 +123,7 @@ def test_bfcl_memory_locates_all_but_the_paraphrased_quotes(data_dir, counter) -
     assert dataset.quirks == {"quotes_unlocated": 2}
     unlocated = sorted(c.case_id for c in dataset.cases if not c.required_ids)
     assert unlocated == ["memory_109-student-29", "memory_123-student-43"]
+    assert [e.split(":")[0] for e in dataset.listed["quotes_unlocated"]] == unlocated
     assert all(len(c.required_ids) == 1 for c in dataset.cases if c.required_ids)
     assert Counter(c.category for c in dataset.cases) == {"customer": 30, "finance": 25, "notetaker": 25, "student": 50}
 
@@ -188,7 +190,9 @@ def test_unknown_dataset_and_bad_stride_are_configuration_errors(data_dir, count
         load_dataset("nope", data_dir, counter)
     with pytest.raises(ConfigurationError, match="step_stride"):
         load_dataset("tau-bench", data_dir, counter, step_stride=0)
-    assert dataset_names() == ["bfcl-memory", "locomo", "mini-swe-agent", "swe-agent", "tau-bench", "toolbench"]
+    assert dataset_names() == [
+        "bfcl-memory", "locomo", "locomo-memory", "mini-swe-agent", "swe-agent", "tau-bench", "toolbench"
+    ]  # fmt: skip
 
 
 def test_tool_message_without_call_id_names_the_record(tmp_path, counter) -> None:

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import Any
 
 from ctxledger.assemble.compaction import build_compaction
 from ctxledger.errors import RequiredBlocksDoNotFit
 from ctxledger.eval.cases import check_case, load_case, run_case
 from ctxledger.ledger import Ledger
 from ctxledger.policy.default import default_policy
-from ctxledger.records import Compaction, Record
+from ctxledger.records import Compaction
 from ctxledger.testing import MemoryStore
 
 LADDER_OFF = dataclasses.replace(
@@ -62,23 +60,26 @@ def test_b09_summary_message_covers_history_but_not_the_constraint(cases_dir):
     assert check_case(run_case(case, Ledger(MemoryStore()))) == []
 
 
-def _as_compaction(ledger: Ledger, case: Mapping[str, Any], conv_id: str, records: list[Record]) -> None:
+def _as_compaction(summary_tokens: int):
     """Prepare hook: write s1 as a checked Compaction through m10 (the case's reference cost kept)."""
+    return lambda ledger, case, conv_id, records: _write_compaction(ledger, conv_id, summary_tokens)
+
+
+def _write_compaction(ledger: Ledger, conv_id: str, summary_tokens: int) -> None:
     stored = ledger.store.records("default", conv_id)  # ``records`` are the parsed ones, before seq
     by_ext = {r.external_id: r for r in stored if r.external_id}
     snap = ledger.snapshots.load("default", conv_id, stored[0].branch_id)
     rec = build_compaction(snap, policy=ledger.policy, through_seq=by_ext["m10"].seq)
-    summary = next(m for m in case["_summary"] if m["id"] == "s1")
-    ledger.append([dataclasses.replace(rec, external_id="s1", meta={**rec.meta, "tokens": summary["tokens"]})])
+    ledger.append([dataclasses.replace(rec, external_id="s1", meta={**rec.meta, "tokens": summary_tokens})])
 
 
 def test_b09_with_s1_imported_as_a_compaction_record(cases_dir):
     """B09 with s1 as a Compaction (lineage m2..m10, fidelity checked): same expectations hold."""
     case = load_case(cases_dir / "B09.json")
     summary = [m for m in case["messages"] if m.get("kind") == "summary"]
-    edited = {**case, "messages": [m for m in case["messages"] if m.get("kind") != "summary"], "_summary": summary}
+    edited = {**case, "messages": [m for m in case["messages"] if m.get("kind") != "summary"]}
     ledger = Ledger(MemoryStore())
-    run = run_case(edited, ledger, prepare=_as_compaction)
+    run = run_case(edited, ledger, prepare=_as_compaction(next(m["tokens"] for m in summary if m["id"] == "s1")))
     assert check_case(run) == []
     comp = next(r for r in ledger.store.records("default", "case-B09") if isinstance(r, Compaction))
     assert comp.body["fidelity"]["ok"] is True

@@ -3,7 +3,7 @@ user constraint (B09), run as real assemblies and checked by the generic case ch
 
 from __future__ import annotations
 
-from ctxledger.eval.cases import add_case_memories, check_case, load_case, run_case
+from ctxledger.eval.cases import check_case, load_case, run_case
 from ctxledger.ledger import Ledger
 from ctxledger.testing import MemoryStore
 
@@ -11,7 +11,7 @@ from ctxledger.testing import MemoryStore
 def test_b12_memories_of_another_user_or_app_never_reach_the_payload(cases_dir):
     """B12: only the current user's memories (any session) are in; others are out_of_scope before ranking."""
     case = load_case(cases_dir / "B12.json")
-    run = run_case(case, Ledger(MemoryStore(), request_defaults={"scope": case["request"]}), prepare=add_case_memories)
+    run = run_case(case, Ledger(MemoryStore()))
     assert check_case(run) == []
     details = {e["external_id"]: e["detail"] for e in run.assembly.manifest["omitted"]}
     assert "user_id 'u-alpha'" in details["mem1"] and "app 'other-app'" in details["mem3"]
@@ -19,8 +19,8 @@ def test_b12_memories_of_another_user_or_app_never_reach_the_payload(cases_dir):
 
 def test_b12_without_a_request_scope_fails_closed(cases_dir):
     """A request that names no user cannot see any user-scoped memory (fail closed), whatever its score."""
-    case = load_case(cases_dir / "B12.json")
-    run = run_case(case, Ledger(MemoryStore()), prepare=add_case_memories)
+    case = {k: v for k, v in load_case(cases_dir / "B12.json").items() if k != "request"}
+    run = run_case(case, Ledger(MemoryStore()))
     omitted = {e["external_id"]: e["reason"] for e in run.assembly.manifest["omitted"]}
     assert omitted == {"mem1": "out_of_scope", "mem2": "out_of_scope", "mem3": "out_of_scope"}
 

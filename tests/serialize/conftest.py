@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 from serialize_helpers import data_url, image_bytes
 
-from ctxledger.serialize import AnthropicMessagesSerializer, OpenAIChatSerializer
+from ctxledger.serialize import AnthropicMessagesSerializer, OpenAIChatSerializer, OpenAIResponsesSerializer
 from ctxledger.tokens import TokenCounter, get_counter
 
 
@@ -33,3 +33,9 @@ def anthropic() -> AnthropicMessagesSerializer:
 def png_url() -> Callable[[int, int], str]:
     """Factory of data URLs of real PNG images of a given size."""
     return lambda w, h: data_url(image_bytes(w, h, "PNG"), "image/png")
+
+
+@pytest.fixture
+def responses() -> OpenAIResponsesSerializer:
+    """A default OpenAI Responses serializer."""
+    return OpenAIResponsesSerializer()

@@ -128,6 +128,8 @@ def structural_keys(payload: Mapping[str, Any]) -> set[str]:
     The provider's own ``id`` of a tool call or ``tool_use`` block is left out: it is API data, not the
     store's record id.
     """
+    if "input" in payload:
+        return _responses_keys(payload)
     keys = set(payload)
     for message in payload["messages"]:
         keys |= set(message)
@@ -140,4 +142,37 @@ def structural_keys(payload: Mapping[str, Any]) -> set[str]:
             keys |= (set(call) - {"id"}) | set(call["function"])
     for tool in payload.get("tools", ()):
         keys |= set(tool) | set(tool.get("function", {}))
+    return keys
+
+
+@functools.cache
+def _responses_adapters() -> tuple[Any, Any]:
+    """TypeAdapters of the OpenAI SDK's Responses input-item and function-tool request types."""
+    from openai.types.responses import FunctionToolParam, ResponseInputParam
+    from pydantic import ConfigDict, TypeAdapter
+
+    forbid = ConfigDict(extra="forbid")
+    return TypeAdapter(ResponseInputParam, config=forbid), TypeAdapter(list[FunctionToolParam], config=forbid)
+
+
+def sdk_valid_responses(payload: Mapping[str, Any]) -> None:
+    """Validate input items, tools and request keys against the OpenAI SDK's Responses request types."""
+    from openai.types.responses.response_create_params import ResponseCreateParamsBase
+
+    items, tools = _responses_adapters()
+    _drain(items.validate_python(payload["input"]))
+    _drain(tools.validate_python(payload.get("tools", [])))
+    unknown = set(payload) - set(ResponseCreateParamsBase.__annotations__)
+    assert not unknown, f"request keys the SDK does not define: {unknown}"
+
+
+def _responses_keys(payload: Mapping[str, Any]) -> set[str]:
+    """Keys of a Responses envelope, items, parts and tools (a reasoning item's provider ``id`` left out)."""
+    keys = set(payload)
+    for item in payload["input"]:
+        keys |= set(item) - ({"id"} if item["type"] == "reasoning" else set())
+        for part in item.get("content") if isinstance(item.get("content"), list) else ():
+            keys |= set(part)
+    for tool in payload.get("tools", ()):
+        keys |= set(tool)
     return keys

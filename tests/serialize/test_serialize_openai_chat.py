@@ -146,12 +146,8 @@ def test_content_parts_drop_store_only_keys(openai: OpenAIChatSerializer) -> Non
 
 def test_cookbook_messages_count_matches_the_api(openai: OpenAIChatSerializer, counter: TokenCounter) -> None:
     """The cookbook's named system examples: 124 prompt tokens, as the API reported for gpt-4o."""
-    jargon = (
-        "You are a helpful, pattern-following assistant that translates corporate jargon into plain English."
-    )
-    circle = (
-        "Let's circle back when we have more bandwidth to touch base on opportunities for increased leverage."
-    )
+    jargon = "You are a helpful, pattern-following assistant that translates corporate jargon into plain English."
+    circle = "Let's circle back when we have more bandwidth to touch base on opportunities for increased leverage."
     rows = [
         ("system", None, jargon),
         ("system", "example_user", "New synergies will help drive top-line growth."),
@@ -176,9 +172,7 @@ def test_cookbook_tools_count_matches_the_api(openai: OpenAIChatSerializer, coun
     ]
     payload = openai.build(turns, model="gpt-4o", tools=[WEATHER_TOOL])
     assert openai.count(payload, counter) == 101
-    assert openai.tools_tokens([WEATHER_TOOL], counter) == 101 - openai.count(
-        openai.build(turns, model="x"), counter
-    )
+    assert openai.tools_tokens([WEATHER_TOOL], counter) == 101 - openai.count(openai.build(turns, model="x"), counter)
 
 
 def test_tool_call_pair_count_matches_a_measured_request(openai: OpenAIChatSerializer) -> None:
@@ -192,9 +186,7 @@ def test_tool_call_pair_count_matches_a_measured_request(openai: OpenAIChatSeria
     assert openai.count(openai.build(turns, model="gpt-4"), get_counter("cl100k_base")) == 35
 
 
-def test_turn_tokens_add_framing_name_and_call_json(
-    openai: OpenAIChatSerializer, counter: TokenCounter
-) -> None:
+def test_turn_tokens_add_framing_name_and_call_json(openai: OpenAIChatSerializer, counter: TokenCounter) -> None:
     """A turn costs 3 + role + content (+1 + name) (+5 + name + arguments per call)."""
     plain = Turn("u", "user", "hello world")
     assert openai.turn_tokens(plain, counter) == 3 + counter.count("user") + counter.count("hello world")
@@ -290,14 +282,18 @@ def test_build_rejects_turns_a_role_cannot_carry(openai: OpenAIChatSerializer, t
     assert error.refs == ("t",)
 
 
-def test_build_rejects_images_in_tool_results(openai: OpenAIChatSerializer) -> None:
-    """Chat Completions tool messages accept only text parts."""
-    image = ({"type": "image_url", "image_url": {"url": IMAGE_URL}},)
+def test_images_in_tool_results_become_references(openai: OpenAIChatSerializer, counter: TokenCounter) -> None:
+    """Chat Completions tool messages accept only text parts: an image part becomes a reference to its artifact."""
+    image = ({"type": "text", "text": "shot"}, {"type": "image_url", "image_url": {"url": IMAGE_URL}})
     turns = [
         Turn("a", "assistant", None, tool_calls=(CallView("c", "f", "{}"),)),
-        Turn("t", "tool", image, tool_call_id="c"),
+        Turn("art-7", "tool", image, tool_call_id="c"),
     ]
-    assert build_error(openai, turns).rule == "part_not_allowed"
+    message = openai.build(turns, model="gpt-4o")["messages"][1]
+    assert [p["type"] for p in message["content"]] == ["text", "text"]
+    assert "artifact art-7 holds it (ctxledger rehydrate art-7)" in message["content"][1]["text"]
+    assert IMAGE_URL not in str(message)
+    assert openai.turn_tokens(turns[1], counter) == openai.message_tokens(message, counter)
 
 
 def test_malformed_parts_and_tools_name_index_and_field(openai: OpenAIChatSerializer) -> None:
@@ -377,9 +373,7 @@ def test_validate_rejects_each_broken_rule(openai: OpenAIChatSerializer, rule: s
     assert (caught.value.rule, caught.value.index) == (rule, index)
 
 
-def test_turn_tokens_errors_name_the_ref_without_an_index(
-    openai: OpenAIChatSerializer, counter: TokenCounter
-) -> None:
+def test_turn_tokens_errors_name_the_ref_without_an_index(openai: OpenAIChatSerializer, counter: TokenCounter) -> None:
     """Costing a lone turn has no position: errors name the ref and claim no index."""
     with pytest.raises(ProviderContractError) as caught:
         openai.turn_tokens(Turn("m9", "user", None), counter)

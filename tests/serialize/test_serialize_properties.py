@@ -18,16 +18,25 @@ from serialize_helpers import (
     load_json,
     sdk_valid_anthropic,
     sdk_valid_openai,
+    sdk_valid_responses,
     structural_keys,
 )
 
 from ctxledger.errors import ProviderContractError
-from ctxledger.serialize import AnthropicMessagesSerializer, CallView, OpenAIChatSerializer, Turn
+from ctxledger.serialize import (
+    AnthropicMessagesSerializer,
+    CallView,
+    OpenAIChatSerializer,
+    OpenAIResponsesSerializer,
+    Turn,
+)
 from ctxledger.serialize.anthropic_messages import MESSAGE_TOKENS
+from ctxledger.serialize.call_ids import unique_call_ids
 from ctxledger.tokens import TokenCounter
 
 OPENAI = OpenAIChatSerializer()
 ANTHROPIC = AnthropicMessagesSerializer()
+RESPONSES = OpenAIResponsesSerializer()
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 IMAGES = [
@@ -79,14 +88,31 @@ def turn_sequences(draw: st.DrawFn) -> list[Turn]:
     return turns
 
 
+REASONING = st.builds(
+    lambda n, summary, data: {
+        "type": "reasoning",
+        "id": f"rs_{n}",
+        "summary": [{"type": "summary_text", "text": t} for t in summary],
+        "encrypted_content": data,
+    },
+    st.integers(0, 99),
+    st.lists(TEXT, max_size=2),
+    st.from_regex(r"[A-Za-z0-9+/]{4,40}", fullmatch=True),
+)
+
+
 @st.composite
 def tool_unit(draw: st.DrawFn, refs: Iterator[str], calls: Iterator[str]) -> list[Turn]:
-    """An assistant turn with 1-3 calls and its results in any order, some of them errors or empty."""
+    """An assistant turn with 1-3 calls (ids sometimes reused from earlier turns) and its results in any
+    order, some of them errors or empty, some calls carrying Responses reasoning items."""
     views = tuple(
         CallView(next(calls), draw(st.sampled_from(["search", "lookup", "send_email"])), draw(ARGUMENTS))
         for _ in range(draw(st.integers(1, 3)))
     )
-    unit = [Turn(next(refs), "assistant", draw(st.none() | TEXT), tool_calls=views)]
+    if draw(st.booleans()):  # real logs reuse a call id of an earlier turn
+        views = (CallView("call_0", views[0].name, views[0].arguments), *views[1:])
+    reasoning = tuple((draw(st.none() | st.integers(0, 3)), r) for r in draw(st.lists(REASONING, max_size=2)))
+    unit = [Turn(next(refs), "assistant", draw(st.none() | TEXT), tool_calls=views, thinking=reasoning)]
     for view in draw(st.permutations(views)):
         content = draw(st.just("") | TEXT)
         unit.append(
@@ -157,7 +183,7 @@ def test_anthropic_payload_obeys_the_rules(
         for b in m["content"]
     ]
     assert flat == [
-        block for t in turns if t.role not in ("system", "developer") for block in expected_blocks(t)
+        block for t in unique_call_ids(turns) if t.role not in ("system", "developer") for block in expected_blocks(t)
     ]
     assert not structural_keys(payload) & STORE_ONLY_KEYS
 
@@ -208,16 +234,67 @@ def test_anthropic_merging_only_removes_framing(
 
 @SETTINGS
 @given(turns=turn_sequences().filter(lambda ts: any(t.role == "tool" for t in ts)), data=st.data())
-def test_a_moved_tool_result_is_refused_by_both(turns: list[Turn], data: st.DataObject) -> None:
-    """Moving any tool result after a later user turn breaks pairing, and both serializers refuse it."""
+def test_a_moved_tool_result_is_refused_by_all(turns: list[Turn], data: st.DataObject) -> None:
+    """Moving any tool result after a later user turn breaks pairing, and every serializer refuses it."""
     tools_at = [i for i, t in enumerate(turns) if t.role == "tool"]
     moved = turns.pop(data.draw(st.sampled_from(tools_at)))
     turns += [Turn("late", "user", "and then?"), moved]
-    for serializer in (OPENAI, ANTHROPIC):
+    for serializer in (OPENAI, ANTHROPIC, RESPONSES):
         with pytest.raises(ProviderContractError) as caught:
             serializer.build(turns, model="m")
         assert caught.value.rule in ("tool_call_unanswered", "tool_result_without_call")
         assert caught.value.refs
+
+
+@SETTINGS
+@given(turns=turn_sequences(), data=st.data())
+def test_responses_payload_obeys_the_rules(
+    turns: list[Turn], data: st.DataObject, counter: TokenCounter, real_tools: list[dict[str, Any]]
+) -> None:
+    """Instructions on top, calls answered before any other item, reasoning pinned before its turn's output,
+    unique call ids, client-side state, SDK-valid, and the count never exceeds the sum of its parts."""
+    tools = draw_tools(data, real_tools)
+    payload = RESPONSES.build(turns, model="gpt-5", tools=tools)
+    RESPONSES.validate(payload)
+    sdk_valid_responses(payload)
+    assert (payload["store"], payload["truncation"]) == (False, "disabled")
+    items = payload["input"]
+    instructions = [t for t in turns if t.role in ("system", "developer")]
+    assert ("instructions" in payload) == bool(instructions)
+    calls = [i["call_id"] for i in items if i["type"] == "function_call"]
+    assert len(calls) == len(set(calls)) == sum(len(t.tool_calls) for t in turns)
+    for index, item in enumerate(items):
+        if item["type"] == "function_call_output":
+            before = [i for i in items[:index] if i["type"] not in ("function_call", "function_call_output")]
+            assert item["call_id"] in [i["call_id"] for i in items[: index] if i["type"] == "function_call"]
+            assert before  # a result never leads
+    sent = [i for i in items if i["type"] == "reasoning"]
+    expected = [b for t in turns for _, b in t.thinking]  # every reasoning item, unmodified
+    assert sorted(map(json.dumps, sent)) == sorted(map(json.dumps, expected))
+    parts = RESPONSES.base_tokens(counter) + RESPONSES.tools_tokens(tools, counter)
+    total = parts + sum(RESPONSES.turn_tokens(t, counter) for t in turns)
+    assert RESPONSES.count(payload, counter) <= total
+    if len(instructions) <= 1:
+        assert RESPONSES.count(payload, counter) == total
+    assert not structural_keys(payload) & STORE_ONLY_KEYS
+
+
+@SETTINGS
+@given(turns=turn_sequences())
+def test_every_serializer_renames_reused_call_ids_the_same_way(turns: list[Turn]) -> None:
+    """The ids sent are unique per request and identical across the three formats, results paired."""
+    chat = OPENAI.build(turns, model="m")
+    chat_ids = [c["id"] for m in chat["messages"] for c in m.get("tool_calls") or ()]
+    chat_results = [m["tool_call_id"] for m in chat["messages"] if m["role"] == "tool"]
+    items = RESPONSES.build(turns, model="m")["input"]
+    response_ids = [i["call_id"] for i in items if i["type"] == "function_call"]
+    response_results = [i["call_id"] for i in items if i["type"] == "function_call_output"]
+    blocks = [b for m in ANTHROPIC.build(turns, model="m")["messages"] for b in m["content"]]
+    anthropic_ids = [b["id"] for b in blocks if b["type"] == "tool_use"]
+    anthropic_results = [b["tool_use_id"] for b in blocks if b["type"] == "tool_result"]
+    assert chat_ids == response_ids == anthropic_ids
+    assert len(set(chat_ids)) == len(chat_ids)
+    assert chat_results == response_results and sorted(chat_results) == sorted(anthropic_results)
 
 
 def test_sdk_conformance_check_has_teeth() -> None:

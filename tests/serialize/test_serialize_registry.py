@@ -19,7 +19,7 @@ from ctxledger.tokens import TokenCounter
 
 def test_known_names_give_their_serializers() -> None:
     """Each contract name gives a Serializer whose ``name`` is that contract."""
-    assert SERIALIZER_NAMES == ("anthropic-messages", "openai-chat")
+    assert SERIALIZER_NAMES == ("anthropic-messages", "openai-chat", "openai-responses")
     assert isinstance(get_serializer("openai-chat"), OpenAIChatSerializer)
     assert isinstance(get_serializer("anthropic-messages"), AnthropicMessagesSerializer)
     for name in SERIALIZER_NAMES:
@@ -31,9 +31,9 @@ def test_known_names_give_their_serializers() -> None:
 def test_unknown_name_lists_the_known_ones() -> None:
     """An unknown contract raises ConfigurationError naming it and every known contract."""
     with pytest.raises(ConfigurationError) as caught:
-        get_serializer("openai-responses")
+        get_serializer("openai-completions")
     message = str(caught.value)
-    assert "openai-responses" in message
+    assert "openai-completions" in message
     assert all(name in message for name in SERIALIZER_NAMES)
 
 

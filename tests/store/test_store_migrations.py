@@ -22,7 +22,7 @@ from ctxledger.testing import EVERY_RECORD_BLOB, every_record_type
 
 def test_migrated_database_matches_the_schema_module(empty_sql_url: str) -> None:
     """After ``migrate`` the database has exactly the tables, columns and indexes of ``schema.py``."""
-    assert migrate(empty_sql_url) == head_revision() == "0002_tenant_record_ids"
+    assert migrate(empty_sql_url) == head_revision() == "0003_w15_retention"
     engine = create_engine(empty_sql_url)
     with engine.connect() as conn:
         context = MigrationContext.configure(conn, opts={"compare_type": True, "version_table": VERSION_TABLE})
@@ -31,7 +31,10 @@ def test_migrated_database_matches_the_schema_module(empty_sql_url: str) -> None
         indexes = {ix["name"] for ix in inspect(conn).get_indexes("records")}
         primary_keys = {t: inspect(conn).get_pk_constraint(t) for t in ("records", "assemblies")}
     engine.dispose()
-    assert names == {"records", "conversation_heads", "token_counts", "assemblies", VERSION_TABLE}
+    assert names == {
+        "records", "conversation_heads", "token_counts", "assemblies", "api_keys", "blobs", "blob_chunks",
+        "retention_audit", "retention_blob_queue", VERSION_TABLE,
+    }  # fmt: skip
     assert {"ix_records_tenant_id_conversation_id_branch_id_seq", "ix_records_blob_sha256"} <= indexes
     for table in ("records", "assemblies"):
         assert (primary_keys[table]["name"], primary_keys[table]["constrained_columns"]) == (

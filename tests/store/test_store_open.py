@@ -9,7 +9,8 @@ import pytest
 from store_backends import POSTGRES_URL
 
 from ctxledger.errors import ConfigurationError, MigrationError
-from ctxledger.store import DEFAULT_POSTGRES_BLOBS_DIR, GraphStore, LocalBlobStore, migrate, open_store
+from ctxledger.store import GraphStore, LocalBlobStore, migrate, open_store
+from ctxledger.store.dbblobs import DatabaseBlobStore
 from ctxledger.store.sql import SqlStore
 from ctxledger.testing import MemoryBlobStore, MemoryStore
 
@@ -72,14 +73,18 @@ def test_postgres_error_messages_hide_the_password(tmp_path: Path) -> None:
 
 if POSTGRES_URL:
 
-    def test_postgres_blobs_default_to_a_dot_ctxledger_folder(
+    def test_postgres_blobs_default_to_the_database_itself(
         postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """A PostgreSQL store keeps blobs in ``./.ctxledger/blobs`` of the working directory by default."""
+        """A PostgreSQL store keeps blobs inside the database: every host that reaches it sees them."""
         monkeypatch.chdir(tmp_path)
         store = open_store(postgres_url)
         ref = store.blobs.put(b"pg blob")
         store.close()
-        assert (
-            tmp_path / DEFAULT_POSTGRES_BLOBS_DIR / ref.sha256[:2] / ref.sha256
-        ).read_bytes() == b"pg blob"
+        assert isinstance(store.blobs, DatabaseBlobStore)
+        assert list(tmp_path.iterdir()) == []
+        again = open_store(postgres_url)
+        try:
+            assert again.blobs.get(ref.sha256) == b"pg blob"
+        finally:
+            again.close()

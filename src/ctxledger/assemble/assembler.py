@@ -40,6 +40,7 @@ import numpy as np
 from ctxledger.assemble.costing import Coster
 from ctxledger.assemble.fill import fill_budget
 from ctxledger.assemble.inputs import resolve_participant, unknown_inputs, unserved_exact_evidence
+from ctxledger.assemble.recall import recalls_in, with_recall_tool
 from ctxledger.assemble.record import ManifestInputs, build_manifest
 from ctxledger.assemble.relevance import is_question, spread, tokenize
 from ctxledger.assemble.represent import Pointer, charge_savings, omit_redundant
@@ -61,6 +62,7 @@ from ctxledger.policy.safety import run_stage
 from ctxledger.policy.secrets import SPEAKER_WITHHELD, default_scanner, redact_json
 from ctxledger.policy.stages.visibility import promoted_records, sees
 from ctxledger.records import Message, Record, Role, ToolArtifact, Visibility, utcnow
+from ctxledger.retention.state import retained, retained_sources
 from ctxledger.serialize.base import Serializer, Turn
 from ctxledger.serialize.tool_names import request_tool_names, tool_name_map
 from ctxledger.units import UNAVAILABLE, Unit, UnitKind, build_units, content_text, drop_thinking
@@ -312,6 +314,7 @@ def assemble(
     request = resolve_participant(request, records)
     tools = tuple(request.tools) if request.tools is not None else snap.tool_schemas
     tools, withheld = expose_tools(policy.contract, tools, phase=request.phase, checks_passed=request.checks_passed)
+    tools = with_recall_tool(tools, policy)  # the recall tool, when the policy enables it: part of F
     plan = run_policy(
         policy,
         request,
@@ -328,6 +331,7 @@ def assemble(
     plan.tools = {"exposed": [tool_name(t) for t in tools], "withheld": withheld}
     tools = _redact_tools(tools, plan, policy)
     _mark_unavailable(plan, all_units)
+    _mark_retained(plan, all_units)
     units = []
     for u in all_units:
         # the first omitted record (in unit order) gives its reason to the rest of the unit
@@ -341,7 +345,7 @@ def assemble(
     withheld_names = {d.ref for ds in plan.marks.values() for d in ds if d.reason == SPEAKER_WITHHELD}
     units = attribute_speakers(units, records, request.participant_id, withheld_names)
     scanner = getattr(policy.stage("secrets"), "scanner", None) or default_scanner()
-    keep_thinking = bool(getattr(serializer, "sends_thinking", False))
+    keep_thinking = getattr(serializer, "thinking_types", None) or bool(getattr(serializer, "sends_thinking", False))
     units = [drop_thinking(u, keep_thinking, lambda text: bool(scanner.scan(text))) for u in units]
     if not policy.selection.ladder:
         options_for = redundancy = None
@@ -426,6 +430,7 @@ def assemble(
             trace=trace,
         )
     )
+    asm.manifest["recalls"] = recalls_in(records)  # what the model read back with the recall tool, and why
     return asm
 
 
@@ -460,6 +465,24 @@ def _redact_tools(tools: Sequence[Mapping[str, Any]], plan: _Plan, policy: Polic
         return tuple(tools)
     scanner = getattr(policy.stage("secrets"), "scanner", None) or default_scanner()
     return tuple(redact_json(t, scanner) if tool_ref(i, t) in marked else t for i, t in enumerate(tools))
+
+
+def _mark_retained(plan: _Plan, units: Sequence[Unit]) -> None:
+    """Mark (stage ``retention``) every record a retention rule changed, and memories whose sources it changed.
+
+    The detail is the sentence explanations show: "redacted by retention rule R at T".
+    """
+    for unit in units:
+        for rec in unit.records:
+            marks = [(f"retention_{state.action}", state.sentence)] if (state := retained(rec)) is not None else []
+            marks += [
+                ("source_retained", f"source artifact {aid} {src.sentence}")
+                for aid, src in sorted(retained_sources(rec).items())
+            ]
+            for reason, detail in marks:
+                decision = PolicyDecision(rec.id, "retention", Outcome.MARK, reason, detail)
+                plan.decisions.append(decision)
+                plan.marks.setdefault(rec.id, []).append(decision)
 
 
 def _mark_unavailable(plan: _Plan, units: Sequence[Unit]) -> None:

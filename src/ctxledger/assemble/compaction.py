@@ -24,6 +24,18 @@ stages run through ``validity`` (:func:`~ctxledger.assemble.assembler.run_policy
   with the flag: a copy of it carrying ``meta["stale"]`` (the stage's detail, with the revalidation tool)
   goes to the compactor, which keeps it as a verbatim ``stale`` invariant.
 
+A failed tool result goes to the compactor as a copy carrying ``meta["error_line"]``: the line of its raw
+output that says why it failed (:func:`~ctxledger.represent.extract.logs.primary_error`, read from the
+snapshot's rendering of the result), which the compaction keeps verbatim and its fidelity check requires
+(seed 001: tool errors are never compressed away).
+
+A tool exchange with an unresolved call (pending or deferred) is left out too (reason ``unresolved``): it stays
+in the history, protected as ``unresolved_tool_call``, and when its result arrives later the call and its
+result are sent together, as they were before the compaction. (A compaction made otherwise, e.g. imported,
+still never covers a unit holding a record written after it: see
+:mod:`ctxledger.policy.stages.compaction`.) So the protected state of the next assembly is the same as
+before the compaction.
+
 ``meta["validity"]`` records the clock and what was left out (``{"now", "left_out": [{"ref", "reason",
 "detail"}]}``). The compactor and its fidelity check are :func:`ctxledger.represent.compact_checked`'s; a
 refused compaction raises and nothing is written (that is the caller's contract:
@@ -42,6 +54,7 @@ from ctxledger.assemble.snapshot import Snapshot
 from ctxledger.units import Unit, UnitKind
 from ctxledger.errors import InputError
 from ctxledger.policy.base import Outcome, Policy, ReasonCode
+from ctxledger.policy.secrets import redact_text
 from ctxledger.records import (
     Checkpoint,
     Compaction,
@@ -52,10 +65,12 @@ from ctxledger.records import (
     ToolArtifact,
     ToolCall,
     ToolMemory,
+    ToolStatus,
     Visibility,
     utcnow,
 )
 from ctxledger.represent.compaction import Compactor, compact_checked
+from ctxledger.represent.extract.logs import primary_error
 
 _SOURCE_TYPES = (Message, ToolCall, ToolArtifact, ToolMemory, Checkpoint, ModelRun, Compaction)
 _VISIBLE = (Visibility.CONVERSATION, Visibility.BRANCH)
@@ -147,6 +162,26 @@ def judge_validity(
     return dead, stale
 
 
+UNRESOLVED = "unresolved"
+"""Reason a compaction leaves out a tool exchange whose call has no result yet."""
+
+
+def unresolved_calls(units: Sequence[Unit], through_seq: int) -> dict[str, tuple[str, str]]:
+    """Unit id → ``(UNRESOLVED, detail)`` for each tool exchange ending by ``through_seq`` with an open call.
+
+    Open means pending or deferred: no result recorded yet, or a result that says it is deferred.
+    """
+    out: dict[str, tuple[str, str]] = {}
+    for unit in units:
+        if unit.kind is not UnitKind.TOOL_EXCHANGE or unit.last_seq > through_seq:
+            continue
+        if unit.status in (ToolStatus.PENDING, ToolStatus.DEFERRED):
+            calls = ", ".join(f"{r.id} ({r.name})" for r in unit.records if isinstance(r, ToolCall))
+            detail = f"unit {unit.id} is {unit.status}: call {calls} stays in the history until its result arrives"
+            out[unit.id] = (UNRESOLVED, detail)
+    return out
+
+
 def _valid_sources(
     sources: Sequence[Record], units: Sequence[Unit], dead: Mapping[str, tuple[str, str]], stale: Mapping[str, str]
 ) -> tuple[list[Record], list[dict[str, str]]]:
@@ -174,6 +209,31 @@ def _valid_sources(
         else:
             kept.append(rec)
     return kept, left_out
+
+
+def with_error_lines(sources: Sequence[Record], units: Sequence[Unit]) -> list[Record]:
+    """``sources`` with each failed tool result replaced by a copy carrying ``meta["error_line"]``.
+
+    The text is the result's turn in its unit (its raw bytes as the snapshot read them); a result whose
+    bytes were unavailable, or whose output is empty, is passed unchanged. A secret on the error line is
+    withheld (:func:`~ctxledger.policy.secrets.redact_text`), as everywhere else a summary copies text.
+    """
+    texts = {
+        t.ref: str(t.content)
+        for u in units
+        if u.kind is UnitKind.TOOL_EXCHANGE
+        for t in u.turns
+        if t.role == "tool" and t.ref not in u.transforms and isinstance(t.content, str)
+    }
+    out: list[Record] = []
+    for rec in sources:
+        error = None
+        if isinstance(rec, ToolArtifact) and rec.status is ToolStatus.FAILED and rec.id in texts:
+            error = primary_error(texts[rec.id])
+        if error:
+            error["text"] = redact_text(error["text"])
+        out.append(dataclasses.replace(rec, meta={**rec.meta, "error_line": error}) if error else rec)
+    return out
 
 
 def build_compaction(
@@ -229,9 +289,11 @@ def build_compaction(
     elif now.tzinfo is None:
         raise InputError(f"now {now.isoformat()} is naive; give an aware datetime (tzinfo=UTC)", field="now")
     dead, stale = judge_validity(snap, policy, now, find_artifacts=find_artifacts, find_record=find_record)
+    dead = {**unresolved_calls(snap.units, boundary), **dead}
     sources, left_out = _valid_sources(compaction_sources(snap.records, boundary), snap.units, dead, stale)
+    sources = with_error_lines(sources, snap.units)
     if not sources:
-        why = f" ({len(left_out)} superseded or stale records left out)" if left_out else ""
+        why = f" ({len(left_out)} superseded, stale or unresolved records left out)" if left_out else ""
         raise InputError(f"nothing to compact at or before seq {boundary}{why}", field="through_seq")
     compaction_id = f"{snap.conversation_id}/compaction/{uuid.uuid4().hex[:12]}"
     rec = compact_checked(

@@ -176,7 +176,7 @@ def build_manifest(inp: ManifestInputs) -> ManifestView:
     )
     view = ManifestView(record, full_trace)
     if trace != "full":
-        view["payload"] = inp.payload  # in process the payload is at hand; the store gets the summary
+        dict.__setitem__(view, "payload", inp.payload)  # at hand in process; the stored summary keeps None
     return view
 
 

@@ -77,7 +77,7 @@ from datasketch import MinHash, MinHashLSH  # type: ignore[import-untyped]
 from ctxledger.assemble.costing import Coster, FixedCoster, turn_key
 from ctxledger.assemble.select import Option
 from ctxledger.units import Unit, UnitKind, data_block_body, render_memory, rewrap_data_block
-from ctxledger.errors import BlobNotFound, BudgetError, InputError, IntegrityError, RecordNotFound
+from ctxledger.errors import BlobNotFound, BudgetError, ContentRetained, InputError, IntegrityError, RecordNotFound
 from ctxledger.hashing import sha256_hex
 from ctxledger.policy.base import Outcome, PolicyDecision, ReasonCode
 from ctxledger.policy.secrets import SecretScanner, default_scanner
@@ -86,6 +86,7 @@ from ctxledger.represent import LineIndex, Locator, make_excerpt, promote, rehyd
 from ctxledger.represent._patterns import is_error_line
 from ctxledger.represent.extract._base import query_terms
 from ctxledger.represent.redundancy import NUM_PERM, _lsh_params, _minhash, call_key, outcome_lines
+from ctxledger.retention.state import retained
 from ctxledger.serialize.base import Turn
 from ctxledger.tokens import TokenCounter
 
@@ -875,6 +876,7 @@ def rehydrate_ref(
     Raises:
         RecordNotFound: no such record or blob in the tenant (also for a blob only other tenants reference; a
             missing blob of an artifact names the artifact).
+        ContentRetained: a retention rule redacted the record's content or reduced it to its hash.
         IntegrityError: stored bytes no longer match their hash, or a locator's sha256 does not match.
         InputError: malformed locator, range outside the content, or a record without content.
     """
@@ -884,6 +886,9 @@ def rehydrate_ref(
         return rehydrate(store.blobs, ref, byte_range=byte_range)
     locator = Locator.from_dict(ref) if not isinstance(ref, str) else None
     rec = store.get(tenant_id, locator.artifact_id if locator is not None else ref)
+    state = retained(rec)
+    if state is not None:
+        raise ContentRetained(tenant_id, rec.id, state.sentence)
     wanted = byte_range or ((locator.byte_start, locator.byte_end) if locator is not None else None)
     if isinstance(rec, ToolArtifact):
         if locator is not None and locator.sha256 != rec.sha256:

@@ -1,7 +1,8 @@
 """The ``ctxledger`` command line.
 
 Commands: ``migrate``, ``import``, ``conversations``, ``assemble``, ``explain``, ``usage``, ``demo``,
-``rehydrate`` and the ``eval`` group (``eval run``, ``eval scenarios``, ``eval cases``); each
+``rehydrate``, ``retain``, ``forget``, ``retention-audit``, ``gc``, ``serve``, ``mcp`` and the ``eval`` and ``keys``
+groups; each
 ``--help`` explains what it does with an example. Global options choose the store (``--db``, env
 ``CTXLEDGER_URL``, default the embedded SQLite file ``.ctxledger/ctxledger.db``), the tenant
 (``--tenant``) and the blob folder (``--blobs``); they may be given before or after the command
@@ -18,11 +19,23 @@ One module per command group; :mod:`ctxledger.cli._common` holds the plumbing th
 
 from __future__ import annotations
 
-from ctxledger.cli import assembly, conversations, demo, evaluate, importing, rehydrate, store
+from ctxledger.cli import (
+    assembly,
+    conversations,
+    demo,
+    evaluate,
+    importing,
+    keys,
+    mcp,
+    rehydrate,
+    retention,
+    serve,
+    store,
+)
 from ctxledger.cli._app import app
 from ctxledger.cli._render import REASONS
 
-COMMAND_MODULES = (store, importing, conversations, assembly, rehydrate, demo, evaluate)
+COMMAND_MODULES = (store, importing, conversations, assembly, rehydrate, retention, demo, evaluate, serve, keys, mcp)
 """Modules whose import registers their commands on :data:`app` (in ``ctxledger --help`` order)."""
 
 __all__ = ["COMMAND_MODULES", "REASONS", "app", "run"]

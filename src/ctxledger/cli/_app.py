@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -15,7 +14,10 @@ from ctxledger.ledger import DEFAULT_URL
 GLOBAL_OPTIONS = ("--db", "--tenant", "--blobs")
 """Options of the root group (each takes one value); they are also accepted after the command."""
 
-COMMAND_ORDER = ("migrate", "import", "conversations", "assemble", "explain", "usage", "rehydrate", "demo", "eval")
+COMMAND_ORDER = (
+    "migrate", "import", "conversations", "assemble", "explain", "usage", "rehydrate", "demo", "eval", "serve", "keys",
+    "mcp", "gc",
+)  # fmt: skip
 """Order of the commands in ``ctxledger --help``: the order a user meets them in."""
 
 
@@ -94,12 +96,13 @@ def main(
     ] = None,
     tenant: Annotated[str, typer.Option("--tenant", help="Tenant whose records are read and written.")] = "default",
     blobs: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--blobs",
             envvar="CTXLEDGER_BLOBS",
-            help="Folder of raw tool outputs (blobs). Default: <db>.blobs next to a SQLite file; "
-            "./.ctxledger/blobs for PostgreSQL — set it so every working directory sees the same blobs.",
+            help="Where raw tool outputs (blobs) live: a folder, 'database' (inside the store's database) or a "
+            "postgresql+psycopg:// URL. Default: the folder <db>.blobs next to a SQLite file; inside the "
+            "database for PostgreSQL.",
             show_default=False,
         ),
     ] = None,

@@ -43,6 +43,7 @@ class ApiFormat(StrEnum):
     """Provider payload formats."""
 
     OPENAI_CHAT = "openai-chat"
+    OPENAI_RESPONSES = "openai-responses"
     ANTHROPIC_MESSAGES = "anthropic-messages"
 
 
@@ -53,7 +54,7 @@ class Settings:
     db: str
     db_given: bool
     tenant: str
-    blobs: Path | None = None
+    blobs: str | None = None
 
 
 # -- plumbing ------------------------------------------------------------------------------------------

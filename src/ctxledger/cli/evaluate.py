@@ -61,14 +61,22 @@ def _existing_dir(path: Path, what: str, option: str) -> Path:
     return path
 
 
-def _dataset_list(names: Sequence[str]) -> list[str]:
+def _dataset_list(names: Sequence[str]) -> list[str | Path]:
+    """Dataset names, ``all``, or paths of dataset files or folders (kept as paths)."""
     from ctxledger.eval.datasets import dataset_names
 
     known = dataset_names()
-    chosen = known if "all" in names else list(dict.fromkeys(names))
-    unknown = [n for n in chosen if n not in known]
-    if unknown:
-        raise ConfigurationError(f"unknown dataset {unknown[0]!r}; known: {', '.join(known)} (or all)")
+    chosen: list[str | Path] = []
+    for name in dict.fromkeys(names):
+        if name == "all":
+            chosen += [k for k in known if k not in chosen]
+        elif name in known or Path(name).exists():
+            chosen.append(name if name in known else Path(name))
+        else:
+            raise ConfigurationError(
+                f"unknown dataset {name!r} (neither a name nor an existing path); known: {', '.join(known)} "
+                "(or all, or a dataset file or folder)"
+            )
     return chosen
 
 
@@ -133,7 +141,9 @@ def eval_run(
             "--dataset",
             "-d",
             help="Dataset to evaluate (repeatable): locomo, bfcl-memory, tau-bench, "
-            "mini-swe-agent, swe-agent, toolbench, or all.",
+            "mini-swe-agent, swe-agent, toolbench, locomo-memory, all, or the path of a dataset file or "
+            "folder as its owners publish it (e.g. the upstream locomo10.json, a tau-bench results file under "
+            "any name).",
             show_default=False,
         ),
     ],

@@ -34,6 +34,7 @@ class ImportFormat(StrEnum):
 
     AUTO = "auto"
     OPENAI_CHAT = "openai-chat"
+    OPENAI_RESPONSES = "openai-responses"
     ANTHROPIC_MESSAGES = "anthropic-messages"
     TAU_BENCH = "tau-bench"
     MINI_SWE_AGENT = "mini-swe-agent"

@@ -175,7 +175,9 @@ class EvalDataset:
         default_budgets: the budgets (tokens) the issue asks for on this dataset.
         quirks: counts of data problems handled while loading (``{"evidence_ids_unresolvable": 3, …}``),
             over every record read (a ``max_cases`` slice keeps the counts of the records it was cut from).
-        source: where the data was read from (a directory path).
+        source: where the data was read from (a directory or file path).
+        listed: for some quirks, what they counted, by quirk name (``{"quotes_unlocated": ("q12: 'I …'", …),
+            "runs_skipped": ("G2_answer/10: failed run (no train_messages) …", …)}``).
     """
 
     name: str
@@ -184,3 +186,4 @@ class EvalDataset:
     default_budgets: tuple[int, ...]
     quirks: Mapping[str, int] = field(default_factory=dict)
     source: str = ""
+    listed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)

@@ -165,6 +165,58 @@ def _locomo_turn_text(turn: Mapping[str, Any]) -> str:
     return f"{text} [shares a photo: {caption}]" if caption else text
 
 
+MEMORY_PREFIX = "Memory"
+"""How a LoCoMo observation reads as a candidate turn: ``"Memory (8 May, 2023): <fact>"``."""
+
+
+def _locomo_memories(
+    record: Mapping[str, Any], turns: Sequence[EvalItem], counter: TokenCounter, source: Path, index: int
+) -> tuple[EvalItem, ...]:
+    """The record's ``observation`` facts as memory items placed after the session they were drawn from.
+
+    Each observation ``[fact, dia_id]`` becomes a ``user`` item ``"Memory (<session date>): <fact>"`` with
+    ``meta["covers"]`` = the dia_ids it was derived from (its provenance; ``"D8:6; D9:17"`` is split) and
+    ``meta["kind"] = "memory"``. Items are renumbered so ``seq`` stays the conversation order.
+    """
+    observations = record.get("observation")
+    if not isinstance(observations, Mapping):
+        return tuple(turns)
+    by_session: dict[int, list[tuple[str, tuple[str, ...]]]] = {}
+    for key, per_speaker in observations.items():
+        match = re.fullmatch(r"session_(\d+)_observation", str(key))
+        if not match or not isinstance(per_speaker, Mapping):
+            continue
+        for facts in per_speaker.values():
+            for fact in facts if isinstance(facts, list) else ():
+                if isinstance(fact, list) and len(fact) == 2 and isinstance(fact[0], str):
+                    ids = fact[1] if isinstance(fact[1], list) else [fact[1]]
+                    covers = tuple(p.strip() for i in ids for p in str(i).split(";") if p.strip())
+                    by_session.setdefault(int(match.group(1)), []).append((fact[0], covers))
+    out: list[EvalItem] = []
+    sessions = sorted({int(t.meta["session"]) for t in turns} | set(by_session))
+    dates = {int(t.meta["session"]): t.meta.get("session_date", "") for t in turns}
+    for number in sessions:
+        for turn in (t for t in turns if t.meta["session"] == number):
+            out.append(replace(turn, seq=len(out)))
+        for k, (fact, covers) in enumerate(by_session.get(number, ())):
+            text = (
+                f"{MEMORY_PREFIX} ({dates.get(number, '')}): {fact}"
+                if dates.get(number)
+                else f"{MEMORY_PREFIX}: {fact}"
+            )
+            out.append(
+                EvalItem(
+                    id=f"M{number}:{k + 1}",
+                    role="user",
+                    text=text,
+                    seq=len(out),
+                    tokens=chat_tokens(counter, "user", text),
+                    meta={"session": number, "kind": "memory", "covers": covers},
+                )
+            )
+    return tuple(out)
+
+
 def _locomo_items(conv: Mapping[str, Any], counter: TokenCounter, source: Path, index: int) -> tuple[EvalItem, ...]:
     speaker_a = _field(conv, "speaker_a", str, source, index, "conversation.")
     sessions = sorted(
@@ -194,15 +246,24 @@ def _locomo_items(conv: Mapping[str, Any], counter: TokenCounter, source: Path, 
 
 
 def load_locomo(
-    directory: Path, counter: TokenCounter, *, limit: int | None = None, file_name: str = "locomo10_conv0-6.json"
+    directory: Path,
+    counter: TokenCounter,
+    *,
+    limit: int | None = None,
+    file_name: str | None = None,
+    memories: bool = False,
 ) -> EvalDataset:
     """LoCoMo evidence recall cases (issue 5 item 4; ``shared/data/locomo/README.md``).
 
     Args:
-        directory: the dataset folder.
+        directory: the dataset folder (every ``*.json`` in it holding LoCoMo conversations, e.g. the
+            dev split's ``locomo10_conv0-6.json`` or the upstream ``locomo10.json``), or one such file.
         counter: the exact counter (item and question costs in tokens).
         limit: read only the first ``limit`` conversations.
-        file_name: the JSON list inside ``directory``.
+        file_name: read only this file of ``directory``.
+        memories: also offer each conversation's ``observation`` facts as memory items (dataset
+            ``locomo-memory``; see :func:`_locomo_memories`): a required turn counts as recalled when a
+            memory derived from it is included (credit through provenance, ``meta["covers"]``).
 
     Returns:
         One case per question, ``category`` ``"<n>-<name>"`` (see :data:`LOCOMO_CATEGORIES`), quirks
@@ -210,23 +271,31 @@ def load_locomo(
         ``questions_without_evidence`` and ``questions_adversarial``.
 
     Raises:
-        InputError: a record or field is missing or of the wrong type (names file, index and field).
+        InputError: no LoCoMo file, or a record or field is missing or of the wrong type (names file,
+            index and field).
     """
-    path = directory / file_name
-    records = _read_json(path)
-    if not isinstance(records, list):
-        raise InputError("expected a JSON list of conversations", source=str(path))
+    paths = [directory / file_name] if file_name else _files_of("locomo", directory)
     quirks: Counter[str] = Counter()
     cases: list[EvalCase] = []
-    for index, record in enumerate(records[:limit]):
-        sample_id = _field(record, "sample_id", str, path, index)
-        conv = _field(record, "conversation", dict, path, index)
-        items = _locomo_items(conv, counter, path, index)
-        known = {item.id for item in items}
-        for q_index, qa in enumerate(_field(record, "qa", list, path, index)):
-            cases.append(_locomo_case(sample_id, q_index, qa, items, known, counter, quirks, path, index))
+    seen = 0
+    for path in paths:
+        records = _read_json(path)
+        if not isinstance(records, list):
+            raise InputError("expected a JSON list of conversations", source=str(path))
+        for index, record in enumerate(records):
+            if limit is not None and seen >= limit:
+                break
+            seen += 1
+            sample_id = _field(record, "sample_id", str, path, index)
+            conv = _field(record, "conversation", dict, path, index)
+            items = _locomo_items(conv, counter, path, index)
+            known = {item.id for item in items}
+            if memories:
+                items = _locomo_memories(record, items, counter, path, index)
+            for q_index, qa in enumerate(_field(record, "qa", list, path, index)):
+                cases.append(_locomo_case(sample_id, q_index, qa, items, known, counter, quirks, path, index))
     return EvalDataset(
-        name="locomo",
+        name="locomo-memory" if memories else "locomo",
         kind="evidence",
         cases=tuple(cases),
         default_budgets=EVIDENCE_BUDGETS,
@@ -272,28 +341,40 @@ def _locomo_case(
 
 # --- BFCL v4 memory --------------------------------------------------------------------------------
 
-_QUOTE_MAP = str.maketrans({"‘": "'", "’": "'", "“": "'", "”": "'", '"': "'", "–": "-", "—": "-", "…": "..."})
-_LABEL = re.compile(r"^([^:.!?]{1,40}:)\s+(.+)$")
+_QUOTE_MAP = str.maketrans(
+    {"‘": "'", "’": "'", "“": "'", "”": "'", '"': "'", "«": "'", "»": "'", "–": "-", "—": "-", "…": "..."}
+)
+_LABEL = re.compile(r"^([^:.!?']{1,40}:)\s*(.+)$")
+_ELLIPSIS = re.compile(r"\.(?:\s*\.){2,}|\[\s*\.\.\.\s*\]")
+_PUNCT_SPACE = re.compile(r"\s*([,.;:!?()\[\]'/-])\s*")
 
 
 def normalize_quote(text: str) -> str:
-    """Case-folded, NFKC, every quote mark as ``'``, dashes as ``-`` without surrounding spaces, whitespace collapsed.
+    """Normalised text for quote matching: NFKC, case-folded, quote marks as ``'``, dashes as ``-``.
 
-    The quotes in BFCL's ``source`` fields swap single and double quotes and curly and straight ones
-    relative to the conversations, so quote marks are not told apart.
+    Also ellipses become ``...`` (``…``, ``. . .``, ``[...]``), no space stays next to punctuation, and
+    whitespace is collapsed. The quotes in real annotations swap single and double quotes and curly and
+    straight ones relative to the conversations, re-space punctuation (``"word , word"``) and shorten with
+    ellipses, so none of these differences count.
     """
     text = unicodedata.normalize("NFKC", text).translate(_QUOTE_MAP).casefold()
-    text = re.sub(r"\s*-\s*", "-", text)
+    text = _ELLIPSIS.sub("...", text)
+    text = _PUNCT_SPACE.sub(r"\1", text)
     return " ".join(text.split())
 
 
 def quote_pieces(quote: str) -> list[str]:
-    """The normalised pieces of an abridged quote: split at ``...``; a leading ``"Label:"`` is its own piece."""
+    """The normalised pieces of an abridged quote.
+
+    Split at ``...``, each piece without the quotation marks that wrap it; a leading ``"Label:"`` is its
+    own piece.
+    """
     pieces: list[str] = []
     for raw in normalize_quote(quote).split("..."):
-        piece = raw.strip()
+        piece = raw.strip(" '")
         match = _LABEL.match(piece)
-        pieces.extend([match.group(1), match.group(2)] if match else [piece] if piece else [])
+        parts = [match.group(1), match.group(2).strip(" '")] if match else [piece]
+        pieces.extend(p for p in parts if p)
     return pieces
 
 
@@ -349,8 +430,8 @@ def load_bfcl_memory(directory: Path, counter: TokenCounter, *, limit: int | Non
 
     Returns:
         One case per question, ``category`` = scenario; quotes that match no turn are counted under
-        ``quotes_unlocated`` (their case has no required evidence), quotes matching several turns under
-        ``quotes_ambiguous`` (every matching turn is required).
+        ``quotes_unlocated`` (their case has no required evidence; each is listed in ``listed``), quotes
+        matching several turns under ``quotes_ambiguous`` (every matching turn is required).
 
     Raises:
         InputError: a record or field is missing or malformed (names file, index and field).
@@ -361,6 +442,7 @@ def load_bfcl_memory(directory: Path, counter: TokenCounter, *, limit: int | Non
     for index, record in enumerate(_read_jsonl(a_path)):
         answers[_field(record, "id", str, a_path, index)] = _field(record, "source", str, a_path, index)
     quirks: Counter[str] = Counter()
+    listed: dict[str, list[str]] = {}
     conversations: dict[str, tuple[EvalItem, ...]] = {}
     cases: list[EvalCase] = []
     for index, record in enumerate(_read_jsonl(q_path)[:limit]):
@@ -371,7 +453,9 @@ def load_bfcl_memory(directory: Path, counter: TokenCounter, *, limit: int | Non
         question = _bfcl_question(record, q_path, index)
         if qid not in answers:
             raise InputError("no possible answer for this id", source=str(a_path), field=f"id={qid}")
-        cases.append(_bfcl_case(qid, scenario, question, answers[qid], conversations[scenario], counter, quirks))
+        cases.append(
+            _bfcl_case(qid, scenario, question, answers[qid], conversations[scenario], counter, quirks, listed)
+        )
     return EvalDataset(
         name="bfcl-memory",
         kind="evidence",
@@ -379,6 +463,7 @@ def load_bfcl_memory(directory: Path, counter: TokenCounter, *, limit: int | Non
         default_budgets=EVIDENCE_BUDGETS,
         quirks=dict(quirks),
         source=str(directory),
+        listed={k: tuple(v) for k, v in listed.items()},
     )
 
 
@@ -398,11 +483,13 @@ def _bfcl_case(
     items: tuple[EvalItem, ...],
     counter: TokenCounter,
     quirks: Counter[str],
+    listed: dict[str, list[str]],
 ) -> EvalCase:
     hits = locate_quote(source, items)
     notes: list[str] = []
     if not hits:
         quirks["quotes_unlocated"] += 1
+        listed.setdefault("quotes_unlocated", []).append(f"{qid}: {source!r}")
         notes.append(f"source quote {source!r} matches no turn; left out of recall")
     elif len(hits) > 1:
         quirks["quotes_ambiguous"] += 1
@@ -591,53 +678,86 @@ def _toolbench_messages(messages: Sequence[Any], run_id: str, path: Path) -> lis
     return out
 
 
-def _tau_runs(directory: Path, counter: TokenCounter, quirks: Counter[str], limit: int | None) -> list[Run]:
-    path = directory / "gpt-4o-airline_tasks0-39.json"
-    records = _read_json(path)
-    if not isinstance(records, list):
-        raise InputError("expected a JSON list", source=str(path))
+def _tau_runs(
+    paths: Sequence[Path], root: Path, counter: TokenCounter, quirks: Counter[str], limit: int | None
+) -> _Loaded:
     runs = []
-    for index, record in enumerate(records[:limit]):
-        run_id = f"task{_field(record, 'task_id', int, path, index)}-trial{_field(record, 'trial', int, path, index)}"
-        traj = _field(record, "traj", list, path, index)
-        runs.append(_openai_run(run_id, traj, counter, path, quirks, is_error=_tau_error, constraints="all_user"))
-    return runs
+    for path in paths:
+        records = _read_json(path)
+        if not isinstance(records, list):
+            raise InputError("expected a JSON list", source=str(path))
+        for index, record in enumerate(records):
+            if limit is not None and len(runs) >= limit:
+                break
+            task, trial = _field(record, "task_id", int, path, index), _field(record, "trial", int, path, index)
+            run_id = f"task{task}-trial{trial}" if len(paths) == 1 else f"{_rel(path, root)}/task{task}-trial{trial}"
+            traj = _field(record, "traj", list, path, index)
+            runs.append(_openai_run(run_id, traj, counter, path, quirks, is_error=_tau_error, constraints="all_user"))
+    return runs, {}
 
 
-def _mini_swe_runs(directory: Path, counter: TokenCounter, quirks: Counter[str], limit: int | None) -> list[Run]:
+def _mini_swe_runs(
+    paths: Sequence[Path], root: Path, counter: TokenCounter, quirks: Counter[str], limit: int | None
+) -> _Loaded:
     runs = []
-    for path in sorted(directory.glob("*.traj.json"))[:limit]:
+    for path in paths[:limit]:
         record = _read_json(path)
         messages = _field(record, "messages", list, path, 0)
-        run_id = path.name.removesuffix(".traj.json")
+        run_id = path.name.removesuffix(".traj.json").removesuffix(".json")
         runs.append(_openai_run(run_id, messages, counter, path, quirks, is_error=_returncode_error))
-    return runs
+    return runs, {}
 
 
-def _swe_agent_runs(directory: Path, counter: TokenCounter, quirks: Counter[str], limit: int | None) -> list[Run]:
+def _swe_agent_runs(
+    paths: Sequence[Path], root: Path, counter: TokenCounter, quirks: Counter[str], limit: int | None
+) -> _Loaded:
     runs = []
-    for path in sorted(directory.rglob("*.traj"))[:limit]:
+    for path in paths[:limit]:
         record = _read_json(path)
         history = _field(record, "history", list, path, 0)
-        run_id = str(path.relative_to(directory).with_suffix(""))
-        runs.append(_openai_run(run_id, history, counter, path, quirks, is_error=_no_error))
-    return runs
+        runs.append(_openai_run(_rel(path, root), history, counter, path, quirks, is_error=_no_error))
+    return runs, {}
 
 
-def _toolbench_runs(directory: Path, counter: TokenCounter, quirks: Counter[str], limit: int | None) -> list[Run]:
+def _toolbench_runs(
+    paths: Sequence[Path], root: Path, counter: TokenCounter, quirks: Counter[str], limit: int | None
+) -> _Loaded:
+    """ToolBench answers; the other files still load when one is a failed run.
+
+    A failed run (a search ``tree`` but no ``train_messages`` trajectory) is skipped, counted under
+    ``runs_skipped`` and listed.
+    """
     runs = []
-    for path in sorted(directory.rglob("*.json"))[:limit]:
+    skipped: list[str] = []
+    for path in paths[:limit]:
         record = _read_json(path)
         generation = _field(record, "answer_generation", dict, path, 0)
+        train = generation.get("train_messages")
+        run_id = _rel(path, root)
+        if not train and isinstance(record, Mapping) and record.get("tree") is not None:
+            quirks["runs_skipped"] += 1
+            skipped.append(f"{run_id}: failed run (a search tree, no train_messages); not evaluated")
+            continue
         train = _field(generation, "train_messages", list, path, 0, "answer_generation.")
         if not train or not isinstance(train[-1], list):
             raise InputError(
                 "expected a non-empty list of message lists", source=str(path), field="answer_generation.train_messages"
             )
-        run_id = str(path.relative_to(directory).with_suffix(""))
         messages = _toolbench_messages(train[-1], run_id, path)
         runs.append(_openai_run(run_id, messages, counter, path, quirks, is_error=_toolbench_error))
-    return runs
+    return runs, ({"runs_skipped": skipped} if skipped else {})
+
+
+def _rel(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` without its suffixes (the file's own stem when ``root`` is the file)."""
+    try:
+        rel = path.relative_to(root) if root != path else Path(path.name)
+    except ValueError:
+        rel = Path(path.name)
+    name = rel.name
+    for suffix in (".traj.json", ".json", ".traj", ".jsonl"):
+        name = name.removesuffix(suffix)
+    return str(rel.with_name(name)) if name else str(rel)
 
 
 def trajectory_cases(run: Run, dataset: str, *, step_stride: int = 1) -> list[EvalCase]:
@@ -688,21 +808,26 @@ def recovery_state(prefix: Sequence[EvalItem], constraint_ids: Sequence[str]) ->
     return {kind: value for kind, value in state.items() if value}
 
 
-_RunLoader = Callable[[Path, TokenCounter, Counter[str], int | None], list[Run]]
+_Loaded = tuple[list[Run], dict[str, list[str]]]
+_RunLoader = Callable[[Sequence[Path], Path, TokenCounter, Counter[str], int | None], _Loaded]
 
 
 @dataclass(frozen=True, slots=True)
 class _Spec:
     folder: str
     runs: _RunLoader | None = None
+    pattern: str = ""
+    """Files named this way belong to the dataset even when their shape is not recognised (so the loader
+    reports what is wrong with them)."""
 
 
 _SPECS: dict[str, _Spec] = {
     "locomo": _Spec("locomo"),
+    "locomo-memory": _Spec("locomo"),
     "bfcl-memory": _Spec("bfcl-memory"),
     "tau-bench": _Spec("tau-bench", _tau_runs),
-    "mini-swe-agent": _Spec("mini-swe-agent-deepseek", _mini_swe_runs),
-    "swe-agent": _Spec("swe-agent-demos", _swe_agent_runs),
+    "mini-swe-agent": _Spec("mini-swe-agent-deepseek", _mini_swe_runs, "*.traj.json"),
+    "swe-agent": _Spec("swe-agent-demos", _swe_agent_runs, "*.traj"),
     "toolbench": _Spec("toolbench-examples", _toolbench_runs),
 }
 
@@ -712,6 +837,143 @@ def dataset_names() -> list[str]:
     return sorted(_SPECS)
 
 
+def sniff_format(value: Any) -> str | None:
+    """The dataset a parsed JSON file belongs to, told from its shape, or ``None``.
+
+    A list of ``{sample_id, conversation, qa}`` is LoCoMo; a list of ``{task_id, trial, traj}`` is
+    tau-bench; an object with ``answer_generation`` is a ToolBench answer; with ``history`` a SWE-agent
+    trajectory; with ``messages`` and ``trajectory_format`` or ``info.mini_version`` a mini-swe-agent one.
+    """
+    if isinstance(value, list):
+        first = value[0] if value else None
+        if isinstance(first, Mapping):
+            if {"conversation", "qa"} <= first.keys():
+                return "locomo"
+            if {"task_id", "traj"} <= first.keys():
+                return "tau-bench"
+        return None
+    if not isinstance(value, Mapping):
+        return None
+    if "answer_generation" in value:
+        return "toolbench"
+    if isinstance(value.get("history"), list):
+        return "swe-agent"
+    info = value.get("info")
+    if isinstance(value.get("messages"), list) and (
+        "trajectory_format" in value or (isinstance(info, Mapping) and "mini_version" in info)
+    ):
+        return "mini-swe-agent"
+    return None
+
+
+def _sniff_file(path: Path) -> str | None:
+    try:
+        return sniff_format(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def _candidates(directory: Path) -> list[Path]:
+    if directory.is_file():
+        return [directory]
+    return sorted(p for p in directory.rglob("*") if p.is_file() and p.suffix in (".json", ".traj"))
+
+
+def _files_of(name: str, directory: Path) -> list[Path]:
+    """The files of ``directory`` (or the file itself) that hold dataset ``name``, sorted by path.
+
+    Raises:
+        InputError: the path does not exist, or holds no file of that dataset.
+    """
+    if not directory.exists():
+        raise InputError("no such file or directory", source=str(directory))
+    pattern = _SPECS[name].pattern
+    paths = []
+    for path in _candidates(directory):
+        shape = _sniff_file(path)
+        if shape == name or (shape is None and pattern and path.match(pattern)):
+            paths.append(path)
+    if not paths:
+        raise InputError(f"no {name} file found", source=str(directory))
+    return paths
+
+
+def formats_in(path: Path) -> dict[str, list[Path]]:
+    """The dataset files under ``path`` (a file or a folder), by dataset name (see :func:`sniff_format`).
+
+    A folder holding ``BFCL_v4_memory.json`` is BFCL v4 memory. Files of no known shape are left out.
+
+    Raises:
+        InputError: ``path`` does not exist.
+    """
+    if not path.exists():
+        raise InputError("no such file or directory", source=str(path))
+    if path.is_dir() and (path / "BFCL_v4_memory.json").is_file():
+        return {"bfcl-memory": [path]}
+    found: dict[str, list[Path]] = {}
+    for file in _candidates(path):
+        name = _sniff_file(file)
+        if name is not None:
+            found.setdefault(name, []).append(file)
+    return found
+
+
+def load_path(
+    path: Path,
+    counter: TokenCounter,
+    *,
+    name: str | None = None,
+    limit: int | None = None,
+    max_cases: int | None = None,
+    step_stride: int = 1,
+) -> list[EvalDataset]:
+    """Load the dataset file or folder at ``path`` as its owners publish it, whatever the file names.
+
+    Each file's dataset is told from its shape (:func:`formats_in`): the upstream ``locomo10.json``
+    whole, a tau-bench results file under any name, a folder of ToolBench answers or mini-swe-agent
+    trajectories. A folder holding several datasets gives one :class:`EvalDataset` per dataset.
+
+    Args:
+        path: a file or folder.
+        counter: the exact counter.
+        name: read only this dataset's files (else every dataset found).
+        limit: source records to read per dataset (as for :func:`load_dataset`).
+        max_cases: keep only the first ``max_cases`` cases of each dataset.
+        step_stride: for trajectories, keep every ``step_stride``-th call.
+
+    Raises:
+        ConfigurationError: unknown ``name``.
+        InputError: the path does not exist or holds no dataset file (of ``name``); malformed data.
+    """
+    if name is not None and name not in _SPECS:
+        raise ConfigurationError(f"unknown dataset {name!r}; known: {dataset_names()}")
+    found = formats_in(path)
+    if name is not None:
+        found = {name: found[name]} if name in found else {}
+    if not found:
+        what = f"no {name} file" if name else f"no dataset file ({', '.join(dataset_names())})"
+        raise InputError(f"{what} found", source=str(path))
+    out = []
+    for fmt, files in sorted(found.items()):
+        if fmt == "locomo":
+            dataset = _concat_locomo(files, path, counter, limit)
+        elif fmt == "bfcl-memory":
+            dataset = load_bfcl_memory(files[0], counter, limit=limit)
+        else:
+            dataset = _trajectories(fmt, files, path, counter, limit=limit, step_stride=step_stride)
+        out.append(replace(dataset, cases=dataset.cases[:max_cases]) if max_cases is not None else dataset)
+    return out
+
+
+def _concat_locomo(files: Sequence[Path], root: Path, counter: TokenCounter, limit: int | None) -> EvalDataset:
+    parts = [load_locomo(f.parent, counter, limit=limit, file_name=f.name) for f in files]
+    quirks: Counter[str] = Counter()
+    for part in parts:
+        quirks.update(part.quirks)
+    cases = tuple(c for part in parts for c in part.cases)
+    return replace(parts[0], cases=cases, quirks=dict(quirks), source=str(root))
+
+
 def load_trajectories(
     name: str, directory: Path, counter: TokenCounter, *, limit: int | None = None, step_stride: int = 1
 ) -> EvalDataset:
@@ -719,7 +981,8 @@ def load_trajectories(
 
     Args:
         name: ``tau-bench``, ``mini-swe-agent``, ``swe-agent`` or ``toolbench``.
-        directory: the dataset folder.
+        directory: the dataset folder (every file of that dataset in it, told by shape, whatever its
+            name) or one file.
         counter: the exact counter.
         limit: read only the first ``limit`` trajectories (files sorted by path; tau-bench records in
             file order).
@@ -732,12 +995,20 @@ def load_trajectories(
     spec = _SPECS.get(name)
     if spec is None or spec.runs is None:
         raise ConfigurationError(f"{name!r} is not a trajectory dataset; known: {dataset_names()}")
+    return _trajectories(name, _files_of(name, directory), directory, counter, limit=limit, step_stride=step_stride)
+
+
+def _trajectories(
+    name: str, files: Sequence[Path], root: Path, counter: TokenCounter, *, limit: int | None, step_stride: int
+) -> EvalDataset:
+    spec = _SPECS[name]
+    assert spec.runs is not None
     if step_stride < 1:
         raise ConfigurationError(f"step_stride must be >= 1, got {step_stride}")
     quirks: Counter[str] = Counter()
-    runs = spec.runs(directory, counter, quirks, limit)
+    runs, listed = spec.runs(files, root, counter, quirks, limit)
     if not runs:
-        raise InputError("no trajectories found", source=str(directory))
+        raise InputError("no trajectories found", source=str(root))
     cases = [case for run in runs for case in trajectory_cases(run, name, step_stride=step_stride)]
     return EvalDataset(
         name=name,
@@ -745,7 +1016,8 @@ def load_trajectories(
         cases=tuple(cases),
         default_budgets=TRAJECTORY_BUDGETS,
         quirks=dict(quirks),
-        source=str(directory),
+        source=str(root),
+        listed={k: tuple(v) for k, v in listed.items()},
     )
 
 
@@ -776,8 +1048,8 @@ def load_dataset(
     if spec is None:
         raise ConfigurationError(f"unknown dataset {name!r}; known: {dataset_names()}")
     directory = data_dir / spec.folder
-    if name == "locomo":
-        dataset = load_locomo(directory, counter, limit=limit)
+    if name in ("locomo", "locomo-memory"):
+        dataset = load_locomo(directory, counter, limit=limit, memories=name == "locomo-memory")
     elif name == "bfcl-memory":
         dataset = load_bfcl_memory(directory, counter, limit=limit)
     else:

@@ -15,7 +15,7 @@ are built in (peers need ``pip install 'ctxledger[bench]'``).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -63,6 +63,8 @@ OURS = "ctxledger-default"
 """The name under which ctxledger's default policy registers itself (the hook for the lead)."""
 BASELINE_NAMES = ("full-replay", "newest-fit", "head-tail", "bm25")
 """Built-in baselines (:mod:`ctxledger.eval.baselines`), in report order."""
+COMPARED_BASELINES = ("bm25", "newest-fit")
+"""Baselines every run of ctxledger's default policy is compared with (added by :func:`run_named`)."""
 PEER_NAMES = ("langchain-trim-exact", "langchain-trim-approx", "llamaindex-memory")
 """Built-in peers (:mod:`ctxledger.eval.peers`), in report order."""
 HEADLINE_EXCLUDED = frozenset({ADVERSARIAL})
@@ -70,7 +72,8 @@ HEADLINE_EXCLUDED = frozenset({ADVERSARIAL})
 
 SelectorFactory = Callable[[TokenCounter], Selector]
 ProgressFn = Callable[[str, int, int], None]
-"""Called as ``progress(dataset_name, selections_done, selections_total)`` after every case."""
+"""Called as ``progress(dataset_name, selections_done, selections_total)``: once with 0 done before the first
+selection (and while each dataset loads), then after every selection."""
 
 _FACTORIES: dict[str, SelectorFactory] = {}
 
@@ -154,6 +157,9 @@ class CaseResult:
     rehydration: float | None = None
     fidelity: float | None = None
     self_reported: tuple[str, ...] = ()
+    cpu_s: float | None = None
+    """Process CPU time of the ``select`` call (seconds): unlike the wall clock, not inflated by other
+    processes sharing the machine."""
 
 
 def payload_hash(kept: Sequence[EvalItem], case: EvalCase) -> str:
@@ -187,6 +193,9 @@ def _sent_tokens(item: EvalItem, selection: Selection, counter: TokenCounter) ->
     return chat_tokens(counter, item.role, sent, tool_calls=item.tool_calls)
 
 
+sent_tokens = _sent_tokens
+
+
 def _hash(case: EvalCase, selection: Selection) -> str:
     return selection.payload_hash or payload_hash(_kept(case, selection), case)
 
@@ -209,6 +218,20 @@ def _occupancy(case: EvalCase, selection: Selection, included: set[str], budget:
     return metrics.occupancy(case.items, included, budget, case.query_tokens)
 
 
+def credited_sources(kept: Iterable[EvalItem]) -> set[str]:
+    """Ids the kept memories stand for through their provenance (``meta["covers"]``).
+
+    A required turn counts as recalled when a memory derived from it is in the context.
+    """
+    return {str(i) for item in kept for i in item.meta.get("covers", ())}
+
+
+def credited_by(kept: Iterable[EvalItem], required: Collection[str]) -> frozenset[str]:
+    """Kept memories whose provenance names a required id (they count as required for precision)."""
+    need = set(required)
+    return frozenset(item.id for item in kept if need & {str(i) for i in item.meta.get("covers", ())})
+
+
 def evaluate_case(
     case: EvalCase, selector: Selector, budget: int, counter: TokenCounter, *, check_determinism: bool = False
 ) -> CaseResult:
@@ -219,11 +242,12 @@ def evaluate_case(
     task = SelectionTask(
         items=case.items, query=case.query, budget_tokens=budget, counter=counter, query_tokens=case.query_tokens
     )
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     selection = selector.select(task)
-    latency = time.perf_counter() - started
+    latency, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     kept = _kept(case, selection)
     included = {item.id for item in kept}
+    evidence = included | credited_sources(kept)
     payload = task.base_tokens + case.query_tokens + sum(_sent_tokens(item, selection, counter) for item in kept)
     chosen = set(selection.included_ids) if selection.fits else set()
     pairs = metrics.tool_pair_integrity(case.items, chosen)
@@ -241,9 +265,9 @@ def evaluate_case(
         claimed_tokens=selection.payload_tokens,
         replay_tokens=task.base_tokens + case.query_tokens + sum(item.tokens for item in case.items),
         overflow=selection.fits and metrics.budget_overflow(payload, budget),
-        recall=metrics.evidence_recall(included, case.required_ids),
-        omission=metrics.critical_omission(included, case.required_ids),
-        precision=metrics.context_precision(included, case.required_ids),
+        recall=metrics.evidence_recall(evidence, case.required_ids),
+        omission=metrics.critical_omission(evidence, case.required_ids),
+        precision=metrics.context_precision(included, case.required_ids | credited_by(kept, case.required_ids)),
         stale=metrics.stale_incidence(included, case.stale_ids),
         pairs_touched=pairs.touched,
         pairs_broken=pairs.broken,
@@ -251,6 +275,7 @@ def evaluate_case(
         occupancy=_occupancy(case, selection, included, budget),
         recovery=metrics.recovery_preservation(included, case.recovery),
         latency_s=latency,
+        cpu_s=cpu,
         payload_hash=first_hash,
         deterministic=deterministic,
         provenance=metrics.provenance_coverage(selection.details.get("derived") or ()),
@@ -269,11 +294,13 @@ def _group_means(
 
 def _latency(rows: Sequence[CaseResult]) -> dict[str, float | None]:
     ms = [r.latency_s * 1000.0 for r in rows]
+    cpu = [r.cpu_s * 1000.0 for r in rows if r.cpu_s is not None]
     return {
         "mean": metrics.mean(ms),
         "p50": metrics.percentile(ms, 50),
         "p95": metrics.percentile(ms, 95),
         "max": max(ms) if ms else None,
+        "cpu_p50": metrics.percentile(cpu, 50),
     }
 
 
@@ -373,6 +400,7 @@ class DatasetInfo:
     quirks: Mapping[str, int]
     source: str
     counter_error: Mapping[str, Any] | None
+    listed: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -448,14 +476,16 @@ def run_eval(
     done = 0
     for dataset, dataset_budgets in plan:
         dataset_rows = []
+        if progress is not None:
+            progress(dataset.name, done, total)
         for index, case in enumerate(dataset.cases):
             check = determinism_every > 0 and index % determinism_every == 0
             for budget in dataset_budgets:
                 for selector in selectors:
                     dataset_rows.append(evaluate_case(case, selector, budget, counter, check_determinism=check))
-            done += len(dataset_budgets) * len(selectors)
-            if progress is not None:
-                progress(dataset.name, done, total)
+                    done += 1
+                    if progress is not None:
+                        progress(dataset.name, done, total)
         aggregates.extend(aggregate(dataset_rows))
         if keep_rows:
             rows.extend(dataset_rows)
@@ -489,11 +519,12 @@ def _info(dataset: EvalDataset, budgets: tuple[int, ...]) -> DatasetInfo:
         quirks=dict(dataset.quirks),
         source=dataset.source,
         counter_error=counter_error_summary(dataset),
+        listed={k: list(v) for k, v in dataset.listed.items()},
     )
 
 
 def run_named(
-    dataset_names: Sequence[str],
+    dataset_names: Sequence[str | Path],
     selector_names_: Sequence[str],
     budgets: Mapping[str, Sequence[int]] | Sequence[int] | None,
     out_dir: Path | None,
@@ -507,21 +538,39 @@ def run_named(
     determinism_every: int = 10,
     plots: bool = True,
 ) -> EvalResults:
-    """The CLI's entry point: load datasets and build selectors by name, then :func:`run_eval`.
+    """The CLI's entry point: load datasets by name or path and build selectors by name, then :func:`run_eval`.
 
-    ``counter`` defaults to ``ctxledger.tokens.get_counter("cl100k_base")``; ``limit``, ``max_cases``
-    and ``step_stride`` are passed to :func:`ctxledger.eval.datasets.load_dataset`.
+    When ctxledger's default policy is among the selectors, BM25 and newest-fit are added (if absent) so
+    the report's by-category comparison is of the same run.
+
+    Each of ``dataset_names`` is a dataset name (read from ``data_dir/<its folder>``,
+    :func:`ctxledger.eval.datasets.load_dataset`) or a file or folder path (its datasets told by shape,
+    :func:`ctxledger.eval.datasets.load_path`). ``counter`` defaults to
+    ``ctxledger.tokens.get_counter("cl100k_base")``; ``limit``, ``max_cases`` and ``step_stride`` are passed
+    to the loader. ``progress`` is called (0 done) while each dataset loads.
 
     Raises:
         ConfigurationError: unknown dataset or selector name, bad budgets, missing optional extra.
-        InputError: malformed data (names file, record index and field).
+        InputError: a path that does not exist or holds no dataset; malformed data (names file, record
+            index and field).
     """
+    from ctxledger.eval.datasets import dataset_names as known_names
+    from ctxledger.eval.datasets import load_path
+
     counter = counter or get_counter("cl100k_base")
-    datasets = [
-        load_dataset(n, data_dir, counter, limit=limit, max_cases=max_cases, step_stride=step_stride)
-        for n in dataset_names
-    ]
-    selectors = make_selectors(selector_names_, counter)
+    chosen = list(selector_names_)
+    if OURS in chosen:
+        chosen += [name for name in COMPARED_BASELINES if name not in chosen]
+    selectors = make_selectors(chosen, counter)
+    datasets: list[EvalDataset] = []
+    for source in dataset_names:
+        if progress is not None:
+            progress(f"loading {source}", 0, 0)
+        options = {"limit": limit, "max_cases": max_cases, "step_stride": step_stride}
+        if isinstance(source, str) and source in known_names():
+            datasets.append(load_dataset(source, data_dir, counter, **options))
+        else:
+            datasets.extend(load_path(Path(source), counter, **options))
     return run_eval(
         datasets,
         selectors,
@@ -535,18 +584,45 @@ def run_named(
 
 
 @contextmanager
-def rich_progress() -> Iterator[ProgressFn]:
-    """Yield a progress callback that drives a rich progress bar.
+def rich_progress(console: Any = None, *, every_seconds: float = 10.0) -> Iterator[ProgressFn]:
+    """Yield a progress callback that drives a rich progress bar on ``console`` (default: stderr).
 
-    Use as ``with rich_progress() as p: run_eval(..., progress=p)``.
+    On a terminal the bar shows from the first call (datasets loading, then selections done of the
+    total with the time left). Elsewhere (a log file, CI) a plain line ``eval <dataset>: <done>/<total>
+    (<pct>%), <s> s`` is printed at the first call of each dataset and then at most every
+    ``every_seconds``, so a long run is never silent. Use as ``with rich_progress() as p: run_eval(...,
+    progress=p)``.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns) as bar:
+    console = console or Console(stderr=True)
+    if not console.is_terminal:
+        yield _plain_progress(console, every_seconds)
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console) as bar:
         task_id = bar.add_task("eval", total=None)
 
         def update(name: str, done: int, total: int) -> None:
-            bar.update(task_id, description=name, completed=done, total=total)
+            bar.update(task_id, description=name, completed=done, total=total or None)
 
         yield update
+
+
+def _plain_progress(console: Any, every_seconds: float) -> ProgressFn:
+    started = time.perf_counter()
+    state = {"name": "", "last": float("-inf")}
+
+    def update(name: str, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if name == state["name"] and now - float(state["last"]) < every_seconds and done != total:
+            return
+        state["name"], state["last"] = name, now
+        if not total:
+            console.print(f"eval {name} …", highlight=False)
+            return
+        share = f"{100 * done / total:.0f}%"
+        console.print(f"eval {name}: {done:,}/{total:,} ({share}), {now - started:.0f} s", highlight=False)
+
+    return update

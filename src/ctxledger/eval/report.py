@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxledger.errors import ConfigurationError
-from ctxledger.eval.harness import OURS, DatasetInfo, EvalResults
+from ctxledger.eval.harness import COMPARED_BASELINES, OURS, DatasetInfo, EvalResults
 
 _HINT = "PNG plots need matplotlib: pip install 'ctxledger[eval]' (or pass plots=False)"
 
@@ -57,6 +57,44 @@ def _categories(results: EvalResults, info: DatasetInfo) -> list[str]:
         rows = [[s, *(cells[(s, budget)]["recall_by_category"].get(c) for c in cats)] for s in _selectors(results)]
         out += [f"**Evidence recall by category at {budget} tokens**", "", *_table(["selector", *cats], rows)]
     return out
+
+
+COMPARED = COMPARED_BASELINES
+"""The baselines the report sets ctxledger's default policy against, category by category."""
+
+
+def _against(results: EvalResults, info: DatasetInfo, reference: str) -> list[str]:
+    """Per budget: a categories × (reference, BM25, newest-fit, reference − BM25) table of evidence recall."""
+    cells = _by(results.aggregates, info.name)
+    names = [s for s in (reference, *COMPARED) if s in _selectors(results)]
+    if reference not in names:
+        return [f"_By-category comparison: `{reference}` is not in this run._", ""]
+    missing = [s for s in COMPARED if s not in names]
+    out = [f"_Not in this run: {', '.join(f'`{s}`' for s in missing)}._", ""] if missing else []
+    for budget in info.budgets:
+        cats = sorted({c for s in names for c in cells[(s, budget)]["recall_by_category"]})
+        rows = []
+        for label, pick in [*((c, lambda a, c=c: a["recall_by_category"].get(c)) for c in cats),
+                            ("**headline**", lambda a: a["recall"])]:  # fmt: skip
+            values = [pick(cells[(s, budget)]) for s in names]
+            delta = None if "bm25" not in names or None in values[:2] else values[0] - values[names.index("bm25")]
+            rows.append([label, *values, delta])
+        header = ["category", *names, f"{reference} − bm25"]
+        title = f"Evidence recall by category at {budget} tokens against BM25 and newest-fit (same run)"
+        out += [f"**{title}**", "", *_table(header, rows)]
+    return out
+
+
+def _latency_table(results: EvalResults, info: DatasetInfo) -> list[str]:
+    """Selector latency per budget: p50 / p95 ms of the wall clock around ``select``, and p50 CPU ms."""
+    cells = _by(results.aggregates, info.name)
+
+    def cell(lat: Mapping[str, Any]) -> str:
+        return f"{_fmt(lat['p50'], 2)} / {_fmt(lat['p95'], 2)} ({_fmt(lat.get('cpu_p50'), 2)} CPU)"
+
+    rows = [[s, *(cell(cells[(s, b)]["latency_ms"]) for b in info.budgets)] for s in _selectors(results)]
+    header = ["selector", *(f"{b} tok p50 / p95 ms (p50 CPU ms)" for b in info.budgets)]
+    return ["**Selector latency per call**", "", *_table(header, rows)]
 
 
 def _rules(results: EvalResults, info: DatasetInfo) -> list[str]:
@@ -109,6 +147,8 @@ def _dataset_section(results: EvalResults, info: DatasetInfo, reference: str) ->
     if info.quirks:
         out += ["Data handling (counted, not silently dropped): "
                 + ", ".join(f"{k} = {v}" for k, v in sorted(info.quirks.items())) + ".", ""]  # fmt: skip
+    for quirk, entries in sorted(info.listed.items()):
+        out += [f"{quirk} ({len(entries)}):", "", *(f"- {e}" for e in entries), ""]
     if info.counter_error:
         e = info.counter_error
         out += [f"Counter error against the provider's reported prompt tokens over {e['n']} calls: mean signed "
@@ -117,12 +157,14 @@ def _dataset_section(results: EvalResults, info: DatasetInfo, reference: str) ->
     if info.kind == "evidence":
         out += _grid(results, info, "Evidence recall (headline: adversarial questions excluded)", lambda a: a["recall"])
         out += _grid(results, info, "Evidence recall, all questions", lambda a: a["recall_all"])
+        out += _against(results, info, reference)
         out += _categories(results, info)
     else:
         out += _grid(
             results, info, "Tokens against full history replay (payload / replay)", lambda a: a["replay_ratio"]
         )
         out += _keyed(results, info, "Recovery-state preservation (share of calls keeping it)", "recovery")
+    out += _latency_table(results, info)
     out += _rules(results, info)
     out += _keyed(results, info, "Occupancy per context class (share of the budget)", "occupancy")
     out += _ratios(results, info, reference)
@@ -206,11 +248,38 @@ def _plot_latency(ax: Any, results: EvalResults, info: DatasetInfo) -> None:
     ax.legend(fontsize=7)
 
 
-def write_plots(results: EvalResults, out_dir: Path) -> list[Path]:
-    """Write one ``<dataset>.png`` per dataset and return the paths.
+def _plot_categories(plt: Any, results: EvalResults, info: DatasetInfo, out_dir: Path, reference: str) -> Path:
+    """``<dataset>-categories.png``: recall against budget, one panel per category, reference vs BM25 vs newest-fit."""
+    cells = _by(results.aggregates, info.name)
+    names = [s for s in (reference, *COMPARED) if s in _selectors(results)]
+    cats = sorted({c for s in names for b in info.budgets for c in cells[(s, b)]["recall_by_category"]})
+    fig, axes = plt.subplots(1, len(cats), figsize=(3.2 * len(cats), 3.4), squeeze=False)
+    for ax, cat in zip(axes[0], cats, strict=True):
+        for s in names:
+            values = [cells[(s, b)]["recall_by_category"].get(cat) for b in info.budgets]
+            ax.plot(info.budgets, [float("nan") if v is None else v for v in values], marker="o", label=s)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(info.budgets, [str(b) for b in info.budgets])
+        ax.set_ylim(0, 1)
+        ax.set_title(cat, fontsize=9)
+        ax.set_xlabel("budget (tokens)", fontsize=8)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("evidence recall")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(f"{info.name}: evidence recall against budget by category")
+    fig.tight_layout()
+    path = out_dir / f"{info.name}-categories.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def write_plots(results: EvalResults, out_dir: Path, reference: str = OURS) -> list[Path]:
+    """Write one ``<dataset>.png`` per dataset (and ``<dataset>-categories.png`` for evidence) and return the paths.
 
     Each figure shows evidence recall (evidence datasets) or tokens against replay (trajectories) by
-    budget and selector, beside each selector's latency at the largest budget.
+    budget and selector, beside each selector's latency at the largest budget; the categories figure
+    plots recall against budget per question category for ``reference``, BM25 and newest-fit.
 
     Raises:
         ConfigurationError: matplotlib is not installed (the message names the ``eval`` extra).
@@ -230,6 +299,8 @@ def write_plots(results: EvalResults, out_dir: Path) -> list[Path]:
         fig.savefig(path, dpi=100)
         plt.close(fig)
         paths.append(path)
+        if info.kind == "evidence" and reference in _selectors(results):
+            paths.append(_plot_categories(plt, results, info, out_dir, reference))
     return paths
 
 
@@ -248,7 +319,7 @@ def write_report(results: EvalResults, out_dir: Path, *, plots: bool = True, ref
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     if plots:
-        written += write_plots(results, out_dir)
+        written += write_plots(results, out_dir, reference)
     summary = out_dir / "results.json"
     summary.write_text(json.dumps(results.to_json(), indent=2, sort_keys=True, allow_nan=False), encoding="utf-8")
     markdown = out_dir / "report.md"

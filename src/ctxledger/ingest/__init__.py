@@ -8,7 +8,7 @@ Two phases, so that bad input never leaves a partial import behind:
    field) raises :class:`~ctxledger.errors.InputError` naming the file, the record index and the field.
 2. **write** — :func:`write_batch` puts the blobs and appends every record in one transaction.
 
-Formats (``fmt``): ``openai-chat``, ``anthropic-messages``, ``tau-bench``, ``mini-swe-agent``,
+Formats (``fmt``): ``openai-chat``, ``openai-responses``, ``anthropic-messages``, ``tau-bench``, ``mini-swe-agent``,
 ``swe-agent``, ``toolbench``, ``locomo``, ``bfcl-memory``; ``auto`` tells them apart by content (rules
 in :mod:`ctxledger.ingest._sniff`). Each format's module documents its source and mapping.
 
@@ -38,6 +38,7 @@ from ctxledger.ingest import (
     locomo,
     mini_swe_agent,
     openai_chat,
+    openai_responses,
     swe_agent,
     tau_bench,
     toolbench,
@@ -58,6 +59,7 @@ __all__ = [
     "parse_anthropic",
     "parse_file",
     "parse_openai_messages",
+    "parse_openai_responses",
     "rich_progress",
     "write_batch",
 ]
@@ -70,6 +72,7 @@ _PARSERS: Mapping[str, Callable[[Loaded, ParseOptions], ImportBatch]] = {
     locomo.FORMAT: locomo.parse,
     mini_swe_agent.FORMAT: mini_swe_agent.parse,
     openai_chat.FORMAT: openai_chat.parse,
+    openai_responses.FORMAT: openai_responses.parse,
     swe_agent.FORMAT: swe_agent.parse,
     tau_bench.FORMAT: tau_bench.parse,
     toolbench.FORMAT: toolbench.parse,
@@ -161,6 +164,28 @@ def parse_anthropic(
         payload = _json_list(payload_or_messages, "messages")
     options = _api_options(payload, tenant_id, conversation_id, on_progress)
     return anthropic_messages.parse(Loaded(payload), options)
+
+
+def parse_openai_responses(
+    payload_or_items: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+    *,
+    tenant_id: str = "default",
+    conversation_id: str | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> ImportBatch:
+    """Parse an in-memory OpenAI Responses history (``{instructions, input, tools, output}``) or item list.
+
+    Default conversation id and errors as in :func:`parse_openai_messages`.
+
+    Raises:
+        InputError: bad items, parts or tools, or values JSON cannot represent.
+    """
+    if isinstance(payload_or_items, Mapping):
+        payload: Any = dict(payload_or_items)
+    else:
+        payload = _json_list(payload_or_items, "input items")
+    options = _api_options(payload, tenant_id, conversation_id, on_progress)
+    return openai_responses.parse(Loaded(payload), options)
 
 
 def _check_format(fmt: str) -> None:

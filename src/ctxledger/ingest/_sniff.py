@@ -8,7 +8,10 @@ Rules, first match wins (``value`` is the parsed JSON, or the list of records of
 4. records with ``task_id``, ``trial`` and ``traj`` → ``tau-bench``;
 5. records with ``sample_id`` and ``conversation`` → ``locomo``;
 6. records with ``id`` and a ``question`` array but no ``role`` / ``messages`` → ``bfcl-memory``;
-7. chat transcripts (an object with ``messages``, or records that are messages or objects with
+7. an object with an ``input`` array and no ``messages``, or records among which one is a Responses item (a
+   ``type`` of ``function_call``, ``function_call_output``, ``reasoning``, ``compaction`` or ``message``)
+   → ``openai-responses``;
+8. chat transcripts (an object with ``messages``, or records that are messages or objects with
    ``messages``): ``anthropic-messages`` when they show only Anthropic traits (a top-level ``system``
    or tools with ``input_schema``, ``tool_use`` / ``tool_result`` / ``image`` blocks with a ``source``),
    ``openai-chat`` when they show only OpenAI traits (``system`` / ``developer`` / ``tool`` /
@@ -33,6 +36,7 @@ FORMATS = (
     "locomo",
     "mini-swe-agent",
     "openai-chat",
+    "openai-responses",
     "swe-agent",
     "tau-bench",
     "toolbench",
@@ -42,6 +46,7 @@ FORMATS = (
 _OPENAI_ROLES = frozenset({"system", "developer", "tool", "function"})
 _OPENAI_KEYS = frozenset({"tool_calls", "function_call", "tool_call_id"})
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result"})
+_RESPONSES_ITEMS = frozenset({"function_call", "function_call_output", "reasoning", "compaction", "message"})
 
 
 def sniff(value: Any, source: str) -> str:
@@ -55,6 +60,8 @@ def sniff(value: Any, source: str) -> str:
         if found:
             return found
     records = value if isinstance(value, list) else [value]
+    if any(isinstance(r, dict) and r.get("type") in _RESPONSES_ITEMS and "messages" not in r for r in records):
+        return "openai-responses"
     first = records[0] if records and isinstance(records[0], dict) else {}
     found = _record_format(first) or _chat_format(value)
     if found:
@@ -63,6 +70,8 @@ def sniff(value: Any, source: str) -> str:
 
 
 def _object_format(value: Mapping[str, Any]) -> str | None:
+    if isinstance(value.get("input"), list) and "messages" not in value:
+        return "openai-responses"
     trajectory_format = value.get("trajectory_format")
     if isinstance(trajectory_format, str) and trajectory_format.startswith("mini-swe-agent"):
         return "mini-swe-agent"

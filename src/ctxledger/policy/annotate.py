@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ctxledger.units import Unit, UnitKind, render_data_block, render_tool_data
 from ctxledger.policy.decisions import PolicyDecision
@@ -81,10 +82,19 @@ def _turn(turn: Turn, unit: Unit, records: Mapping[str, Record], marks: Sequence
     if "delimit" in reasons and text is not None:
         render = render_tool_data if turn.role == "tool" else render_data_block
         return dataclasses.replace(turn, content=render(rec, text, _attrs(reasons)))
+    if "delimit" in reasons and turn.role == "tool" and turn.content:
+        return dataclasses.replace(turn, content=_delimited_parts(rec, turn.content, _attrs(reasons)))
     flags = _flag_lines(reasons)
     if flags and text is not None:
         return dataclasses.replace(turn, content=flags + text)
     return turn
+
+
+def _delimited_parts(rec: Record, parts: Sequence[Mapping[str, Any]], attrs: Mapping[str, str]) -> tuple:
+    """A tool result's content parts (text and images) with each text part delimited as data."""
+    return tuple(
+        {**p, "text": render_tool_data(rec, str(p["text"]), attrs)} if p.get("type") == "text" else p for p in parts
+    )
 
 
 def _data_text(unit: Unit, rec: Record) -> str:

@@ -31,6 +31,7 @@ from ctxledger.policy.decisions import (
     protected_records,
 )
 from ctxledger.policy.safety import contracts_problem, stage_list_problem
+from ctxledger.retention.rules import RetentionRules
 from ctxledger.units import ContextClass
 
 __all__ = [
@@ -141,11 +142,15 @@ class RehydrationParams:
             (``byte_start``/``byte_end``, as :class:`~ctxledger.represent.Locator` writes them), read back
             only those ranges — the evidence the memory was derived from — instead of the whole artifact
             (seed 004 §4.11: rehydration is *bounded*). ``False`` always reads whole artifacts.
+        recall_tool: expose the ``recall`` tool to the model (:mod:`ctxledger.assemble.recall`): a reference
+            or excerpt it was shown can then be read back by the model itself, under this assembly's hard
+            filters, up to ``max_artifact_bytes`` per call.
     """
 
     max_bytes: int = 65_536
     max_artifact_bytes: int = 32_768
     located_ranges: bool = True
+    recall_tool: bool = False
 
     def __post_init__(self) -> None:
         """Byte budgets are integers > 0; ``located_ranges`` is a boolean.
@@ -156,6 +161,7 @@ class RehydrationParams:
         number(self.max_bytes, "rehydration", "max_bytes", low=0, low_open=True, integer=True)
         number(self.max_artifact_bytes, "rehydration", "max_artifact_bytes", low=0, low_open=True, integer=True)
         flag(self.located_ranges, "rehydration", "located_ranges")
+        flag(self.recall_tool, "rehydration", "recall_tool")
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able form (part of the policy hash)."""
@@ -177,6 +183,8 @@ class Policy:
         rehydration: the byte budget of phase-two rehydration.
         contracts: working-set contracts (agent × call type) this policy can be bound to.
         contract: the contract bound for one call (set by :meth:`for_request`; ``None`` when unbound).
+        retention: what is kept, for how long, and in what form (:mod:`ctxledger.retention.rules`); part
+            of the hash when it has rules.
         unsafe_without: safety stages (:data:`~ctxledger.policy.safety.SAFETY_STAGES`) deliberately left
             out; part of the hash and of every manifest's ``policy`` block.
 
@@ -194,6 +202,7 @@ class Policy:
     contracts: tuple[WorkingSetContract, ...] = ()
     contract: WorkingSetContract | None = None
     unsafe_without: tuple[str, ...] = ()
+    retention: RetentionRules = field(default_factory=RetentionRules)
 
     def __post_init__(self) -> None:
         """Check the stage list, the opt-outs and the contracts (:mod:`ctxledger.policy.safety`)."""
@@ -220,6 +229,8 @@ class Policy:
             out["contracts"] = [c.as_dict() for c in self.contracts]
         if self.contract is not None:
             out["contract"] = self.contract.as_dict()
+        if not self.retention.empty:
+            out["retention"] = self.retention.as_dict()
         return out
 
     @property

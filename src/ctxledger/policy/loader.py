@@ -27,6 +27,12 @@ A policy file is a versioned, declarative value users can write and review, in T
     [rehydration]
     max_bytes = 65536
 
+    [[retention.rules]]                 # what is kept, how long, in what form (ctxledger.retention.rules)
+    name = "raw-outputs-30d"
+    kinds = ["tool_artifact"]
+    after_days = 30
+    action = "redact"
+
     [[contracts]]                       # working-set contracts (seed 001)
     agent = "router"
     call_type = "routing"
@@ -91,8 +97,9 @@ from ctxledger.policy.base import Policy, RehydrationParams, SelectionParams, St
 from ctxledger.policy.contracts import WorkingSetContract
 from ctxledger.policy.safety import contracts_problem, stage_list_problem
 from ctxledger.policy.stages import STAGES
+from ctxledger.retention.rules import rules_from_table
 
-_TOP_KEYS = {"policy", "stage_classes", "stages", "selection", "rehydration", "contracts"}
+_TOP_KEYS = {"policy", "stage_classes", "stages", "selection", "rehydration", "contracts", "retention"}
 _POLICY_KEYS = {"name", "version", "stages", "unsafe_without"}
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -242,6 +249,7 @@ def policy_from_dict(data: Mapping[str, Any], *, source: str = "<dict>") -> Poli
         rehydration=_build(RehydrationParams, _table(data, "rehydration", source), source, "rehydration"),
         contracts=contracts,
         unsafe_without=tuple(unsafe_without),
+        retention=_build(rules_from_table, _table(data, "retention", source), source, "retention"),
     )
 
 

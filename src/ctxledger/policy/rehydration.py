@@ -52,6 +52,7 @@ from ctxledger.policy.secrets import default_scanner, redact
 from ctxledger.policy.stages._common import request_provider
 from ctxledger.policy.stages.visibility import visible_to
 from ctxledger.records import Record, ToolArtifact, ToolMemory
+from ctxledger.retention.state import source_retained
 
 
 @dataclass(slots=True)
@@ -222,7 +223,10 @@ def rehydrate(
             located = broken if broken is not None else aid
             ranges = located_ranges(mem, located) if policy.rehydration.located_ranges else ()
             blocked = filtered(aid) if filtered is not None and isinstance(art, ToolArtifact) else None
-            if blocked is not None:
+            gone = source_retained(mem, aid, art)
+            if gone is not None:
+                reason, detail, texts = f"retention_{gone.action}", gone.sentence, ()
+            elif blocked is not None:
                 reason, detail, texts = blocked[0], blocked[1], ()
             else:
                 reason, detail, texts = _check(art, request, policy, read_blob, bytes_left, ranges, hidden)

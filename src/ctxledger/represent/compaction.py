@@ -22,8 +22,11 @@ user's "do not push").
 * **approvals**: short user sentences (≤ 100 characters) with approve / go ahead / proceed / confirm /
   lgtm / reject / hold off …; tag ``approval``;
 * **completed_steps** / **pending_steps**: tool calls with a succeeded artifact (cited by id) / with
-  none (or pending, deferred); **tool_errors**: failed artifacts; **evidence**: tool memories, and
-  artifacts that no call in the range answers;
+  none (or pending, deferred); **tool_errors**: failed artifacts, each with its error line when the
+  artifact carries one in ``meta["error_line"]`` (``{"line": n, "text": …}``, which
+  :func:`ctxledger.assemble.compaction.build_compaction` sets from the raw output with
+  :func:`ctxledger.represent.extract.logs.primary_error`); **evidence**: tool memories, and artifacts that
+  no call in the range answers;
 * **decisions**: assistant sentences with decided / decision / I'll use / we will use / going with /
   chose / the fix is / plan: …; tag ``decision``;
 * **open_questions**: the questions of the last message with text, when the assistant wrote it (the run
@@ -43,8 +46,10 @@ corrections, approvals, decisions, errors, evidence, contradictions and stale fl
 
 :func:`check_fidelity` then verifies that each invariant survived in the compaction's *text* (the only
 part a model sees): the kinds that must never be compressed must appear verbatim (whitespace, case and
-quote style aside); the others verbatim or by their record id. :func:`compact_checked` refuses a
-compaction that lost one, so a failed compaction never becomes summary text.
+quote style aside); the others verbatim or by their record id, except that an item's ``exact`` part (a
+tool error's error line) must appear verbatim whatever its kind (seed 001: tool errors are never
+compressed away). :func:`compact_checked` refuses a compaction that lost one, so a failed compaction never
+becomes summary text.
 """
 
 from __future__ import annotations
@@ -173,11 +178,16 @@ _TAG_KINDS = {
 
 @dataclass(frozen=True, slots=True)
 class Item:
-    """One invariant: its ``kind`` (see :data:`KINDS`), the ``record_id`` it comes from, and its ``text``."""
+    """One invariant: its ``kind`` (see :data:`KINDS`), the ``record_id`` it comes from, and its ``text``.
+
+    ``exact`` is the part of ``text`` that must survive verbatim even where the kind may survive by its
+    record id (a tool error's error line); empty when there is none.
+    """
 
     kind: str
     record_id: str
     text: str
+    exact: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,19 +201,26 @@ class Invariants:
         return tuple(i for i in self.items if i.kind == kind)
 
     def to_dict(self) -> dict[str, list[dict[str, str]]]:
-        """``{kind: [{"record_id", "text"}, …]}`` for every kind (JSON-able; the compaction body)."""
-        return {k: [{"record_id": i.record_id, "text": i.text} for i in self.of(k)] for k in KINDS}
+        """``{kind: [{"record_id", "text"[, "exact"]}, …]}`` for every kind (JSON-able; the compaction body)."""
+        return {k: [_item_dict(i) for i in self.of(k)] for k in KINDS}
 
     @classmethod
     def from_dict(cls, body: Mapping[str, Any]) -> Invariants:
         """Read invariants back from a compaction body (unknown keys are ignored)."""
         items = [
-            Item(kind, str(entry["record_id"]), str(entry["text"]))
+            Item(kind, str(entry["record_id"]), str(entry["text"]), str(entry.get("exact", "")))
             for kind in KINDS
             for entry in body.get(kind, ())
             if isinstance(entry, Mapping) and "record_id" in entry and "text" in entry
         ]
         return cls(tuple(items))
+
+
+def _item_dict(item: Item) -> dict[str, str]:
+    out = {"record_id": item.record_id, "text": item.text}
+    if item.exact:
+        out["exact"] = item.exact
+    return out
 
 
 def message_text(message: Message) -> str:
@@ -274,13 +291,8 @@ def _call_items(call: ToolCall, artifact: ToolArtifact | None) -> list[Item]:
         status = artifact.status if artifact is not None else call.status
         return [Item("pending_steps", call.id, f"{_call_text(call)} is {status}")]
     if artifact.status == ToolStatus.FAILED:
-        return [
-            Item(
-                "tool_errors",
-                artifact.id,
-                f"{_call_text(call)} failed; artifact {artifact.id} sha256:{artifact.sha256[:12]}",
-            )
-        ]
+        text = f"{_call_text(call)} failed; artifact {artifact.id} sha256:{artifact.sha256[:12]}"
+        return [_error_item(artifact, text)]
     return [Item("completed_steps", call.id, f"{_call_text(call)} succeeded; artifact {artifact.id}")]
 
 
@@ -290,8 +302,18 @@ def _artifact_items(artifact: ToolArtifact) -> list[Item]:
     text = f"{name} output {artifact.id}, {artifact.size_bytes} bytes, sha256:{artifact.sha256[:12]}"
     items = [Item("evidence", artifact.id, text)]
     if artifact.status == ToolStatus.FAILED:
-        items.append(Item("tool_errors", artifact.id, f"{name} failed; artifact {artifact.id}"))
+        items.append(_error_item(artifact, f"{name} failed; artifact {artifact.id}"))
     return items
+
+
+def _error_item(artifact: ToolArtifact, text: str) -> Item:
+    """The ``tool_errors`` item of a failed artifact, with its error line verbatim when it carries one."""
+    error = artifact.meta.get("error_line")
+    if not isinstance(error, Mapping) or not str(error.get("text", "")).strip():
+        return Item("tool_errors", artifact.id, text)
+    line = " ".join(str(error["text"]).split())
+    where = f"line {error['line']}" if error.get("line") else "error"
+    return Item("tool_errors", artifact.id, f"{text}; {where}: {line}", exact=line)
 
 
 def _memory_items(memory: ToolMemory) -> list[Item]:
@@ -425,7 +447,7 @@ def render(invariants: Invariants, *, compaction_id: str, policy_version: str, t
             continue
         lines.append(f"{_TITLES[kind]}:")
         for item in items:
-            text = item.text if kind in VERBATIM_KINDS else _clip(item.text, 600)
+            text = item.text if kind in VERBATIM_KINDS or item.exact else _clip(item.text, 600)
             lines.append(f"- [{item.record_id}] {text}")
     return "\n".join(lines)
 
@@ -573,7 +595,12 @@ def _cites(text: str, record_id: str) -> bool:
 
 
 def survived(item: Item, text: str) -> bool:
-    """Whether one invariant survived in a compaction text (verbatim, or by id where allowed)."""
+    """Whether one invariant survived in a compaction text (verbatim, or by id where allowed).
+
+    An item's ``exact`` part must be there verbatim in either case.
+    """
+    if item.exact and _normal(item.exact) not in _normal(text):
+        return False
     if _normal(item.text) in _normal(text):
         return True
     return item.kind not in VERBATIM_KINDS and _cites(text, item.record_id)

@@ -67,6 +67,7 @@ def render_transcript(records: Sequence[Record]) -> str:
 def build_prompt(records: Sequence[Record], invariants: Invariants) -> str:
     """The user prompt: the transcript, then the invariants to keep verbatim and to cite."""
     verbatim = [f"- [{i.record_id}] {i.text}" for i in invariants.items if i.kind in VERBATIM_KINDS]
+    verbatim += [f"- [{i.record_id}] {i.exact}" for i in invariants.items if i.exact and i.kind not in VERBATIM_KINDS]
     cite = [
         f"- [{i.record_id}] ({i.kind}) {i.text[:200]}"
         for k in KINDS

@@ -19,6 +19,7 @@ from ctxledger.represent import LineIndex
 from ctxledger.scenarios import _payloads as P
 from ctxledger.scenarios._graph import GraphBuilder
 from ctxledger.scenarios.base import Expect, Scenario
+from ctxledger.scenarios.evidence import SCENARIOS as EVIDENCE_SCENARIOS
 
 SYSTEM = (
     "You are the workspace assistant of Northwind Ltd. Use the tools you are given, cite record ids when you "
@@ -1306,5 +1307,7 @@ SCENARIOS: tuple[Scenario, ...] = (
             text_in=("withheld by policy: JSON Web Token",),
         ),
     ),
+    *EVIDENCE_SCENARIOS,
 )
-"""Every scenario, in the order the seeds list them."""
+"""Every scenario, in the order the seeds list them, then the evidence scenarios of
+:mod:`ctxledger.scenarios.evidence`."""

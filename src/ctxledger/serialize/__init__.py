@@ -14,21 +14,23 @@ from ctxledger.errors import ConfigurationError
 from ctxledger.serialize.anthropic_messages import AnthropicMessagesSerializer
 from ctxledger.serialize.base import CallView, Serializer, Turn
 from ctxledger.serialize.openai_chat import OpenAIChatSerializer
+from ctxledger.serialize.openai_responses import OpenAIResponsesSerializer
 
 _SERIALIZERS: Mapping[str, Callable[..., Serializer]] = {
     OpenAIChatSerializer.name: OpenAIChatSerializer,
     AnthropicMessagesSerializer.name: AnthropicMessagesSerializer,
+    OpenAIResponsesSerializer.name: OpenAIResponsesSerializer,
 }
 
 SERIALIZER_NAMES: tuple[str, ...] = tuple(sorted(_SERIALIZERS))
-"""The API contracts a serializer exists for: ``anthropic-messages``, ``openai-chat``."""
+"""The API contracts a serializer exists for: ``anthropic-messages``, ``openai-chat``, ``openai-responses``."""
 
 
 def get_serializer(name: str, **options: Any) -> Serializer:
     """Return the serializer for the API contract ``name``.
 
     Args:
-        name: ``"openai-chat"`` or ``"anthropic-messages"``.
+        name: ``"openai-chat"``, ``"openai-responses"`` or ``"anthropic-messages"``.
         **options: keyword options of that serializer's constructor (e.g. ``image_rates`` for
             ``openai-chat``).
 
@@ -49,6 +51,7 @@ __all__ = [
     "AnthropicMessagesSerializer",
     "CallView",
     "OpenAIChatSerializer",
+    "OpenAIResponsesSerializer",
     "Serializer",
     "Turn",
     "get_serializer",

@@ -11,7 +11,8 @@ Rules followed, from Anthropic's Messages API reference and its *Tool use* guide
   arguments that are not a JSON object (a model can emit broken JSON) become
   ``{"_raw_arguments": "<text>"}`` so the failed call and its error result stay visible to the model
   rather than making the whole request fail; call ids are mapped to valid, request-unique ``tool_use``
-  ids (:func:`tool_use_ids`), because OpenAI logs may reuse an id in later turns;
+  ids (:func:`ctxledger.serialize.call_ids.unique_call_ids`, the renaming every serializer shares),
+  because OpenAI logs may reuse an id in later turns;
 * tool results become ``tool_result`` blocks (``is_error`` when set), all results of one assistant turn
   in the one user message that follows it, before any user text merged after them;
 * OpenAI ``image_url`` parts become ``image`` blocks (a ``base64`` source for data URLs, a ``url``
@@ -55,6 +56,7 @@ from ctxledger.errors import ProviderContractError
 from ctxledger.hashing import canonical_json
 from ctxledger.serialize._turns import at, check_turns, content_parts, function_definitions, speaker_label
 from ctxledger.serialize.base import Turn
+from ctxledger.serialize.call_ids import unique_call_ids
 from ctxledger.serialize.images import anthropic_image_tokens, image_size_from_base64, parse_data_url
 from ctxledger.serialize.tool_names import TOOL_NAME, rename_tools, wire_tool_name
 from ctxledger.tokens import TokenCounter
@@ -82,7 +84,6 @@ _BLOCK_TYPES: Mapping[str, frozenset[str]] = {
 
 _SYSTEM_ROLES = ("system", "developer")
 
-_ID_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 _ID_PATTERN = re.compile(r"[a-zA-Z0-9_-]+")
 
 
@@ -95,6 +96,7 @@ class AnthropicMessagesSerializer:
 
     name = "anthropic-messages"
     sends_thinking = True
+    thinking_types = ("thinking", "redacted_thinking")
     """Assistant turns carry their ``thinking`` / ``redacted_thinking`` blocks (see the module docstring)."""
 
     def __init__(self, *, tool_system_prompt_tokens: int = TOOL_USE_SYSTEM_PROMPT_TOKENS) -> None:
@@ -119,7 +121,7 @@ class AnthropicMessagesSerializer:
             InputError: a content part or a tool definition is malformed.
         """
         check_turns(turns)
-        turns, tools = rename_tools(turns, tools)
+        turns, tools = rename_tools(unique_call_ids(turns), tools)
         payload: dict[str, Any] = {"model": model}
         system = [b for i, t in enumerate(turns) if t.role in _SYSTEM_ROLES for b in self._blocks(i, t)]
         if system:
@@ -135,8 +137,6 @@ class AnthropicMessagesSerializer:
     def _messages(self, turns: Sequence[Turn]) -> list[dict[str, Any]]:
         """Merge the non-system turns into alternating messages, first from the user."""
         messages: list[dict[str, Any]] = []
-        used_ids: set[str] = set()
-        unit_ids: dict[str, str] = {}
         for index, turn in enumerate(turns):
             if turn.role in _SYSTEM_ROLES:
                 continue
@@ -149,9 +149,7 @@ class AnthropicMessagesSerializer:
                     index=index,
                     refs=(turn.ref,),
                 )
-            if turn.tool_calls:
-                unit_ids = tool_use_ids([call.call_id for call in turn.tool_calls], used_ids)
-            blocks = self._blocks(index, turn, unit_ids)
+            blocks = self._blocks(index, turn)
             if messages and messages[-1]["role"] == role:
                 messages[-1]["content"].extend(blocks)
             else:
@@ -160,20 +158,20 @@ class AnthropicMessagesSerializer:
             raise ProviderContractError("there is no user or assistant turn to send", rule="no_messages")
         return messages
 
-    def _blocks(self, index: int | None, turn: Turn, ids: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
-        """The content blocks one turn renders to (never empty); ``ids`` maps call ids to ``tool_use`` ids."""
-        ids = ids or {}
+    def _blocks(self, index: int | None, turn: Turn) -> list[dict[str, Any]]:
+        """The content blocks one turn renders to (never empty)."""
         if turn.role == "tool":
-            return [self._tool_result(index, turn, ids)]
+            return [self._tool_result(index, turn)]
         blocks = self._content_blocks(index, turn)
         if turn.name:
             blocks = _label(turn.name, blocks)
         blocks += [
-            _tool_use(ids.get(call.call_id, call.call_id), wire_tool_name(call.name), call.arguments)
+            _tool_use(call.call_id, wire_tool_name(call.name), call.arguments)
             for call in turn.tool_calls
         ]
-        if turn.role == "assistant" and turn.thinking:
-            blocks = with_thinking(blocks, turn.thinking)
+        thinking = [(pos, b) for pos, b in turn.thinking if b.get("type") in self.thinking_types]
+        if turn.role == "assistant" and thinking:
+            blocks = with_thinking(blocks, thinking)
         if not blocks:
             raise ProviderContractError(
                 f"{turn.role} {at(turn, index)} has no non-blank content to send",
@@ -202,10 +200,9 @@ class AnthropicMessagesSerializer:
             blocks.append(_image_block(index, turn, part["image_url"]["url"]))
         return blocks
 
-    def _tool_result(self, index: int | None, turn: Turn, ids: Mapping[str, str]) -> dict[str, Any]:
+    def _tool_result(self, index: int | None, turn: Turn) -> dict[str, Any]:
         """One ``tool_result`` block; string content kept as given, parts as blocks."""
-        call_id = str(turn.tool_call_id)
-        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": ids.get(call_id, call_id)}
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": str(turn.tool_call_id)}
         if isinstance(turn.content, str):
             if turn.content.strip():
                 block["content"] = turn.content
@@ -413,26 +410,6 @@ def _image_block(index: int | None, turn: Turn, url: str) -> dict[str, Any]:
         )
     source = {"type": "base64", "media_type": data_url.media_type, "data": data_url.data}
     return {"type": "image", "source": source}
-
-
-def tool_use_ids(call_ids: Sequence[str], used: set[str]) -> dict[str, str]:
-    """Map one assistant turn's call ids to valid, request-unique ``tool_use`` ids (updates ``used``).
-
-    The Messages API requires ``tool_use`` ids matching ``^[a-zA-Z0-9_-]+$`` and unique in a request.
-    OpenAI ids need neither: real gpt-4o logs reuse a call id in later turns (70 of the 160 tau-bench
-    airline trajectories do). Other characters become ``_`` and a repeated id gets the first free
-    ``_2``, ``_3`` … suffix. The results that follow the turn use the same mapping, so pairing is kept,
-    and the mapping depends only on the turns, so the payload stays deterministic.
-    """
-    mapping = {}
-    for call_id in call_ids:
-        base = _ID_UNSAFE.sub("_", call_id) or "call"
-        candidate, suffix = base, 2
-        while candidate in used:
-            candidate, suffix = f"{base}_{suffix}", suffix + 1
-        used.add(candidate)
-        mapping[call_id] = candidate
-    return mapping
 
 
 def _fail(index: int, rule: str, what: str) -> None:

@@ -15,12 +15,18 @@ Token counts follow the OpenAI cookbook *How to count tokens with tiktoken* (gpt
 * every request is primed with :data:`REPLY_PRIMING` tokens (``<|start|>assistant<|message|>``);
 * tool schemas cost ``num_tokens_for_tools`` of the same notebook (section 7, the constants in
   :class:`ToolSchemaRates`);
+* a tool result's image parts (images inside tool output, :mod:`ctxledger.serialize.tool_images`) become text
+  references naming the artifact: tool messages carry text only;
 * image parts cost what OpenAI bills for images (:mod:`ctxledger.serialize.images`), not their base64
   text;
 * an assistant tool call costs its function name, its arguments text and :data:`TOOL_CALL_TOKENS`. The
   rendering of calls is not documented; 5 tokens of framing per call reproduces the 35 prompt tokens the
   API reported for the call/result pair measured in forestwanglin/openai-java#5, where the tool message's
   ``tool_call_id`` is evidently not rendered (counting it would overshoot by 18), so it is not counted.
+
+Call ids a history reuses are renamed so that each is unique in the request
+(:func:`ctxledger.serialize.call_ids.unique_call_ids`, shared by every serializer); :meth:`OpenAIChatSerializer.validate`
+flags a repeated id.
 
 The counts are additive: ``count(build(turns)) == base_tokens + tools_tokens + sum(turn_tokens)``.
 """
@@ -35,6 +41,7 @@ from ctxledger.errors import ProviderContractError
 from ctxledger.hashing import canonical_json
 from ctxledger.serialize._turns import at, check_turns, content_parts, function_definitions, speaker_label
 from ctxledger.serialize.base import Turn
+from ctxledger.serialize.call_ids import unique_call_ids
 from ctxledger.serialize.images import (
     GPT_4O_TILE_RATES,
     TileRates,
@@ -42,6 +49,7 @@ from ctxledger.serialize.images import (
     image_size_from_url,
     openai_image_tokens,
 )
+from ctxledger.serialize.tool_images import image_reference
 from ctxledger.serialize.tool_names import TOOL_NAME, rename_tools, wire_tool_name
 from ctxledger.tokens import TokenCounter
 
@@ -97,6 +105,21 @@ class ToolSchemaRates:
     func_end: int = 12
 
 
+def _image_references(parts: list[dict[str, Any]], ref: str) -> list[dict[str, Any]]:
+    """A tool message's parts with each image part replaced by a text reference (tool messages take text only).
+
+    The API reference's tool message content is a string or text parts; an image from a tool output is
+    named with the artifact that holds it (:func:`~ctxledger.serialize.tool_images.image_reference`).
+    """
+    out, number = [], 0
+    for part in parts:
+        if part["type"] == "image_url":
+            number += 1
+            part = {"type": "text", "text": image_reference(number, ref)}
+        out.append(part)
+    return out
+
+
 class OpenAIChatSerializer:
     """Builds, validates and counts OpenAI Chat Completions requests.
 
@@ -135,7 +158,7 @@ class OpenAIChatSerializer:
             InputError: a content part or a tool definition is malformed.
         """
         check_turns(turns)
-        turns, tools = rename_tools(turns, tools)
+        turns, tools = rename_tools(unique_call_ids(turns), tools)
         payload: dict[str, Any] = {
             "model": model,
             "messages": [self._message(index, turn) for index, turn in enumerate(turns)],
@@ -182,6 +205,8 @@ class OpenAIChatSerializer:
         if isinstance(turn.content, str):
             return turn.content
         parts = content_parts(index, turn)
+        if turn.role == "tool":
+            parts = _image_references(parts, turn.ref)
         for part in parts:
             if part["type"] not in _PART_TYPES[turn.role]:
                 raise ProviderContractError(
@@ -314,11 +339,16 @@ class OpenAIChatSerializer:
         if not isinstance(messages, list) or not messages:
             raise ProviderContractError("payload has no messages", rule="no_messages")
         pending: set[str] = set()
+        seen: set[str] = set()
         for index, message in enumerate(messages):
             role = message.get("role") if isinstance(message, Mapping) else None
             if role not in _ALLOWED_KEYS:
                 _fail(index, "unknown_role", f"unknown role {role!r}")
             _check_message(index, message)
+            for call in message.get("tool_calls") or ():
+                if call["id"] in seen:
+                    _fail(index, "duplicate_tool_call_id", f"tool call id {call['id']!r} was used by an earlier call")
+                seen.add(call["id"])
             if role == "tool":
                 call_id = message.get("tool_call_id")
                 if call_id not in pending:

@@ -24,24 +24,26 @@ from sqlalchemy.exc import ArgumentError
 
 from ctxledger.errors import ConfigurationError
 from ctxledger.store.base import BlobRef, BlobStore, GraphStore, LineageHop
-from ctxledger.store.blobs import LocalBlobStore
+from ctxledger.store.blobs import LocalBlobStore, StoredBlob
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
 __all__ = [
-    "DEFAULT_POSTGRES_BLOBS_DIR",
+    "IN_DATABASE",
     "BlobRef",
     "BlobStore",
     "GraphStore",
     "LineageHop",
     "LocalBlobStore",
+    "StoredBlob",
     "migrate",
+    "open_blobs",
     "open_store",
 ]
 
-DEFAULT_POSTGRES_BLOBS_DIR = Path(".ctxledger") / "blobs"
-"""Blob folder for PostgreSQL stores when ``blobs_dir`` is not given (relative to the working directory)."""
+IN_DATABASE = "database"
+"""``blobs_dir`` value that keeps blobs inside the store's own database (the default for PostgreSQL)."""
 
 _SUPPORTED = "sqlite:///path/to.db, postgresql+psycopg://user@host/db, memory://"
 
@@ -55,29 +57,25 @@ def _parse(url: str) -> URL:
 
 def _sqlite_path(url: URL) -> Path:
     if url.database in (None, "", ":memory:"):
-        raise ConfigurationError(
-            "an SQLite store needs a file (sqlite:///path/to.db); use memory:// in memory"
-        )
+        raise ConfigurationError("an SQLite store needs a file (sqlite:///path/to.db); use memory:// in memory")
     return Path(url.database).expanduser()
 
 
-def _engine(url: str) -> tuple[Engine, Path]:
-    """The engine for a SQL URL and the default blob folder of that backend."""
+def _engine(url: str) -> tuple[Engine, Path | str]:
+    """The engine for a SQL URL and the default blob location of that backend (a folder or :data:`IN_DATABASE`)."""
     from ctxledger.store import sql
 
     parsed = _parse(url)
     backend = parsed.get_backend_name()
     if backend == "sqlite":
-        path = _sqlite_path(parsed)
+        path = _sqlite_path(parsed).resolve()
         return sql.sqlite_engine(path), Path(f"{path}.blobs")
     if backend in ("postgresql", "postgres"):
-        return sql.postgres_engine(parsed), DEFAULT_POSTGRES_BLOBS_DIR
+        return sql.postgres_engine(parsed), IN_DATABASE
     raise ConfigurationError(f"unsupported store URL scheme {parsed.drivername!r} (expected {_SUPPORTED})")
 
 
-def open_store(
-    url: str, *, blobs_dir: str | os.PathLike[str] | None = None, migrate: bool = True
-) -> GraphStore:
+def open_store(url: str, *, blobs_dir: str | os.PathLike[str] | None = None, migrate: bool = True) -> GraphStore:
     """Open the graph store at ``url`` (see the module docstring for the URL forms and blob folders).
 
     Args:
@@ -97,7 +95,11 @@ def open_store(
     from ctxledger.store.sql import SqlStore
 
     engine, default_blobs = _engine(url)
-    store = SqlStore(engine, LocalBlobStore(blobs_dir if blobs_dir is not None else default_blobs))
+    try:
+        store = SqlStore(engine, open_blobs(blobs_dir if blobs_dir is not None else default_blobs, engine))
+    except BaseException:
+        engine.dispose()
+        raise
     try:
         if migrate:
             store.migrate()
@@ -107,6 +109,36 @@ def open_store(
         store.close()
         raise
     return store
+
+
+def open_blobs(location: str | os.PathLike[str], engine: Engine | None = None) -> BlobStore:
+    """The blob store at ``location``: a folder, :data:`IN_DATABASE` (``engine``'s own database) or a SQL URL.
+
+    A SQL URL (``postgresql+psycopg://…``, or ``sqlite:///…``) is migrated first and opened on its
+    own engine, so the blobs may live in another database than the records.
+
+    Raises:
+        ConfigurationError: :data:`IN_DATABASE` without an engine (the memory store), or a bad URL.
+        MigrationError: the blob database could not be migrated.
+    """
+    from ctxledger.store.dbblobs import DatabaseBlobStore
+
+    text = os.fspath(location)
+    if text == IN_DATABASE:
+        if engine is None:
+            raise ConfigurationError(f"blobs {IN_DATABASE!r} need a SQL store (sqlite:///… or postgresql://…)")
+        return DatabaseBlobStore(engine)
+    if "://" in text and not text.startswith("file://"):
+        from ctxledger.store._migrate import upgrade
+
+        own, _ = _engine(text)
+        try:
+            upgrade(own)
+        except BaseException:
+            own.dispose()
+            raise
+        return DatabaseBlobStore(own, owns_engine=True)
+    return LocalBlobStore(Path(text.removeprefix("file://")).expanduser().resolve())
 
 
 def migrate(url: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from ctxledger.records import Branch, Record, ToolArtifact
@@ -32,6 +33,58 @@ class BlobRef:
     sha256: str
     size_bytes: int
     media_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One retention action, as the audit trail keeps it (``retention_audit``).
+
+    Attributes:
+        tenant_id, conversation_id: where the target lived.
+        target: ``"record"`` or ``"assembly"``.
+        ref: the record or assembly id.
+        kind: the record kind (``"assembly"`` for a manifest).
+        rule: the retention rule's name (``"forget"`` for a request to be forgotten).
+        action: ``redact``, ``hash_only``, ``delete``, ``summary`` …
+        at: when it was applied (aware UTC).
+        before_sha256, after_sha256: bare-hex sha256 of the content before and after (``None`` = none).
+        detail: the sentence explanations show ("redacted by retention rule R at T").
+    """
+
+    tenant_id: str
+    conversation_id: str | None
+    target: str
+    ref: str
+    kind: str
+    rule: str
+    action: str
+    at: datetime
+    before_sha256: str | None
+    after_sha256: str | None
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionChange:
+    """What one retention batch changes, applied in one transaction by ``GraphStore.apply_retention``.
+
+    Attributes:
+        rewrite: records whose content was replaced (same id, new body); they no longer reference a blob.
+        delete: ``(tenant_id, record_id)`` of records removed.
+        conversations: ``(tenant_id, conversation_id)`` whose every record is removed (their heads go too).
+        assemblies: manifests replaced by their summary (same tenant and id).
+        delete_assemblies: ``(tenant_id, assembly_id)`` of manifests removed.
+        audit: the audit rows of the batch.
+        blobs: bare-hex sha256 of blobs whose last reference may be gone (queued for collection).
+    """
+
+    rewrite: tuple[Record, ...] = ()
+    delete: tuple[tuple[str, str], ...] = ()
+    conversations: tuple[tuple[str, str], ...] = ()
+    assemblies: tuple[Mapping[str, Any], ...] = ()
+    delete_assemblies: tuple[tuple[str, str], ...] = ()
+    audit: tuple[AuditEntry, ...] = ()
+    blobs: tuple[str, ...] = ()
 
 
 @runtime_checkable
@@ -184,6 +237,51 @@ class GraphStore(Protocol):
 
     def delete_tenant(self, tenant_id: str) -> int:
         """Delete every record, assembly and unreferenced blob of a tenant; return records deleted."""
+        ...
+
+    # -- retention (ctxledger.retention): the only writes that change or remove stored rows -------------
+
+    def retention_scan(
+        self,
+        kinds: Sequence[str],
+        created_before: datetime,
+        *,
+        tenant_id: str | None = None,
+        after: tuple[str, str] | None = None,
+        limit: int = 500,
+    ) -> list[Record]:
+        """Records of ``kinds`` created before ``created_before``, of one tenant or all, by ``(tenant_id, id)``.
+
+        ``after`` is the ``(tenant_id, id)`` of the last record of the previous page (keyset paging).
+        """
+        ...
+
+    def assemblies_scan(
+        self,
+        created_before: datetime,
+        *,
+        tenant_id: str | None = None,
+        after: tuple[str, str] | None = None,
+        limit: int = 500,
+    ) -> list[dict[str, Any]]:
+        """Manifests created before ``created_before`` (of one tenant or all), by ``(tenant_id, id)``."""
+        ...
+
+    def apply_retention(self, change: RetentionChange) -> None:
+        """Apply one retention batch in one transaction: all of it or nothing (see :class:`RetentionChange`)."""
+        ...
+
+    def retention_audit(
+        self, tenant_id: str, *, ref: str | None = None, conversation_id: str | None = None
+    ) -> list[AuditEntry]:
+        """The tenant's retention audit trail (optionally one record or one conversation), oldest first."""
+        ...
+
+    def collect_blobs(self, limit: int = 500) -> list[str]:
+        """Delete queued blobs that no record of any tenant references; return the sha256 deleted.
+
+        Every queued blob leaves the queue: a referenced one is kept (something still needs it).
+        """
         ...
 
     def close(self) -> None:

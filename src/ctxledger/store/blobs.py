@@ -6,7 +6,8 @@ bytes. :class:`LocalBlobStore` keeps each blob in ``<root>/<sha[:2]>/<sha>``:
 * writes go to a temporary file in the same folder, are flushed to disk, then renamed into place
   (``os.replace`` is atomic), so a reader never sees a half-written blob and a crash leaves at most a
   stray ``.tmp`` file;
-* a blob is write-once: putting the same bytes again is a no-op;
+* a blob is write-once: putting the same bytes again only refreshes its write time (the file's mtime),
+  which garbage collection's grace period counts from;
 * every read re-hashes the bytes and raises :class:`~ctxledger.errors.IntegrityError` on a mismatch.
 
 The media type is *not* stored with the bytes: the same bytes may be referenced by several records, and
@@ -20,7 +21,9 @@ import hashlib
 import os
 import re
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
@@ -30,6 +33,15 @@ from ctxledger.store.base import BlobRef
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _CHUNK = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class StoredBlob:
+    """One stored blob as garbage collection sees it: name, size in bytes, when it was written (UTC)."""
+
+    sha256: str
+    size_bytes: int
+    written_at: datetime
 
 
 def check_sha256(sha256: str) -> str:
@@ -53,11 +65,21 @@ def check_range(start: int, end: int) -> None:
     """
     for name, value in (("start", start), ("end", end)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise InputError(
-                f"byte offset must be an integer >= 0, got {value!r}", source="<blobs>", field=name
-            )
+            raise InputError(f"byte offset must be an integer >= 0, got {value!r}", source="<blobs>", field=name)
     if end < start:
         raise InputError(f"end {end} is before start {start}", source="<blobs>", field="end")
+
+
+def _touch(path: Path) -> bool:
+    """Refresh an existing blob's write time (so garbage collection's grace period covers a new reference).
+
+    Returns whether the file exists.
+    """
+    try:
+        os.utime(path)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 class LocalBlobStore:
@@ -85,7 +107,7 @@ class LocalBlobStore:
         blob = bytes(data)
         sha = sha256_hex(blob)
         target = self.path(sha)
-        if not target.exists():
+        if not _touch(target):
             self._write_atomically(target, blob)
         return BlobRef(sha256=sha, size_bytes=len(blob), media_type=media_type)
 
@@ -108,7 +130,7 @@ class LocalBlobStore:
             blob = bytes(data)
             sha = sha256_hex(blob)
             target = self.path(sha)
-            if not target.exists():
+            if not _touch(target):
                 self._write_atomically(target, blob, fsync=False)
                 wrote = True
             refs.append(BlobRef(sha256=sha, size_bytes=len(blob), media_type=media_type))
@@ -191,3 +213,17 @@ class LocalBlobStore:
     def delete(self, sha256: str) -> None:
         """Remove a blob if present (retention/GC only; callers check nothing live references it)."""
         self.path(sha256).unlink(missing_ok=True)
+
+    def stored(self) -> Iterator[StoredBlob]:
+        """Every stored blob with its size and write time (file mtime), by sha256; stray ``.tmp`` files skipped."""
+        if not self.root.is_dir():
+            return
+        for folder in sorted(p for p in self.root.iterdir() if p.is_dir() and len(p.name) == 2):
+            for path in sorted(folder.iterdir()):
+                if not _SHA256.fullmatch(path.name):
+                    continue
+                try:
+                    info = path.stat()
+                except FileNotFoundError:
+                    continue
+                yield StoredBlob(path.name, info.st_size, datetime.fromtimestamp(info.st_mtime, UTC))

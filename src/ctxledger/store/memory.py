@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from ctxledger.errors import BlobNotFound, InputError, IntegrityError, RecordNotFound, UsageAlreadyRecorded
@@ -25,7 +26,7 @@ from ctxledger.records import (
     utcnow,
 )
 from ctxledger.store import _rules
-from ctxledger.store.base import BlobRef, BlobStore, LineageHop
+from ctxledger.store.base import AuditEntry, BlobRef, BlobStore, LineageHop, RetentionChange
 from ctxledger.store.blobs import check_range, check_sha256
 from ctxledger.store.codec import (
     assembly_from_row,
@@ -108,6 +109,8 @@ class _Tenant:
     records: dict[str, Record] = field(default_factory=dict)
     by_conversation: dict[str, list[Record]] = field(default_factory=dict)
     assemblies: dict[str, dict[str, Any]] = field(default_factory=dict)
+    blobless: set[str] = field(default_factory=set)
+    """Ids of records retention rewrote: they keep their ``sha256`` field but no longer reference the blob."""
 
 
 class MemoryStore:
@@ -123,6 +126,8 @@ class MemoryStore:
         self._tenants: dict[str, _Tenant] = {}
         self._token_counts: dict[tuple[str, str], int] = {}
         self._lock = threading.RLock()
+        self._audit: list[AuditEntry] = []
+        self._blob_queue: set[str] = set()
 
     def _tenant(self, tenant_id: str) -> _Tenant:
         return self._tenants.get(tenant_id) or _Tenant()
@@ -307,11 +312,124 @@ class MemoryStore:
             tenant = self._tenants.pop(tenant_id, None)
             if tenant is None:
                 return 0
-            candidates = {sha for r in tenant.records.values() if (sha := _blob_of(r))}
-            live = {_blob_of(r) for t in self._tenants.values() for r in t.records.values()}
+            candidates = {sha for r in tenant.records.values() if (sha := _blob_of(r)) and r.id not in tenant.blobless}
+            live = self._live_blobs()
         for sha in sorted(candidates - live):
             self.blobs.delete(sha)
         return len(tenant.records)
+
+    # -- retention (ctxledger.retention): the only writes that change or remove stored rows -------------
+
+    def _live_blobs(self) -> set[str]:
+        return {
+            sha
+            for t in self._tenants.values()
+            for r in t.records.values()
+            if (sha := _blob_of(r)) and r.id not in t.blobless
+        }
+
+    def retention_scan(
+        self,
+        kinds: Sequence[str],
+        created_before: datetime,
+        *,
+        tenant_id: str | None = None,
+        after: tuple[str, str] | None = None,
+        limit: int = 500,
+    ) -> list[Record]:
+        """Records of ``kinds`` created before ``created_before``, by ``(tenant_id, id)`` after ``after``."""
+        with self._lock:
+            found = [
+                r
+                for tid, t in self._tenants.items()
+                if tenant_id is None or tid == tenant_id
+                for r in t.records.values()
+                if r.kind.value in kinds
+                and r.created_at < created_before
+                and (after is None or (r.tenant_id, r.id) > after)
+            ]
+        return sorted(found, key=lambda r: (r.tenant_id, r.id))[:limit]
+
+    def assemblies_scan(
+        self,
+        created_before: datetime,
+        *,
+        tenant_id: str | None = None,
+        after: tuple[str, str] | None = None,
+        limit: int = 500,
+    ) -> list[dict[str, Any]]:
+        """Manifests created before ``created_before``, by ``(tenant_id, id)`` after ``after``."""
+        cutoff = format_time(created_before)
+        with self._lock:
+            rows = [
+                row
+                for tid, t in self._tenants.items()
+                if tenant_id is None or tid == tenant_id
+                for row in t.assemblies.values()
+                if row["created_at"] < cutoff and (after is None or (row["tenant_id"], row["id"]) > after)
+            ]
+        rows.sort(key=lambda r: (r["tenant_id"], r["id"]))
+        return [assembly_from_row(r) for r in rows[:limit]]
+
+    def apply_retention(self, change: RetentionChange) -> None:
+        """Apply one retention batch atomically (see ``GraphStore.apply_retention``)."""
+        rows = [encode_record(r) for r in change.rewrite]  # checked before anything changes
+        manifests = [assembly_row(m) for m in change.assemblies]
+        with self._lock:
+            for rec, row in zip(change.rewrite, rows, strict=True):
+                tenant = self._tenants[rec.tenant_id]
+                stored = decode_record({**row, "seq": tenant.records[rec.id].seq})
+                tenant.records[rec.id] = stored
+                tenant.blobless.add(rec.id)
+                conv = tenant.by_conversation[rec.conversation_id]
+                conv[:] = [stored if r.id == rec.id else r for r in conv]
+            for tenant_id, record_id in change.delete:
+                tenant = self._tenant(tenant_id)
+                gone = tenant.records.pop(record_id, None)
+                if gone is not None:
+                    conv = tenant.by_conversation[gone.conversation_id]
+                    conv[:] = [r for r in conv if r.id != record_id]
+                    tenant.blobless.discard(record_id)
+            for tenant_id, conversation_id in change.conversations:
+                tenant = self._tenant(tenant_id)
+                for r in tenant.by_conversation.pop(conversation_id, []):
+                    tenant.records.pop(r.id, None)
+                    tenant.blobless.discard(r.id)
+                tenant.heads.pop(conversation_id, None)
+                for aid in [a for a, row in tenant.assemblies.items() if row["conversation_id"] == conversation_id]:
+                    del tenant.assemblies[aid]
+            for row in manifests:
+                held = self._tenant(row["tenant_id"]).assemblies.get(row["id"])
+                if held is not None:
+                    held["manifest"] = row["manifest"]
+            for tenant_id, assembly_id in change.delete_assemblies:
+                self._tenant(tenant_id).assemblies.pop(assembly_id, None)
+            self._audit.extend(change.audit)
+            self._blob_queue.update(change.blobs)
+
+    def retention_audit(
+        self, tenant_id: str, *, ref: str | None = None, conversation_id: str | None = None
+    ) -> list[AuditEntry]:
+        """The tenant's retention audit trail (optionally one record or conversation), oldest first."""
+        with self._lock:
+            return [
+                e
+                for e in self._audit
+                if e.tenant_id == tenant_id
+                and (ref is None or e.ref == ref)
+                and (conversation_id is None or e.conversation_id == conversation_id)
+            ]
+
+    def collect_blobs(self, limit: int = 500) -> list[str]:
+        """Delete queued blobs no record of any tenant references; every queued blob leaves the queue."""
+        with self._lock:
+            queued = sorted(self._blob_queue)[:limit]
+            live = self._live_blobs()
+            self._blob_queue.difference_update(queued)
+        gone = [sha for sha in queued if sha not in live]
+        for sha in gone:
+            self.blobs.delete(sha)
+        return gone
 
     def close(self) -> None:
         """Nothing to release."""

@@ -28,6 +28,7 @@ from sqlalchemy import (
     Column,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     PrimaryKeyConstraint,
     String,
@@ -108,4 +109,74 @@ assemblies = Table(
     Column("observed_at", String(32), nullable=True),
     PrimaryKeyConstraint("tenant_id", "id"),
     Index(None, "tenant_id", "conversation_id", "created_at"),
+)
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", String, nullable=False),
+    Column("tenant_id", String, nullable=False),
+    Column("key_sha256", String(64), nullable=False),
+    Column("name", String, nullable=True),
+    Column("created_at", String(32), nullable=False),
+    Column("revoked_at", String(32), nullable=True),
+    PrimaryKeyConstraint("id"),
+    UniqueConstraint("key_sha256"),
+    Index(None, "tenant_id"),
+)
+"""Service API keys: only the sha256 of each key is stored; the tenant comes from the key."""
+
+blobs = Table(
+    "blobs",
+    metadata,
+    Column("sha256", String(64), nullable=False),
+    Column("size_bytes", BigInteger, nullable=False),
+    Column("chunks", Integer, nullable=False),
+    Column("created_at", String(32), nullable=False),
+    PrimaryKeyConstraint("sha256"),
+)
+"""Blobs kept inside the database (:class:`~ctxledger.store.dbblobs.DatabaseBlobStore`): one row per blob."""
+
+blob_chunks = Table(
+    "blob_chunks",
+    metadata,
+    Column("sha256", String(64), nullable=False),
+    Column("chunk", Integer, nullable=False),
+    Column("data", LargeBinary, nullable=False),
+    PrimaryKeyConstraint("sha256", "chunk"),
+)
+"""A database blob's bytes in chunks of at most 1 MiB, in order, so reads and writes stream."""
+
+# -- retention (ctxledger.retention) -------------------------------------------------------------------
+# * ``retention_audit``: one row per retention action (a rule applied to a record or an assembly, or a
+#   forget request), with the content's sha256 before and after; rows are only ever added, and outlive
+#   the records they describe (a deleted record's row is its tombstone);
+# * ``retention_blob_queue``: blobs whose last reference a retention action may have removed, queued in the
+#   action's transaction and collected after it commits (so a run killed in between collects them later).
+
+retention_audit = Table(
+    "retention_audit",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("tenant_id", String, nullable=False),
+    Column("conversation_id", String, nullable=True),
+    Column("target", String, nullable=False),
+    Column("ref", String, nullable=False),
+    Column("kind", String, nullable=False),
+    Column("rule", String, nullable=False),
+    Column("action", String, nullable=False),
+    Column("at", String(32), nullable=False),
+    Column("before_sha256", String(64), nullable=True),
+    Column("after_sha256", String(64), nullable=True),
+    Column("detail", Text, nullable=False),
+    Index(None, "tenant_id", "ref"),
+    Index(None, "tenant_id", "conversation_id"),
+)
+
+retention_blob_queue = Table(
+    "retention_blob_queue",
+    metadata,
+    Column("sha256", String(64), nullable=False),
+    Column("queued_at", String(32), nullable=False),
+    PrimaryKeyConstraint("sha256"),
 )

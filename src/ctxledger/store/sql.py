@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ from ctxledger.errors import ConfigurationError, InputError, RecordNotFound, Usa
 from ctxledger.records import Branch, Record, ToolArtifact, utcnow
 from ctxledger.store import _rules
 from ctxledger.store._migrate import WRITE_OPTION, check_revision, upgrade
-from ctxledger.store.base import BlobStore, LineageHop
+from ctxledger.store.base import AuditEntry, BlobStore, LineageHop, RetentionChange
 from ctxledger.store.blobs import check_sha256
 from ctxledger.store.codec import (
     READ_COLUMNS,
@@ -43,8 +44,16 @@ from ctxledger.store.codec import (
     decode_row,
     encode_record,
     format_time,
+    parse_time,
 )
-from ctxledger.store.schema import assemblies, conversation_heads, records, token_counts
+from ctxledger.store.schema import (
+    assemblies,
+    conversation_heads,
+    records,
+    retention_audit,
+    retention_blob_queue,
+    token_counts,
+)
 
 CHUNK = 500
 """Largest ``IN (…)`` list sent in one statement (SQLite allows 32,766 parameters; we stay far below)."""
@@ -453,6 +462,159 @@ class SqlStore:
                 self.blobs.delete(sha)
         return int(deleted)
 
+    # -- retention (ctxledger.retention): the only writes that change or remove stored rows -------------
+
+    def retention_scan(
+        self,
+        kinds: Sequence[str],
+        created_before: datetime,
+        *,
+        tenant_id: str | None = None,
+        after: tuple[str, str] | None = None,
+        limit: int = 500,
+    ) -> list[Record]:
+        """Records of ``kinds`` created before ``created_before``, by ``(tenant_id, id)`` after ``after``."""
+        stmt = select(*_READ).where(records.c.kind.in_(list(kinds)), records.c.created_at < format_time(created_before))
+        if tenant_id is not None:
+            stmt = stmt.where(records.c.tenant_id == tenant_id)
+        if after is not None:
+            stmt = stmt.where(
+                or_(
+                    records.c.tenant_id > after[0],
+                    and_(records.c.tenant_id == after[0], records.c.id > after[1]),
+                )
+            )
+        stmt = stmt.order_by(records.c.tenant_id, records.c.id).limit(limit)
+        with self._read() as conn:
+            return [decode_row(row) for row in conn.execute(stmt)]
+
+    def assemblies_scan(
+        self,
+        created_before: datetime,
+        *,
+        tenant_id: str | None = None,
+        after: tuple[str, str] | None = None,
+        limit: int = 500,
+    ) -> list[dict[str, Any]]:
+        """Manifests created before ``created_before``, by ``(tenant_id, id)`` after ``after``."""
+        stmt = select(assemblies).where(assemblies.c.created_at < format_time(created_before))
+        if tenant_id is not None:
+            stmt = stmt.where(assemblies.c.tenant_id == tenant_id)
+        if after is not None:
+            stmt = stmt.where(
+                or_(
+                    assemblies.c.tenant_id > after[0],
+                    and_(assemblies.c.tenant_id == after[0], assemblies.c.id > after[1]),
+                )
+            )
+        stmt = stmt.order_by(assemblies.c.tenant_id, assemblies.c.id).limit(limit)
+        with self._read() as conn:
+            return [assembly_from_row(dict(row._mapping)) for row in conn.execute(stmt)]
+
+    def apply_retention(self, change: RetentionChange) -> None:
+        """Apply one retention batch in one transaction (see ``GraphStore.apply_retention``).
+
+        A rewritten record keeps its id, envelope and ``seq``; its body is replaced and its blob reference
+        (``blob_sha256``) cleared, so blob collection no longer counts it.
+        """
+        with self._write() as conn:
+            for rec in change.rewrite:
+                row = encode_record(rec)
+                conn.execute(
+                    update(records)
+                    .where(records.c.tenant_id == rec.tenant_id, records.c.id == rec.id)
+                    .values(body=row["body"], blob_sha256=None)
+                )
+            for tenant_id, record_id in change.delete:
+                conn.execute(delete(records).where(records.c.tenant_id == tenant_id, records.c.id == record_id))
+            for tenant_id, conversation_id in change.conversations:
+                for table in (records, conversation_heads, assemblies):
+                    conn.execute(
+                        delete(table).where(table.c.tenant_id == tenant_id, table.c.conversation_id == conversation_id)
+                    )
+            for manifest in change.assemblies:
+                row = assembly_row(manifest)
+                conn.execute(
+                    update(assemblies)
+                    .where(assemblies.c.tenant_id == row["tenant_id"], assemblies.c.id == row["id"])
+                    .values(manifest=row["manifest"])
+                )
+            for tenant_id, assembly_id in change.delete_assemblies:
+                conn.execute(
+                    delete(assemblies).where(assemblies.c.tenant_id == tenant_id, assemblies.c.id == assembly_id)
+                )
+            if change.audit:
+                conn.execute(retention_audit.insert(), [_audit_row(e) for e in change.audit])
+            if change.blobs:
+                queued = [{"sha256": sha, "queued_at": format_time(utcnow())} for sha in sorted(set(change.blobs))]
+                conn.execute(self._insert(retention_blob_queue).on_conflict_do_nothing(), queued)
+
+    def retention_audit(
+        self, tenant_id: str, *, ref: str | None = None, conversation_id: str | None = None
+    ) -> list[AuditEntry]:
+        """The tenant's retention audit trail (optionally one record or conversation), oldest first."""
+        stmt = select(retention_audit).where(retention_audit.c.tenant_id == tenant_id)
+        if ref is not None:
+            stmt = stmt.where(retention_audit.c.ref == ref)
+        if conversation_id is not None:
+            stmt = stmt.where(retention_audit.c.conversation_id == conversation_id)
+        with self._read() as conn:
+            rows = conn.execute(stmt.order_by(retention_audit.c.id)).all()
+        return [_audit_entry(row._mapping) for row in rows]
+
+    def collect_blobs(self, limit: int = 500) -> list[str]:
+        """Delete queued blobs no record of any tenant references; every queued blob leaves the queue."""
+        with self._read() as conn:
+            queued = list(conn.scalars(select(retention_blob_queue.c.sha256).order_by("sha256").limit(limit)))
+            live = set(conn.scalars(select(records.c.blob_sha256).where(records.c.blob_sha256.in_(queued)).distinct()))
+        gone = [sha for sha in queued if sha not in live]
+        for sha in gone:
+            self.blobs.delete(sha)
+        if queued:
+            with self._write() as conn:
+                conn.execute(delete(retention_blob_queue).where(retention_blob_queue.c.sha256.in_(queued)))
+        return gone
+
     def close(self) -> None:
-        """Release every pooled connection."""
+        """Release every pooled connection (and the blob store's own, if it has any)."""
+        close_blobs = getattr(self.blobs, "close", None)
+        if close_blobs is not None:
+            close_blobs()
         self.engine.dispose()
+
+
+def _audit_row(entry: AuditEntry) -> dict[str, Any]:
+    return {
+        "tenant_id": entry.tenant_id,
+        "conversation_id": entry.conversation_id,
+        "target": entry.target,
+        "ref": entry.ref,
+        "kind": entry.kind,
+        "rule": entry.rule,
+        "action": entry.action,
+        "at": format_time(entry.at),
+        "before_sha256": entry.before_sha256,
+        "after_sha256": entry.after_sha256,
+        "detail": entry.detail,
+    }
+
+
+def _audit_entry(row: Mapping[str, Any]) -> AuditEntry:
+    values = {k: row[k] for k in _AUDIT_FIELDS}
+    values["at"] = parse_time(values["at"])
+    return AuditEntry(**values)
+
+
+_AUDIT_FIELDS = (
+    "tenant_id",
+    "conversation_id",
+    "target",
+    "ref",
+    "kind",
+    "rule",
+    "action",
+    "at",
+    "before_sha256",
+    "after_sha256",
+    "detail",
+)

@@ -8,7 +8,9 @@ For every live compaction unit, the units it covers are omitted with ``summarize
 protected: user constraints and corrections, approvals, unresolved calls and the rest of
 :mod:`~ctxledger.policy.stages.protection` stay verbatim even inside a covered range (B09: the
 "do not push" message survives its summary). Coverage is the compaction's ``source_ids``; without them,
-every message and tool exchange with ``seq <= through_seq``; an earlier compaction a later one lists
+every message and tool exchange with ``seq <= through_seq``; a unit that gained a record after the
+compaction was written (the result of a deferred call arriving later) is not covered: the call goes
+with its result, as it would have without the compaction; an earlier compaction a later one lists
 among its sources (``compact()`` again after more turns) is covered by it too; for a summary message imported as such,
 the ids in its ``meta["covers"]`` (source ids or external ids). A compaction that replaced something is
 required (``active_compaction``), so the history it stands for cannot silently vanish with it.
@@ -76,7 +78,7 @@ class CompactionStage:
             ids = _cover_ids(rec, by_ext)
             if ids:  # an earlier compaction among the sources is summarized by this one as well
                 kinds = (*_COVERABLE, UnitKind.COMPACTION)
-                return [u for u in units if u.kind in kinds and ids & set(u.record_ids)]
+                return [u for u in units if u.kind in kinds and ids & set(u.record_ids) and not _grew(u, rec)]
             through = getattr(rec, "through_seq", 0)
             return [u for u in units if u.kind in _COVERABLE and 0 < u.last_seq <= through]
         if cover.kind is UnitKind.CHECKPOINT and self.checkpoints_restore and isinstance(rec, Checkpoint):
@@ -88,6 +90,11 @@ class CompactionStage:
                 and u.records[0].owner_participant_id == rec.owner_participant_id
             ]
         return []
+
+
+def _grew(unit: Unit, cover: Any) -> bool:
+    """Whether a unit holds a record written after the Compaction ``cover`` (a summary message: never)."""
+    return isinstance(cover, Compaction) and cover.seq > 0 and any(r.seq > cover.seq for r in unit.records)
 
 
 def _cover_ids(rec: Any, by_ext: Mapping[str, str]) -> set[str]:

@@ -1,0 +1,244 @@
+"""The OpenAI Agents SDK: an input filter that assembles every model call, a ``Session``, usage hooks.
+
+* :class:`LedgerInputFilter` is a ``RunConfig(call_model_input_filter=...)``: before each model call it
+  records the input items not recorded yet (the user's input, the model's earlier outputs, tool outputs),
+  assembles the call under the budget in the Responses format, and returns the assembled instructions and
+  input items, so the model sees the assembled context while the run keeps its own items.
+* :class:`LedgerHooks` (``Runner.run(..., hooks=...)``) records each response as it comes (its reasoning
+  items, message and parallel function calls) and stores its usage against the assembly it was made with.
+* :class:`LedgerSession` implements the SDK's ``Session`` protocol on a ledger conversation.
+
+State is client-managed: the assembled input is the whole context. A run with ``previous_response_id`` or a
+server-side ``conversation_id`` keeps history on OpenAI's servers, which the filter cannot see or budget;
+it raises :class:`~ctxledger.errors.ConfigurationError` saying so. Source: Agents SDK ``RunConfig``,
+``CallModelData`` / ``ModelInputData``, ``RunHooks.on_llm_end`` and ``memory.Session``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agents import Agent, FunctionTool, RunContextWrapper, RunHooks, function_tool
+from agents.items import ModelResponse, TResponseInputItem
+from agents.memory import SessionABC
+from agents.run_config import CallModelData, ModelInputData
+
+from ctxledger.assemble.assembler import Assembly
+from ctxledger.assemble.recall import RECALL_TOOL, recall_schema
+from ctxledger.assemble.units import build_units
+from ctxledger.errors import ConfigurationError, InputError
+from ctxledger.hashing import canonical_json
+from ctxledger.ingest.openai_responses import chat_messages
+from ctxledger.integrations._loop import Budget, LoopLedger
+from ctxledger.ledger import Ledger
+from ctxledger.policy.base import Policy
+from ctxledger.serialize.openai_responses import OpenAIResponsesSerializer
+
+__all__ = ["LedgerHooks", "LedgerInputFilter", "LedgerSession"]
+
+SOURCE = "<openai-agents>"
+
+
+class LedgerInputFilter:
+    """``call_model_input_filter`` that records new items and returns the assembled input (module docstring).
+
+    Args:
+        ledger: the ledger to record into and assemble from.
+        conversation_id: the conversation the run belongs to.
+        window_tokens, output_tokens, margin_tokens: the token budget of every call.
+        policy: the policy to assemble under (default: the ledger's).
+        model: the model name for the manifest and the tokenizer.
+    """
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        *,
+        conversation_id: str,
+        window_tokens: int,
+        output_tokens: int = 4_096,
+        margin_tokens: int = 512,
+        policy: Policy | None = None,
+        model: str = "gpt-4o",
+    ) -> None:
+        options = {"policy": policy} if policy is not None else {}
+        self.loop = LoopLedger(
+            ledger, Budget(window_tokens, output_tokens, margin_tokens), api="openai-responses", model=model, **options
+        )
+        self.conversation_id = conversation_id
+
+    @property
+    def assemblies(self) -> list[Assembly]:
+        """Every assembly made, in call order."""
+        return self.loop.assemblies
+
+    def __call__(self, data: CallModelData[Any]) -> ModelInputData:
+        """Record the new input items, assemble, and return the assembled instructions and input."""
+        instructions = data.model_data.instructions
+        if instructions:
+            self.loop.message(self.conversation_id, f"instructions:{_digest(instructions)}", "system", instructions)
+        record_items(self.loop, self.conversation_id, data.model_data.input)
+        unknown = [
+            i.get("call_id")
+            for i in map(_plain, data.model_data.input)
+            if i.get("type") == "function_call_output" and not self.loop.knows_call(self.conversation_id, i.get("call_id"))
+        ]
+        if unknown:
+            check_client_state(previous_response_id=f"(outputs for unseen calls {unknown})")
+        asm = self.loop.assemble(self.conversation_id, tools=_tools(data.agent))
+        return ModelInputData(input=list(asm.payload["input"]), instructions=asm.payload.get("instructions"))
+
+    def recall_tool(self) -> FunctionTool:
+        """The ``recall`` tool as an Agents SDK function tool (add it to the agent when the policy enables recall).
+
+        It answers through :meth:`~ctxledger.Ledger.rehydrate` under the hard filters of the latest assembly
+        (:mod:`ctxledger.assemble.recall`).
+        """
+
+        def recall(ref: str, start: int | None = None, end: int | None = None, unit: str = "bytes") -> str:
+            arguments: dict[str, Any] = {k: v for k, v in {"ref": ref, "start": start, "end": end}.items() if v is not None}
+            if unit != "bytes":
+                arguments["unit"] = unit
+            return self.loop.recall(self.conversation_id, arguments)
+
+        return function_tool(
+            recall, name_override=RECALL_TOOL, description_override=recall_schema()["function"]["description"]
+        )
+
+    def hooks(self) -> LedgerHooks:
+        """Run hooks that record each response and its usage against this filter's assemblies."""
+        return LedgerHooks(self)
+
+
+class LedgerHooks(RunHooks[Any]):
+    """Records every response as it comes and stores its usage against the call's assembly."""
+
+    def __init__(self, input_filter: LedgerInputFilter) -> None:
+        self.filter = input_filter
+
+    async def on_llm_end(self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse) -> None:
+        """Record the response's output items; its usage goes to the latest assembly."""
+        loop = self.filter.loop
+        items = [item.model_dump(mode="json", exclude_none=True) for item in response.output]
+        record_items(loop, self.filter.conversation_id, items)
+        if loop.assemblies:
+            loop.usage(loop.assemblies[-1], response.usage.input_tokens, response.usage.output_tokens)
+
+
+class LedgerSession(SessionABC):
+    """The SDK's ``Session`` protocol on a ledger conversation (``session_id`` is the conversation id).
+
+    ``add_items`` records the items into the conversation (each once); ``get_items`` returns the
+    conversation's whole history as Responses input items, rendered from the graph (the latest ``limit``
+    when given). ``pop_item`` and ``clear_session`` would rewrite history, which the ledger never does:
+    they raise :class:`~ctxledger.errors.ConfigurationError`.
+    """
+
+    def __init__(self, ledger: Ledger, session_id: str) -> None:
+        self.ledger = ledger
+        self.session_id = session_id
+        self.session_settings = None
+        self.loop = LoopLedger(ledger, Budget(1_000_000), api="openai-responses")
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The history as Responses input items (instructions are the agent's, not session items)."""
+        if self.ledger.store.head_seq("default", self.session_id) == 0:
+            return []
+        records = list(self.ledger.store.records("default", self.session_id))
+        units, _ = build_units(records, self.ledger.store.blobs.get)
+        turns = [t for u in units for t in u.turns if t.role not in ("system", "developer")]
+        if not turns:
+            return []
+        items = OpenAIResponsesSerializer().build(turns, model="session")["input"]
+        return items[-limit:] if limit else items
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Record ``items`` (each once)."""
+        record_items(self.loop, self.session_id, [dict(i) for i in items])
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Refused: the ledger is append-only."""
+        raise ConfigurationError("a ledger session is append-only: record a correction instead of popping an item")
+
+    async def clear_session(self) -> None:
+        """Refused: the ledger is append-only."""
+        raise ConfigurationError("a ledger session is append-only; start a new session_id instead of clearing")
+
+
+def record_items(loop: LoopLedger, conversation_id: str, items: Sequence[Any]) -> None:
+    """Record Responses input items not recorded yet, grouping a turn's reasoning, message and calls.
+
+    Items with an ``id`` are recorded under it; others under their position and content hash.
+
+    Raises:
+        ConfigurationError: an ``item_reference`` (server-side state the filter cannot see).
+        InputError: an item the Responses importer refuses (names its index and field).
+    """
+    plain = [_plain(i) for i in items]
+    for k, item in enumerate(plain):
+        if item.get("type") == "item_reference":
+            raise ConfigurationError(
+                f"input item {k} references server-side state; ctxledger manages state client-side "
+                "(no previous_response_id, no server conversation)"
+            )
+    for message, loc in chat_messages(plain, SOURCE):
+        first = plain[loc.index or 0]
+        key = str(first.get("id") or f"{loc.index}:{_digest(canonical_json(first))}")
+        role = message["role"]
+        if role == "tool":
+            loop.result(conversation_id, message["tool_call_id"], str(message["content"]))
+        elif message.get("tool_calls"):
+            calls = [(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in message["tool_calls"]]
+            loop.calls(conversation_id, key, calls, text=message.get("content"), thinking=message.get("thinking") or ())
+        else:
+            loop.message(conversation_id, key, role, _flat(message["content"]))
+
+
+def _plain(item: Any) -> dict[str, Any]:
+    if isinstance(item, Mapping):
+        return dict(item)
+    dump = getattr(item, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json", exclude_none=True)
+    raise InputError(f"not an input item: {type(item).__name__}", source=SOURCE)
+
+
+def _flat(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(str(p.get("text", "")) for p in content or () if isinstance(p, Mapping))
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _tools(agent: Agent[Any]) -> list[dict[str, Any]] | None:
+    """The agent's function tools in OpenAI ``tools`` form (what the model is offered)."""
+    out = []
+    for tool in getattr(agent, "tools", None) or ():
+        schema = getattr(tool, "params_json_schema", None)
+        if schema is None:
+            continue
+        function = {"name": tool.name, "description": getattr(tool, "description", "") or "", "parameters": schema}
+        if getattr(tool, "strict_json_schema", False):
+            function["strict"] = True
+        out.append({"type": "function", "function": function})
+    return out or None
+
+
+def check_client_state(previous_response_id: str | None = None, conversation_id: str | None = None) -> None:
+    """Refuse server-managed state, which the filter cannot see or budget.
+
+    Raises:
+        ConfigurationError: ``previous_response_id`` or a server ``conversation_id`` was given.
+    """
+    if previous_response_id or conversation_id:
+        raise ConfigurationError(
+            "ctxledger manages conversation state client-side: the assembled input is the whole context. "
+            "Do not pass previous_response_id or a server conversation_id to Runner.run; use LedgerSession "
+            "or pass the items yourself"
+        )
+

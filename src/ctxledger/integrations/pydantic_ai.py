@@ -1,0 +1,200 @@
+"""PydanticAI: :class:`LedgerCapability`, a capability whose ``wrap_model_request`` assembles every model call.
+
+``Agent(model, capabilities=[LedgerCapability(ledger, conversation_id="c", window_tokens=16_000)])``: each
+model request records the run's messages not recorded yet, assembles the call under the budget, and hands
+the model the assembled messages (``dataclasses.replace(request_context, messages=...)``). It changes what
+the model sees, not the run's message history. The response is recorded as it comes (its tool calls as one
+assistant message with its parallel calls) and its usage stored against the assembly.
+
+Mapping of PydanticAI message parts (``pydantic_ai.messages``): ``SystemPromptPart`` → a system message,
+``UserPromptPart`` → a user message (text), ``TextPart`` → assistant text, ``ToolCallPart`` → a tool call,
+``ToolReturnPart`` → its result, ``RetryPromptPart`` answering a call → a failed result. ``ThinkingPart``
+and ``CompactionPart`` are opaque, provider-pinned records: kept whole on the assistant message
+(``meta["pydantic_ai_parts"]``) and handed back, unchanged, on the assistant turn they belong to, so that
+PydanticAI sends them to the provider that made them. Source: PydanticAI *Capabilities* (``AbstractCapability.
+wrap_model_request``, ``ModelRequestContext``) and ``pydantic_ai.messages``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from typing import Any
+
+from pydantic_ai import RunContext, Tool
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.messages import (
+    CompactionPart,
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    SystemPromptPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models import ModelRequestContext
+
+from ctxledger.assemble.assembler import Assembly
+from ctxledger.assemble.recall import RECALL_TOOL, recall_schema
+from ctxledger.integrations._loop import Budget, LoopLedger
+from ctxledger.ledger import Ledger
+
+__all__ = ["LedgerCapability"]
+
+OPAQUE_PARTS = "pydantic_ai_parts"
+"""``meta`` key holding an assistant message's thinking and compaction parts as PydanticAI serialises them."""
+
+
+@dataclasses.dataclass
+class LedgerCapability(AbstractCapability[Any]):
+    """Records a PydanticAI run and hands each model request the assembled context (module docstring).
+
+    Args:
+        ledger: the ledger to record into and assemble from.
+        conversation_id: the conversation the run belongs to.
+        window_tokens, output_tokens, margin_tokens: the token budget of every call.
+        model: the model name for the manifest and the tokenizer.
+    """
+
+    ledger: Ledger
+    conversation_id: str
+    window_tokens: int
+    output_tokens: int = 4_096
+    margin_tokens: int = 512
+    model: str = "gpt-4o"
+    loop: LoopLedger = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        self.loop = LoopLedger(
+            self.ledger, Budget(self.window_tokens, self.output_tokens, self.margin_tokens), model=self.model
+        )
+
+    @property
+    def assemblies(self) -> list[Assembly]:
+        """Every assembly made, in call order."""
+        return self.loop.assemblies
+
+    def recall_tool(self) -> Tool[Any]:
+        """The ``recall`` tool as a PydanticAI tool (pass it in the agent's ``tools`` when the policy enables recall).
+
+        It answers through :meth:`~ctxledger.Ledger.rehydrate` under the hard filters of the latest assembly
+        (:mod:`ctxledger.assemble.recall`).
+        """
+
+        def recall(ref: str, start: int | None = None, end: int | None = None, unit: str = "bytes") -> str:
+            arguments: dict[str, Any] = {k: v for k, v in {"ref": ref, "start": start, "end": end}.items() if v is not None}
+            if unit != "bytes":
+                arguments["unit"] = unit
+            return self.loop.recall(self.conversation_id, arguments)
+
+        return Tool(recall, name=RECALL_TOOL, description=recall_schema()["function"]["description"], takes_ctx=False)
+
+    async def wrap_model_request(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, handler: Any
+    ) -> ModelResponse:
+        """Record the new messages, assemble, send the assembled messages, record the response and its usage."""
+        for index, message in enumerate(request_context.messages):
+            self._record(message, f"m{index}")
+        params = request_context.model_request_parameters
+        tools = [
+            {"type": "function", "function": {"name": t.name, "description": t.description or "", "parameters": t.parameters_json_schema}}
+            for t in [*params.function_tools, *params.output_tools]
+        ]
+        asm = self.loop.assemble(self.conversation_id, tools=tools or None)
+        messages = self._to_messages(asm)
+        response = await handler(dataclasses.replace(request_context, messages=messages))
+        self._record(response, "")
+        self.loop.usage(asm, response.usage.input_tokens, response.usage.output_tokens)
+        return response
+
+    # -- recording ---------------------------------------------------------------------------------
+
+    def _record(self, message: ModelMessage, key: str) -> None:
+        conv = self.conversation_id
+        if isinstance(message, ModelResponse):
+            key = _response_key(message)
+            text = "".join(p.content for p in message.parts if isinstance(p, TextPart))
+            calls = [(p.tool_call_id, p.tool_name, p.args_as_json_str()) for p in message.parts if isinstance(p, ToolCallPart)]
+            opaque = [p for p in message.parts if isinstance(p, ThinkingPart | CompactionPart)]
+            meta = {OPAQUE_PARTS: _dump(opaque)} if opaque else None
+            if calls:
+                self.loop.calls(conv, key, calls, text=text or None, meta=meta)
+            elif text:
+                self.loop.message(conv, key, "assistant", text, meta=meta)
+            return
+        for j, part in enumerate(message.parts):
+            part_key = f"{key}:{j}:{_digest(repr(part))}"
+            if isinstance(part, SystemPromptPart):
+                self.loop.message(conv, f"system:{_digest(part.content)}", "system", part.content)
+            elif isinstance(part, UserPromptPart):
+                content = part.content if isinstance(part.content, str) else " ".join(str(c) for c in part.content)
+                self.loop.message(conv, part_key, "user", content)
+            elif isinstance(part, ToolReturnPart):
+                self.loop.result(conv, part.tool_call_id, part.model_response_str())
+            elif isinstance(part, RetryPromptPart) and part.tool_name and part.tool_call_id:
+                self.loop.result(conv, part.tool_call_id, part.model_response(), failed=True)
+
+    # -- the assembled messages ------------------------------------------------------------------------
+
+    def _to_messages(self, asm: Assembly) -> list[ModelMessage]:
+        """The assembled OpenAI Chat payload as PydanticAI messages (requests and responses alternate)."""
+        renamed = {sent: original for original, sent in (asm.manifest.get("tools", {}).get("renamed") or {}).items()}
+        out: list[ModelMessage] = []
+        parts: list[Any] = []
+        names: dict[str, str] = {}
+        records = self.loop.recorder(self.conversation_id).records
+        for message, ref in zip(asm.payload["messages"], asm.turn_refs, strict=True):
+            role, content = message["role"], _flat(message.get("content"))
+            if role == "assistant":
+                if parts:
+                    out.append(ModelRequest(parts=parts))
+                    parts = []
+                response_parts: list[Any] = []
+                kept = records[ref].meta.get(OPAQUE_PARTS) if ref in records else None
+                if kept:
+                    response_parts += ModelMessagesTypeAdapter.validate_python([{"kind": "response", "parts": kept}])[0].parts
+                if content:
+                    response_parts.append(TextPart(content))
+                for call in message.get("tool_calls") or ():
+                    name = renamed.get(call["function"]["name"], call["function"]["name"])
+                    names[call["id"]] = name
+                    response_parts.append(ToolCallPart(name, call["function"]["arguments"], tool_call_id=call["id"]))
+                out.append(ModelResponse(parts=response_parts))
+            elif role == "tool":
+                call_id = message["tool_call_id"]
+                parts.append(ToolReturnPart(names.get(call_id, "tool"), content, tool_call_id=call_id))
+            elif role in ("system", "developer"):
+                parts.append(SystemPromptPart(content))
+            else:
+                parts.append(UserPromptPart(content))
+        if parts:
+            out.append(ModelRequest(parts=parts))
+        return out
+
+
+def _dump(parts: list[Any]) -> list[Any]:
+    """Parts as PydanticAI serialises them (JSON), to be loaded back unchanged."""
+    return ModelMessagesTypeAdapter.dump_python([ModelResponse(parts=parts)], mode="json")[0]["parts"]
+
+
+def _response_key(message: ModelResponse) -> str:
+    """A response's key: its parts' identity (the same response object reappears in later requests)."""
+    return "response:" + _digest(json.dumps(_dump(list(message.parts)), sort_keys=True))
+
+
+def _flat(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

@@ -1,0 +1,246 @@
+"""The JSON routes under ``/v1`` (every one scoped to the tenant of the request's key)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+
+from ctxledger.errors import InputError, RecordNotFound
+from ctxledger.records import Conversation
+from ctxledger.service import manifest_view
+from ctxledger.service.auth import request_tenant
+from ctxledger.service.messages import read_events, write_events
+from ctxledger.service.models import (
+    Appended,
+    AppendMessages,
+    Assembled,
+    AssembleRequest,
+    AssemblySummary,
+    ConversationSummary,
+    Imported,
+    ImportFile,
+    Usage,
+)
+from ctxledger.service.problems import MEDIA_TYPE
+from ctxledger.service.state import Service
+
+Tenant = Annotated[str, Depends(request_tenant)]
+
+router = APIRouter(prefix="/v1")
+
+
+def _service(request: Request) -> Service:
+    return request.app.state.service
+
+
+def _known_conversation(ledger: Any, tenant: str, conversation_id: str) -> Conversation:
+    try:
+        conv = ledger.store.get(tenant, conversation_id)
+    except RecordNotFound:
+        raise RecordNotFound(tenant, conversation_id, what="conversation") from None
+    if not isinstance(conv, Conversation):
+        raise RecordNotFound(tenant, conversation_id, what="conversation")
+    return conv
+
+
+@router.get("/conversations", summary="List the tenant's conversations")
+def list_conversations(request: Request, tenant: Tenant) -> list[ConversationSummary]:
+    """Conversations of the key's tenant, oldest first, with their number of records."""
+
+    def run(ledger: Any) -> list[ConversationSummary]:
+        out = []
+        for cid in ledger.store.conversations(tenant):
+            head = ledger.store.get(tenant, cid)
+            out.append(
+                ConversationSummary(
+                    id=cid, events=ledger.store.head_seq(tenant, cid), title=str(getattr(head, "title", "") or "")
+                )
+            )
+        return out
+
+    return _service(request).call(run)
+
+
+@router.post("/conversations/{conversation_id}/messages", status_code=201, summary="Append messages")
+def append_messages(request: Request, tenant: Tenant, conversation_id: str, body: AppendMessages) -> Appended:
+    """Append OpenAI Chat, Anthropic Messages or Responses-format messages (the conversation is created if new)."""
+    events = read_events(body.format, body.messages, body.system)
+
+    def run(ledger: Any) -> Appended:
+        kwargs = {"title": body.title} if body.title else {}
+        recorder = ledger.recorder(conversation_id, tenant_id=tenant, **kwargs)
+        written = write_events(recorder, events)
+        return Appended(
+            conversation_id=conversation_id, records=written, head_seq=ledger.store.head_seq(tenant, conversation_id)
+        )
+
+    return _service(request).call(run)
+
+
+@router.post("/imports", status_code=201, summary="Import a transcript or trajectory file")
+def import_file(request: Request, tenant: Tenant, body: ImportFile) -> Imported:
+    """Parse and validate a whole file, then write it in one transaction (bad input writes nothing)."""
+    suffix = Path(body.filename).suffix or ".json"
+    with tempfile.TemporaryDirectory(prefix="ctxledger-import-") as folder:
+        path = Path(folder) / f"{Path(body.filename).stem or 'upload'}{suffix}"
+        path.write_text(body.content, encoding="utf-8")
+
+        def run(ledger: Any) -> Any:
+            for cid in [body.conversation_id] if body.conversation_id else []:
+                try:
+                    ledger.store.get(tenant, cid)
+                except RecordNotFound:
+                    continue
+                raise InputError(f"conversation {cid!r} already exists", source=body.filename, field="conversation_id")
+            return ledger.import_file(path, body.format, tenant_id=tenant, conversation_id=body.conversation_id)
+
+        result = _service(request).call(run)
+    return Imported(
+        format=str(getattr(result, "format", body.format)),
+        conversation_ids=list(result.conversation_ids),
+        records=len(result.records),
+    )
+
+
+@router.post("/conversations/{conversation_id}/assemble", summary="Assemble the next model call's context")
+def assemble(request: Request, tenant: Tenant, conversation_id: str, body: AssembleRequest) -> Assembled:
+    """Assemble under a token budget and persist the manifest; returns the provider payload and the assembly id."""
+    fields = body.model_dump(exclude_none=True)
+    counter = fields.pop("counter", None)
+    for name in ("checks_passed", "tools"):
+        if name in fields:
+            fields[name] = tuple(fields[name])
+    if isinstance(fields.get("exact_evidence"), list):
+        fields["exact_evidence"] = tuple(fields["exact_evidence"])
+
+    def run(ledger: Any) -> Any:
+        _known_conversation(ledger, tenant, conversation_id)
+        return ledger.assemble(conversation_id, tenant_id=tenant, counter=counter, **fields)
+
+    asm = _service(request).call(run)
+    m = asm.manifest
+    return Assembled(
+        assembly_id=asm.id,
+        conversation_id=conversation_id,
+        payload=asm.payload,
+        payload_hash=asm.payload_hash,
+        tokens=manifest_view.tokens(m),
+        included=len(m.get("included", [])),
+        omitted=len(m.get("omitted", [])),
+    )
+
+
+def _summary(m: dict[str, Any]) -> AssemblySummary:
+    t = manifest_view.tokens(m)
+    return AssemblySummary(
+        id=m["id"],
+        conversation_id=m["conversation_id"],
+        snapshot_seq=m.get("snapshot_seq"),
+        created_at=m.get("created_at"),
+        model=m.get("model"),
+        estimated_input=t["estimated_input"],
+        observed_input=t["observed_input"],
+    )
+
+
+@router.get("/conversations/{conversation_id}/assemblies", summary="List a conversation's assemblies")
+def list_assemblies(request: Request, tenant: Tenant, conversation_id: str) -> list[AssemblySummary]:
+    """Assemblies of one conversation, oldest first."""
+
+    def run(ledger: Any) -> list[dict[str, Any]]:
+        _known_conversation(ledger, tenant, conversation_id)
+        return ledger.store.list_assemblies(tenant, conversation_id)
+
+    return [_summary(m) for m in _service(request).call(run)]
+
+
+@router.get("/assemblies", summary="List the tenant's assemblies")
+def list_all_assemblies(request: Request, tenant: Tenant) -> list[AssemblySummary]:
+    """Every assembly of the key's tenant, oldest first."""
+    return [_summary(m) for m in _service(request).call(lambda ledger: ledger.store.list_assemblies(tenant))]
+
+
+@router.get("/assemblies/{assembly_id}", summary="Get an assembly's manifest")
+def get_assembly(request: Request, tenant: Tenant, assembly_id: str) -> dict[str, Any]:
+    """The persisted manifest: budget, per-class ledger, included and omitted items with reasons, payload."""
+    return _service(request).call(lambda ledger: ledger.get_assembly(assembly_id, tenant_id=tenant))
+
+
+@router.get("/assemblies/{assembly_id}/explain/{ref:path}", summary="Explain one record of an assembly")
+def explain(request: Request, tenant: Tenant, assembly_id: str, ref: str) -> dict[str, Any]:
+    """Why the record ``ref`` (its id, or its number within the conversation) was included or omitted."""
+
+    def run(ledger: Any) -> dict[str, Any]:
+        manifest = ledger.get_assembly(assembly_id, tenant_id=tenant)
+        for candidate in (ref, f"{manifest['conversation_id']}/{ref}"):
+            if manifest_view.entry(manifest, candidate) is not None:
+                return ledger.explain(assembly_id, candidate, tenant_id=tenant)
+        raise RecordNotFound(tenant, ref, what=f"candidate of assembly {assembly_id}")
+
+    return _service(request).call(run)
+
+
+@router.post("/assemblies/{assembly_id}/usage", summary="Record the provider's token usage")
+def record_usage(request: Request, tenant: Tenant, assembly_id: str, body: Usage) -> dict[str, Any]:
+    """Store what the provider reported; returns the manifest's tokens with the estimate's error."""
+
+    def run(ledger: Any) -> dict[str, Any]:
+        ledger.record_usage(
+            assembly_id, body.input_tokens, body.output_tokens, tenant_id=tenant, overwrite=body.overwrite
+        )
+        return dict(ledger.get_assembly(assembly_id, tenant_id=tenant)["tokens"])
+
+    return _service(request).call(run)
+
+
+_BYTES = {200: {"content": {"application/octet-stream": {}}, "description": "The exact stored bytes."}}
+
+
+def _range(start: int | None, end: int | None) -> tuple[int, int] | None:
+    if start is None and end is None:
+        return None
+    if start is None or end is None:
+        raise InputError(
+            "give both start and end (0-based, end exclusive)", source="<api>", field="end" if end is None else "start"
+        )
+    if end < start:
+        raise InputError(f"end {end} is before start {start}", source="<api>", field="end")
+    return (start, end)
+
+
+@router.get("/rehydrate/{ref:path}", summary="Raw bytes of a tool result", responses=_BYTES, response_class=Response)
+def rehydrate(
+    request: Request,
+    tenant: Tenant,
+    ref: str,
+    start: Annotated[int | None, Query(ge=0)] = None,
+    end: Annotated[int | None, Query(ge=0)] = None,
+) -> Response:
+    """The exact raw bytes of a tool artifact (record id or ``sha256:<hex>``) or a message's text, hash-checked."""
+    span = _range(start, end)
+    data = _service(request).call(lambda ledger: ledger.rehydrate(ref, span, tenant_id=tenant))
+    return Response(data, media_type="application/octet-stream")
+
+
+@router.get(
+    "/assemblies/{assembly_id}/rehydrate/{ref:path}",
+    summary="Raw bytes of an assembly's item, if policy allows",
+    responses={**_BYTES, 403: {"description": "The policy forbids it", "content": {MEDIA_TYPE: {}}}},
+    response_class=Response,
+)
+def rehydrate_item(request: Request, tenant: Tenant, assembly_id: str, ref: str) -> Response:
+    """An item's raw bytes, only when the assembly's policy would let them in (no hard filter, no secret)."""
+    from ctxledger.service.problems import problem
+
+    def run(ledger: Any) -> bytes | str:
+        manifest = ledger.get_assembly(assembly_id, tenant_id=tenant)
+        refusal = manifest_view.rehydration_refusal(manifest, ref)
+        return refusal if refusal is not None else ledger.rehydrate(ref, None, tenant_id=tenant)
+
+    out = _service(request).call(run)
+    if isinstance(out, str):
+        return problem(403, "rehydration-refused", "Rehydration refused by the policy", out, field="ref")
+    return Response(out, media_type="application/octet-stream")

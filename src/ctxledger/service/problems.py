@@ -1,0 +1,120 @@
+"""Errors as ``application/problem+json`` (RFC 9457): one shape for every failure the service answers.
+
+Each problem has ``type``, ``title``, ``status`` and ``detail``; a problem about one field of the
+request also has ``field`` (the dotted path, e.g. ``body.window_tokens`` or ``messages[3].content``)
+and, for validation failures, ``errors`` (every field at fault). A missing or unknown id, including
+an id of another tenant, is the same 404 ``not-found`` problem: the answer never tells whether the id
+exists elsewhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ctxledger.errors import (
+    BudgetError,
+    ConfigurationError,
+    CtxledgerError,
+    InputError,
+    PolicyError,
+    RecordNotFound,
+    RequiredBlocksDoNotFit,
+    UsageAlreadyRecorded,
+)
+
+MEDIA_TYPE = "application/problem+json"
+"""Content type of every error answer."""
+
+_BASE = "https://ctxledger.dev/problems/"
+
+
+def problem(status: int, kind: str, title: str, detail: str, **extra: Any) -> JSONResponse:
+    """A problem+json response (``kind`` becomes the ``type`` URI's last segment)."""
+    body = {"type": _BASE + kind, "title": title, "status": status, "detail": detail}
+    body.update({k: v for k, v in extra.items() if v is not None})
+    headers = {"WWW-Authenticate": 'Bearer realm="ctxledger"'} if status == 401 else None
+    return JSONResponse(body, status_code=status, media_type=MEDIA_TYPE, headers=headers)
+
+
+def _dotted(loc: Any) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+async def validation_problem(_request: Request, exc: Exception) -> JSONResponse:
+    """422 for a request whose body, path or query does not validate; names every field at fault."""
+    assert isinstance(exc, RequestValidationError)
+    errors = [{"field": _dotted(e.get("loc", ())), "message": str(e.get("msg", ""))} for e in exc.errors()]
+    first = errors[0] if errors else {"field": None, "message": "invalid request"}
+    return problem(
+        422,
+        "invalid-request",
+        "Invalid request",
+        f"{first['field']}: {first['message']}",
+        field=first["field"],
+        errors=errors,
+    )
+
+
+async def http_problem(_request: Request, exc: Exception) -> JSONResponse:
+    """Starlette's own errors (unknown route, wrong method …) in the same shape."""
+    assert isinstance(exc, StarletteHTTPException)
+    titles = {401: "Unauthorized", 404: "Not found", 405: "Method not allowed"}
+    kind = {401: "unauthorized", 404: "not-found", 405: "method-not-allowed"}.get(exc.status_code, "http-error")
+    return problem(exc.status_code, kind, titles.get(exc.status_code, "HTTP error"), str(exc.detail))
+
+
+def ctxledger_problem(exc: CtxledgerError) -> JSONResponse:
+    """The answer for a ctxledger error: 404 not found, 409 usage already recorded, 422 bad input, else 500."""
+    if isinstance(exc, RecordNotFound):
+        return problem(404, "not-found", "Not found", f"{exc.record_id!r} was not found", field=None)
+    if isinstance(exc, UsageAlreadyRecorded):
+        return problem(409, "usage-already-recorded", "Usage already recorded", str(exc), field="overwrite")
+    if isinstance(exc, RequiredBlocksDoNotFit):
+        blocks = [{"ref": b.ref, "what": b.what, "tokens": b.tokens} for b in exc.blocks]
+        return problem(
+            422,
+            "required-blocks-do-not-fit",
+            "Required blocks do not fit",
+            str(exc),
+            field="window_tokens",
+            required_tokens=exc.required_tokens,
+            budget_tokens=exc.budget_tokens,
+            blocks=blocks,
+        )
+    if isinstance(exc, InputError):
+        return problem(422, "invalid-input", "Invalid input", exc.problem, field=exc.field, index=exc.index)
+    if isinstance(exc, BudgetError):
+        return problem(422, "invalid-budget", "Invalid budget", str(exc), field="window_tokens")
+    if isinstance(exc, ConfigurationError | PolicyError):
+        return problem(422, "invalid-request", "Invalid request", str(exc))
+    return problem(500, "internal", type(exc).__name__, str(exc))
+
+
+async def ctxledger_exception(_request: Request, exc: Exception) -> JSONResponse:
+    """Exception handler form of :func:`ctxledger_problem`."""
+    assert isinstance(exc, CtxledgerError)
+    return ctxledger_problem(exc)
+
+
+class Unauthorized(Exception):
+    """No key, or a key that names no tenant: 401."""
+
+
+async def unauthorized(_request: Request, exc: Exception) -> JSONResponse:
+    """401 with ``WWW-Authenticate: Bearer``."""
+    return problem(401, "unauthorized", "Unauthorized", str(exc) or "a valid Authorization: Bearer key is required")
+
+
+PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
+    code: {"description": text, "content": {MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}}}
+    for code, text in ((401, "No or unknown key"), (404, "Not found (or another tenant's)"), (422, "Invalid request"))
+}
+"""OpenAPI ``responses`` entries for the problems every ``/v1`` route may answer."""

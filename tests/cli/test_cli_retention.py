@@ -1,0 +1,79 @@
+"""``ctxledger retain``, ``forget`` and ``retention-audit`` on a real SQLite store the demo filled."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from ctxledger.cli import app
+from ctxledger.ledger import Ledger
+from ctxledger.records import ToolArtifact
+
+POLICY = """
+[policy]
+name = "keep-less"
+version = "1"
+
+[[retention.rules]]
+name = "raw-outputs-30d"
+kinds = ["tool_artifact"]
+after_days = 30
+action = "redact"
+"""
+
+
+def _demo(runner: CliRunner, tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'ctx.db'}"
+    assert runner.invoke(app, ["--db", url, "demo", "--out", str(tmp_path / "p.json")]).exit_code == 0
+    (tmp_path / "policy.toml").write_text(POLICY, encoding="utf-8")
+    return url
+
+
+def test_retain_dry_run_then_run_then_audit(runner: CliRunner, tmp_path: Path) -> None:
+    url = _demo(runner, tmp_path)
+    with Ledger.open(url) as ledger:
+        conv = ledger.store.conversations("default")[0]
+        arts = [r for r in ledger.store.records("default", conv) if isinstance(r, ToolArtifact)]
+    args = ["--db", url, "retain", "--policy", str(tmp_path / "policy.toml"), "--now", "2031-01-01T00:00Z"]
+    dry = runner.invoke(app, [*args, "--dry-run", "--json"])
+    assert dry.exit_code == 0, dry.output
+    planned = json.loads(dry.stdout)
+    assert planned["dry_run"] and planned["by_rule"]["raw-outputs-30d"]["redact"] == len(arts)
+    with Ledger.open(url) as ledger:  # nothing changed
+        assert ledger.store.blobs.exists(arts[0].sha256) and not ledger.retention_audit()
+    done = runner.invoke(app, args)
+    assert done.exit_code == 0, done.output
+    assert "raw-outputs-30d" in done.stdout and "redact" in done.stdout
+    again = runner.invoke(app, [*args, "--json"])
+    assert json.loads(again.stdout)["by_rule"] == {}
+    audit = runner.invoke(app, ["--db", url, "retention-audit", "--ref", arts[0].id, "--json"])
+    (row,) = json.loads(audit.stdout)
+    assert (row["rule"], row["action"], row["before_sha256"]) == ("raw-outputs-30d", "redact", arts[0].sha256)
+    shown = runner.invoke(app, ["--db", url, "rehydrate", arts[0].id])
+    assert shown.exit_code == 2 and "redacted by retention rule raw-outputs-30d" in shown.stderr
+
+
+def test_retain_refuses_a_policy_without_retention_rules(runner: CliRunner, tmp_path: Path) -> None:
+    url = _demo(runner, tmp_path)
+    (tmp_path / "plain.toml").write_text('[policy]\nname = "p"\nversion = "1"\n', encoding="utf-8")
+    result = runner.invoke(app, ["--db", url, "retain", "--policy", str(tmp_path / "plain.toml")])
+    assert result.exit_code == 2 and "no [retention] rules" in " ".join(result.stderr.split())
+
+
+def test_forget_prints_what_would_go_until_yes(runner: CliRunner, tmp_path: Path) -> None:
+    url = _demo(runner, tmp_path)
+    with Ledger.open(url) as ledger:
+        conv = ledger.store.conversations("default")[0]
+    shown = runner.invoke(app, ["--db", url, "forget", "--conversation", conv])
+    assert shown.exit_code == 0 and "pass --yes" in shown.stdout
+    with Ledger.open(url) as ledger:
+        assert ledger.store.conversations("default") == [conv]
+    done = runner.invoke(app, ["--db", url, "forget", "--conversation", conv, "--yes"])
+    assert done.exit_code == 0, done.output
+    with Ledger.open(url) as ledger:
+        assert ledger.store.conversations("default") == []
+        assert {e.rule for e in ledger.retention_audit()} == {"forget"}
+    missing = runner.invoke(app, ["--db", url, "forget", "--conversation", conv, "--yes"])
+    assert missing.exit_code == 2 and "not found" in missing.stderr

@@ -1,0 +1,148 @@
+"""LedgerMiddleware in a real LangChain v1 agent loop (create_agent) driven by a scripted fake chat model."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+
+from ctxledger import Ledger
+from ctxledger.integrations.langchain import LedgerMiddleware
+
+LONG = " ".join(f"station {i} reads {i * 7 % 97} mm" for i in range(900))  # over budget: must shrink
+
+
+@tool
+def weather(city: str) -> str:
+    """Current weather of a city."""
+    return f"{city}: 18C sunny. {LONG if city == 'Oslo' else ''}"
+
+
+@tool
+def clock(city: str) -> str:
+    """Local time of a city."""
+    return f"{city}: 09:00"
+
+
+class ScriptedModel(GenericFakeChatModel):
+    """Replays scripted replies and keeps what it was shown on each call; tools bind to itself."""
+
+    seen: list[list[BaseMessage]] = []
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedModel:
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        self.seen.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
+
+
+def script() -> list[AIMessage]:
+    usage = {"input_tokens": 120, "output_tokens": 20, "total_tokens": 140}
+    return [
+        AIMessage(
+            "",
+            tool_calls=[
+                {"id": "call_w1", "name": "weather", "args": {"city": "Paris"}},
+                {"id": "call_w2", "name": "weather", "args": {"city": "Oslo"}},
+            ],
+            usage_metadata=usage,
+        ),
+        AIMessage("", tool_calls=[{"id": "call_c1", "name": "clock", "args": {"city": "Paris"}}], usage_metadata=usage),
+        AIMessage("Paris is sunny at 09:00; Oslo too.", usage_metadata=usage),
+    ]
+
+
+def run(ledger: Ledger, *, use_async: bool = False) -> tuple[dict[str, Any], LedgerMiddleware, ScriptedModel]:
+    model = ScriptedModel(messages=iter(script()))
+    model.seen = []
+    middleware = LedgerMiddleware(ledger, window_tokens=3000, output_tokens=300, margin_tokens=100)
+    agent = create_agent(
+        model, [weather, clock], system_prompt="You answer weather questions.", middleware=[middleware],
+        checkpointer=InMemorySaver(),
+    )
+    config = {"configurable": {"thread_id": "thread-7"}}
+    question = {"messages": [HumanMessage("Weather and time in Paris and Oslo?")]}
+    state = asyncio.run(agent.ainvoke(question, config)) if use_async else agent.invoke(question, config)
+    return state, middleware, model
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_every_model_call_is_assembled_under_budget_and_recorded(tmp_path, use_async: bool) -> None:
+    with Ledger.open(f"sqlite:///{tmp_path}/lc.db") as ledger:
+        state, middleware, model = run(ledger, use_async=use_async)
+        assert state["messages"][-1].content == "Paris is sunny at 09:00; Oslo too."
+        assert len(middleware.assemblies) == len(model.seen) == 3
+        for asm in middleware.assemblies:
+            manifest = ledger.get_assembly(asm.id)
+            assert manifest["tokens"]["estimated_input"] <= 3000 - 300 - 100
+            assert manifest["tokens"]["observed_input"] == 120  # usage_metadata recorded per call
+        # the model saw the assembled context: the big Oslo result shrunk, the state kept it whole
+        oslo_state = next(m for m in state["messages"] if getattr(m, "tool_call_id", None) == "call_w2")
+        assert LONG in oslo_state.content
+        last_seen = " ".join(str(m.content) for m in model.seen[-1])
+        assert LONG not in last_seen and "Paris: 09:00" in last_seen
+        # the history was recorded as it happened: 2 parallel calls on one message, then one call, then the answer
+        records = list(ledger.store.records("default", "thread-7"))
+        calls = [r for r in records if r.kind.value == "tool_call"]
+        assert [(c.call_id, c.index) for c in calls] == [("call_w1", 0), ("call_w2", 1), ("call_c1", 0)]
+        assert calls[0].message_id == calls[1].message_id != calls[2].message_id
+        assert sum(r.kind.value == "tool_artifact" for r in records) == 3
+        final = ledger.get_assembly(middleware.assemblies[-1].id)
+        oslo = next(r for r in records if r.kind.value == "tool_artifact" and r.call_id == "call_w2")
+        why = ledger.explain(final["id"], oslo.id)  # the manifest explains what happened to the big result
+        assert why["status"] in ("included", "omitted") and why["reason"]
+        assert why["status"] == "omitted" or why["representation"] != "verbatim"
+
+
+def test_the_model_recalls_an_excerpt_through_the_recall_tool(tmp_path) -> None:
+    import dataclasses
+    import re
+
+    from ctxledger.policy.base import RehydrationParams
+    from ctxledger.policy.default import default_policy
+
+    policy = dataclasses.replace(default_policy(), rehydration=RehydrationParams(recall_tool=True))
+
+    class Recaller(ScriptedModel):
+        def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+            seen = " ".join(str(m.content) for m in messages)
+            found = re.search(r"ctxledger rehydrate (\S+?)[;\]\s]", seen)
+            if len(self.seen) == 1 and found:  # the second call: read the shrunk result back
+                self.messages = iter(
+                    [
+                        AIMessage(
+                            "",
+                            tool_calls=[
+                                {"id": "call_r1", "name": "recall", "args": {"ref": found.group(1), "start": 0, "end": 120}},
+                                {"id": "call_r2", "name": "recall", "args": {"ref": "elsewhere/7"}},
+                            ],
+                        ),
+                        AIMessage("Done."),
+                    ]
+                )
+            return super()._generate(messages, *args, **kwargs)
+
+    with Ledger.open(f"sqlite:///{tmp_path}/r.db") as ledger:
+        model = Recaller(messages=iter([AIMessage("", tool_calls=[{"id": "call_w", "name": "weather", "args": {"city": "Oslo"}}])]))
+        model.seen = []
+        middleware = LedgerMiddleware(ledger, window_tokens=2000, output_tokens=200, margin_tokens=100, policy=policy)
+        agent = create_agent(model, [weather, middleware.recall_tool()], middleware=[middleware])
+        state = agent.invoke({"messages": [HumanMessage("Oslo weather?")]}, {"configurable": {"thread_id": "r"}})
+        assert state["messages"][-1].content == "Done."
+        assert len(middleware.assemblies) == 3
+        for asm in middleware.assemblies:  # the recall schema is offered and costed in F
+            assert "recall" in [t["function"]["name"] for t in asm.payload["tools"]]
+            assert ledger.get_assembly(asm.id)["tokens"]["estimated_input"] <= 2000 - 200 - 100
+        oslo = next(r for r in ledger.store.records("default", "r") if r.kind.value == "tool_artifact" and r.call_id == "call_w")
+        answers = {m.tool_call_id: m.content for m in state["messages"] if getattr(m, "tool_call_id", None)}
+        assert answers["call_r1"].encode() == ledger.rehydrate(oslo.id, (0, 120))
+        assert "not_a_candidate" in answers["call_r2"]
+        recalls = ledger.get_assembly(middleware.assemblies[-1].id)["recalls"]
+        assert [(r["ref"], r["decision"]) for r in recalls] == [(oslo.id, "answered"), ("elsewhere/7", "refused")]

@@ -1,0 +1,191 @@
+"""The /v1 API: append, import, assemble, explain, rehydrate, usage, lists; problems; tenants and keys."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxledger.hashing import sha256_hex
+
+CONV = "tau-task2-trial1"
+
+if TYPE_CHECKING:
+    from conftest import Served
+
+
+def test_healthz_and_openapi_need_no_key(served: Served) -> None:
+    assert served.client.get("/healthz").json() == {"status": "ok"}
+    schema = served.client.get("/openapi.json").json()
+    assert "/v1/conversations/{conversation_id}/assemble" in schema["paths"]
+    assert "/v1/assemblies/{assembly_id}/explain/{ref}" in schema["paths"]
+
+
+def test_no_key_is_401_problem_and_a_bad_key_too(served: Served) -> None:
+    for headers in ({}, {"Authorization": "Bearer ctxl_000000000000_" + "x" * 43}, {"Authorization": "Basic abc"}):
+        answer = served.client.get("/v1/conversations", headers=headers)
+        assert answer.status_code == 401
+        assert answer.headers["content-type"] == "application/problem+json"
+        assert answer.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_assemble_returns_the_payload_and_an_assembly_that_explains_itself(served: Served) -> None:
+    auth = served.auth("acme")
+    answer = served.client.post(
+        f"/v1/conversations/{CONV}/assemble",
+        headers=auth,
+        json={"window_tokens": 8000, "output_tokens": 1000, "margin_tokens": 200},
+    )
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["payload"]["messages"] and body["omitted"] > 0
+    assert body["tokens"]["estimated_input"] <= 6800
+    manifest = served.client.get(f"/v1/assemblies/{body['assembly_id']}", headers=auth).json()
+    assert manifest["payload_hash"] == body["payload_hash"]
+    omitted = manifest["omitted"][0]["ref"]
+    why = served.client.get(f"/v1/assemblies/{body['assembly_id']}/explain/{omitted}", headers=auth).json()
+    assert why["status"] == "omitted" and why["reason"] == manifest["omitted"][0]["reason"]
+    short = omitted.removeprefix(f"{CONV}/")
+    assert served.client.get(f"/v1/assemblies/{body['assembly_id']}/explain/{short}", headers=auth).json() == why
+    listed = served.client.get(f"/v1/conversations/{CONV}/assemblies", headers=auth).json()
+    assert body["assembly_id"] in [a["id"] for a in listed]
+
+
+def test_usage_is_recorded_once_then_409_unless_overwrite(served: Served) -> None:
+    auth = served.auth("acme")
+    aid = served.client.post(f"/v1/conversations/{CONV}/assemble", headers=auth, json={}).json()["assembly_id"]
+    first = served.client.post(
+        f"/v1/assemblies/{aid}/usage", headers=auth, json={"input_tokens": 10, "output_tokens": 2}
+    )
+    assert first.status_code == 200 and first.json()["observed_input"] == 10
+    again = served.client.post(
+        f"/v1/assemblies/{aid}/usage", headers=auth, json={"input_tokens": 11, "output_tokens": 2}
+    )
+    assert again.status_code == 409 and again.json()["field"] == "overwrite"
+    fixed = served.client.post(
+        f"/v1/assemblies/{aid}/usage", headers=auth, json={"input_tokens": 11, "output_tokens": 2, "overwrite": True}
+    )
+    assert fixed.json()["observed_input"] == 11
+
+
+def test_a_bad_field_is_a_422_problem_naming_it(served: Served) -> None:
+    auth = served.auth("acme")
+    answer = served.client.post(f"/v1/conversations/{CONV}/assemble", headers=auth, json={"window_tokens": -5})
+    assert answer.status_code == 422
+    assert answer.headers["content-type"] == "application/problem+json"
+    assert answer.json()["field"] == "body.window_tokens"
+    bad = served.client.post(
+        "/v1/conversations/new/messages", headers=auth, json={"messages": [{"role": "wizard", "content": "hi"}]}
+    )
+    assert bad.status_code == 422 and bad.json()["field"] == "messages[0].role"
+    tight = served.client.post(
+        f"/v1/conversations/{CONV}/assemble",
+        headers=auth,
+        json={"window_tokens": 1500, "output_tokens": 1000, "margin_tokens": 200},
+    )
+    assert tight.status_code == 422 and tight.json()["field"] == "window_tokens", tight.text
+    assert tight.json()["required_tokens"] > tight.json()["budget_tokens"] == 300
+
+
+def test_appending_in_each_format_continues_one_conversation(served: Served) -> None:
+    auth = served.auth("acme")
+    post = served.client.post
+    first = post(
+        "/v1/conversations/chat/messages",
+        headers=auth,
+        json={
+            "format": "openai-chat",
+            "messages": [
+                {"role": "system", "content": "You are terse."},
+                {"role": "user", "content": "Weather in Oslo?"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "weather", "arguments": '{"city":"Oslo"}'},
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "c1", "content": '{"temp_c": -3}'},
+            ],
+        },
+    )
+    assert first.status_code == 201, first.text
+    second = post(
+        "/v1/conversations/chat/messages",
+        headers=auth,
+        json={
+            "format": "anthropic-messages",
+            "messages": [
+                {"role": "assistant", "content": [{"type": "text", "text": "It is -3 °C."}]},
+                {"role": "user", "content": "And Bergen?"},
+            ],
+        },
+    )
+    third = post(
+        "/v1/conversations/chat/messages",
+        headers=auth,
+        json={
+            "format": "openai-responses",
+            "messages": [
+                {"type": "function_call", "call_id": "c2", "name": "weather", "arguments": '{"city":"Bergen"}'},
+                {"type": "function_call_output", "call_id": "c2", "output": '{"temp_c": 4}'},
+            ],
+        },
+    )
+    assert second.status_code == third.status_code == 201, (second.text, third.text)
+    seqs = [first.json()["head_seq"], second.json()["head_seq"], third.json()["head_seq"]]
+    assert seqs == sorted(seqs) and len(set(seqs)) == 3
+    artifact = next(r for r in third.json()["records"] if "art-" in r)
+    raw = served.client.get(f"/v1/rehydrate/{artifact}", headers=auth)
+    assert raw.content == b'{"temp_c": 4}'
+    part = served.client.get(f"/v1/rehydrate/{artifact}", headers=auth, params={"start": 2, "end": 8})
+    assert part.content == b'{"temp_c": 4}'[2:8]
+    asm = post(
+        "/v1/conversations/chat/assemble", headers=auth, json={"window_tokens": 4000, "output_tokens": 500}
+    ).json()
+    assert asm["payload"]["messages"][-1]["role"] == "tool"
+
+
+def test_another_tenants_ids_answer_404_exactly_like_missing_ones(served: Served) -> None:
+    acme, globex = served.auth("acme"), served.auth("globex")
+    aid = served.client.post(f"/v1/conversations/{CONV}/assemble", headers=acme, json={}).json()["assembly_id"]
+    probes = [
+        ("get", f"/v1/assemblies/{aid}", None),
+        ("get", f"/v1/assemblies/{aid}/explain/{CONV}/1", None),
+        ("post", f"/v1/conversations/{CONV}/assemble", {}),
+        ("get", f"/v1/conversations/{CONV}/assemblies", None),
+        ("get", f"/v1/rehydrate/{CONV}/3", None),
+        ("post", f"/v1/assemblies/{aid}/usage", {"input_tokens": 1, "output_tokens": 1}),
+    ]
+    for method, path, body in probes:
+        theirs = served.client.request(method, path, headers=globex, json=body)
+        missing = served.client.request(
+            method, path.replace("tau", "nope").replace(aid, "asm_nope"), headers=globex, json=body
+        )
+        assert theirs.status_code == missing.status_code == 404, (path, theirs.text)
+        assert theirs.json()["title"] == missing.json()["title"]
+        assert "acme" not in theirs.text
+    assert served.client.get("/v1/conversations", headers=globex).json() == []
+    # a tenant in the body or the path never switches tenants
+    sneaky = served.client.post(f"/v1/conversations/{CONV}/assemble", headers=globex, json={"tenant_id": "acme"})
+    assert sneaky.status_code == 422
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(min_size=1, max_size=200))
+def test_any_user_text_round_trips_through_append_and_rehydrate(served: Served, text: str) -> None:
+    auth = served.auth("globex")
+    cid = f"h-{sha256_hex(text.encode())[:12]}"
+    answer = served.client.post(
+        f"/v1/conversations/{cid}/messages", headers=auth, json={"messages": [{"role": "user", "content": text}]}
+    )
+    if answer.status_code == 422:  # a conversation id written twice by a repeated example
+        return
+    assert answer.status_code == 201, answer.text
+    (ref,) = answer.json()["records"]
+    assert served.client.get(f"/v1/rehydrate/{ref}", headers=auth).content == text.encode("utf-8")
