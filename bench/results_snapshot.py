@@ -63,16 +63,14 @@ def scenarios() -> dict[str, Any]:
 
 def cases() -> dict[str, Any]:
     """Per shared failure case: included records, payload hash, or the error it raised."""
-    from ctxledger.eval.cases import add_case_memories, check_case, load_case, run_case
+    from ctxledger.eval.cases import check_case, load_case, run_case
     from ctxledger.ledger import Ledger
     from ctxledger.testing import MemoryStore
 
     out: dict[str, Any] = {}
     for path in sorted((SHARED / "cases").glob("B*.json")):
         case = load_case(path)
-        defaults = {"scope": case["request"]} if isinstance(case.get("request"), Mapping) else None
-        prepare = add_case_memories if case.get("memories") else None
-        run = run_case(case, Ledger(MemoryStore(), request_defaults=defaults), prepare=prepare)
+        run = run_case(case, Ledger(MemoryStore()))  # as run_case_file: the case's memories and scope are its own
         passed = not check_case(run)
         if run.assembly is None:
             out[case["id"]] = {"error": type(run.error).__name__, "passed": passed}

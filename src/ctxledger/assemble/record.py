@@ -186,13 +186,8 @@ def _kept(ref: str, about: set[str], candidates: set[str]) -> bool:
 
 
 def _replay_tokens(snap: Snapshot, costs: Sequence[Sequence[int]]) -> int:
-    """Tokens of every unit of the snapshot verbatim (cached on the snapshot as it grows)."""
-    count, total = snap.memo.get("manifest_replay", {}).get("", (0, 0))
-    if count > len(costs):
-        count, total = 0, 0
-    total += sum(sum(c) for c in costs[count:])
-    snap.memo.setdefault("manifest_replay", {})[""] = (len(costs), total)
-    return total
+    """Tokens of every unit of the snapshot verbatim."""
+    return sum(sum(c) for c in costs)
 
 
 def _candidates(snap: Snapshot, plan: Any) -> list[Any]:
