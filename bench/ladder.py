@@ -54,7 +54,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make ``ctxledger`` importable from src
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from ctxledger.assemble.units import content_text
+from ctxledger.units import content_text
 from ctxledger.errors import RequiredBlocksDoNotFit
 from ctxledger.ledger import Ledger
 from ctxledger.policy.base import Policy

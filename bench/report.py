@@ -67,13 +67,72 @@ def _latency_cells(r: Mapping[str, Any]) -> tuple[str, ...]:
     if r["timing"] is None:
         return (*head, "skipped", "—", "0", r.get("target", ""), r.get("skipped") or "")
     t = r["timing"]
-    return (*head, ms(t["median_ms"]), ms(t["p95_ms"]), str(t["n"]), r.get("target", ""), _phases(r["phases"]))
+    extra = r.get("extra") or {}
+    size = extra.get("manifest_bytes")
+    rss = extra.get("peak_rss_mb")
+    return (
+        *head,
+        ms(t["median_ms"]),
+        ms(t["p95_ms"]),
+        str(t["n"]),
+        r.get("target", ""),
+        _phases(r["phases"]),
+        "—" if size is None else f"{size / 1024:,.1f}",
+        "—" if rss is None else f"{rss:,.0f}",
+    )
 
 
 def latency_table(latency: Sequence[Mapping[str, Any]]) -> str:
-    """Assembly latency per workload, backend and scenario (skipped scenarios say why)."""
-    headers = ("workload", "events", "backend", "scenario", "median ms", "p95 ms", "n", "target", "median phases (ms)")
+    """Assembly CPU time per workload, backend and scenario (skipped scenarios say why).
+
+    Also the persisted manifest's size (KB of canonical JSON) and the process's peak resident memory so
+    far (MB: the whole run shares one process, so it only grows).
+    """
+    headers = (
+        "workload",
+        "events",
+        "backend",
+        "scenario",
+        "median ms",
+        "p95 ms",
+        "n",
+        "target",
+        "median phases (wall ms)",
+        "manifest KB",
+        "peak RSS MB",
+    )
     return table(headers, [_latency_cells(r) for r in latency])
+
+
+def growth_table(latency: Sequence[Mapping[str, Any]]) -> str:
+    """Per backend and scenario, the synthetic workloads' median CPU time and manifest size over the smallest's.
+
+    The issue's target is a ratio of at most 1.5 between 100,000 and 1,000 events (warm, append-one, and
+    the manifest size).
+    """
+    synthetic = [r for r in latency if str(r["workload"]).startswith("synthetic") and r["timing"] is not None]
+    rows = []
+    for backend in sorted({r["backend"] for r in synthetic}):
+        for scenario in ("cold", "restart", "warm", "append-one"):
+            runs = sorted(
+                (r for r in synthetic if r["backend"] == backend and r["scenario"] == scenario),
+                key=lambda r: r["events"],
+            )
+            if len(runs) < 2:
+                continue
+            base, top = runs[0], runs[-1]
+            size_base = (base.get("extra") or {}).get("manifest_bytes")
+            size_top = (top.get("extra") or {}).get("manifest_bytes")
+            rows.append(
+                (
+                    backend,
+                    scenario,
+                    f"{base['events']:,} → {top['events']:,}",
+                    f"{top['timing']['median_ms'] / base['timing']['median_ms']:.2f}×",
+                    f"{size_top / size_base:.2f}×" if size_base and size_top else "—",
+                )
+            )
+    return table(("backend", "scenario", "events", "CPU time ratio", "manifest size ratio"), rows)
 
 
 def import_table(imports: Sequence[Mapping[str, Any]]) -> str:

@@ -1,6 +1,6 @@
 """The token budget and the budget ledger.
 
-DESIGN §2; seed 000 "Tokens y presupuesto antes de seleccionar"; seed 001 "Context Budget Ledger".
+Seed 000 "Tokens y presupuesto antes de seleccionar"; seed 001 "Context Budget Ledger".
 
 ``B_input = W − O − M`` is what the request may carry: the model's context window ``W`` less the output
 reserve ``O`` and the safety margin ``M``. ``B_dynamic = B_input − F`` is what is left for history after
@@ -64,6 +64,22 @@ class Budget:
         if used > self.input_tokens:
             raise RequiredBlocksDoNotFit(blocks, self.input_tokens)
         return self.input_tokens - used
+
+
+DEFAULT_BUDGET = Budget(128_000, 4_096, 512)
+"""The budget of a request that names none (tokens): ``W`` 128,000, ``O`` 4,096, ``M`` 512, so ``B_input``
+123,392; :class:`~ctxledger.assemble.assembler.AssemblyRequest`'s default."""
+
+
+def contract_budget(requested: Budget, cap: int | None) -> Budget:
+    """The effective budget: ``requested`` with ``B_input`` capped at ``cap`` tokens (a working-set contract's).
+
+    ``O`` and ``M`` stay as asked; ``W`` shrinks so that ``W − O − M = cap``. ``cap`` ``None`` or at least
+    ``B_input`` leaves the budget as asked. The manifest records both (``budget.requested`` and the rest).
+    """
+    if cap is None or cap >= requested.input_tokens:
+        return requested
+    return Budget(cap + requested.output_tokens + requested.margin_tokens, requested.output_tokens, requested.margin_tokens)
 
 
 @dataclass(slots=True)

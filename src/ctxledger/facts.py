@@ -47,7 +47,7 @@ from typing import Any
 import msgspec
 
 import ctxledger.assemble.relevance as relevance
-import ctxledger.assemble.units as units
+import ctxledger.units as units
 import ctxledger.policy.injection as injection
 import ctxledger.policy.secrets as secrets
 from ctxledger.errors import BlobNotFound, InputError, IntegrityError

@@ -28,8 +28,9 @@ from ctxledger.assemble.assembler import Assembly, AssemblyRequest, assemble, un
 from ctxledger.assemble.costing import Coster, SerializerCoster
 from ctxledger.assemble.represent import Ladder, reach
 from ctxledger.assemble.snapshot import SnapshotLoader
-from ctxledger.errors import ConfigurationError, ContentRetained, InputError, RecordNotFound
-from ctxledger.manifest import explain
+from ctxledger.assemble.version import ASSEMBLER_VERSION
+from ctxledger.errors import ConfigurationError, ContentRetained, CtxledgerError, InputError, RecordNotFound
+from ctxledger.manifest import explain, has_full_trace
 from ctxledger.policy.base import Policy
 from ctxledger.policy.default import default_policy
 from ctxledger.policy.secrets import check_identifiers
@@ -83,6 +84,8 @@ class Ledger:
         """The representation ladder (its option cache lives as long as the ledger)."""
         self._costers: dict[tuple[str, str], Coster] = {}
         self._conversations: OrderedDict[tuple[str, str], list[Record]] = OrderedDict()
+        self._policies: OrderedDict[str, Policy] = OrderedDict()
+        """Policies assembled with in this process, by the hash their manifests record (for replays)."""
 
     @classmethod
     def open(cls, url: str | None = None, *, blobs_dir: str | os.PathLike[str] | None = None, **kwargs: Any) -> Ledger:
@@ -241,7 +244,7 @@ class Ledger:
 
     def _warm_counts(self, batch: Any, coster: Coster) -> None:
         """Count every imported turn once (one store round trip) from the parsed batch, not from the store."""
-        from ctxledger.assemble.units import build_units
+        from ctxledger.units import build_units
 
         turns = []
         for conv in batch.conversations:
@@ -279,6 +282,7 @@ class Ledger:
         policy: Policy | None = None,
         coster: Coster | None = None,
         counter: str | TokenCounter | None = None,
+        trace: str = "summary",
         **request: Any,
     ) -> Assembly:
         """Assemble the context of the next model call and (by default) persist its manifest.
@@ -293,6 +297,10 @@ class Ledger:
                 ``"estimate/quicktok/o200k_base"``, ``"chars/4"`` …; see :func:`ctxledger.tokens.get_counter`)
                 or as a counter; default the ledger's, else the model's own. Needed for a model whose
                 tokenizer is not known (``model="llama-3.1-70b"``), which is otherwise refused.
+            trace: ``"summary"`` persists the manifest record (included items, budget, request, omissions
+                summarised by reason and stage, notable omissions); ``"full"`` also persists every omitted
+                candidate, decision and mark, and the payload. Either way the returned assembly's
+                ``manifest`` reads the full trace in process, and :meth:`explain` answers for any record.
             **request: other :class:`AssemblyRequest` fields (``window_tokens``, ``output_tokens``,
                 ``margin_tokens``, ``api``, ``model``, ``branch_id``, ``as_of_seq``, ``participant_id``,
                 ``query``, ``tools``, ``provider``, ``scope``, ``agent``, ``call_type``, ``phase``,
@@ -331,9 +339,14 @@ class Ledger:
             redundancy=ladder.redundant,
             find_artifacts=lambda sha: self.store.artifacts_by_sha256(req.tenant_id, sha),
             find_record=lambda rid: self._find_record(req.tenant_id, rid),
+            trace=trace,
         )
+        self._policies[asm.manifest["policy"]["hash"]] = policy
+        self._policies.move_to_end(asm.manifest["policy"]["hash"])
+        while len(self._policies) > 32:
+            self._policies.popitem(last=False)
         if persist:
-            self.store.put_assembly(asm.manifest)
+            self.store.put_assembly(asm.persisted())
         return asm
 
     def _find_record(self, tenant_id: str, record_id: str) -> Record | None:
@@ -600,11 +613,17 @@ class Ledger:
 
     # -- explaining --------------------------------------------------------------------------------
 
-    def get_assembly(self, assembly_id: str, *, tenant_id: str = "default") -> dict[str, Any]:
+    def get_assembly(self, assembly_id: str, *, tenant_id: str = "default", full: bool = False) -> dict[str, Any]:
         """The persisted manifest, with observed usage and the estimate's error once recorded.
+
+        Args:
+            full: for a summary manifest, re-derive the full trace (every omitted record, decision and
+                mark) and the payload by :meth:`replay`; the stored ``id``, ``created_at``, ``timings`` and
+                ``tokens`` are kept. A manifest stored with ``trace="full"`` is returned as stored.
 
         Raises:
             RecordNotFound: no such assembly in the tenant.
+            ConfigurationError: ``full`` and the replay is not the same call (the message says what differs).
         """
         manifest = self.store.get_assembly(tenant_id, assembly_id)
         usage = manifest.get("observed_usage")
@@ -616,11 +635,79 @@ class Ledger:
             tokens["error_pct"] = (
                 round(100.0 * tokens["error"] / usage["input_tokens"], 3) if usage["input_tokens"] else None
             )
+        if full and not has_full_trace(manifest):
+            replayed, mismatch = self.replay(manifest)
+            if replayed is None:
+                raise ConfigurationError(f"assembly {assembly_id} cannot be replayed: {mismatch}")
+            return replayed
         return manifest
 
-    def explain(self, assembly_id: str, ref: str, *, tenant_id: str = "default") -> dict[str, Any]:
-        """Why a record was included or omitted in an assembly (see :func:`ctxledger.manifest.explain`)."""
-        return explain(self.get_assembly(assembly_id, tenant_id=tenant_id), ref)
+    def explain(
+        self,
+        assembly_id: str,
+        ref: str,
+        *,
+        tenant_id: str = "default",
+        coster: Coster | None = None,
+        policy: Policy | None = None,
+    ) -> dict[str, Any]:
+        """Why a record was included or omitted in an assembly (see :func:`ctxledger.manifest.explain`).
+
+        An included record, or any record of a ``trace="full"`` manifest, is answered from the stored
+        manifest. Any other record is answered by replay (:meth:`replay`): the same snapshot, request and
+        policy assembled again; when the replay's payload hash, policy hash or assembler version differs
+        from the stored one, the answer says so (``status: "unknown"``, ``reason: "replay_mismatch"``)
+        instead of guessing.
+
+        Args:
+            coster, policy: what the assembly was made with, when not the ledger's defaults (a
+                ``FixedCoster``, a policy passed to :meth:`assemble`).
+
+        Raises:
+            RecordNotFound: no such assembly, or ``ref`` was no candidate of it.
+        """
+        manifest = self.get_assembly(assembly_id, tenant_id=tenant_id)
+        if has_full_trace(manifest) or any(ref in (e["ref"], e.get("external_id")) for e in manifest["included"]):
+            return explain(manifest, ref)
+        replayed, mismatch = self.replay(manifest, coster=coster, policy=policy)
+        if mismatch is not None:
+            return unexplained(manifest, ref, mismatch)
+        assert replayed is not None
+        return explain(replayed, ref)
+
+    def replay(
+        self, manifest: Mapping[str, Any], *, coster: Coster | None = None, policy: Policy | None = None
+    ) -> tuple[dict[str, Any] | None, str | None]:
+        """Assemble a stored manifest's call again, with the full trace, and check it is the same call.
+
+        The request is rebuilt from the manifest (snapshot ``seq``, branch, participant, requested budget,
+        clock, query, scope, tools …); nothing is persisted. The policy is ``policy`` if given, else the one
+        this ledger assembled with under the recorded hash (in this process), else the ledger's.
+
+        Returns:
+            ``(manifest, None)``: the replay's full manifest under the stored id, its payload hash, policy
+            hash and assembler version equal to the stored ones; or ``(None, why)`` naming what differs.
+        """
+        if manifest.get("assembler_version") != ASSEMBLER_VERSION:
+            return None, (
+                f"assembled by assembler version {manifest.get('assembler_version')}, this is {ASSEMBLER_VERSION}"
+            )
+        try:
+            req = replay_request(manifest)
+            counter = None if coster is not None else _counter_name(manifest)
+            policy = policy or self._policies.get(manifest["policy"]["hash"])
+            asm = self.assemble(req, persist=False, coster=coster, policy=policy, counter=counter, trace="full")
+        except CtxledgerError as exc:
+            return None, f"the replay failed: {type(exc).__name__}: {exc}"
+        found = asm.manifest
+        if found["policy"]["hash"] != manifest["policy"]["hash"]:
+            return None, f"policy hash {manifest['policy']['hash']} then, {found['policy']['hash']} now"
+        if found["payload_hash"] != manifest["payload_hash"]:
+            return None, f"payload hash {manifest['payload_hash']} then, {found['payload_hash']} on replay"
+        out = dict(found)
+        for key in ("id", "created_at", "timings", "tokens"):
+            out[key] = manifest[key]
+        return out, None
 
     def record_usage(
         self,
@@ -713,6 +800,73 @@ def check_request_types(fields: Mapping[str, Any]) -> None:
             )
         ):
             raise bad(name, "true, false or a list of record ids")
+
+
+def replay_request(manifest: Mapping[str, Any]) -> AssemblyRequest:
+    """The :class:`AssemblyRequest` a stored manifest was assembled for (what :meth:`Ledger.replay` sends).
+
+    Raises:
+        ConfigurationError: the manifest lacks what a request needs (a record from before requests were kept).
+    """
+    facts = manifest.get("request") or {}
+    asked = manifest.get("budget", {}).get("requested") or manifest.get("budget", {})
+    evidence = facts.get("exact_evidence", ())
+    try:
+        return AssemblyRequest(
+            tenant_id=manifest["tenant_id"],
+            conversation_id=manifest["conversation_id"],
+            branch_id=manifest["branch_id"],
+            as_of_seq=manifest["snapshot_seq"],
+            participant_id=manifest.get("participant_id"),
+            model=manifest["model"],
+            api=manifest["api"],
+            window_tokens=asked["window"],
+            output_tokens=asked["output"],
+            margin_tokens=asked["margin"],
+            query=facts.get("query"),
+            tools=tuple(facts["tools"]) if facts.get("tools") else None,
+            provider=facts.get("provider"),
+            scope=dict(facts.get("scope") or {}),
+            agent=facts.get("agent"),
+            call_type=facts.get("call_type"),
+            phase=facts.get("phase"),
+            checks_passed=tuple(facts.get("checks_passed") or ()),
+            now=datetime.fromisoformat(facts["now"]) if facts.get("now") else None,
+            exact_evidence=evidence if isinstance(evidence, bool) else tuple(evidence),
+            source_versions=dict(facts.get("source_versions") or {}),
+        )
+    except (KeyError, TypeError) as exc:
+        raise ConfigurationError(f"manifest {manifest.get('id')} does not record its request: {exc}") from exc
+
+
+def _counter_name(manifest: Mapping[str, Any]) -> str | None:
+    """The counter name behind a manifest's coster id (``<api>/<counter id>``), for a replay to count alike."""
+    found = (manifest.get("counter") or {}).get("id")
+    prefix = f"{manifest.get('api')}/"
+    return found[len(prefix) :] if isinstance(found, str) and found.startswith(prefix) else found
+
+
+def unexplained(manifest: Mapping[str, Any], ref: str, why: str) -> dict[str, Any]:
+    """The answer for a record a summary manifest does not list when its replay is not the same call."""
+    policy = manifest["policy"]
+    return {
+        "ref": ref,
+        "external_id": None,
+        "status": "unknown",
+        "stage": None,
+        "reason": "replay_mismatch",
+        "detail": why,
+        "policy": f"{policy['name']}@{policy['version']} ({policy['hash'][:19]})",
+        "decisions": [],
+        "marks": [],
+        "rehydrations": [],
+        "chain": [
+            f"{ref} is not among the included items of assembly {manifest['id']}, whose manifest keeps a summary "
+            "of what it left out",
+            f"replaying the assembly to say why gave a different call ({why}); the code, the policy or the "
+            "store changed since, so no answer is given rather than a guess",
+        ],
+    }
 
 
 def _check_snapshot(as_of_seq: Any) -> None:

@@ -1,51 +1,50 @@
-"""The manifest of one assembly, and the answers operators ask of it.
+"""The manifest record of one assembly, and the answers operators ask of it.
 
-DESIGN §5; seed 000 "Registrar qué vio el modelo"; seed 004 §4.4.
+A manifest says what one model call saw, what it did not see and why (seed 004 §4.4–4.5). Production
+assemblies persist a record that grows with what was *included*, not with the history: the included items,
+the budget, the request, the policy identity, and the omissions summarised by (reason, stage) with counts
+and ``seq`` ranges, plus a bounded list of notable omissions. The complete per-record lists (every omitted
+candidate, every policy decision and mark) are the *trace*: always available on the in-process
+:class:`~ctxledger.assemble.assembler.Assembly`, persisted only with ``trace="full"``, and otherwise
+re-derived on demand by replaying the assembly (:meth:`ctxledger.ledger.Ledger.explain`).
 
-A manifest is a JSON-able dict persisted for every assembly. Its top-level keys:
+Fields of the persisted record (:class:`Manifest`; JSON keys are the field names):
 
-* ``id``, ``tenant_id``, ``conversation_id``, ``branch_id``, ``snapshot_seq``, ``created_at``;
-* ``policy`` ``{name, version, hash[, unsafe_without]}`` (``unsafe_without``: the safety stages the policy
-  deliberately leaves out, present only when it leaves any out), ``assembler_version``, ``counter``
-  ``{id, is_estimate}``, ``model``, ``api``;
-* ``request``: the rest of what the call asked for — ``now`` (the clock freshness was judged by, ISO 8601),
-  ``provider``, ``query``, ``agent``, ``call_type``, ``phase``, ``checks_passed``, ``exact_evidence``,
-  ``scope``, ``source_versions`` — so the assembly can be reproduced; every free-text value among them is
-  stored with the lines holding a secret replaced (:func:`~ctxledger.policy.secrets.redact`), so a secret
-  passed as ``query=`` never reaches the store;
-* ``budget`` ``{window, output, margin, input, fixed, dynamic}`` (tokens) and ``ledger`` (per class
-  ``{cap, used, required}``, and ``saved_by_transform``: tokens each representation transform saved
-  against verbatim);
-* ``candidates``: every candidate record id; ``included``: ``{ref, unit, kind, role, external_id,
-  representation, tokens, stage, reason, utility, transform, locators[, promotion]}`` (``locators``:
-  where an excerpt, extraction or reference of the record points in its exact bytes, empty for
-  verbatim; ``promotion``: the decision that turned an artifact into the memory shown; ``note``: present
-  when a required unit entered as an exact excerpt because its verbatim form did not fit); ``omitted``:
-  ``{ref, unit, external_id, reason, stage, detail}`` (a ``redundant`` one's detail names the kept
-  unit); every candidate is in exactly one of the two;
-* ``omitted_by_reason`` / ``omitted_by_stage``: counts of omitted candidates (branch, visibility, budget …
-  exclusions counted apart, seed 004 §4.10 and §8 R10);
-* ``decisions``: every policy decision ``{ref, stage, outcome, reason, detail}``; ``marks``: the ``mark``
-  decisions (stale, conflict, secret_redacted, delimit …), which changed how a record was shown;
-* ``rehydrations``: phase-two decisions on raw artifacts of selected memories ``{memory, artifact, sha256,
-  bytes, decision: rehydrated | reference, reason, revalidation_tool[, repaired_from]}`` (``repaired_from``:
-  the broken source id when the validity stage repaired the memory's provenance with ``artifact``);
-* ``tools`` ``{exposed, withheld}`` (tool exposure by phase and checks); ``lineage`` (the branch hops);
-  ``contract``: the working-set contract bound, if any;
-* ``warnings``: inputs that named nothing or had no effect, ``{code, input, value, detail}``
-  (``unknown_exact_evidence``, ``unknown_participant``, ``unknown_provider``, ``unused_contract_input``,
-  ``now_before_records`` (:mod:`ctxledger.assemble.inputs`), ``unknown_promoted_record``,
-  ``promotion_not_owned`` (the visibility stage)); empty when every input was known and used;
-* ``tokens`` ``{estimated_input, replay, saved, observed_input, observed_output, error}``;
-* ``timings`` (milliseconds), ``turn_refs`` (record id of each turn in payload order),
-  ``payload_hash`` and ``payload``.
+* ``id``, ``tenant_id``, ``conversation_id``, ``branch_id``, ``snapshot_seq``, ``created_at``: identity;
+* ``trace``: ``"summary"`` or ``"full"`` (which of the trace lists below are stored);
+* ``policy`` ``{name, version, hash[, unsafe_without]}``, ``assembler_version``, ``counter``
+  ``{id, is_estimate}``, ``model``, ``api``, ``participant_id``: what a replay must match;
+* ``request``: the rest of what the call asked for (``now``, ``provider``, ``query``, ``agent``,
+  ``call_type``, ``phase``, ``checks_passed``, ``exact_evidence``, ``scope``, ``source_versions``, ``tools``),
+  free text redacted, so the assembly can be replayed;
+* ``budget``: ``requested`` ``{window, output, margin, input}`` as the caller asked, the effective
+  ``window``/``output``/``margin``/``input`` after a working-set contract's cap (``contract_cap``: the cap in
+  input tokens, or ``None``), and ``fixed`` and ``dynamic`` (``F`` and ``B_dynamic``), all tokens;
+  ``fill``: why ``B_dynamic`` is not used up although something was left out for budget (``None`` when it
+  is, or nothing was); ``ledger``: per context class ``{cap, used, required}`` and ``saved_by_transform``;
+* ``candidate_count``; ``included``: one entry per included record ``{ref, unit, kind, role, external_id,
+  representation, tokens, stage, reason, utility, transform, source_version, locators, branch_id, seq,
+  visibility, owner, trust, sources[, promotion][, note]}``;
+* ``omissions``: one group per (reason, stage) ``{reason, stage, count, first_seq, last_seq, ranges,
+  more_ranges}`` (``ranges``: up to :data:`MAX_RANGES` inclusive ``[first, last]`` seq runs, oldest first;
+  ``more_ranges``: runs not listed); ``omitted_by_reason`` / ``omitted_by_stage``: the counts;
+* ``notable_omissions``: at most :data:`MAX_NOTABLE` omitted entries (shape of ``omitted`` below plus
+  ``why_notable``: ``requested`` — named by the caller's ``exact_evidence``; ``exact_evidence_path`` — a
+  raw artifact or source behind a memory the call asked evidence for; ``budget`` — the highest-utility
+  units left out for budget, with their ``utility``);
+* ``decisions`` / ``marks``: the policy decisions and marks about included records (all of them with
+  ``trace="full"``); ``rehydrations``, ``tools`` ``{exposed, withheld[, renamed]}``, ``lineage``,
+  ``contract``, ``warnings``;
+* ``tokens`` ``{estimated_input, replay, saved, observed_input, observed_output, error}``, ``timings`` (ms),
+  ``turn_refs``, ``payload_hash``; ``payload``: the provider body with ``trace="full"``, else ``None``
+  (a replay re-derives it and checks it against ``payload_hash``).
 
-**No secret is stored.** Besides the request's free text, every value the manifest copies from records or
-inputs is redacted line by line with the policy's secret scanner (the ``secrets`` stage's, else the default):
-entries' ``external_id``, ``source_version``, ``detail`` and ``note``; decisions' and marks' ``detail``;
-warnings' ``value`` and ``detail``; rehydrations' ``reason`` and ``revalidation_tool``; tool names; the
-``model``, ``provider`` and ``participant_id``. Omitted entries, decisions and marks are redacted once,
-when their cached entry is built (:class:`~ctxledger.hashing.EncodedList`), never by scanning the manifest.
+With ``trace="full"`` the record also holds ``omitted`` (every omitted candidate ``{ref, unit,
+external_id, reason, stage, detail, kind, branch_id, seq, visibility, owner, trust, sources}``) and
+``candidates`` (every candidate id).
+
+**No secret is stored**: every free-text value copied from records or inputs is redacted line by line with
+the policy's secret scanner when the entry is built.
 
 The same policy on the same snapshot selects the same items and yields the same ``payload_hash``; ids,
 ``created_at`` and timings differ between runs and are not part of that promise.
@@ -53,341 +52,209 @@ The same policy on the same snapshot selects the same items and yields the same 
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-from ctxledger.assemble.represent import record_locators, record_promotion
-from ctxledger.errors import RecordNotFound
-from ctxledger.hashing import EncodedList, canonical_json
-from ctxledger.policy.secrets import SecretScanner, default_scanner, redact_text
+from ctxledger.errors import ConfigurationError, RecordNotFound
 
-if TYPE_CHECKING:
-    from ctxledger.assemble.assembler import Assembly, AssemblyRequest, _Plan
-    from ctxledger.assemble.costing import Coster
-    from ctxledger.assemble.select import Option
-    from ctxledger.assemble.snapshot import Snapshot
-    from ctxledger.assemble.units import Unit
-    from ctxledger.budget import Budget, BudgetLedger
-    from ctxledger.policy.base import Policy, PolicyDecision
+TRACES = ("summary", "full")
+"""Trace levels: ``summary`` (the default) persists the record above; ``full`` adds every per-record list."""
 
-_STRUCTURAL = {"conversation", "branch", "participant", "model_run", "skill_state"}
+MAX_RANGES = 8
+"""Seq runs listed per omission group; the rest are counted in ``more_ranges``."""
+
+MAX_NOTABLE = 16
+"""Notable omissions listed at most."""
+
+TRACE_KEYS = ("omitted", "candidates", "decisions", "marks")
+"""Keys whose complete lists are the trace (in a summary record ``decisions``/``marks`` hold only those
+about included records)."""
 
 
-def build_manifest(
-    asm: Assembly,
-    *,
-    request: AssemblyRequest,
-    snap: Snapshot,
-    policy: Policy,
-    coster: Coster,
-    plan: _Plan,
-    fixed: Sequence[Unit],
-    chosen: Sequence[tuple[Unit, Option]],
-    units: Sequence[Unit],
-    ledger: BudgetLedger,
-    budget: Budget,
-    timings: Mapping[str, float],
-) -> dict[str, Any]:
-    """Assemble the manifest dict of one assembly (see the module docstring for its keys)."""
-    scanner = policy_scanner(policy)
-    costs = snap.costs[coster.counter_id]
-    position = {u.id: i for i, u in enumerate(snap.units)}
-    replay = sum(sum(c) for c in costs)
-    tools = request.tools if request.tools is not None else snap.tool_schemas
-    replay += coster.base_tokens() + coster.tools_tokens(tools)
-    included = [
-        _entry(u, None, "fixed", "instruction", costs[position[u.id]] if u.id in position else None, coster, scanner)
-        for u in fixed
-    ]
-    for unit, option in chosen:
-        required = plan.required.get(unit.id)
-        stage, reason = ("protection", required) if required else ("selection", "selected")
-        included.extend(_entry(unit, option, stage, reason, option.turn_tokens or None, coster, scanner))
-    included = [e for group in included for e in (group if isinstance(group, list) else [group])]
-    included_refs = {e["ref"] for e in included}
-    omitted, candidates = _omitted(snap, plan, included_refs, scanner)
-    by_reason = Counter(e["reason"] for e, _ in omitted)
-    by_stage = Counter(e["stage"] for e, _ in omitted)
-    return {
-        "id": asm.id,
-        "tenant_id": request.tenant_id,
-        "conversation_id": request.conversation_id,
-        "branch_id": snap.branch_id,
-        "snapshot_seq": snap.seq,
-        "created_at": datetime.now(UTC).isoformat(),
-        "policy": _policy_block(policy),
-        "assembler_version": _assembler_version(),
-        "counter": {"id": coster.counter_id, "is_estimate": coster.is_estimate},
-        "model": redact_text(request.model, scanner),
-        "api": request.api,
-        "participant_id": redact_text(request.participant_id, scanner),
-        "request": _request_facts(request, scanner),
-        "budget": {
-            "window": budget.window_tokens,
-            "output": budget.output_tokens,
-            "margin": budget.margin_tokens,
-            "input": budget.input_tokens,
-            "fixed": budget.input_tokens - ledger.dynamic_tokens,
-            "dynamic": ledger.dynamic_tokens,
-        },
-        "ledger": ledger.as_dict(),
-        "candidates": candidates,
-        "included": included,
-        "omitted": EncodedList((e for e, _ in omitted), [t for _, t in omitted]),
-        "omitted_by_reason": dict(sorted(by_reason.items())),
-        "omitted_by_stage": dict(sorted(by_stage.items())),
-        "decisions": _encoded(snap, "manifest_decisions", plan.decisions, _decision_entry, scanner),
-        "marks": _encoded(snap, "manifest_marks", [d for ds in plan.marks.values() for d in ds], _mark_entry, scanner),
-        "rehydrations": [_redacted(r, _REHYDRATION_TEXT, scanner) for r in plan.rehydrations],
-        "tools": _redacted_names(plan.tools, scanner),
-        "lineage": [{"branch_id": h.branch_id, "max_seq": h.max_seq} for h in snap.lineage],
-        "contract": policy.contract.as_dict() if policy.contract is not None else None,
-        "warnings": [_redacted(w, _WARNING_TEXT, scanner) for w in plan.ctx.warnings] if plan.ctx is not None else [],
-        "tokens": {
-            "estimated_input": asm.input_tokens,
-            "replay": replay,
-            "saved": replay - asm.input_tokens,
-            "observed_input": None,
-            "observed_output": None,
-            "error": None,
-        },
-        "timings": dict(timings),
-        "turn_refs": asm.turn_refs,
-        "payload_hash": asm.payload_hash,
-        "payload": asm.payload,
-    }
+def check_trace(trace: str) -> str:
+    """``trace`` if it is a known trace level.
 
-
-def policy_scanner(policy: Policy) -> SecretScanner:
-    """The scanner of the policy's ``secrets`` stage, else the process-wide default one."""
-    found = getattr(policy.stage("secrets"), "scanner", None)
-    return found if isinstance(found, SecretScanner) else default_scanner()
-
-
-_WARNING_TEXT = ("value", "detail")
-_REHYDRATION_TEXT = ("reason", "revalidation_tool")
-
-
-def _redacted(entry: Mapping[str, Any], keys: Sequence[str], scanner: SecretScanner) -> dict[str, Any]:
-    """A copy of ``entry`` whose string values under ``keys`` have the lines holding a secret replaced."""
-    return {k: redact_text(v, scanner) if k in keys else v for k, v in entry.items()}
-
-
-def _redacted_names(value: Any, scanner: SecretScanner) -> Any:
-    """A copy of the ``tools`` block (names; ``renamed``: original → sent) with every string, keys too, redacted."""
-    if isinstance(value, str):
-        return redact_text(value, scanner)
-    if isinstance(value, Mapping):
-        return {redact_text(k, scanner): _redacted_names(v, scanner) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_redacted_names(v, scanner) for v in value]
-    return value
-
-
-def _request_facts(request: Any, scanner: SecretScanner | None = None) -> dict[str, Any]:
-    """What else the call asked for, so the assembly can be reproduced (clock, provider, contract, evidence).
-
-    Free-text values (provider, query, agent, call type, phase, checks, evidence ids, scope and source
-    versions) are redacted with ``scanner`` (default: the default scanner): the manifest is stored, and a
-    secret never is.
+    Raises:
+        ConfigurationError: anything else (the message lists the levels).
     """
-    evidence = request.exact_evidence
-    return {
-        "now": request.now.isoformat() if request.now is not None else None,
-        "provider": redact_text(request.provider, scanner),
-        "query": redact_text(request.query, scanner),
-        "agent": redact_text(request.agent, scanner),
-        "call_type": redact_text(request.call_type, scanner),
-        "phase": redact_text(request.phase, scanner),
-        "checks_passed": [redact_text(c, scanner) for c in request.checks_passed],
-        "exact_evidence": evidence if isinstance(evidence, bool) else [redact_text(e, scanner) for e in evidence],
-        "scope": {k: redact_text(v, scanner) for k, v in request.scope.items()},
-        "source_versions": {k: redact_text(v, scanner) for k, v in request.source_versions.items()},
-    }
+    if trace not in TRACES:
+        raise ConfigurationError(f"unknown trace level {trace!r}; use one of {', '.join(TRACES)}")
+    return trace
 
 
-def _omitted(
-    snap: Snapshot, plan: _Plan, included: set[str], scanner: SecretScanner
-) -> tuple[list[tuple[dict[str, Any], str]], list[str]]:
-    """The omitted entries (with their canonical JSON) in candidate order, and the candidate ids.
+@dataclass(frozen=True, slots=True)
+class OmissionGroup:
+    """The omitted candidates of one (reason, stage), summarised.
 
-    Candidates are the non-structural records of the snapshot, then those of other branches.
+    Attributes:
+        reason: the reason code (``budget``, ``not_in_lineage`` …) or ``budget (beyond reach)``.
+        stage: the stage or phase that left them out.
+        count: how many records.
+        first_seq, last_seq: the oldest and newest of them.
+        ranges: up to :data:`MAX_RANGES` inclusive runs of consecutive candidate ``seq`` s, oldest first.
+        more_ranges: runs beyond those listed.
     """
-    records = _candidate_records(snap)
-    cache = snap.memo.setdefault("manifest_omitted", {})
-    if not plan.extra_records:  # walk the candidates in order: no sort needed
-        omitted = [
-            _omitted_entry(cache, rec, why, scanner)
-            for rec in records
-            if (why := plan.omitted.get(rec.id)) is not None and rec.id not in included
-        ]
-        return omitted, [r.id for r in records]
-    candidates = [r.id for r in records] + [r.id for r in plan.extra_records if r.kind.value not in _STRUCTURAL]
-    cand_pos = {ref: i for i, ref in enumerate(candidates)}
-    by_id = {r.id: r for r in [*snap.records, *plan.extra_records]}
-    entries = (
-        _omitted_entry(cache, by_id[ref], why, scanner)
-        for ref, why in plan.omitted.items()
-        if ref not in included and ref in cand_pos
-    )
-    return sorted(entries, key=lambda e: cand_pos[e[0]["ref"]]), candidates
 
+    reason: str
+    stage: str
+    count: int
+    first_seq: int
+    last_seq: int
+    ranges: tuple[tuple[int, int], ...]
+    more_ranges: int = 0
 
-def _decision_entry(d: PolicyDecision, scanner: SecretScanner) -> dict[str, Any]:
-    detail = redact_text(d.detail, scanner)
-    return {"ref": d.ref, "stage": d.stage, "outcome": d.outcome.value, "reason": str(d.reason), "detail": detail}
-
-
-def _mark_entry(d: PolicyDecision, scanner: SecretScanner) -> dict[str, Any]:
-    return {"ref": d.ref, "stage": d.stage, "reason": d.reason, "detail": redact_text(d.detail, scanner)}
-
-
-def _encoded(
-    snap: Snapshot,
-    name: str,
-    decisions: Sequence[PolicyDecision],
-    entry: Callable[[PolicyDecision, SecretScanner], dict[str, Any]],
-    scanner: SecretScanner,
-) -> EncodedList:
-    """Manifest entries of decisions with their canonical JSON, built (and redacted) once per distinct decision.
-
-    Most decisions repeat from one call to the next (every tool result is marked ``delimit``); the cache on
-    the snapshot keeps only the decisions of the latest call, so it never outgrows one manifest. Entries
-    redacted with another scanner are built afresh.
-    """
-    cached = snap.memo.get(name, {})
-    old: dict[PolicyDecision, tuple[dict[str, Any], str]] = (
-        cached.get("", {}) if cached.get("scanner") is scanner else {}
-    )
-    new: dict[PolicyDecision, tuple[dict[str, Any], str]] = {}
-    entries, texts = [], []
-    for d in decisions:
-        hit = new.get(d) or old.get(d)
-        if hit is None:
-            value = entry(d, scanner)
-            hit = (value, canonical_json(value))
-        new[d] = hit
-        entries.append(dict(hit[0]))
-        texts.append(hit[1])
-    snap.memo[name] = {"": new, "scanner": scanner}
-    return EncodedList(entries, texts)
-
-
-def _candidate_records(snap: Snapshot) -> list[Any]:
-    """The snapshot's non-structural records, extended as the (append-only) snapshot grows."""
-    count, found = snap.memo.get("manifest_candidates", {}).get("", (0, []))
-    if count > len(snap.records):
-        count, found = 0, []
-    found = found + [r for r in snap.records[count:] if r.kind.value not in _STRUCTURAL]
-    snap.memo.setdefault("manifest_candidates", {})[""] = (len(snap.records), found)
-    return found
-
-
-def _assembler_version() -> str:
-    from ctxledger.assemble.assembler import ASSEMBLER_VERSION
-
-    return ASSEMBLER_VERSION
-
-
-def _entry(
-    unit: Unit,
-    option: Option | None,
-    stage: str,
-    reason: str,
-    known: Sequence[int] | None,
-    coster: Coster | None = None,
-    scanner: SecretScanner | None = None,
-) -> list[dict[str, Any]]:
-    turns = option.turns if option is not None else unit.turns
-    if known is None and coster is not None:
-        known = [coster.turn_tokens(t) for t in turns]
-    turn_tokens = dict(zip((t.ref for t in turns), known or (), strict=False))
-    representation = option.representation if option is not None else "verbatim"
-    out = []
-    for rec in unit.records:
-        out.append(
-            {
-                "ref": rec.id,
-                "unit": unit.id,
-                "role": getattr(rec, "role", None) and str(rec.role),
-                "external_id": redact_text(rec.external_id, scanner),
-                "representation": representation,
-                "tokens": turn_tokens.get(rec.id, 0),
-                "stage": stage,
-                "reason": reason,
-                "utility": option.utility if option is not None else None,
-                "transform": (option.transform if option is not None else None) or unit.transforms.get(rec.id),
-                "source_version": redact_text(getattr(rec, "source_version", None), scanner),
-                "locators": record_locators(option, rec.id),
-                **_promotion(option, rec.id),
-                **_note(option, scanner),
-                **_facts(rec),
-            }
-        )
-    return out
-
-
-def _note(option: Option | None, scanner: SecretScanner | None = None) -> dict[str, Any]:
-    note = option.detail.get("note") if option is not None else None
-    return {"note": redact_text(str(note), scanner)} if note else {}
-
-
-def _promotion(option: Option | None, record_id: str) -> dict[str, Any]:
-    decision = record_promotion(option, record_id)
-    return {"promotion": decision} if decision else {}
-
-
-def _policy_block(policy: Policy) -> dict[str, Any]:
-    """The manifest's ``policy`` block; ``unsafe_without`` only when the policy opts out of a safety stage."""
-    block: dict[str, Any] = {"name": policy.name, "version": policy.version, "hash": policy.hash}
-    if policy.unsafe_without:
-        block["unsafe_without"] = sorted(policy.unsafe_without)
-    return block
-
-
-def _omitted_entry(
-    cache: dict[str, tuple[Any, Any]], rec: Any, why: tuple[str, str, str], scanner: SecretScanner
-) -> tuple[dict[str, Any], str]:
-    """The ``omitted`` entry of a record and its canonical JSON, built once per (record, reason, stage, detail).
-
-    Its ``external_id`` and ``detail`` are redacted with ``scanner`` when the entry is built.
-
-    Records are immutable and most omissions repeat from one call to the next (a long history mostly
-    leaves out the same old turns for ``budget``), so the entry and its text are cached on the snapshot;
-    each manifest gets its own copy of the entry, and the text lets the manifest be persisted without
-    encoding every entry again (:class:`~ctxledger.hashing.EncodedList`).
-    """
-    hit = cache.get(rec.id)
-    if hit is None or hit[0] is not rec or hit[1][0] != why or hit[1][3] is not scanner:
-        reason, stage, detail = why
-        entry = {
-            "ref": rec.id,
-            "external_id": redact_text(rec.external_id, scanner),
-            "reason": reason,
-            "stage": stage,
-            "detail": redact_text(detail, scanner),
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form (``ranges`` as lists)."""
+        return {
+            "reason": self.reason,
+            "stage": self.stage,
+            "count": self.count,
+            "first_seq": self.first_seq,
+            "last_seq": self.last_seq,
+            "ranges": [list(r) for r in self.ranges],
+            "more_ranges": self.more_ranges,
         }
-        entry |= _facts(rec)
-        hit = cache[rec.id] = (rec, (why, entry, canonical_json(entry), scanner))
-    out = dict(hit[1][1])
-    if out["sources"]:
-        out["sources"] = list(out["sources"])
-    return out, hit[1][2]
 
 
-def _facts(rec: Any) -> dict[str, Any]:
-    """Where a record lives and who may see it (for explanations)."""
-    return {
-        "kind": rec.kind.value,
-        "branch_id": rec.branch_id,
-        "seq": rec.seq,
-        "visibility": rec.visibility.value,
-        "owner": rec.owner_participant_id,
-        "trust": rec.trust.value,
-        "sources": list(getattr(rec, "source_artifact_ids", ()) or getattr(rec, "source_ids", ()) or ()),
-    }
+def summarize_omissions(omitted: Iterable[tuple[str, str, int]], seqs: Sequence[int]) -> list[OmissionGroup]:
+    """Group ``(reason, stage, seq)`` of omitted candidates; runs are consecutive in ``seqs`` (candidate order).
+
+    Args:
+        omitted: one triple per omitted candidate record.
+        seqs: every candidate's ``seq`` in ascending order (a run is unbroken by candidates of other groups).
+
+    Returns:
+        Groups sorted by (reason, stage).
+    """
+    rank = {s: i for i, s in enumerate(seqs)}
+    by_key: dict[tuple[str, str], list[int]] = {}
+    for reason, stage, seq in omitted:
+        by_key.setdefault((reason, stage), []).append(seq)
+    groups = []
+    for (reason, stage), found in sorted(by_key.items()):
+        found.sort()
+        runs: list[list[int]] = []
+        for seq in found:
+            if runs and rank.get(seq, -2) == rank.get(runs[-1][1], -5) + 1:
+                runs[-1][1] = seq
+            elif runs and seq == runs[-1][1]:
+                continue
+            else:
+                runs.append([seq, seq])
+        listed = tuple((a, b) for a, b in runs[:MAX_RANGES])
+        groups.append(
+            OmissionGroup(reason, stage, len(found), found[0], found[-1], listed, max(0, len(runs) - MAX_RANGES))
+        )
+    return groups
+
+
+@dataclass(slots=True)
+class Manifest:
+    """The persisted record of one assembly (see the module docstring for every field's meaning)."""
+
+    id: str
+    tenant_id: str
+    conversation_id: str
+    branch_id: str
+    snapshot_seq: int
+    created_at: str
+    trace: str
+    policy: dict[str, Any]
+    assembler_version: str
+    counter: dict[str, Any]
+    model: str | None
+    api: str
+    participant_id: str | None
+    request: dict[str, Any]
+    budget: dict[str, Any]
+    ledger: dict[str, Any]
+    candidate_count: int
+    included: list[dict[str, Any]]
+    omissions: list[OmissionGroup]
+    omitted_by_reason: dict[str, int]
+    omitted_by_stage: dict[str, int]
+    notable_omissions: list[dict[str, Any]]
+    decisions: list[dict[str, Any]]
+    marks: list[dict[str, Any]]
+    rehydrations: list[dict[str, Any]]
+    tools: dict[str, Any]
+    lineage: list[dict[str, Any]]
+    contract: dict[str, Any] | None
+    warnings: list[dict[str, Any]]
+    tokens: dict[str, Any]
+    timings: dict[str, float]
+    turn_refs: list[str]
+    payload_hash: str
+    payload: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Trace lists stored with ``trace="full"`` (``omitted``, ``candidates``)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form the store persists (field names as keys; ``extra``'s keys at the top level)."""
+        out = {name: getattr(self, name) for name in self.__dataclass_fields__ if name != "extra"}
+        out["omissions"] = [g.as_dict() for g in self.omissions]
+        out.update(self.extra)
+        return out
+
+
+class ManifestView(dict[str, Any]):
+    """The in-process manifest: the persisted record's keys, plus the trace's lists computed on first read.
+
+    ``view["omitted"]``, ``view["candidates"]``, and the complete ``view["decisions"]`` / ``view["marks"]``
+    are built from the assembly's decisions when first asked for (``get`` and ``in`` see them too), so an
+    assembly nobody inspects never pays for them. :meth:`persisted` is what the store writes.
+    """
+
+    def __init__(self, record: Manifest, trace: Callable[[], Mapping[str, Any]]) -> None:
+        super().__init__(record.as_dict())
+        self.record = record
+        self._trace: Callable[[], Mapping[str, Any]] | None = trace
+        self._stored: dict[str, Any] = dict(self)
+        if record.trace == "full":
+            self._load()
+            self._stored = dict(self)
+
+    def _load(self) -> None:
+        if self._trace is not None:
+            built, self._trace = self._trace(), None
+            self.update(built)
+
+    def __missing__(self, key: str) -> Any:
+        if key in TRACE_KEYS and self._trace is not None:
+            self._load()
+            return self[key]
+        raise KeyError(key)
+
+    def __getitem__(self, key: str) -> Any:
+        if key in ("decisions", "marks") and self._trace is not None:
+            self._load()
+        return super().__getitem__(key)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        """Set a key of the record (it is persisted too), e.g. a later phase's ``recalls``."""
+        super().__setitem__(key, value)
+        if key not in TRACE_KEYS:
+            self._stored[key] = value
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        """``view[key]`` (loading the trace for its keys), else ``default``."""
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        return super().__contains__(key) or (key in TRACE_KEYS and self._trace is not None)
+
+    def persisted(self) -> dict[str, Any]:
+        """The record as the store keeps it (without trace lists a summary record does not hold)."""
+        return dict(self._stored)
+
+
+def has_full_trace(manifest: Mapping[str, Any]) -> bool:
+    """Whether ``manifest`` holds every omitted candidate (a full trace, or a record written before summaries)."""
+    return "omitted" in manifest
 
 
 def find_entry(manifest: Mapping[str, Any], ref: str) -> tuple[str, dict[str, Any]]:
@@ -400,10 +267,13 @@ def find_entry(manifest: Mapping[str, Any], ref: str) -> tuple[str, dict[str, An
         RecordNotFound: ``ref`` was not a candidate of this assembly.
     """
     for status in ("included", "omitted"):
-        for entry in manifest[status]:
+        for entry in manifest.get(status, ()):
             if ref in (entry["ref"], entry.get("external_id")):
                 return status, dict(entry)
-    raise RecordNotFound(manifest["tenant_id"], ref, what=f"candidate of assembly {manifest['id']}")
+    what = f"candidate of assembly {manifest['id']}"
+    if not has_full_trace(manifest):
+        what = f"included record of assembly {manifest['id']} (its summary lists no omitted record: replay it)"
+    raise RecordNotFound(manifest["tenant_id"], ref, what=what)
 
 
 def explain(manifest: Mapping[str, Any], ref: str) -> dict[str, Any]:
@@ -416,8 +286,11 @@ def explain(manifest: Mapping[str, Any], ref: str) -> dict[str, Any]:
         omitted one the reason code and the stage. ``chain`` reads memory → artifact → branch → policy version → stage
         as sentences (seed 004 §4.4).
 
+    ``manifest`` must hold the record: as an included item, or in a full trace (the in-process manifest,
+    a ``trace="full"`` record, or a replay's; :meth:`ctxledger.ledger.Ledger.explain` replays a summary).
+
     Raises:
-        RecordNotFound: ``ref`` was not a candidate of this assembly.
+        RecordNotFound: ``ref`` was not a candidate of this assembly (or, in a summary, not included).
     """
     status, entry = find_entry(manifest, ref)
     rid = entry["ref"]

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ctxledger import Ledger
-from ctxledger.assemble.units import data_block_body, unavailable_text
+from ctxledger.units import data_block_body, unavailable_text
 from ctxledger.demo import demo_source
 from ctxledger.errors import BlobNotFound, InputError
 from ctxledger.records import Message, Role, ToolArtifact, ToolCall, ToolMemory

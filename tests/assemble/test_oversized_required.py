@@ -17,7 +17,7 @@ import pytest
 
 from ctxledger import Ledger
 from ctxledger.assemble.assembler import REQUIRED_VERBATIM_SHARE
-from ctxledger.assemble.units import data_block_body
+from ctxledger.units import data_block_body
 from ctxledger.errors import RequiredBlocksDoNotFit
 from ctxledger.records import Message, Role
 

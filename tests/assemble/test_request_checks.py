@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from ctxledger import Ledger
-from ctxledger.assemble.units import render_checkpoint
+from ctxledger.units import render_checkpoint
 from ctxledger.errors import InputError, RecordNotFound
 from ctxledger.policy import loads_policy
 from ctxledger.records import Checkpoint, Participant

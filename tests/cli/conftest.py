@@ -44,5 +44,6 @@ def demo_store(tmp_path_factory: pytest.TempPathFactory, runner: CliRunner) -> D
     result = runner.invoke(app, ["--db", url, "demo", "--out", str(payload)])
     assert result.exit_code == 0, result.output
     with Ledger.open(url) as ledger:
-        (manifest,) = ledger.store.list_assemblies("default")
+        (stored,) = ledger.store.list_assemblies("default")
+        manifest = ledger.get_assembly(stored["id"], full=True)  # the summary's full trace, by replay
     return DemoStore(url, result.stdout, manifest, payload)

@@ -24,11 +24,11 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def _manifest(url: str, result: Any) -> dict[str, Any]:
-    """The persisted manifest of the assembly a CLI run printed (its id is on stdout or stderr)."""
+def _manifest(url: str, result: Any, *, full: bool = True) -> dict[str, Any]:
+    """The manifest of the assembly a CLI run printed (its id is on stdout or stderr), its trace replayed if ``full``."""
     asm_id = next(w for w in (result.stdout + result.stderr).split() if w.startswith("asm_"))
     with Ledger.open(url) as ledger:
-        return ledger.get_assembly(asm_id)
+        return ledger.get_assembly(asm_id, full=full)
 
 
 def test_assemble_prints_payload_json_on_stdout_and_the_report_on_stderr(
@@ -292,7 +292,7 @@ def test_assemble_under_a_policy_file_records_that_policy(
         app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--policy", str(policy), "--out", str(out)]
     )
     assert result.exit_code == 0, result.output
-    manifest = _manifest(demo_store.url, result)
+    manifest = _manifest(demo_store.url, result, full=False)
     assert (manifest["policy"]["name"], manifest["policy"]["version"]) == ("cli-test", "3")
     bad = tmp_path / "bad.toml"
     bad.write_text("[policy]\nname = 3\n", encoding="utf-8")
@@ -314,7 +314,7 @@ def test_assemble_under_a_yaml_policy_file(runner: CliRunner, demo_store: DemoSt
             app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--policy", str(path), "--out", str(out)]
         )
         assert result.exit_code == 0, result.output
-        manifest = _manifest(demo_store.url, result)
+        manifest = _manifest(demo_store.url, result, full=False)
         assert (manifest["policy"]["name"], manifest["policy"]["version"]) == ("cli-yaml", "4")
         hashes.append((manifest["policy"]["hash"], manifest["payload_hash"]))
     assert hashes[0] == hashes[1]
@@ -403,8 +403,14 @@ def test_assemble_request_options_reach_the_manifest(runner: CliRunner, tmp_path
     marks = _manifest(url, stale)["marks"]
     assert any(m["ref"] == g.id("m-csv") and m["reason"] == "stale" and "d4e5f6" in m["detail"] for m in marks)
     bound = runner.invoke(app, [*base, "--policy", str(policy), "--agent", "router", "--call-type", "routing"])
-    manifest = _manifest(url, bound)
+    asm_id = next(w for w in (bound.stdout + bound.stderr).split() if w.startswith("asm_"))
+    with Ledger.open(url) as ledger:
+        from ctxledger.policy.loader import load_policy
+
+        manifest, mismatch = ledger.replay(ledger.get_assembly(asm_id), policy=load_policy(policy))
+    assert mismatch is None and manifest is not None
     assert manifest["contract"]["agent"] == "router" and manifest["budget"]["input"] == 2000
+    assert manifest["budget"]["requested"]["input"] > 2000  # what the caller asked, before the contract's cap
     assert g.id("m-csv") in {e["ref"] for e in manifest["omitted"]}
 
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from ctxledger.assemble.units import render_tool_data
+from ctxledger.units import render_tool_data
 from ctxledger.ledger import Ledger
 from ctxledger.policy import default_policy, loads_policy
 from ctxledger.records import Message, Role

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from ctxledger.assemble.costing import FixedCoster
 from ctxledger.assemble.represent import EXCERPT_TOKENS, Ladder, error_lines
 from ctxledger.assemble.select import Option
-from ctxledger.assemble.units import Unit, UnitKind
+from ctxledger.units import Unit, UnitKind
 
 
 def _snapshot(swe):

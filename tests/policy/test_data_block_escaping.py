@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxledger import Ledger
-from ctxledger.assemble.units import (
+from ctxledger.units import (
     attr_value,
     data_block_body,
     escape_body,

@@ -63,7 +63,7 @@ def _check(ledger: Ledger, h: History, rules: RetentionRules) -> None:
     memories = [r.id for r in h.records if r.kind.value == "tool_memory" and r.id not in expected]
     asm = ledger.assemble("c", tenant_id="a", exact_evidence=tuple(memories), **REQUEST)
     shown = json.dumps(asm.payload)
-    manifest = ledger.get_assembly(asm.id, tenant_id="a")
+    manifest = ledger.get_assembly(asm.id, tenant_id="a", full=True)  # the summary's trace, by replay
     candidates = {e["ref"] for e in manifest["included"]} | {e["ref"] for e in manifest["omitted"]}
     for rid, rule in expected.items():
         assert h.markers[rid] not in shown, f"{rid} ({rule.action} by {rule.name}) is shown"

@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -39,20 +39,24 @@ from typing import Any
 import numpy as np
 
 from ctxledger.assemble.costing import Coster
+from ctxledger.assemble.fill import fill_budget
 from ctxledger.assemble.inputs import resolve_participant, unknown_inputs, unserved_exact_evidence
 from ctxledger.assemble.pairs import keep_pairs
 from ctxledger.assemble.preamble import keep_preamble
 from ctxledger.assemble.recall import recalls_in, with_recall_tool
+from ctxledger.assemble.record import ManifestInputs, build_manifest
 from ctxledger.assemble.relevance import is_question, spread, tokenize
 from ctxledger.assemble.represent import Pointer, charge_savings, omit_redundant
 from ctxledger.assemble.room import anchor_user_turn, make_room_for_errors
 from ctxledger.assemble.select import Option, SelectionItem, select
 from ctxledger.assemble.snapshot import Snapshot
 from ctxledger.assemble.speakers import attribute_speakers
-from ctxledger.assemble.units import UNAVAILABLE, Unit, UnitKind, build_units, content_text, drop_thinking
-from ctxledger.budget import Budget, BudgetLedger
+from ctxledger.assemble.version import ASSEMBLER_VERSION
+from ctxledger.units import UNAVAILABLE, Unit, UnitKind, build_units, content_text, drop_thinking
+from ctxledger.budget import DEFAULT_BUDGET, Budget, BudgetLedger, contract_budget
 from ctxledger.errors import BudgetItem, ConfigurationError
 from ctxledger.hashing import content_hash
+from ctxledger.manifest import ManifestView, check_trace
 from ctxledger.policy.annotate import annotate, mark_attrs
 from ctxledger.policy.base import VERBATIM_REASONS, Outcome, Policy, PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.contracts import expose_tools, tool_name, tool_ref
@@ -64,8 +68,12 @@ from ctxledger.records import Message, Record, Role, ToolArtifact, Visibility, u
 from ctxledger.retention.state import retained, retained_sources
 from ctxledger.serialize.base import Serializer, Turn
 from ctxledger.serialize.tool_names import request_tool_names, tool_name_map
+from ctxledger.units import UNAVAILABLE, Unit, UnitKind, build_units, content_text, drop_thinking
 
-ASSEMBLER_VERSION = "1.0"
+__all__ = ["ASSEMBLER_VERSION", "Assembly", "AssemblyRequest", "assemble", "run_policy"]
+
+FILL_TARGET = 0.95
+"""Share of ``B_dynamic`` an assembly uses whenever it leaves something out for budget, or says why not."""
 
 KIND_PRIOR: Mapping[str, float] = {
     UnitKind.INSTRUCTION: 1.0,
@@ -120,9 +128,9 @@ class AssemblyRequest:
     participant_id: str | None = None
     model: str = "gpt-4o"
     api: str = "openai-chat"
-    window_tokens: int = 128_000
-    output_tokens: int = 4_096
-    margin_tokens: int = 512
+    window_tokens: int = DEFAULT_BUDGET.window_tokens
+    output_tokens: int = DEFAULT_BUDGET.output_tokens
+    margin_tokens: int = DEFAULT_BUDGET.margin_tokens
     query: str | None = None
     tools: tuple[Mapping[str, Any], ...] | None = None
     provider: str | None = None
@@ -149,7 +157,8 @@ class Assembly:
         payload: the provider request body (JSON-able).
         payload_hash: ``"sha256:<hex>"`` of the payload's canonical JSON.
         input_tokens: the payload's tokens counted on its serialized form (an estimate when the counter is one).
-        manifest: the persisted manifest (see :mod:`ctxledger.manifest`).
+        manifest: the manifest (:class:`~ctxledger.manifest.ManifestView`): the persisted record's keys plus
+            the full trace (``omitted``, ``candidates``, every decision and mark), built when first read.
     """
 
     id: str
@@ -159,6 +168,11 @@ class Assembly:
     manifest: dict[str, Any] = field(default_factory=dict)
     turn_refs: list[str] = field(default_factory=list)
     """Record id of each turn in payload order (for OpenAI Chat: one per message)."""
+
+    def persisted(self) -> dict[str, Any]:
+        """The manifest as the store keeps it (the summary record, or everything with ``trace="full"``)."""
+        m = self.manifest
+        return m.persisted() if isinstance(m, ManifestView) else dict(m)
 
 
 @dataclass(slots=True)
@@ -248,6 +262,7 @@ def assemble(
     redundancy: Callable[[Sequence[Unit], Mapping[str, str]], Mapping[str, str | Pointer]] | None = None,
     find_artifacts: Callable[[str], Sequence[ToolArtifact]] | None = None,
     find_record: Callable[[str], Record | None] | None = None,
+    trace: str = "summary",
 ) -> Assembly:
     """Assemble the context of the next model call.
 
@@ -278,6 +293,8 @@ def assemble(
         find_record: record id → the record of ``request.tenant_id`` (and of no other tenant) with that id, or
             ``None`` (``GraphStore.get`` bound to the tenant). The privacy and visibility stages look up the
             sources of a derived record that are no candidates with it; without it such sources do not restrict.
+        trace: ``"summary"`` (the manifest record keeps the included items and summarised omissions) or
+            ``"full"`` (it also keeps every omitted candidate, decision and mark, and the payload).
 
     Returns:
         The :class:`Assembly`; its manifest is complete but not yet persisted.
@@ -290,10 +307,12 @@ def assemble(
             (:func:`~ctxledger.assemble.inputs.resolve_participant`).
     """
     t0 = time.perf_counter()
+    check_trace(trace)
     now_given = request.now is not None
     if request.now is None:  # the clock freshness is judged by is part of the request the manifest records
         request = dataclasses.replace(request, now=utcnow())
     policy = policy.for_request(request)
+    requested = request.budget()
     budget = _contract_budget(request, policy)
     records, all_units = _candidates(snap, extra_records, read_blob)
     request = resolve_participant(request, records)
@@ -348,13 +367,13 @@ def assemble(
     weights = policy.selection.weights(_asks_question(request, units))
     items = _selection_items(units, plan, turn_costs, relevance, policy, coster, options_for, weights, oversized)
     result = select(items, dynamic, ledger)
+    by_id = {u.id: u for u in units}
     if options_for is not None:
         make_room_for_errors(items, result, dynamic, ledger)
         anchor_user_turn(items, result, dynamic, ledger, {u.id: u.role for u in units})
     split_pairs = keep_pairs(units, items, result, dynamic, ledger)
     if plan.ctx is not None:
         plan.ctx.warnings += split_pairs
-    by_id = {u.id: u for u in units}
     for uid, reason in result.omitted.items():
         _omit_unit(plan, by_id[uid], reason, "selection")
     chosen_units = [u for u in units if u.id in result.chosen]
@@ -370,8 +389,11 @@ def assemble(
         plan.required,
     )
     chosen_units = [u for u in chosen_units if u.id in result.chosen]
-    chosen_units = _fix_role_order(chosen_units, plan, result.chosen, [*required_units, *lead])
+    chosen_units = _fix_role_order(chosen_units, plan, result.chosen, [*required_units, *lead], ledger)
     chosen_units = _anchor_required_lead(chosen_units, units, items, plan, result.chosen, dynamic, ledger)
+    if options_for is not None:
+        chosen_units = _fill(items, result, chosen_units, by_id, plan, dynamic, ledger, options_for, coster)
+        chosen_units = _fix_role_order(chosen_units, plan, result.chosen, [*required_units, *lead], ledger)
     charge_savings(ledger.saved, result.chosen, costs)
     _rehydrate(request, policy, plan, chosen_units, result, coster, read_blob, dynamic, ledger)
     if plan.ctx is not None:
@@ -392,30 +414,62 @@ def assemble(
     input_tokens = serializer.count(payload, counter) if counter is not None else _sum_costs(coster, turns, tools)
     payload_hash = content_hash(payload)
     t_end = time.perf_counter()
-    from ctxledger.manifest import build_manifest  # local: manifest imports this module's types
-
     asm = Assembly(f"asm_{uuid.uuid4().hex}", payload, payload_hash, input_tokens, turn_refs=[t.ref for t in turns])
+    chosen = [(u, result.chosen[u.id]) for u in chosen_units]
+    left_for_budget = {
+        i.unit_id: i
+        for i in items
+        if result.omitted.get(i.unit_id) is ReasonCode.BUDGET and i.unit_id not in result.chosen
+    }
     asm.manifest = build_manifest(
-        asm,
-        request=request,
-        snap=snap,
-        policy=policy,
-        coster=coster,
-        plan=plan,
-        fixed=fixed,
-        chosen=[(u, result.chosen[u.id]) for u in chosen_units],
-        units=units,
-        ledger=ledger,
-        budget=budget,
-        timings={
-            "graph_query_ms": round(snap.graph_ms, 3),
-            "policy_ms": round((t_policy - t0) * 1000, 3),
-            "selection_ms": round((t_select - t_policy) * 1000, 3),
-            "serialization_ms": round((t_end - t_select) * 1000, 3),
-        },
+        ManifestInputs(
+            assembly_id=asm.id,
+            payload=payload,
+            payload_hash=payload_hash,
+            input_tokens=input_tokens,
+            turn_refs=asm.turn_refs,
+            request=request,
+            requested=requested,
+            budget=budget,
+            snap=snap,
+            policy=policy,
+            coster=coster,
+            plan=plan,
+            fixed=fixed,
+            chosen=chosen,
+            ledger=ledger,
+            budget_utilities={uid: i.options[0].utility for uid, i in left_for_budget.items()},
+            fill=fill_note(dynamic, chosen, left_for_budget.values()),
+            timings={
+                "graph_query_ms": round(snap.graph_ms, 3),
+                "policy_ms": round((t_policy - t0) * 1000, 3),
+                "selection_ms": round((t_select - t_policy) * 1000, 3),
+                "serialization_ms": round((t_end - t_select) * 1000, 3),
+            },
+            trace=trace,
+        )
     )
     asm.manifest["recalls"] = recalls_in(records)  # what the model read back with the recall tool, and why
     return asm
+
+
+def fill_note(dynamic: int, chosen: Sequence[tuple[Unit, Option]], left_out: Iterable[SelectionItem]) -> str | None:
+    """Why less than :data:`FILL_TARGET` of ``B_dynamic`` is used although units were left out for budget.
+
+    ``None`` when nothing was left out for budget or the target is met; otherwise a sentence with the
+    tokens left and the cheapest form of any unit left out (none fits the room left, or a class cap or the
+    role order kept it out).
+    """
+    left = list(left_out)
+    used = sum(o.tokens for _, o in chosen)
+    if not left or dynamic <= 0 or used >= FILL_TARGET * dynamic:
+        return None
+    room = dynamic - used
+    cheapest = min(o.tokens for i in left for o in i.options)
+    share = f"{used} of {dynamic} tokens of B_dynamic used ({used / dynamic:.0%}), {room} left"
+    if cheapest > room:
+        return f"{share}: the cheapest form of any unit left out for budget takes {cheapest} tokens"
+    return f"{share}: units that would fit were kept out by class caps or the provider's role order"
 
 
 def _redact_tools(tools: Sequence[Mapping[str, Any]], plan: _Plan, policy: Policy) -> tuple[Mapping[str, Any], ...]:
@@ -453,7 +507,7 @@ def _mark_retained(plan: _Plan, units: Sequence[Unit]) -> None:
 def _mark_unavailable(plan: _Plan, units: Sequence[Unit]) -> None:
     """Mark ``provenance_broken`` every tool result whose raw bytes could not be read back intact.
 
-    Such a result renders as a reference (:func:`~ctxledger.assemble.units.unavailable_text`) instead of
+    Such a result renders as a reference (:func:`~ctxledger.units.unavailable_text`) instead of
     crashing the call; the mark (stage ``integrity``) names the record, its sha256 and what went wrong, so
     the manifest's ``marks`` and ``explain`` say why the model saw no output.
     """
@@ -483,11 +537,7 @@ def _mark_unavailable(plan: _Plan, units: Sequence[Unit]) -> None:
 
 def _contract_budget(request: AssemblyRequest, policy: Policy) -> Budget:
     """The request's budget, with ``B_input`` capped by the bound contract's allocation (seed 001 ledger)."""
-    budget = request.budget()
-    cap = policy.contract.max_input_tokens if policy.contract is not None else None
-    if cap is None or cap >= budget.input_tokens:
-        return budget
-    return Budget(cap + budget.output_tokens + budget.margin_tokens, budget.output_tokens, budget.margin_tokens)
+    return contract_budget(request.budget(), policy.contract.max_input_tokens if policy.contract is not None else None)
 
 
 def _candidates(
@@ -815,15 +865,53 @@ def _omit_unit(plan: _Plan, unit: Unit, reason: ReasonCode, stage: str) -> None:
 
 
 def _fix_role_order(
-    chosen: list[Unit], plan: _Plan, options: dict[str, Option], required: Sequence[Unit]
+    chosen: list[Unit], plan: _Plan, options: dict[str, Option], required: Sequence[Unit], ledger: BudgetLedger
 ) -> list[Unit]:
-    """Drop leading optional units until the first non-instruction turn is a user turn (case B04)."""
+    """Drop leading optional units until the first non-instruction turn is a user turn (case B04).
+
+    The ledger gets their tokens back, so ``used`` stays what the payload carries.
+    """
     required_ids = {u.id for u in required}
     while chosen and chosen[0].role != "user" and chosen[0].id not in required_ids:
         unit = chosen.pop(0)
-        options.pop(unit.id, None)
+        dropped = options.pop(unit.id, None)
+        if dropped is not None:
+            ledger.charge(unit.context_class.value, -dropped.tokens)
         _omit_unit(plan, unit, ReasonCode.ROLE_ORDER, "role_order")
     return chosen
+
+
+def _fill(
+    items: Sequence[SelectionItem],
+    result: Any,
+    chosen: list[Unit],
+    by_id: Mapping[str, Unit],
+    plan: _Plan,
+    dynamic: int,
+    ledger: BudgetLedger,
+    options_for: Any,
+    coster: Coster,
+) -> list[Unit]:
+    """The fill phase (:func:`~ctxledger.assemble.fill.fill_budget`) after role order: the chosen units, grown.
+
+    Only units after the first chosen one may enter: the payload still opens with the same user turn, and
+    no unit the role-order repair dropped is left stranded behind an older one. The admitted units' records
+    leave the omissions.
+    """
+    lead = chosen[0].seq if chosen else None
+    admitted = fill_budget(
+        items,
+        result,
+        dynamic,
+        ledger,
+        lambda i: options_for(by_id[i.unit_id], i.options[0], coster, required=True),
+        FILL_TARGET,
+        allowed=lambda i: lead is not None and i.seq > lead,
+    )
+    for uid in admitted:
+        for rid in by_id[uid].record_ids:
+            plan.omitted.pop(rid, None)
+    return sorted([*chosen, *(by_id[uid] for uid in admitted)], key=lambda u: u.seq)
 
 
 def _anchor_required_lead(

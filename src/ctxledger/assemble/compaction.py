@@ -51,7 +51,7 @@ from datetime import datetime
 from typing import Any
 
 from ctxledger.assemble.snapshot import Snapshot
-from ctxledger.assemble.units import Unit, UnitKind
+from ctxledger.units import Unit, UnitKind
 from ctxledger.errors import InputError
 from ctxledger.policy.base import Outcome, Policy, ReasonCode
 from ctxledger.policy.secrets import redact_text

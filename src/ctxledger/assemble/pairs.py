@@ -6,7 +6,8 @@ an answer enters without the question it answers). After selection, for each adj
 and the assistant message that answered it (no other message between them) where exactly one entered, the
 other is admitted in its cheapest representation when the room left allows it. When it does not, the pair
 stays split and the manifest says why: a warning ``answer_left_out`` / ``question_left_out`` naming both
-records and the tokens needed and left.
+records and the tokens needed and left. At most :data:`NAMED_SPLITS` split pairs are named (the newest); when
+more stay split, one more warning ``pairs_split`` gives their number, so the manifest stays bounded.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from collections.abc import Sequence
 from ctxledger.assemble.select import SelectionItem, SelectionResult
 from ctxledger.assemble.units import Unit, UnitKind
 from ctxledger.budget import BudgetLedger
+
+NAMED_SPLITS = 16
+"""How many split pairs the manifest names one by one (the newest); the rest are counted."""
 
 
 def _pairs(units: Sequence[Unit]) -> list[tuple[Unit, Unit]]:
@@ -42,7 +46,8 @@ def keep_pairs(
         ledger: the budget ledger, charged with every admission.
 
     Returns:
-        Manifest warnings ``{code, input, value, detail}`` for the pairs left split.
+        Manifest warnings ``{code, input, value, detail}`` for the pairs left split (the newest
+        :data:`NAMED_SPLITS` by name, then a ``pairs_split`` count when there are more).
     """
     by_id = {i.unit_id: i for i in items}
     warnings: list[dict[str, str]] = []
@@ -71,4 +76,12 @@ def keep_pairs(
                 f"{option.tokens} tokens, {max(left, 0)} were left",
             }
         )
-    return warnings
+    if len(warnings) <= NAMED_SPLITS:
+        return warnings
+    count = {
+        "code": "pairs_split",
+        "input": "budget",
+        "value": str(len(warnings)),
+        "detail": f"{len(warnings)} question/answer pairs stayed split for budget; the newest {NAMED_SPLITS} are named",
+    }
+    return [*warnings[-NAMED_SPLITS:], count]

@@ -76,7 +76,7 @@ from datasketch import MinHash, MinHashLSH  # type: ignore[import-untyped]
 
 from ctxledger.assemble.costing import Coster, FixedCoster, turn_key
 from ctxledger.assemble.select import Option
-from ctxledger.assemble.units import Unit, UnitKind, data_block_body, render_memory, rewrap_data_block
+from ctxledger.units import Unit, UnitKind, data_block_body, render_memory, rewrap_data_block
 from ctxledger.errors import BlobNotFound, BudgetError, ContentRetained, InputError, IntegrityError, RecordNotFound
 from ctxledger.hashing import sha256_hex
 from ctxledger.policy.base import Outcome, PolicyDecision, ReasonCode

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxledger.assemble.relevance import IncrementalBM25, tokenize
-from ctxledger.assemble.units import BLOB_MISMATCH, BLOB_MISSING, Unit, build_units
 from ctxledger.errors import RecordNotFound
 from ctxledger.facts import RecordFacts, compute_facts
+from ctxledger.units import BLOB_MISMATCH, BLOB_MISSING, Unit, build_units
 from ctxledger.records import Record, ToolArtifact, ToolCall
 from ctxledger.retention.state import TRANSFORM as RETAINED
 from ctxledger.store.base import GraphStore, LineageHop

@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Collection, Sequence
 
-from ctxledger.assemble.units import Unit, UnitKind
+from ctxledger.units import Unit, UnitKind
 from ctxledger.policy.secrets import SPEAKER_WITHHELD
 from ctxledger.records import Message, Participant, Record, Role
 

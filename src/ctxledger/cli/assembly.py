@@ -42,7 +42,9 @@ from ctxledger.errors import (
     RecordNotFound,
 )
 from ctxledger.ledger import Ledger
+from ctxledger.ledger import unexplained
 from ctxledger.manifest import explain as explain_manifest
+from ctxledger.manifest import has_full_trace
 from ctxledger.records import Record, ToolCall
 
 
@@ -54,6 +56,13 @@ class Show(StrEnum):
     CLASSES = "classes"
     PAYLOAD = "payload"
     ALL = "all"
+
+
+class Trace(StrEnum):
+    """What the stored manifest keeps (:data:`ctxledger.manifest.TRACES`)."""
+
+    SUMMARY = "summary"
+    FULL = "full"
 
 
 def _pairs(values: list[str] | None, option: str) -> dict[str, str]:
@@ -184,6 +193,14 @@ def assemble(
         str | None,
         typer.Option("--now", help="The call's clock for freshness, ISO 8601 (e.g. 2026-09-01T09:00Z); default now."),
     ] = None,
+    trace: Annotated[
+        Trace,
+        typer.Option(
+            "--trace",
+            help="What the stored manifest keeps: 'summary' (included items, omissions counted by reason and "
+            "stage; explain replays the rest) or 'full' (every omitted record, decision and mark, and the payload).",
+        ),
+    ] = Trace.SUMMARY,
 ) -> None:
     """Assemble the context of the conversation's next model call under a token budget.
 
@@ -222,6 +239,7 @@ def assemble(
             branch_id=branch,
             participant_id=participant,
             query=query,
+            trace=trace.value,
         )
         records = _records(ledger, settings, conversation) if show else {}
     report = _out() if out is not None else _err()
@@ -264,28 +282,54 @@ def explain(
             show_default=False,
         ),
     ] = None,
+    policy_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--policy",
+            help="The policy file the assembly was made under (assemble --policy): a summary manifest is "
+            "explained by replaying the assembly under it.",
+        ),
+    ] = None,
 ) -> None:
     """Explain an assembly: why the model saw each item, and why it did not see the others.
 
     Without REF: the budget and the budget ledger per context class, every included item (stage that
     admitted it, utility, tokens) and every omitted item (reason code and stage). With REF: the answer
-    for that one record.
+    for that one record. A manifest stored as a summary (the default of assemble) is explained by
+    replaying the assembly; if the replay is not the same call (code, policy or store changed), only
+    the included items are explained and the command says why.
 
     Example: [bold]ctxledger explain asm_0123… tau-bench-airline-task2-trial1/12[/bold] (or just [bold]12[/bold])
     """
     settings = _settings(ctx)
     with _handled(), _open(settings) as ledger:
-        manifest = ledger.get_assembly(assembly_id, tenant_id=settings.tenant)
-        conv = manifest["conversation_id"]
+        stored = ledger.get_assembly(assembly_id, tenant_id=settings.tenant)
+        conv = stored["conversation_id"]
+        from ctxledger.policy.loader import load_policy
+
+        policy = load_policy(policy_file) if policy_file else None
+        manifest, mismatch = (stored, None) if has_full_trace(stored) else ledger.replay(stored, policy=policy)
+        if manifest is None:
+            _err().print(
+                f"[yellow]this manifest keeps a summary of what was left out, and replaying the assembly gave a "
+                f"different call ({escape(str(mismatch))}): only the included items can be explained[/]",
+                soft_wrap=True,
+            )
+            manifest = stored
         if ref is None:
             _print_manifest(_out(), manifest, _records(ledger, settings, conv))
             return
-        why = _explain_ref(ledger, settings, manifest, ref)
+        why = _explain_ref(ledger, settings, manifest, ref, mismatch)
     _print_explanation(_out(), why, conv)
 
 
-def _explain_ref(ledger: Ledger, settings: Settings, manifest: Mapping[str, Any], ref: str) -> dict[str, Any]:
+def _explain_ref(
+    ledger: Ledger, settings: Settings, manifest: Mapping[str, Any], ref: str, mismatch: str | None = None
+) -> dict[str, Any]:
     """Explain ``ref`` read as a record id or external id, then ``<conversation>/<ref>``, then a tool call id.
+
+    ``manifest`` is the stored one when it holds a full trace, else its replay; when the replay differed
+    (``mismatch``), a record that was not included is answered with ``status: "unknown"``.
 
     Raises:
         RecordNotFound: no candidate of the assembly matches.
@@ -297,6 +341,8 @@ def _explain_ref(ledger: Ledger, settings: Settings, manifest: Mapping[str, Any]
             return explain_manifest(manifest, candidate)
         except RecordNotFound:
             continue
+    if mismatch is not None:
+        return unexplained(manifest, ref, mismatch)
     calls = [r.id for r in _records(ledger, settings, conv).values() if isinstance(r, ToolCall) and r.call_id == ref]
     if len(calls) > 1:
         listing = ", ".join(calls)

@@ -36,7 +36,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ctxledger.assemble.assembler import Assembly
-from ctxledger.assemble.units import content_text
+from ctxledger.units import content_text
 from ctxledger.errors import RequiredBlocksDoNotFit
 from ctxledger.eval.base import REQUEST_BASE_TOKENS, EvalItem, Selection, SelectionTask
 from ctxledger.eval.datasets import chat_tokens

@@ -27,7 +27,7 @@ from agents.run_config import CallModelData, ModelInputData
 
 from ctxledger.assemble.assembler import Assembly
 from ctxledger.assemble.recall import RECALL_TOOL, recall_schema
-from ctxledger.assemble.units import build_units
+from ctxledger.units import build_units
 from ctxledger.errors import ConfigurationError, InputError
 from ctxledger.hashing import canonical_json
 from ctxledger.ingest.openai_responses import chat_messages

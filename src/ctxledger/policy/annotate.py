@@ -17,7 +17,7 @@ replaced, as record text is (they may quote a record's ``source_version``).
 * ``delimit`` → the content is wrapped in a data block with its metadata (``delimited``);
 * ``demote`` → an instruction-role message of low trust becomes a delimited user turn (``demoted``).
 
-The result is a new :class:`~ctxledger.assemble.units.Unit` (units of a snapshot are shared and never
+The result is a new :class:`~ctxledger.units.Unit` (units of a snapshot are shared and never
 changed in place); the transform of each touched record is recorded for the manifest.
 """
 
@@ -28,8 +28,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ctxledger.assemble.units import Unit, UnitKind, render_data_block, render_tool_data
-from ctxledger.policy.base import PolicyDecision
+from ctxledger.units import Unit, UnitKind, render_data_block, render_tool_data
+from ctxledger.policy.decisions import PolicyDecision
 from ctxledger.policy.injection import INSTRUCTION_LIKE
 from ctxledger.policy.secrets import SPEAKER_WITHHELD, default_scanner, redact, redact_text
 from ctxledger.records import Record

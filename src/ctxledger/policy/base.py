@@ -13,274 +13,39 @@ second", seed 002).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
-from enum import StrEnum
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
+from typing import Any
 
 from ctxledger.errors import InvalidSetting, PolicyError
 from ctxledger.hashing import content_hash
 from ctxledger.policy.checks import flag, fractions, number
 from ctxledger.policy.contracts import WorkingSetContract, bind_contract
-from ctxledger.retention.rules import RetentionRules
-
-if TYPE_CHECKING:
-    from ctxledger.assemble.units import Unit
-    from ctxledger.facts import RecordFacts
-    from ctxledger.records import Record, ToolArtifact
-
-T = TypeVar("T")
-
-
-class ReasonCode(StrEnum):
-    """Why a candidate was left out (DESIGN §5). Values only ever grow; a test pins them."""
-
-    OUT_OF_SCOPE = "out_of_scope"
-    NOT_IN_LINEAGE = "not_in_lineage"
-    PRIVATE_TO_PARTICIPANT = "private_to_participant"
-    AUDIT_ONLY = "audit_only"
-    NOT_PROMOTED = "not_promoted"
-    PRIVACY_RESTRICTED = "privacy_restricted"
-    PROVIDER_RESTRICTED = "provider_restricted"
-    SECRET = "secret"
-    SUPERSEDED = "superseded"
-    STALE = "stale"
-    CONFLICT_SUPPRESSED = "conflict_suppressed"
-    UNTRUSTED_NON_EVIDENCE = "untrusted_non_evidence"
-    REDUNDANT = "redundant"
-    BUDGET = "budget"
-    CLASS_CAP = "class_cap"
-    BYTE_BUDGET = "byte_budget"
-    ROLE_ORDER = "role_order"
-    """Dropped so the payload starts with a user turn after the instructions (provider role order)."""
-    SUMMARIZED = "summarized"
-    """Covered by an included compaction record (or a checkpoint that restores that history)."""
-    COVERED_BY_MEMORY = "covered_by_memory"
-    """A raw tool exchange whose results a selectable compact memory already carries (rehydration phase 1)."""
-    OUT_OF_CONTRACT = "out_of_contract"
-    """Not a source the agent's working-set contract allows for this call type (seed 001 "Per-Agent Working Sets")."""
-
-
-VERBATIM_REASONS = frozenset(
-    {
-        "instruction",
-        "latest_user_turn",
-        "user_constraint",
-        "user_correction",
-        "approval",
-        "active_goal",
-        "pending_operation",
-        "environment_constraint",
-        "unresolved_tool_call",
-        "retry_critical",
-        "moderator_directive",
-        "checkpoint",
-    }
+from ctxledger.policy.decisions import (
+    VERBATIM_REASONS,
+    Outcome,
+    PolicyDecision,
+    ReasonCode,
+    Stage,
+    StageContext,
+    protected_records,
 )
-"""Protection reasons whose units enter verbatim or not at all: never excerpted, summarised or referenced
-(seed 001 "Compresión": approval state, policy constraints, user corrections … are never compressed)."""
+from ctxledger.policy.safety import contracts_problem, stage_list_problem
+from ctxledger.retention.rules import RetentionRules
+from ctxledger.units import ContextClass
 
-
-class Outcome(StrEnum):
-    """What a decision does to its candidate."""
-
-    OMIT = "omit"
-    REQUIRE = "require"
-    MARK = "mark"
-
-
-@dataclass(frozen=True, slots=True)
-class PolicyDecision:
-    """One decision of one stage about one candidate record (DESIGN §1 PolicyDecision).
-
-    Attributes:
-        ref: the candidate record id.
-        stage: the stage name that decided.
-        outcome: omit, require or mark.
-        reason: a :class:`ReasonCode` for omissions, or a short protection/mark reason
-            (e.g. ``"instruction"``, ``"latest_user_turn"``, ``"unresolved_tool_call"``).
-        detail: human-readable detail (never secret content).
-    """
-
-    ref: str
-    stage: str
-    outcome: Outcome
-    reason: str
-    detail: str = ""
-
-
-@dataclass
-class StageContext:
-    """What a stage sees: the request, the candidate records and their atomic units.
-
-    Attributes:
-        request: the :class:`~ctxledger.assemble.assembler.AssemblyRequest`.
-        records: candidate records in ``seq`` order (already scoped to tenant and conversation). Besides
-            the active lineage they may hold records of other branches of the conversation, so that the
-            lineage stage can record branch exclusions (DESIGN §3 step 1; seed 004 §4.10).
-        units: atomic units built from the records, in ``seq`` order.
-        lineage_branches: ids of the branches of the active lineage.
-        omitted: ids already omitted by earlier stages (stages may skip them).
-        required: unit id → protection reason, filled as protection decisions arrive.
-        lineage: the lineage hops (branch id and the last ``seq`` it contributes, inclusive).
-        now: the request's clock (aware UTC) for freshness.
-        contract: the working-set contract bound to this call, if any.
-        marks: record id → the ``mark`` decisions about it, in stage order.
-        find_artifacts: bare-hex sha256 → the request tenant's tool artifacts with those bytes, in any
-            conversation (``GraphStore.artifacts_by_sha256`` bound to the tenant); ``None`` when the caller
-            has no store to search. The validity stage repairs broken provenance with it.
-        find_record: record id → the request tenant's record with that id, in any conversation, or ``None``
-            (``GraphStore.get`` bound to the tenant); ``None`` when the caller has no store. The privacy and
-            visibility stages look up the sources of a derived record that are no candidates with it
-            (:mod:`ctxledger.policy.derivation`).
-        snapshot_seq: the snapshot's ``seq`` (records of the request's conversation after it are not seen).
-        repairs: memory id → {broken source artifact id → the artifact that repairs it}, filled by the
-            validity stage; rehydration reads the repaired artifact's bytes instead of the broken one's.
-        warnings: inputs the assembly could not use, as ``{code, input, value, detail}`` dicts (an unknown
-            record id a checkpoint promotes, an unknown ``exact_evidence`` id, participant or provider …);
-            stages append to it, and the manifest carries it as ``warnings``. A warning never opens
-            anything up: what it names was not used.
-        tools: the tool schemas (OpenAI ``tools`` form) this call exposes, after the contract's phase rules;
-            the secrets stage scans them and marks a schema holding a secret by its ref
-            :func:`~ctxledger.policy.contracts.tool_ref` (``tools/<name>``).
-        facts: record id → the record's write-path facts (:class:`~ctxledger.facts.RecordFacts`: secret
-            findings, instruction-like phrase, inherited restrictions), computed when it was written. Stages
-            read them instead of rescanning; a record without an entry (a request's extra records) is
-            computed as before.
-        memo: a cache of facts that depend only on one unit (or record), kept across assemblies by the
-            snapshot the candidates come from (``namespace → key → entry``; see :meth:`memoized` and
-            :meth:`scan`). An entry counts only while its objects are the very ones asked about, so a unit
-            the snapshot rebuilt (a late tool result completed it) is computed afresh. ``None``: nothing is
-            cached.
-    """
-
-    request: Any
-    records: Sequence[Record]
-    units: Sequence[Unit]
-    lineage_branches: frozenset[str]
-    omitted: set[str] = field(default_factory=set)
-    required: dict[str, str] = field(default_factory=dict)
-    lineage: Sequence[Any] = ()
-    now: datetime | None = None
-    contract: Any = None
-    marks: dict[str, list[PolicyDecision]] = field(default_factory=dict)
-    find_artifacts: Callable[[str], Sequence[ToolArtifact]] | None = None
-    find_record: Callable[[str], Record | None] | None = None
-    snapshot_seq: int | None = None
-    repairs: dict[str, dict[str, ToolArtifact]] = field(default_factory=dict)
-    warnings: list[dict[str, str]] = field(default_factory=list)
-    tools: Sequence[Mapping[str, Any]] = ()
-    facts: Mapping[str, RecordFacts] = field(default_factory=dict, repr=False)
-    memo: dict[Any, dict[str, tuple[Any, Any]]] | None = field(default=None, repr=False)
-    _by_id: dict[str, Record] | None = field(default=None, repr=False)
-    _live: tuple[int, list[Unit]] | None = field(default=None, repr=False)
-    _unit_of: dict[str, Unit] | None = field(default=None, repr=False)
-
-    def record(self, record_id: str) -> Record | None:
-        """The candidate record with that id, or ``None``."""
-        if self._by_id is None:
-            self._by_id = {r.id: r for r in self.records}
-        return self._by_id.get(record_id)
-
-    def unit_of(self, record_id: str) -> Unit | None:
-        """The unit that carries a record, or ``None`` (records that render to no unit)."""
-        if self._unit_of is None:
-            self._unit_of = {rid: u for u in self.units for rid in u.record_ids}
-        return self._unit_of.get(record_id)
-
-    def in_lineage(self, rec: Record) -> bool:
-        """Whether a record lies on the active lineage (its branch is a hop and ``seq`` within the hop's bound)."""
-        if not self.lineage:
-            return rec.branch_id in self.lineage_branches
-        for hop in self.lineage:
-            if hop.branch_id == rec.branch_id:
-                return hop.max_seq is None or rec.seq <= hop.max_seq
-        return False
-
-    def warn(self, code: str, input_name: str, value: str, detail: str) -> None:
-        """Record a warning about an input the assembly could not use (once per code and value)."""
-        entry = {"code": code, "input": input_name, "value": value, "detail": detail}
-        if entry not in self.warnings:
-            self.warnings.append(entry)
-
-    def memoized(self, namespace: Any, obj: Any, compute: Callable[[], T]) -> T:
-        """``compute()`` for a unit or record, cached in :attr:`memo` under ``namespace`` and ``obj.id``.
-
-        Only for values that depend on ``obj`` alone (and on what ``namespace`` names, e.g. a stage's
-        settings), never on the request or on other candidates.
-        """
-        if self.memo is None:
-            return compute()
-        table = self.memo.setdefault(namespace, {})
-        hit = table.get(obj.id)
-        if hit is not None and hit[0] is obj:
-            return hit[1]  # type: ignore[no-any-return]
-        value = compute()
-        table[obj.id] = (obj, value)
-        return value
-
-    def scan(self, namespace: Any, items: Sequence[Any], compute: Callable[[Any], Any]) -> list[tuple[Any, Any]]:
-        """``(item, compute(item))`` for every item of ``items`` whose value is truthy, in order.
-
-        For a stage whose verdict on one record (or unit) depends on that item and on what ``namespace``
-        names (the stage's settings, the request fields it reads) but not on other candidates: history is
-        append-only, so the verdicts on a prefix are kept in :attr:`memo` and only new items are computed.
-        The cache holds while ``items`` is the same list object and still starts with the same objects
-        (its last cached item is checked; the snapshot replaces every unit after one it rebuilds).
-        """
-        if self.memo is None:
-            return [(item, value) for item in items if (value := compute(item))]
-        table = self.memo.setdefault(("scan", namespace), {})
-        hit = table.get("")
-        start, found = 0, []
-        if hit is not None:
-            seq, count, last, cached = hit
-            if seq is items and count <= len(items) and (count == 0 or items[count - 1] is last):
-                start, found = count, list(cached)
-        for item in items[start:]:
-            value = compute(item)
-            if value:
-                found.append((item, value))
-        table[""] = (items, len(items), items[-1] if items else None, found)
-        return list(found)
-
-    def live_units(self) -> list[Unit]:
-        """Units none of whose records were omitted so far (``omitted`` only grows, so its size dates the list)."""
-        if self._live is None or self._live[0] != len(self.omitted):
-            omitted = self.omitted
-            self._live = (len(omitted), [u for u in self.units if not any(r in omitted for r in u.record_ids)])
-        return list(self._live[1])
-
-    def live(self, record_id: str) -> bool:
-        """Whether a record is a candidate not omitted so far."""
-        return record_id not in self.omitted and self.record(record_id) is not None
-
-    def protected(self) -> dict[str, str]:
-        """Record id → why a custom stage may not omit it (the instructions, the latest user turn, required units).
-
-        A custom stage that omits one of these makes the assembly fail with a ``PolicyError``; skip them
-        (:func:`ctxledger.policy.safety.protected_records`).
-        """
-        from ctxledger.policy.safety import protected_records
-
-        return protected_records(self)
-
-
-@runtime_checkable
-class Stage(Protocol):
-    """A policy stage. ``name`` and ``version`` are class attributes; ``config()`` returns its settings."""
-
-    name: ClassVar[str]
-    version: ClassVar[str]
-
-    def config(self) -> Mapping[str, Any]:
-        """The stage's configuration as JSON-able data (part of the policy hash)."""
-        ...
-
-    def __call__(self, ctx: StageContext) -> Iterable[PolicyDecision]:
-        """Decide about candidates. Must be deterministic for the same context."""
-        ...
+__all__ = [
+    "VERBATIM_REASONS",
+    "Outcome",
+    "Policy",
+    "PolicyDecision",
+    "ReasonCode",
+    "RehydrationParams",
+    "SelectionParams",
+    "Stage",
+    "StageContext",
+    "protected_records",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,8 +94,6 @@ class SelectionParams:
 
     def __post_init__(self) -> None:
         """Validate every setting (see the class docstring)."""
-        from ctxledger.assemble.units import ContextClass
-
         for key in ("w_relevance", "w_recency", "w_kind"):
             number(getattr(self, key), "selection", key, low=0.0)
         number(self.recency_half_life, "selection", "recency_half_life", low=0.0, low_open=True)
@@ -443,8 +206,6 @@ class Policy:
 
     def __post_init__(self) -> None:
         """Check the stage list, the opt-outs and the contracts (:mod:`ctxledger.policy.safety`)."""
-        from ctxledger.policy.safety import contracts_problem, stage_list_problem
-
         object.__setattr__(self, "unsafe_without", tuple(self.unsafe_without))
         problem = stage_list_problem(self.stages, self.unsafe_without)
         if problem is not None:

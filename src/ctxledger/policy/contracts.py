@@ -39,6 +39,7 @@ from typing import Any
 
 from ctxledger.errors import ConfigurationError, InvalidSetting
 from ctxledger.policy.checks import fractions, number, string_lists, strings
+from ctxledger.units import ContextClass
 
 SOURCES = (
     "instructions",
@@ -85,8 +86,6 @@ class WorkingSetContract:
 
     def __post_init__(self) -> None:
         """Validate every field (see the class docstring)."""
-        from ctxledger.assemble.units import ContextClass
-
         for key in ("agent", "call_type"):
             value = getattr(self, key)
             if value is not None and (not isinstance(value, str) or not value):

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ctxledger.policy.base import StageContext
+from ctxledger.policy.decisions import StageContext
 from ctxledger.policy.stages._common import tags
 from ctxledger.records import Branch, Compaction, Conversation, Participant, Record, ToolMemory
 

@@ -44,7 +44,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxledger.assemble.units import Unit, UnitKind, render_data_block
+from ctxledger.units import Unit, UnitKind, render_data_block
 from ctxledger.errors import BlobNotFound, InputError, IntegrityError
 from ctxledger.hashing import sha256_hex
 from ctxledger.policy.base import Policy, ReasonCode

@@ -29,9 +29,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ctxledger.assemble.units import UnitKind
 from ctxledger.errors import CtxledgerError, PolicyError
-from ctxledger.policy.base import Outcome, PolicyDecision, ReasonCode, StageContext
+from ctxledger.policy.decisions import Outcome, PolicyDecision, ReasonCode, StageContext, protected_records
 from ctxledger.policy.contracts import tool_ref
 from ctxledger.policy.stages import STAGES
 from ctxledger.records import Message, Role
@@ -104,26 +103,6 @@ def contracts_problem(contracts: Sequence[WorkingSetContract]) -> tuple[int, str
     return None
 
 
-def protected_records(ctx: StageContext) -> dict[str, str]:
-    """Record id → why no custom stage may omit it: ``instruction``, ``latest_user_turn``, or a protection reason.
-
-    Computed over the live units (none of whose records was omitted so far): every instruction unit, the
-    newest user message, and every unit already required (by the protection stage, when it ran earlier).
-    """
-    out: dict[str, str] = {}
-    latest_user = None
-    for unit in ctx.units:
-        if any(r in ctx.omitted for r in unit.record_ids):
-            continue
-        why = "instruction" if unit.kind is UnitKind.INSTRUCTION else ctx.required.get(unit.id)
-        if why:
-            out.update(dict.fromkeys(unit.record_ids, why))
-        first = unit.records[0]
-        if unit.kind is UnitKind.MESSAGE and isinstance(first, Message) and first.role is Role.USER:
-            latest_user = unit
-    if latest_user is not None:
-        out.update(dict.fromkeys(latest_user.record_ids, "latest_user_turn"))
-    return out
 
 
 def run_stage(stage: Any, ctx: StageContext) -> Iterator[PolicyDecision]:

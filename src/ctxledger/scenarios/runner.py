@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from ctxledger.assemble.units import UnitKind
+from ctxledger.units import UnitKind
 from ctxledger.errors import CtxledgerError
 from ctxledger.hashing import canonical_json
 from ctxledger.ledger import Ledger

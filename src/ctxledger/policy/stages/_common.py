@@ -6,11 +6,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ctxledger.hashing import canonical_json
-from ctxledger.policy.base import Outcome, PolicyDecision, StageContext
+from ctxledger.policy.decisions import Outcome, PolicyDecision, StageContext
 from ctxledger.records import Participant, Record
 
 if TYPE_CHECKING:
-    from ctxledger.assemble.units import Unit
+    from ctxledger.units import Unit
 
 
 def omit(stage: str, ref: str, reason: str, detail: str = "") -> PolicyDecision:

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from ctxledger.errors import InvalidSetting
-from ctxledger.policy.base import PolicyDecision, ReasonCode, StageContext
+from ctxledger.policy.decisions import PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.checks import string_lists, strings
 from ctxledger.policy.derivation import restricting_sources
 from ctxledger.policy.stages._common import omit, request_provider

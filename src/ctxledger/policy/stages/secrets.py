@@ -29,9 +29,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from ctxledger.assemble.units import BLOB_MISMATCH, BLOB_MISSING, Unit, UnitKind
+from ctxledger.units import BLOB_MISMATCH, BLOB_MISSING, Unit, UnitKind
 from ctxledger.errors import InvalidSetting
-from ctxledger.policy.base import PolicyDecision, ReasonCode, StageContext
+from ctxledger.policy.decisions import PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.checks import choice, strings
 from ctxledger.policy.contracts import tool_ref
 from ctxledger.policy.secrets import (

@@ -48,7 +48,7 @@ from datetime import timedelta
 from typing import Any, ClassVar
 
 from ctxledger.errors import InvalidSetting
-from ctxledger.policy.base import Outcome, PolicyDecision, ReasonCode, StageContext
+from ctxledger.policy.decisions import Outcome, PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.checks import choice, mapping, number, strings
 from ctxledger.policy.stages._common import mark, omit, request_attr
 from ctxledger.policy.stages.scope import scope_mismatch

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from ctxledger.policy.base import PolicyDecision, ReasonCode, StageContext
+from ctxledger.policy.decisions import PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.derivation import restricting_sources
 from ctxledger.policy.stages._common import ancestors, omit, participants
 from ctxledger.records import Checkpoint, Participant, Record, Visibility

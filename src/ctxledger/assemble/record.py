@@ -1,0 +1,429 @@
+"""The manifest phase: the typed :class:`~ctxledger.manifest.Manifest` record of one assembly, and its trace.
+
+It receives the earlier phases' results (the policy plan, the chosen units with their options, the budget
+ledger, the serialized payload) and writes what the manifest keeps (:mod:`ctxledger.manifest`): every
+included item, the omissions summarised by (reason, stage), a bounded list of notable omissions, and the
+decisions and marks about included records. The complete lists — every omitted candidate, decision and
+mark — are built only when read (:class:`~ctxledger.manifest.ManifestView`) or when the caller asks for
+``trace="full"``, so a long history costs a summary line per reason, not an entry per record.
+
+Every free-text value copied from records or inputs is redacted with the policy's secret scanner (the
+``secrets`` stage's, else the default) when its entry is built; omitted entries, decisions and marks are
+built once per distinct value and cached on the snapshot (:class:`~ctxledger.hashing.EncodedList`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from ctxledger.assemble.costing import Coster
+from ctxledger.assemble.represent import record_locators, record_promotion
+from ctxledger.assemble.select import Option
+from ctxledger.assemble.snapshot import Snapshot
+from ctxledger.assemble.version import ASSEMBLER_VERSION
+from ctxledger.budget import Budget, BudgetLedger
+from ctxledger.hashing import EncodedList, canonical_json
+from ctxledger.manifest import MAX_NOTABLE, Manifest, ManifestView, check_trace, summarize_omissions
+from ctxledger.policy.base import Policy, PolicyDecision
+from ctxledger.policy.secrets import SecretScanner, default_scanner, redact_json, redact_text
+from ctxledger.units import Unit
+
+_STRUCTURAL = {"conversation", "branch", "participant", "model_run", "skill_state"}
+
+NOTABLE_BUDGET = 8
+"""Highest-utility units left out for budget that the summary names (within :data:`MAX_NOTABLE`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestInputs:
+    """What the earlier phases hand to the manifest phase.
+
+    Attributes:
+        assembly_id, payload, payload_hash, input_tokens, turn_refs: the serialize phase's result.
+        request: the effective request (clock set, participant resolved).
+        requested: the budget as the caller asked (``W``, ``O``, ``M``), before a contract's cap.
+        budget: the effective budget.
+        snap, policy, coster: the assembly's snapshot, bound policy and coster.
+        plan: the policy plan (decisions, omissions, requirements, marks, rehydrations, tools, warnings).
+        fixed: the instruction units; chosen: ``(unit, option)`` of every included unit, in ``seq`` order.
+        ledger: the budget ledger after rehydration.
+        budget_utilities: unit id → utility of each unit left out for budget (for the notable list).
+        fill: why ``B_dynamic`` is not used up although something was left out for budget, or ``None``.
+        timings: milliseconds per phase.
+        trace: ``summary`` or ``full``.
+    """
+
+    assembly_id: str
+    payload: dict[str, Any]
+    payload_hash: str
+    input_tokens: int
+    turn_refs: list[str]
+    request: Any
+    requested: Budget
+    budget: Budget
+    snap: Snapshot
+    policy: Policy
+    coster: Coster
+    plan: Any
+    fixed: Sequence[Unit]
+    chosen: Sequence[tuple[Unit, Option]]
+    ledger: BudgetLedger
+    budget_utilities: Mapping[str, float]
+    fill: str | None
+    timings: Mapping[str, float]
+    trace: str = "summary"
+
+
+def build_manifest(inp: ManifestInputs) -> ManifestView:
+    """The manifest of one assembly: the typed record, viewed with its trace (see :mod:`ctxledger.manifest`)."""
+    trace = check_trace(inp.trace)
+    snap, plan, policy, coster, request = inp.snap, inp.plan, inp.policy, inp.coster, inp.request
+    scanner = policy_scanner(policy)
+    costs = snap.costs[coster.counter_id]
+    position = {u.id: i for i, u in enumerate(snap.units)}
+    replay = _replay_tokens(snap, costs)
+    tools = request.tools if request.tools is not None else snap.tool_schemas
+    replay += coster.base_tokens() + coster.tools_tokens(tools)
+    included: list[dict[str, Any]] = []
+    for u in inp.fixed:
+        known = costs[position[u.id]] if u.id in position else None
+        included += _entry(u, None, "fixed", "instruction", known, coster, scanner)
+    for unit, option in inp.chosen:
+        required = plan.required.get(unit.id)
+        stage, reason = ("protection", required) if required else ("selection", "selected")
+        included += _entry(unit, option, stage, reason, option.turn_tokens or None, coster, scanner)
+    included_refs = {e["ref"] for e in included}
+    records = _candidates(snap, plan)
+    candidate_ids = {r.id for r in records}
+    about = included_refs | {u.id for u, _ in inp.chosen} | {u.id for u in inp.fixed}
+    omitted = [(rec, why) for rec in records if (why := plan.omitted.get(rec.id)) is not None and rec.id not in included_refs]
+    groups = summarize_omissions(((w[0], w[1], r.seq) for r, w in omitted), sorted(r.seq for r in records))
+    by_reason = Counter(w[0] for _, w in omitted)
+    by_stage = Counter(w[1] for _, w in omitted)
+    all_marks = [d for ds in plan.marks.values() for d in ds]
+    b, requested, ledger = inp.budget, inp.requested, inp.ledger
+
+    def full_trace() -> dict[str, Any]:
+        entries = [_omitted_entry(snap.memo.setdefault("manifest_omitted", {}), r, w, scanner) for r, w in omitted]
+        return {
+            "omitted": EncodedList((e for e, _ in entries), [t for _, t in entries]),
+            "candidates": [r.id for r in records],
+            "decisions": _encoded(snap, "manifest_decisions", plan.decisions, _decision_entry, scanner),
+            "marks": _encoded(snap, "manifest_marks", all_marks, _mark_entry, scanner),
+        }
+
+    record = Manifest(
+        id=inp.assembly_id,
+        tenant_id=request.tenant_id,
+        conversation_id=request.conversation_id,
+        branch_id=snap.branch_id,
+        snapshot_seq=snap.seq,
+        created_at=datetime.now(UTC).isoformat(),
+        trace=trace,
+        policy=_policy_block(policy),
+        assembler_version=ASSEMBLER_VERSION,
+        counter={"id": coster.counter_id, "is_estimate": coster.is_estimate},
+        model=redact_text(request.model, scanner),
+        api=request.api,
+        participant_id=redact_text(request.participant_id, scanner),
+        request=_request_facts(request, scanner),
+        budget={
+            "requested": {
+                "window": requested.window_tokens,
+                "output": requested.output_tokens,
+                "margin": requested.margin_tokens,
+                "input": requested.input_tokens,
+            },
+            "contract_cap": policy.contract.max_input_tokens if policy.contract is not None else None,
+            "window": b.window_tokens,
+            "output": b.output_tokens,
+            "margin": b.margin_tokens,
+            "input": b.input_tokens,
+            "fixed": b.input_tokens - ledger.dynamic_tokens,
+            "dynamic": ledger.dynamic_tokens,
+            "fill": inp.fill,
+        },
+        ledger=ledger.as_dict(),
+        candidate_count=len(records),
+        included=included,
+        omissions=groups,
+        omitted_by_reason=dict(sorted(by_reason.items())),
+        omitted_by_stage=dict(sorted(by_stage.items())),
+        notable_omissions=_notable(omitted, request, plan, inp.budget_utilities, snap, scanner),
+        decisions=[_decision_entry(d, scanner) for d in plan.decisions if _kept(d.ref, about, candidate_ids)],
+        marks=[_mark_entry(d, scanner) for d in all_marks if _kept(d.ref, about, candidate_ids)],
+        rehydrations=[_redacted(r, _REHYDRATION_TEXT, scanner) for r in plan.rehydrations],
+        tools=_redacted_names(plan.tools, scanner),
+        lineage=[{"branch_id": h.branch_id, "max_seq": h.max_seq} for h in snap.lineage],
+        contract=policy.contract.as_dict() if policy.contract is not None else None,
+        warnings=[_redacted(w, _WARNING_TEXT, scanner) for w in plan.ctx.warnings] if plan.ctx is not None else [],
+        tokens={
+            "estimated_input": inp.input_tokens,
+            "replay": replay,
+            "saved": replay - inp.input_tokens,
+            "observed_input": None,
+            "observed_output": None,
+            "error": None,
+        },
+        timings=dict(inp.timings),
+        turn_refs=list(inp.turn_refs),
+        payload_hash=inp.payload_hash,
+        payload=inp.payload if trace == "full" else None,
+    )
+    view = ManifestView(record, full_trace)
+    if trace != "full":
+        dict.__setitem__(view, "payload", inp.payload)  # at hand in process; the stored summary keeps None
+    return view
+
+
+def _kept(ref: str, about: set[str], candidates: set[str]) -> bool:
+    """Whether a summary keeps a decision: about an included record or unit, or about no record (a tool schema)."""
+    return ref in about or ref not in candidates
+
+
+def _replay_tokens(snap: Snapshot, costs: Sequence[Sequence[int]]) -> int:
+    """Tokens of every unit of the snapshot verbatim."""
+    return sum(sum(c) for c in costs)
+
+
+def _candidates(snap: Snapshot, plan: Any) -> list[Any]:
+    """Candidate records: the snapshot's non-structural records, then other branches' (in ``seq`` order)."""
+    own = _candidate_records(snap)
+    extra = [r for r in plan.extra_records if r.kind.value not in _STRUCTURAL]
+    return sorted([*own, *extra], key=lambda r: r.seq) if extra else own
+
+
+def _notable(
+    omitted: Sequence[tuple[Any, tuple[str, str, str]]],
+    request: Any,
+    plan: Any,
+    utilities: Mapping[str, float],
+    snap: Snapshot,
+    scanner: SecretScanner,
+) -> list[dict[str, Any]]:
+    """At most :data:`MAX_NOTABLE` omitted entries: asked for, on the exact-evidence path, best left out for budget."""
+    asked = set(request.exact_evidence) if not isinstance(request.exact_evidence, bool) else set()
+    path = {r.get("artifact") for r in plan.rehydrations} | {r.get("repaired_from") for r in plan.rehydrations}
+    cache = snap.memo.setdefault("manifest_omitted", {})
+    chosen: dict[str, tuple[int, float, str, Any, tuple[str, str, str]]] = {}
+    for rec, why in omitted:
+        if rec.id in asked or (rec.external_id and rec.external_id in asked):
+            chosen[rec.id] = (0, 0.0, "requested", rec, why)
+        elif rec.id in path:
+            chosen[rec.id] = (1, 0.0, "exact_evidence_path", rec, why)
+        elif why[0] == "budget" and rec.id in utilities:
+            chosen.setdefault(rec.id, (2, -utilities[rec.id], "budget", rec, why))
+    budget = sorted((v for v in chosen.values() if v[0] == 2), key=lambda v: (v[1], v[3].seq))[:NOTABLE_BUDGET]
+    first = sorted((v for v in chosen.values() if v[0] < 2), key=lambda v: (v[0], v[3].seq))
+    out = []
+    for rank, score, why_notable, rec, why in [*first, *budget][:MAX_NOTABLE]:
+        entry, _ = _omitted_entry(cache, rec, why, scanner)
+        entry["why_notable"] = why_notable
+        if rank == 2:
+            entry["utility"] = -score
+        out.append(entry)
+    return out
+
+
+def policy_scanner(policy: Policy) -> SecretScanner:
+    """The scanner of the policy's ``secrets`` stage, else the process-wide default one."""
+    found = getattr(policy.stage("secrets"), "scanner", None)
+    return found if isinstance(found, SecretScanner) else default_scanner()
+
+
+_WARNING_TEXT = ("value", "detail")
+_REHYDRATION_TEXT = ("reason", "revalidation_tool")
+
+
+def _redacted(entry: Mapping[str, Any], keys: Sequence[str], scanner: SecretScanner) -> dict[str, Any]:
+    """A copy of ``entry`` whose string values under ``keys`` have the lines holding a secret replaced."""
+    return {k: redact_text(v, scanner) if k in keys else v for k, v in entry.items()}
+
+
+def _redacted_names(value: Any, scanner: SecretScanner) -> Any:
+    """A copy of the ``tools`` block (names; ``renamed``: original → sent) with every string, keys too, redacted."""
+    if isinstance(value, str):
+        return redact_text(value, scanner)
+    if isinstance(value, Mapping):
+        return {redact_text(k, scanner): _redacted_names(v, scanner) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redacted_names(v, scanner) for v in value]
+    return value
+
+
+def _request_facts(request: Any, scanner: SecretScanner | None = None) -> dict[str, Any]:
+    """What else the call asked for, so the assembly can be reproduced (clock, provider, contract, evidence).
+
+    Free-text values (provider, query, agent, call type, phase, checks, evidence ids, scope, source
+    versions and the tool schemas the caller passed) are redacted with ``scanner`` (default: the default scanner): the manifest is stored, and a
+    secret never is.
+    """
+    evidence = request.exact_evidence
+    return {
+        "now": request.now.isoformat() if request.now is not None else None,
+        "provider": redact_text(request.provider, scanner),
+        "query": redact_text(request.query, scanner),
+        "agent": redact_text(request.agent, scanner),
+        "call_type": redact_text(request.call_type, scanner),
+        "phase": redact_text(request.phase, scanner),
+        "checks_passed": [redact_text(c, scanner) for c in request.checks_passed],
+        "exact_evidence": evidence if isinstance(evidence, bool) else [redact_text(e, scanner) for e in evidence],
+        "scope": {k: redact_text(v, scanner) for k, v in request.scope.items()},
+        "source_versions": {k: redact_text(v, scanner) for k, v in request.source_versions.items()},
+        "tools": [redact_json(t, scanner or default_scanner()) for t in request.tools] if request.tools else None,
+    }
+
+
+def _decision_entry(d: PolicyDecision, scanner: SecretScanner) -> dict[str, Any]:
+    detail = redact_text(d.detail, scanner)
+    return {"ref": d.ref, "stage": d.stage, "outcome": d.outcome.value, "reason": str(d.reason), "detail": detail}
+
+
+def _mark_entry(d: PolicyDecision, scanner: SecretScanner) -> dict[str, Any]:
+    return {"ref": d.ref, "stage": d.stage, "reason": d.reason, "detail": redact_text(d.detail, scanner)}
+
+
+def _encoded(
+    snap: Snapshot,
+    name: str,
+    decisions: Sequence[PolicyDecision],
+    entry: Callable[[PolicyDecision, SecretScanner], dict[str, Any]],
+    scanner: SecretScanner,
+) -> EncodedList:
+    """Manifest entries of decisions with their canonical JSON, built (and redacted) once per distinct decision.
+
+    Most decisions repeat from one call to the next (every tool result is marked ``delimit``); the cache on
+    the snapshot keeps only the decisions of the latest call, so it never outgrows one manifest. Entries
+    redacted with another scanner are built afresh.
+    """
+    cached = snap.memo.get(name, {})
+    old: dict[PolicyDecision, tuple[dict[str, Any], str]] = (
+        cached.get("", {}) if cached.get("scanner") is scanner else {}
+    )
+    new: dict[PolicyDecision, tuple[dict[str, Any], str]] = {}
+    entries, texts = [], []
+    for d in decisions:
+        hit = new.get(d) or old.get(d)
+        if hit is None:
+            value = entry(d, scanner)
+            hit = (value, canonical_json(value))
+        new[d] = hit
+        entries.append(dict(hit[0]))
+        texts.append(hit[1])
+    snap.memo[name] = {"": new, "scanner": scanner}
+    return EncodedList(entries, texts)
+
+
+def _candidate_records(snap: Snapshot) -> list[Any]:
+    """The snapshot's non-structural records, extended as the (append-only) snapshot grows."""
+    count, found = snap.memo.get("manifest_candidates", {}).get("", (0, []))
+    if count > len(snap.records):
+        count, found = 0, []
+    found = found + [r for r in snap.records[count:] if r.kind.value not in _STRUCTURAL]
+    snap.memo.setdefault("manifest_candidates", {})[""] = (len(snap.records), found)
+    return found
+
+
+def _entry(
+    unit: Unit,
+    option: Option | None,
+    stage: str,
+    reason: str,
+    known: Sequence[int] | None,
+    coster: Coster | None = None,
+    scanner: SecretScanner | None = None,
+) -> list[dict[str, Any]]:
+    turns = option.turns if option is not None else unit.turns
+    if known is None and coster is not None:
+        known = [coster.turn_tokens(t) for t in turns]
+    turn_tokens = dict(zip((t.ref for t in turns), known or (), strict=False))
+    representation = option.representation if option is not None else "verbatim"
+    out = []
+    for rec in unit.records:
+        out.append(
+            {
+                "ref": rec.id,
+                "unit": unit.id,
+                "role": getattr(rec, "role", None) and str(rec.role),
+                "external_id": redact_text(rec.external_id, scanner),
+                "representation": representation,
+                "tokens": turn_tokens.get(rec.id, 0),
+                "stage": stage,
+                "reason": reason,
+                "utility": option.utility if option is not None else None,
+                "transform": (option.transform if option is not None else None) or unit.transforms.get(rec.id),
+                "source_version": redact_text(getattr(rec, "source_version", None), scanner),
+                "locators": record_locators(option, rec.id),
+                **_promotion(option, rec.id),
+                **_note(option, scanner),
+                **_facts(rec),
+            }
+        )
+    return out
+
+
+def _note(option: Option | None, scanner: SecretScanner | None = None) -> dict[str, Any]:
+    note = option.detail.get("note") if option is not None else None
+    return {"note": redact_text(str(note), scanner)} if note else {}
+
+
+def _promotion(option: Option | None, record_id: str) -> dict[str, Any]:
+    decision = record_promotion(option, record_id)
+    return {"promotion": decision} if decision else {}
+
+
+def _policy_block(policy: Policy) -> dict[str, Any]:
+    """The manifest's ``policy`` block; ``unsafe_without`` only when the policy opts out of a safety stage."""
+    block: dict[str, Any] = {"name": policy.name, "version": policy.version, "hash": policy.hash}
+    if policy.unsafe_without:
+        block["unsafe_without"] = sorted(policy.unsafe_without)
+    return block
+
+
+def _omitted_entry(
+    cache: dict[str, tuple[Any, Any]], rec: Any, why: tuple[str, str, str], scanner: SecretScanner
+) -> tuple[dict[str, Any], str]:
+    """The ``omitted`` entry of a record and its canonical JSON, built once per (record, reason, stage, detail).
+
+    Its ``external_id`` and ``detail`` are redacted with ``scanner`` when the entry is built.
+
+    Records are immutable and most omissions repeat from one call to the next (a long history mostly
+    leaves out the same old turns for ``budget``), so the entry and its text are cached on the snapshot;
+    each manifest gets its own copy of the entry, and the text lets the manifest be persisted without
+    encoding every entry again (:class:`~ctxledger.hashing.EncodedList`).
+    """
+    hit = cache.get(rec.id)
+    if hit is None or hit[0] is not rec or hit[1][0] != why or hit[1][3] is not scanner:
+        reason, stage, detail = why
+        entry = {
+            "ref": rec.id,
+            "external_id": redact_text(rec.external_id, scanner),
+            "reason": reason,
+            "stage": stage,
+            "detail": redact_text(detail, scanner),
+        }
+        entry |= _facts(rec)
+        hit = cache[rec.id] = (rec, (why, entry, canonical_json(entry), scanner))
+    out = dict(hit[1][1])
+    if out["sources"]:
+        out["sources"] = list(out["sources"])
+    return out, hit[1][2]
+
+
+def _facts(rec: Any) -> dict[str, Any]:
+    """Where a record lives and who may see it (for explanations)."""
+    return {
+        "kind": rec.kind.value,
+        "branch_id": rec.branch_id,
+        "seq": rec.seq,
+        "visibility": rec.visibility.value,
+        "owner": rec.owner_participant_id,
+        "trust": rec.trust.value,
+        "sources": list(getattr(rec, "source_artifact_ids", ()) or getattr(rec, "source_ids", ()) or ()),
+    }
+
+
