@@ -41,7 +41,7 @@ def test_assemble_returns_the_payload_and_an_assembly_that_explains_itself(serve
     body = answer.json()
     assert body["payload"]["messages"] and body["omitted"] > 0
     assert body["tokens"]["estimated_input"] <= 6800
-    manifest = served.client.get(f"/v1/assemblies/{body['assembly_id']}", headers=auth).json()
+    manifest = served.client.get(f"/v1/assemblies/{body['assembly_id']}?full=true", headers=auth).json()
     assert manifest["payload_hash"] == body["payload_hash"]
     omitted = manifest["omitted"][0]["ref"]
     why = served.client.get(f"/v1/assemblies/{body['assembly_id']}/explain/{omitted}", headers=auth).json()

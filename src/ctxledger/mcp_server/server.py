@@ -103,7 +103,7 @@ def build_server(ledger: Ledger, tenant: str) -> MCPServer:
             found = ledger.store.list_assemblies(tenant, conversation_id)
             if not found:
                 raise ToolError(f"conversation {conversation_id!r} has no assembly yet")
-            m = ledger.get_assembly(found[-1]["id"], tenant_id=tenant)
+            m = ledger.get_assembly(found[-1]["id"], tenant_id=tenant, full=True)
             b = mv.budget(m)
             return {
                 "assembly_id": m["id"],
@@ -127,7 +127,7 @@ def build_server(ledger: Ledger, tenant: str) -> MCPServer:
         """Why the record ``ref`` (its id or number in the conversation) was included in or omitted from an assembly."""
 
         def run() -> dict[str, Any]:
-            manifest = ledger.get_assembly(assembly_id, tenant_id=tenant)
+            manifest = ledger.get_assembly(assembly_id, tenant_id=tenant, full=True)
             for candidate in (ref, f"{manifest['conversation_id']}/{ref}"):
                 if mv.entry(manifest, candidate) is not None:
                     return ledger.explain(assembly_id, candidate, tenant_id=tenant)
@@ -140,7 +140,7 @@ def build_server(ledger: Ledger, tenant: str) -> MCPServer:
         """The raw bytes (as UTF-8 text) behind an item of an assembly, if that assembly's policy allows it."""
 
         def run() -> str:
-            manifest = ledger.get_assembly(assembly_id, tenant_id=tenant)
+            manifest = ledger.get_assembly(assembly_id, tenant_id=tenant, full=True)
             full = ref if mv.entry(manifest, ref) is not None else f"{manifest['conversation_id']}/{ref}"
             refusal = mv.rehydration_refusal(manifest, full)
             if refusal is not None:

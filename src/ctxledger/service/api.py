@@ -164,9 +164,15 @@ def list_all_assemblies(request: Request, tenant: Tenant) -> list[AssemblySummar
 
 
 @router.get("/assemblies/{assembly_id}", summary="Get an assembly's manifest")
-def get_assembly(request: Request, tenant: Tenant, assembly_id: str) -> dict[str, Any]:
-    """The persisted manifest: budget, per-class ledger, included and omitted items with reasons, payload."""
-    return _service(request).call(lambda ledger: ledger.get_assembly(assembly_id, tenant_id=tenant))
+def get_assembly(
+    request: Request, tenant: Tenant, assembly_id: str, full: Annotated[bool, Query()] = False
+) -> dict[str, Any]:
+    """The persisted manifest: budget, per-class ledger, included items, omissions summarised by reason.
+
+    With ``full=true`` the full trace is re-derived by replay: every omitted record with its reason, every
+    decision and mark, and the payload (a 400 problem says so when the replay is not the same call).
+    """
+    return _service(request).call(lambda ledger: ledger.get_assembly(assembly_id, tenant_id=tenant, full=full))
 
 
 @router.get("/assemblies/{assembly_id}/explain/{ref:path}", summary="Explain one record of an assembly")
@@ -174,7 +180,7 @@ def explain(request: Request, tenant: Tenant, assembly_id: str, ref: str) -> dic
     """Why the record ``ref`` (its id, or its number within the conversation) was included or omitted."""
 
     def run(ledger: Any) -> dict[str, Any]:
-        manifest = ledger.get_assembly(assembly_id, tenant_id=tenant)
+        manifest = ledger.get_assembly(assembly_id, tenant_id=tenant, full=True)
         for candidate in (ref, f"{manifest['conversation_id']}/{ref}"):
             if manifest_view.entry(manifest, candidate) is not None:
                 return ledger.explain(assembly_id, candidate, tenant_id=tenant)
@@ -235,7 +241,7 @@ def rehydrate_item(request: Request, tenant: Tenant, assembly_id: str, ref: str)
     """An item's raw bytes, only when the assembly's policy would let them in (no hard filter, no secret)."""
 
     def run(ledger: Any) -> bytes | str:
-        manifest = ledger.get_assembly(assembly_id, tenant_id=tenant)
+        manifest = ledger.get_assembly(assembly_id, tenant_id=tenant, full=True)
         refusal = manifest_view.rehydration_refusal(manifest, ref)
         return refusal if refusal is not None else ledger.rehydrate(ref, None, tenant_id=tenant)
 

@@ -259,7 +259,7 @@ def item(request: Request, assembly_id: str, ref: str) -> HTMLResponse:
         return _login()
 
     def run(ledger: Any) -> tuple[dict[str, Any], dict[str, Any], list[Any]]:
-        manifest = ledger.get_assembly(assembly_id, tenant_id=tenant)
+        manifest = ledger.get_assembly(assembly_id, tenant_id=tenant, full=True)
         why = ledger.explain(assembly_id, ref, tenant_id=tenant)
         return manifest, why, _provenance(ledger, tenant, ref)
 
@@ -329,7 +329,7 @@ def assembly(request: Request, assembly_id: str) -> HTMLResponse:
         return _login()
 
     def run(ledger: Any) -> tuple[dict[str, Any], Mapping[str, Any] | None]:
-        manifest = ledger.get_assembly(assembly_id, tenant_id=tenant)
+        manifest = ledger.get_assembly(assembly_id, tenant_id=tenant, full=True)
         before = mv.previous(ledger.store.list_assemblies(tenant, manifest["conversation_id"]), assembly_id)
         return manifest, before
 
