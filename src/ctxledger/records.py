@@ -1,4 +1,4 @@
-"""The records of the execution graph (DESIGN §1; seed 004 §4.1).
+"""The records of the execution graph (seed 004 §4.1).
 
 Every record is immutable once written. A correction is a new record that links to the old one
 (``supersedes`` on the new record; the old record's ``superseded_by`` is *derived* by the store from
@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 
 
 class Kind(StrEnum):
-    """The record kinds of DESIGN §1 (values are stored; only ever extended)."""
+    """The record kinds of the execution graph (values are stored; only ever extended)."""
 
     CONVERSATION = "conversation"
     BRANCH = "branch"
@@ -48,7 +48,7 @@ class Kind(StrEnum):
 
 
 class Visibility(StrEnum):
-    """Who may see a record (DESIGN §1).
+    """Who may see a record.
 
     Values: ``participant_private`` (only its owner participant), ``branch`` (its branch lineage),
     ``conversation`` (every branch of its conversation), ``shared`` (the participants in
@@ -63,7 +63,7 @@ class Visibility(StrEnum):
 
 
 class Trust(StrEnum):
-    """Source trust, highest first (DESIGN §1). Lower trust never overrides higher."""
+    """Source trust, highest first. Lower trust never overrides higher."""
 
     SYSTEM = "system"
     DEVELOPER = "developer"
@@ -84,7 +84,7 @@ _TRUST_ORDER = list(Trust)
 
 
 class Freshness(StrEnum):
-    """How fast an observation goes stale (DESIGN §1; seed 004 §4.7)."""
+    """How fast an observation goes stale (seed 004 §4.7)."""
 
     VOLATILE = "volatile"
     SESSION = "session"
@@ -250,7 +250,7 @@ class ToolArtifact(Record):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolMemory(Record):
-    """A compact, model-facing record derived from one or more artifacts (DESIGN §1; seed 004 §4.3).
+    """A compact, model-facing record derived from one or more artifacts (seed 004 §4.3).
 
     ``observed_at`` and ``stale_after`` are aware UTC datetimes; ``locators`` point back into the
     source artifacts (artifact id, line/byte range, sha256, source version).
@@ -295,7 +295,7 @@ class Checkpoint(Record):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Compaction(Record):
-    """A derived summary of a stretch of history, with lineage (DESIGN §4).
+    """A derived summary of a stretch of history, with lineage.
 
     ``through_seq`` (inclusive) and ``source_ids`` name what it covers; ``body`` holds the structured
     invariants. A compaction is a derived artifact, never the truth of the run.

@@ -1,4 +1,4 @@
-"""Token counting (DESIGN §2; seed 000 "Tokens y presupuesto antes de seleccionar").
+"""Token counting (seed 000 "Tokens y presupuesto antes de seleccionar").
 
 A :class:`TokenCounter` turns text into a token count with one model family's tokenizer. Provider
 framing (per-message overhead, tool-call JSON, tool schemas) is added by each serializer's
@@ -77,8 +77,8 @@ def count_cache_key(counter_id: str, text: str) -> str:
     """Return the key under which a count of ``text`` by counter ``counter_id`` is cached.
 
     The key is ``content_hash({"counter": counter_id, "text": text_hash(text)})`` (``"sha256:<hex>"``),
-    so it names both the tokenizer and the exact UTF-8 text (DESIGN §2 "Counts are cached by (counter,
-    content hash)"). Pass it, with the same ``counter_id``, to ``GraphStore.get_token_counts`` /
+    so it names both the tokenizer and the exact UTF-8 text: counts are cached by (counter,
+    content hash). Pass it, with the same ``counter_id``, to ``GraphStore.get_token_counts`` /
     ``put_token_counts``; :class:`CachedCounter` uses it in memory.
     """
     return content_hash({"counter": counter_id, "text": text_hash(text)})
@@ -92,7 +92,7 @@ def _without_surrogates(text: str) -> str:
 class CharEstimateCounter:
     """The character heuristic: ``ceil(len(text) / 4)`` tokens, flagged as an estimate.
 
-    ``len`` is in Unicode code points. DESIGN §2 allows it only when the manifest flags it and the
+    ``len`` is in Unicode code points. An estimate is allowed only when the manifest flags it and the
     margin covers its error, hence ``is_estimate = True``.
     """
 
@@ -202,7 +202,7 @@ class ProxyCounter:
 
     Used for Claude models (Anthropic does not publish its tokenizer for offline use): counts come
     from ``inner`` (o200k_base by default) and are flagged ``is_estimate = True`` so the manifest says
-    so and the margin must cover the difference (DESIGN §2).
+    so and the margin must cover the difference.
 
     Args:
         inner: the counter whose counts are used.
@@ -420,7 +420,7 @@ def counter_for_model(model: str, counter: str | None = None, *, option: str = "
     Azure deployment name of a gpt-4o model with ``"o200k_base"``); name an ``estimate/…`` counter or
     ``"chars/4"`` for a model of another family so the manifest flags its counts as estimates. Without
     ``counter``, a model with no known offline tokenizer is refused rather than silently estimated
-    (DESIGN §2: a heuristic only when flagged).
+    (a heuristic is allowed only when flagged).
 
     Args:
         model: the model name (``"gpt-4o"``, ``"claude-sonnet-4-5"``, ``"llama-3.1-70b"`` …).
@@ -466,7 +466,7 @@ def _build(counter_id: str) -> TokenCounter:
 def get_counter(name: str = "o200k_base") -> TokenCounter:
     """Return the shared token counter for an encoding, counter id or model name.
 
-    Names (DESIGN §2; ctxledger issue 2 item 4):
+    Names:
 
     * ``"o200k_base"``, ``"cl100k_base"``: exact and offline, with the default (fast) backend,
       ``quicktok/<encoding>``.

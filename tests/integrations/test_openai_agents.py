@@ -82,7 +82,8 @@ class FakeModel(Model):
         )
 
     def stream_response(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError
+        """The SDK's Model protocol requires it; these runs never stream, so a call is a test failure."""
+        raise AssertionError("the scripted model does not stream")
 
 
 def test_a_run_assembles_every_call_records_everything_and_usage(tmp_path) -> None:
