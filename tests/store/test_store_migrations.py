@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import sqlalchemy
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
@@ -18,7 +19,7 @@ from ctxledger.scenarios._graph import GraphBuilder
 from ctxledger.scenarios.catalog import SCENARIOS
 from ctxledger.store import _engine as store_engine
 from ctxledger.store import migrate, open_store, schema
-from ctxledger.store._migrate import alembic_config, head_revision
+from ctxledger.store._migrate import LEGACY_REVISIONS, alembic_config, current_revision, head_revision
 from ctxledger.store.blobs import LocalBlobStore
 from ctxledger.store.codec import assembly_row, decode_record, encode_record
 from ctxledger.store.schema import VERSION_TABLE, metadata
@@ -27,7 +28,7 @@ from ctxledger.testing import EVERY_RECORD_BLOB, MemoryStore, every_record_type
 
 def test_migrated_database_matches_the_schema_module(empty_sql_url: str) -> None:
     """After ``migrate`` the database has exactly the tables, columns and indexes of ``schema.py``."""
-    assert migrate(empty_sql_url) == head_revision() == "0004_w9f_write_facts"
+    assert migrate(empty_sql_url) == head_revision() == "0005_write_facts"
     engine = create_engine(empty_sql_url)
     with engine.connect() as conn:
         context = MigrationContext.configure(conn, opts={"compare_type": True, "version_table": VERSION_TABLE})
@@ -171,7 +172,7 @@ def test_upgrading_a_0002_database_computes_the_facts_an_append_would(
     assert any(s.name == name for s in SCENARIOS), f"no scenario {name}"
     reference, conv = _scenario_graph(name)
     records = reference.records("default", conv)
-    _at_revision(empty_sql_url, "0003_w15_retention")
+    _at_revision(empty_sql_url, "0004_retention")
     blobs = LocalBlobStore(tmp_path / "blobs")
     for rec in records:
         if isinstance(rec, ToolArtifact):
@@ -212,7 +213,7 @@ def test_the_backfill_reads_tool_results_from_the_blob_folder_it_is_given(
 
     reference, conv = _scenario_graph("secrets-withheld")
     records = reference.records("default", conv)
-    _at_revision(empty_sql_url, "0003_w15_retention")
+    _at_revision(empty_sql_url, "0004_retention")
     blobs = LocalBlobStore(tmp_path / "blobs")
     for rec in records:
         if isinstance(rec, ToolArtifact):
@@ -237,3 +238,20 @@ def test_the_backfill_reads_tool_results_from_the_blob_folder_it_is_given(
         assert store.record_facts("default", conv) == reference.record_facts("default", conv)
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("legacy, current", sorted(LEGACY_REVISIONS.items()))
+def test_a_store_at_an_earlier_name_of_a_revision_upgrades_from_it(
+    empty_sql_url: str, legacy: str, current: str
+) -> None:
+    """A version row holding a revision's earlier name is read as that revision and upgraded to the head."""
+    _at_revision(empty_sql_url, current)
+    engine = create_engine(empty_sql_url)
+    with engine.begin() as conn:
+        conn.execute(sqlalchemy.text(f"UPDATE {VERSION_TABLE} SET version_num = :old"), {"old": legacy})
+    engine.dispose()
+    assert migrate(empty_sql_url) == head_revision()
+    engine = create_engine(empty_sql_url)
+    assert current_revision(engine) == head_revision()
+    assert not compare_metadata(MigrationContext.configure(engine.connect()), metadata)
+    engine.dispose()

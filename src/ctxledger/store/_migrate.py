@@ -1,4 +1,4 @@
-"""Running the Alembic history programmatically (DESIGN §6; STYLE "Storage": one explicit ``migrate()``).
+"""Running the Alembic history programmatically (one explicit ``migrate()``).
 
 The same code path serves ``open_store(url)`` (which migrates by default), ``ctxledger.store.migrate(url)``
 and a ``ctxledger migrate`` command. On PostgreSQL the upgrade holds a transaction-scoped advisory lock,
@@ -15,8 +15,8 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import text
-from sqlalchemy.engine import Engine
+from sqlalchemy import inspect, text
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from ctxledger.errors import MigrationError
@@ -29,6 +29,13 @@ WRITE_OPTION = "ctxledger_write"
 """Connection execution option that makes the SQLite backend begin with ``BEGIN IMMEDIATE``."""
 
 _ADVISORY_LOCK_KEY = 0x63_74_78_6C_65_64  # "ctxled"
+
+LEGACY_REVISIONS: dict[str, str] = {
+    "0003_w12_keys_blobs": "0003_keys_blobs",
+    "0003_w15_retention": "0004_retention",
+    "0004_w9f_write_facts": "0005_write_facts",
+}
+"""Earlier names of shipped revisions (same schema, same order), renamed in the version table on upgrade."""
 
 
 def alembic_config() -> Config:
@@ -56,7 +63,7 @@ def upgrade(engine: Engine, read_blob: Callable[[str], bytes] | None = None) -> 
     """Upgrade the database behind ``engine`` to the newest revision (idempotent); return it.
 
     ``read_blob`` returns a blob's bytes by sha256: revisions that compute facts from tool results' raw text
-    read it (see ``0004_w9f_write_facts``); without it those facts are recomputed when first read.
+    read it (see ``0005_write_facts``); without it those facts are recomputed when first read.
 
     Raises:
         MigrationError: the database refused the migration (the cause is chained).
@@ -68,6 +75,7 @@ def upgrade(engine: Engine, read_blob: Callable[[str], bytes] | None = None) -> 
             with conn.begin():
                 if conn.dialect.name == "postgresql":
                     conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADVISORY_LOCK_KEY})
+                _rename_legacy_revision(conn)
                 config.attributes["connection"] = conn
                 config.attributes["read_blob"] = read_blob
                 command.upgrade(config, "head")
@@ -87,6 +95,17 @@ def check_revision(engine: Engine) -> None:
         raise MigrationError(
             f"{_display(engine)} is at schema revision {current or '<none>'} but this ctxledger needs "
             f"{head}; run `ctxledger migrate URL` or open_store(url, migrate=True)"
+        )
+
+
+def _rename_legacy_revision(conn: Connection) -> None:
+    """Rewrite a version row that holds an earlier name of a shipped revision to its current name."""
+    if not inspect(conn).has_table(VERSION_TABLE):
+        return
+    for old, new in LEGACY_REVISIONS.items():
+        conn.execute(
+            text(f"UPDATE {VERSION_TABLE} SET version_num = :new WHERE version_num = :old"),
+            {"new": new, "old": old},
         )
 
 

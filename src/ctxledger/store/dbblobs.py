@@ -63,7 +63,7 @@ class DatabaseBlobStore:
     """Blobs in the ``blobs``/``blob_chunks`` tables of a migrated database (see the module docstring).
 
     Args:
-        engine: a SQLAlchemy engine on a database migrated to revision ``0003_w12_keys_blobs`` or later.
+        engine: a SQLAlchemy engine on a database migrated to revision ``0003_keys_blobs`` or later.
         owns_engine: dispose the engine on :meth:`close` (when the store was opened for its own URL).
     """
 

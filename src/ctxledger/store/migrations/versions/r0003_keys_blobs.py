@@ -4,7 +4,7 @@
 stored). ``blobs`` and ``blob_chunks`` hold raw tool results inside the database, so several service
 processes on several hosts share one blob store without a shared folder.
 
-Revision ID: 0003_w12_keys_blobs
+Revision ID: 0003_keys_blobs
 Revises: 0002_tenant_record_ids
 Create Date: 2026-12-01
 """
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0003_w12_keys_blobs"
+revision: str = "0003_keys_blobs"
 down_revision: str | None = "0002_tenant_record_ids"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None

@@ -11,8 +11,8 @@ Tool results' raw text is read from the blob store the upgrade was given (``conf
 passed by ``open_store`` and ``ctxledger.store.migrate``); a blob that cannot be read gets the facts of the
 unavailable-bytes reference, marked ``raw_readable: false``, and readers recompute them once it is readable.
 
-Revision ID: 0004_w9f_write_facts
-Revises: 0003_w15_retention
+Revision ID: 0005_write_facts
+Revises: 0004_retention
 Create Date: 2026-12-01
 """
 
@@ -29,8 +29,8 @@ from ctxledger.records import Record
 from ctxledger.store import _index
 from ctxledger.store.codec import READ_COLUMNS, decode_row
 
-revision: str = "0004_w9f_write_facts"
-down_revision: str | None = "0003_w15_retention"
+revision: str = "0005_write_facts"
+down_revision: str | None = "0004_retention"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -4,8 +4,8 @@
 after); ``retention_blob_queue`` holds blobs whose last reference an action may have removed, until they
 are collected. Both are new tables: no existing row changes.
 
-Revision ID: 0003_w15_retention
-Revises: 0003_w12_keys_blobs
+Revision ID: 0004_retention
+Revises: 0003_keys_blobs
 Create Date: 2026-12-01
 """
 
@@ -16,8 +16,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0003_w15_retention"
-down_revision: str | None = "0003_w12_keys_blobs"
+revision: str = "0004_retention"
+down_revision: str | None = "0003_keys_blobs"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
