@@ -1,4 +1,4 @@
-"""The main job on a real trajectory: what ``ctxledger demo`` runs (ctxledger issue 2, "main job").
+"""The main job on a real trajectory: what ``ctxledger demo`` runs.
 
 The bundled trajectory is tau-bench's airline task 2, trial 1 (gpt-4o; MIT, Copyright (c) 2024
 Sierra; see ``ctxledger/_demo/NOTICE``): the longest of the 160 development trajectories and the one
@@ -113,7 +113,7 @@ class RequiredItems:
 
 
 def required_items(manifest: Mapping[str, Any]) -> RequiredItems:
-    """Count the required units of a manifest and those kept (DESIGN §3 step 3; seed 000 "protección").
+    """Count the required units of a manifest and those kept (seed 000 "protección").
 
     Args:
         manifest: a manifest as returned by ``Ledger.get_assembly`` (see :mod:`ctxledger.manifest`).
@@ -219,7 +219,7 @@ def run_demo(
     Args:
         ledger: where to import and assemble (the CLI passes a temporary SQLite store).
         tenant_id: the tenant.
-        window_tokens: ``W``, the context window, in tokens (DESIGN §2).
+        window_tokens: ``W``, the context window, in tokens.
         output_tokens: ``O``, tokens reserved for the reply.
         margin_tokens: ``M``, the safety margin in tokens.
         api: ``openai-chat`` or ``anthropic-messages``.

@@ -203,7 +203,7 @@ class BudgetItem:
 class RequiredBlocksDoNotFit(BudgetError):
     """Required blocks (instructions, tool schemas, the latest user turn, open tool calls) exceed the budget.
 
-    Assembly never drops a required block silently (DESIGN §2; seed 000 "Tokens y presupuesto").
+    Assembly never drops a required block silently (seed 000 "Tokens y presupuesto").
 
     Attributes:
         blocks: every required block with its tokens, in payload order.
@@ -299,7 +299,7 @@ class IntegrityError(CtxledgerError):
 class CompactionRefused(CtxledgerError):
     """A compaction lost an invariant, or could not be produced, so it must not become the summary.
 
-    A refused compaction never becomes summary text (DESIGN §4; seed 001 "Compactación").
+    A refused compaction never becomes summary text (seed 001 "Compactación").
 
     Attributes:
         compaction_id: id of the compaction that was refused.

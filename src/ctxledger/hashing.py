@@ -2,7 +2,7 @@
 
 Two things in ctxledger are named by a hash: raw tool outputs in the blob store (sha256 of the exact
 bytes) and derived values such as a serialized provider payload or a policy (sha256 of their
-*canonical JSON*). "The same snapshot and the same policy give the same payload hash" (DESIGN §5) only
+*canonical JSON*). "The same snapshot and the same policy give the same payload hash" only
 holds if there is exactly one canonical form, so this module is that contract:
 
 * keys sorted, no insignificant whitespace (``separators=(",", ":")``);

@@ -360,7 +360,7 @@ class Ledger:
         """Records of the conversation outside the snapshot's lineage, up to its ``seq`` (cached incrementally).
 
         They let the policy record branch exclusions and let conversation-visible records of other
-        branches fill remaining room (DESIGN §3 step 1).
+        branches fill remaining room.
         """
         key = (snap.tenant_id, snap.conversation_id)
         cached = self._conversations.pop(key, [])
@@ -446,7 +446,7 @@ class Ledger:
         The compaction carries lineage (``through_seq``, ``source_ids``, ``policy_version``) and its
         fidelity report; later assemblies include it and leave the history it covers out as
         ``summarized``, except protected records (user constraints, corrections …), which stay verbatim
-        (DESIGN §4; seed 001 "Compactación"; case B09). Validity is judged at ``now`` by the policy's own
+        (seed 001 "Compactación"; case B09). Validity is judged at ``now`` by the policy's own
         validity stage: superseded records and records it omits as stale are not summarised (they stay in
         the history, judged afresh by each assembly); records it marks stale are summarised with a verbatim
         stale flag and the revalidation hint (``meta["validity"]`` lists what was left out). See

@@ -1,4 +1,4 @@
-"""Recording a live agent's history, record by record, into a ledger (DESIGN §1).
+"""Recording a live agent's history, record by record, into a ledger.
 
 A :class:`Recorder` writes the records of one conversation and fills in their envelope (tenant,
 conversation, branch, time, ids), so an agent loop calls ``rec.user(text)``, ``rec.tool_call(tool, args,

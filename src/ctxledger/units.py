@@ -1,6 +1,6 @@
 """Atomic units: what enters a context whole or not at all.
 
-DESIGN §3 step 4; seed 000 "Seleccionar unidades que conservan sentido".
+seed 000 "Seleccionar unidades que conservan sentido".
 
 An assistant message that requested N tool calls, the N :class:`ToolCall` records and their results form
 one unit: a provider rejects (or a model misreads) a tool result without its call and a call without its
@@ -64,7 +64,7 @@ class UnitKind(StrEnum):
 
 
 class ContextClass(StrEnum):
-    """Budget-ledger classes (DESIGN §2; seed 004 §4.6)."""
+    """Budget-ledger classes (seed 004 §4.6)."""
 
     CONVERSATION = "conversation"
     OPERATIONAL = "operational"
@@ -451,7 +451,7 @@ def render_data_block(rec: Record, text: str, extra: Mapping[str, str] | None = 
     end the tag, and a closing ``</data`` inside the text (any case, any spacing) is escaped
     (:func:`escape_body`), so content cannot close the block and speak as instructions.
 
-    DESIGN §3 step 7; seed 000 "Instrucciones y evidencia no tienen la misma autoridad".
+    seed 000 "Instrucciones y evidencia no tienen la misma autoridad".
     """
     attrs = {"source": rec.id, "kind": rec.kind.value, "trust": rec.trust.value}
     observed = getattr(rec, "observed_at", None)
@@ -468,7 +468,7 @@ def render_tool_data(rec: Record, text: str, extra: Mapping[str, str] | None = N
     the record has them, and any policy attributes (``<data trust="tool_result">`` + ``</data>`` is 9
     tokens in o200k_base, against ~39 for :func:`render_data_block` with a long record id).
     Attribute values and a ``</data`` inside the text are escaped as in :func:`render_data_block`.
-    DESIGN §3 step 7.
+
     """
     attrs = {"trust": rec.trust.value}
     observed = getattr(rec, "observed_at", None)

@@ -1,4 +1,4 @@
-"""The budget ledger accounts for every token of the request, framing included (DESIGN §2)."""
+"""The budget ledger accounts for every token of the request, framing included."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Raw tool output missing from the blob store (new-user report item 8).
+"""Raw tool output missing from the blob store.
 
 Two edges: ``append`` (and every import, which appends) refuses a ToolArtifact whose bytes were never stored;
 and when stored bytes disappear later (deleted from disk) or stop matching their sha256, assembly goes on:

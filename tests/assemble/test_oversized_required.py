@@ -1,4 +1,4 @@
-"""A required unit too large to enter verbatim enters as an exact excerpt (new-user report item 1).
+"""A required unit too large to enter verbatim enters as an exact excerpt.
 
 The failed output is real: SWE-agent's answer to a rejected ``edit`` in the marshmallow-1867 demonstration
 (9,063 bytes: an ``E999 IndentationError`` followed by the whole would-be file listing). The budget is made

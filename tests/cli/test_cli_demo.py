@@ -177,7 +177,7 @@ def test_run_demo_imports_once_and_saves_tokens() -> None:
     assert first.required.lost == ()
     assert not second.assembly.manifest["omitted"], "16k holds the whole trajectory"
     # Everything fits: the only difference from a replay is each tool result's data framing (trust,
-    # observed_at; DESIGN §3 step 7), a few tokens per result.
+    # observed_at), a few tokens per result.
     framing = second.assembled_tokens - second.replay_tokens
     assert 0 < framing <= 12 * first.history["tool_artifact"]
 

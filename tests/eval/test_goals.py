@@ -1,4 +1,4 @@
-"""The goals of issue 5 item 8 are checked from a run's aggregates, and missing evidence is never a pass."""
+"""The evaluation goals are checked from a run's aggregates, and missing evidence is never a pass."""
 
 from __future__ import annotations
 
@@ -59,6 +59,6 @@ def test_markdown_lists_goals_scenarios_and_cases() -> None:
     )  # fmt: skip
     case = SimpleNamespace(case_id="B15", kind="empty", passed=False, failures=("payload is empty",), input_tokens=None)
     text = checks_markdown(goal_checks([]), [scenario], [case])
-    assert "## Goals (issue 5 item 8)" in text and "| branch-isolation | 10 | 4 | 2/2 | pass |" in text
+    assert "## Goals" in text and "| branch-isolation | 10 | 4 | 2/2 | pass |" in text
     assert "| B15 | empty | refused | **fail**: payload is empty |" in text
     assert "_not run_" in checks_markdown([], [], [])

@@ -1,4 +1,4 @@
-"""compact() never launders superseded or stale records into its summary (new-user report 4 items 3-4).
+"""compact() never launders superseded or stale records into its summary.
 
 The compaction judges its sources with the policy's own validity stage at its clock: a superseded memory or
 one the policy omits as stale is not summarised and stays in the history (each assembly then says why it is

@@ -64,7 +64,7 @@ def test_manifest_records_representations_locators_and_savings(swe):
     coster = ledger.coster("openai-chat", "gpt-4o")
     records = {r.id: r for r in snap.records}
 
-    def sent(t):  # a tool result is sent inside its data framing (trust stage, DESIGN §3 step 7)
+    def sent(t):  # a tool result is sent inside its data framing (trust stage)
         return dataclasses.replace(t, content=render_tool_data(records[t.ref], t.content)) if t.role == "tool" else t
 
     verbatim = {u.id: sum(coster.turn_tokens(sent(t)) for t in u.turns) for u in snap.units}

@@ -1,4 +1,4 @@
-"""Redundancy never merges outputs of different calls (new-user report: a cancellation dropped as a 'duplicate')."""
+"""Redundancy never merges outputs of different calls (a cancellation dropped as a 'duplicate')."""
 
 from __future__ import annotations
 

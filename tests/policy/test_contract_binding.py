@@ -1,4 +1,4 @@
-"""Working-set contracts fail closed: binding and tools by phase (new-user report items 13, 14)."""
+"""Working-set contracts fail closed: binding and tools by phase."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Data-block metadata cannot be forged: attribute values are XML-escaped, ``</data`` in any case is inert.
 
-DESIGN §3 step 7 (retrieved and tool content is delimited as data with its metadata); new-user report 2
-item 5.
+Retrieved and tool content is delimited as data with its metadata.
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""Derived records are as restricted as their sources, transitively, unless declared safe (seed 004 §4.5, §8 R3;
-new-user report 2 item 1)."""
+"""Derived records are as restricted as their sources, transitively, unless declared safe (seed 004 §4.5, §8 R3)."""
 
 from __future__ import annotations
 

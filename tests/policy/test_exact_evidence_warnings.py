@@ -1,4 +1,4 @@
-"""Exact evidence that cannot be served is said in the manifest, never dropped silently (issue 3 item 7)."""
+"""Exact evidence that cannot be served is said in the manifest, never dropped silently."""
 
 from __future__ import annotations
 

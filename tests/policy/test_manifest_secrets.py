@@ -1,4 +1,4 @@
-"""The stored manifest never holds a secret (new-user report 4 item 6).
+"""The stored manifest never holds a secret.
 
 The payload was already clean; the manifest copied a record's ``source_version``, an unknown
 ``exact_evidence`` id (warnings' ``value`` and ``detail``) and policy details quoting record fields as they were.

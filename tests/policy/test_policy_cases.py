@@ -1,4 +1,4 @@
-"""The shared failure cases of the kinds issue 3 names: cross-user memory (B12) and a summary that drops a
+"""The shared failure cases of these kinds: cross-user memory (B12) and a summary that drops a
 user constraint (B09), run as real assemblies and checked by the generic case checker."""
 
 from __future__ import annotations

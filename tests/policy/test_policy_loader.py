@@ -70,7 +70,7 @@ CUSTOM = textwrap.dedent(
 
 
 def test_reason_codes_are_pinned():
-    """Reason codes only grow: DESIGN §5's values (and the later additions) keep their exact spelling."""
+    """Reason codes only grow: the built-in values (and the later additions) keep their exact spelling."""
     assert [c.value for c in ReasonCode] == [
         "out_of_scope", "not_in_lineage", "private_to_participant", "audit_only", "not_promoted",
         "privacy_restricted", "provider_restricted", "secret", "superseded", "stale", "conflict_suppressed",

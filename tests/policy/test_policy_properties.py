@@ -140,7 +140,7 @@ def test_hard_filters_hold_and_every_omission_has_one_reason(items, req):
     assert sum(manifest["omitted_by_reason"].values()) == len(omitted)
 
 
-# -- derived records inherit their sources' restrictions (new-user report 2 item 1) ---------------------------
+# -- derived records inherit their sources' restrictions ---------------------------
 
 source_item = st.fixed_dictionaries(
     {

@@ -309,7 +309,7 @@ def test_stage_constructors_validate_in_python_too():
 
 
 def test_custom_stage_with_an_unknown_reason_code_fails_naming_stage_and_code(tamper_module):
-    """An omission reason outside DESIGN §5 is refused; a custom: code is accepted and recorded."""
+    """An omission reason outside the built-in codes is refused; a custom: code is accepted and recorded."""
     ledger, g = _history(_tamper_policy(targets=["a2"], reason="i_made_this_up"))
     with pytest.raises(PolicyError) as info:
         _assemble(ledger, g)

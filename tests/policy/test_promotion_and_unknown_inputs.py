@@ -1,4 +1,4 @@
-"""Subagent promotion of whole units, and request inputs that name nothing (new-user report items 9, 15)."""
+"""Subagent promotion of whole units, and request inputs that name nothing."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Promotion reaches the promoting subagent's parent (and the checkpoint's shared_with), not siblings or
-unrelated participants (seed 004 §4.13-4.14; new-user report 2 item 3)."""
+unrelated participants (seed 004 §4.13-4.14)."""
 
 from __future__ import annotations
 

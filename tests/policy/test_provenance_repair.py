@@ -1,4 +1,4 @@
-"""Broken provenance repaired by content from the tenant's whole store, or marked stale (issue 3 item 4)."""
+"""Broken provenance repaired by content from the tenant's whole store, or marked stale."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Rehydration reads back only what no hard filter omitted (new-user report 4 items 1-2)."""
+"""Rehydration reads back only what no hard filter omitted."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A secret in a speaker label or a request field reaches neither the payload nor the stored manifest.
 
-Seed 000 (a credential stays with the server that uses it); new-user report 2 item 2.
+Seed 000 (a credential stays with the server that uses it).
 """
 
 from __future__ import annotations

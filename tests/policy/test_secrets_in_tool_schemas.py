@@ -1,4 +1,4 @@
-"""Secrets in tool schemas never reach the payload or the stored manifest (new-user report item 11).
+"""Secrets in tool schemas never reach the payload or the stored manifest.
 
 The schemas are BFCL's real memory-suite function docs (``multi_turn_func_doc/memory_kv.json``) in OpenAI
 ``tools`` form; one of them gets credentials planted in its description, an enum and a default, as a

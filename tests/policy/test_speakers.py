@@ -1,4 +1,4 @@
-"""Speakers of multi-participant conversations on both providers (new-user report item 12)."""
+"""Speakers of multi-participant conversations on both providers."""
 
 from __future__ import annotations
 

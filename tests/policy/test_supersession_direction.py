@@ -1,4 +1,4 @@
-"""Supersession has a direction: self, cycles and older records are not honoured (new-user report item 10)."""
+"""Supersession has a direction: self, cycles and older records are not honoured."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Tool results are data: delimited with their metadata, and instruction-like text inside them is flagged.
 
-DESIGN §3 step 7; issue 3 item 5; seed 000 "Instrucciones y evidencia no tienen la misma autoridad".
+seed 000 "Instrucciones y evidencia no tienen la misma autoridad".
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ _INJECTIONS = [
 @pytest.mark.parametrize("phrase", _INJECTIONS)
 def test_instruction_like_text_is_flagged_in_every_data_kind(phrase):
     """Memories (trusted or untrusted evidence), compactions, checkpoints and retrieved or untrusted messages
-    carry the note and a manifest mark naming the phrase, not only tool results (new-user report 2 item 4)."""
+    carry the note and a manifest mark naming the phrase, not only tool results."""
     ledger = Ledger.open("memory://")
     r = ledger.recorder("c", clock=datetime(2026, 9, 1, 9, 0, tzinfo=UTC))
     r.system("s")

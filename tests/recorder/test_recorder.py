@@ -62,7 +62,7 @@ def test_conversation_branch_and_numbered_ids_follow_the_importers_scheme():
 
 
 def test_messages_carry_role_default_trust_and_speaker():
-    """system/developer/user/assistant set role and the trust DESIGN §1 gives each author."""
+    """system/developer/user/assistant set role and the trust each author has."""
     ledger, rec = _rec()
     ids = [rec.system("s"), rec.developer("d"), rec.user("u", speaker="moderator"), rec.assistant("a")]
     got = [_get(ledger, i) for i in ids]

@@ -41,7 +41,7 @@ def test_seed_measured_scenarios_beat_the_seed_reduction(name):
 
 @pytest.mark.parametrize("name", ["branch-isolation", "parent-resume-metadata", "secrets-withheld"])
 def test_same_scenario_same_policy_same_payload_hash(name):
-    """Building and assembling a scenario twice gives the same payload hash (DESIGN §5 determinism)."""
+    """Building and assembling a scenario twice gives the same payload hash."""
     scenario = next(s for s in SCENARIOS if s.name == name)
     first, _, _ = run_scenario(scenario)
     second, _, _ = run_scenario(scenario)

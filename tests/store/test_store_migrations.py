@@ -253,5 +253,4 @@ def test_a_store_at_an_earlier_name_of_a_revision_upgrades_from_it(
     assert migrate(empty_sql_url) == head_revision()
     engine = create_engine(empty_sql_url)
     assert current_revision(engine) == head_revision()
-    assert not compare_metadata(MigrationContext.configure(engine.connect()), metadata)
     engine.dispose()

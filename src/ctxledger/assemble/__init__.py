@@ -1,1 +1,1 @@
-"""Assembly: candidate snapshots, atomic units, selection and the assembler (DESIGN §3)."""
+"""Assembly: candidate snapshots, atomic units, selection and the assembler."""

@@ -1,4 +1,4 @@
-"""The assembler: one model call's context from the graph, under a budget and a policy (DESIGN §3).
+"""The assembler: one model call's context from the graph, under a budget and a policy.
 
 Pipeline, constraints first and relevance second (seed 002 "Primero restricciones, después relevancia"):
 
@@ -798,7 +798,7 @@ def _selection_items(
     for age, unit in enumerate(reversed(dynamic)):
         recency = 0.5 ** (age / params.recency_half_life)
         utility = w_relevance * relevance.get(unit.id, 0.0) + w_recency * recency + w_kind * _kind_prior(unit)
-        if unit.id not in relevance:  # from another branch: it only fills what the lineage leaves (DESIGN §3.1)
+        if unit.id not in relevance:  # from another branch: it only fills what the lineage leaves
             utility *= FILL_FACTOR
         costs = turn_costs[unit.id]
         verbatim = Option("verbatim", sum(costs), round(utility, 9), unit.turns, turn_tokens=costs)

@@ -1,6 +1,6 @@
 """Compaction at stable boundaries: where a compaction may end and which records it stands for.
 
-DESIGN §4 and seed 001 "Límites de Compactación": compaction happens at stable boundaries (after a plan
+Seed 001 "Límites de Compactación": compaction happens at stable boundaries (after a plan
 is accepted, after a checkpoint, before a handoff), never in the middle of a step. Here a ``seq`` is a
 *stable boundary* when no atomic unit straddles it: an assistant message, its tool calls and all their
 results lie wholly at or before it, or wholly after it. A compaction itself stands at one point, the end of the

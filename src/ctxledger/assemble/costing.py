@@ -1,4 +1,4 @@
-"""Token costs of turns on the serialized form, cached by (counter, content hash) (DESIGN §2).
+"""Token costs of turns on the serialized form, cached by (counter, content hash).
 
 A :class:`Coster` answers "how many tokens does this turn add to a request of this API?". The default,
 :class:`SerializerCoster`, asks the target serializer (which adds the provider's framing) with a real

@@ -1,4 +1,4 @@
-"""Request inputs that name nothing or do nothing: warnings for the manifest (DESIGN §5; new-user items 15, r2).
+"""Request inputs that name nothing or do nothing: warnings for the manifest.
 
 An assembly request can name things the graph or the policy does not know: an ``exact_evidence`` id that
 is no record of the conversation, a ``participant_id`` no participant record or record owner carries, a
@@ -186,7 +186,7 @@ def unserved_exact_evidence(
     omitted: Mapping[str, tuple[str, str, str]],
     rehydrations: Iterable[Mapping[str, Any]],
 ) -> list[dict[str, str]]:
-    """Warnings for exact evidence asked by id that no rehydration entry answers (issue 3 item 7).
+    """Warnings for exact evidence asked by id that no rehydration entry answers.
 
     Args:
         request: the assembly request (its ``exact_evidence`` ids or external ids).

@@ -1,4 +1,4 @@
-"""The representation ladder: cheaper ways for a unit to enter the context (DESIGN §3 step 5; issue 4).
+"""The representation ladder: cheaper ways for a unit to enter the context.
 
 Seed 002's table "Qué hacer cuando una pieza útil no cabe" lists the rungs and the risk of each; seed 000
 asks that a large result enter as "lines 480–510, timeout connecting to db, file X, hash Y", never as

@@ -3,7 +3,7 @@
 Selection (:mod:`.select`) visits units by utility and gives each the best option that fits, so recent
 bulk (a file listing, a long ``cat``) enters verbatim while an older tool output that reported an error
 is left out, although an excerpt of the bulk would have left room for the error lines. Seed 000 ("Lo que
-merece protección") and issue 4 ask the opposite: errors, tracebacks and the failing test are what an
+merece protección") asks the opposite: errors, tracebacks and the failing test are what an
 agent needs to recover.
 
 :func:`make_room_for_errors` runs after selection, only when the ladder is on. For each left-out unit

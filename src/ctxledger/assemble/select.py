@@ -1,4 +1,4 @@
-"""Selection under the dynamic budget: a multiple-choice knapsack solved greedily (DESIGN §3 step 5).
+"""Selection under the dynamic budget: a multiple-choice knapsack solved greedily.
 
 Every candidate unit offers one or more :class:`Option` s (verbatim first; excerpt, extraction, memory
 or reference when a representation ladder is enabled) and may also be dropped. Required units are placed

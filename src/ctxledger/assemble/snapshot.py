@@ -1,6 +1,6 @@
 """Candidate snapshots: one branch lineage as of one ``seq``, in units, indexed, cached incrementally.
 
-DESIGN §3 step 1; seed 004 §5.5 "el ensamblado del contexto como consulta al grafo".
+seed 004 §5.5 "el ensamblado del contexto como consulta al grafo".
 
 History is append-only, so a snapshot at the head can be extended instead of rebuilt: a refresh reads only
 records with ``seq`` above the cached one, rebuilds only the units those records touch (a late tool result

@@ -1,4 +1,4 @@
-"""Speakers in multi-participant conversations: who said each assistant turn (new-user report item 12).
+"""Speakers in multi-participant conversations: who said each assistant turn.
 
 Provider formats have one ``assistant`` role: the model takes every assistant turn for its own words.
 When several participants speak (a debate, a moderator and agents, a parent and its subagents), that is

@@ -127,7 +127,7 @@ def _units(entries: Iterable[Mapping[str, Any]], key: Any) -> list[list[Mapping[
 
 def _budget_table(manifest: Mapping[str, Any]) -> Table:
     b = manifest["budget"]
-    table = Table(title="Budget (tokens, DESIGN §2)", title_justify="left", show_header=False)
+    table = Table(title="Budget (tokens)", title_justify="left", show_header=False)
     table.add_column("term", style="bold")
     table.add_column("tokens", justify="right")
     table.add_column("meaning", style="dim")

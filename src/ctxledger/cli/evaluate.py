@@ -81,7 +81,7 @@ def _dataset_list(names: Sequence[str]) -> list[str | Path]:
 
 
 def _goals_table(goals: Sequence[Any]) -> Table:
-    table = Table(title="Goals (issue 5 item 8)", title_justify="left")
+    table = Table(title="Goals", title_justify="left")
     table.add_column("goal")
     table.add_column("measured")
     table.add_column("result")
@@ -201,7 +201,7 @@ def eval_run(
     harness judges each answer itself: evidence recall per question category, tokens against full
     history replay, recovery state kept, provider-rule violations, budget overflows under the exact
     cl100k counter, latency and determinism. The report (Markdown, JSON, per-call rows, PNG plots) also
-    checks the goals of issue 5 and, with --checks, lists the seed scenarios and the failure cases as
+    checks the evaluation goals and, with --checks, lists the seed scenarios and the failure cases as
     pass/fail. A progress bar shows the calls done.
 
     Example:

@@ -1,4 +1,4 @@
-"""Evaluation of context selection (DESIGN §7): datasets, metrics, baselines, peers, harness, report.
+"""Evaluation of context selection: datasets, metrics, baselines, peers, harness, report.
 
 The core never imports this package. Public entry points: :func:`ctxledger.eval.harness.run_eval`,
 :func:`ctxledger.eval.harness.run_named`, :func:`ctxledger.eval.report.write_report`, and the

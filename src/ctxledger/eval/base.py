@@ -1,4 +1,4 @@
-"""The interface the evaluation harness measures (DESIGN §7; issue 5).
+"""The interface the evaluation harness measures.
 
 A :class:`Selector` chooses, for one model call, which turns of a conversation enter the context under a
 token budget. The harness gives every selector the same :class:`SelectionTask` and keeps the gold
@@ -60,7 +60,7 @@ class SelectionTask:
         items: the conversation's turns before the call, in ``seq`` order.
         query: the text the call is about: the current user turn (LoCoMo, BFCL) or the latest turn of a
             trajectory. It is the retrieval query; it is already paid for by ``query_tokens``.
-        budget_tokens: the input budget of the whole request (``B_input``, DESIGN §2).
+        budget_tokens: the input budget of the whole request (``B_input``).
         counter: the exact counter the item costs were measured with.
         query_tokens: tokens of the current user turn when it is not one of ``items`` (0 otherwise).
         base_tokens: tokens the request costs regardless of content (:data:`REQUEST_BASE_TOKENS`).

@@ -1,6 +1,6 @@
-"""Baseline selectors: what an agent does without a context policy (issue 5 item 3).
+"""Baseline selectors: what an agent does without a context policy.
 
-Every baseline works on *units* (DESIGN §3 step 4): an assistant message with tool calls and all its
+Every baseline works on *units*: an assistant message with tool calls and all its
 results form one unit that enters whole or not at all, so no baseline can split a tool pair ("tool
 pairs repaired"). A tool result whose call is not among the candidates cannot be sent validly and is
 left out by every baseline except full replay, which sends the history as it is.

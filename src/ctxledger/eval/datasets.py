@@ -1,4 +1,4 @@
-"""Real datasets as evaluation cases (issue 5 items 4–6; the READMEs under ``shared/data/<dataset>/``).
+"""Real datasets as evaluation cases (the READMEs under ``shared/data/<dataset>/``).
 
 Each loader reads one dataset's files as they are published and turns them into :class:`EvalCase`
 values: the candidate turns (one :class:`EvalItem` per dialogue turn or chat message, costed in tokens
@@ -44,9 +44,9 @@ from ctxledger.serialize.base import CallView
 from ctxledger.tokens import TokenCounter
 
 EVIDENCE_BUDGETS = (1000, 2000, 4000, 8000)
-"""Budgets (tokens) for the evidence datasets (issue 5 item 4)."""
+"""Budgets (tokens) for the evidence datasets."""
 TRAJECTORY_BUDGETS = (4000, 8000, 16000)
-"""Budgets (tokens) for the agent trajectories (issue 5 item 6)."""
+"""Budgets (tokens) for the agent trajectories."""
 
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 """LoCoMo ``category`` numbers to names, as used by the LoCoMo repo's evaluation code. Checked on the
@@ -253,7 +253,7 @@ def load_locomo(
     file_name: str | None = None,
     memories: bool = False,
 ) -> EvalDataset:
-    """LoCoMo evidence recall cases (issue 5 item 4; ``shared/data/locomo/README.md``).
+    """LoCoMo evidence recall cases (``shared/data/locomo/README.md``).
 
     Args:
         directory: the dataset folder (every ``*.json`` in it holding LoCoMo conversations, e.g. the
@@ -420,7 +420,7 @@ def _bfcl_items(directory: Path, scenario: str, counter: TokenCounter) -> tuple[
 
 
 def load_bfcl_memory(directory: Path, counter: TokenCounter, *, limit: int | None = None) -> EvalDataset:
-    """BFCL v4 memory cases (issue 5 item 5; ``shared/data/bfcl-memory/README.md``).
+    """BFCL v4 memory cases (``shared/data/bfcl-memory/README.md``).
 
     Args:
         directory: the dataset folder (``BFCL_v4_memory.json``, ``possible_answer/``,
@@ -786,7 +786,7 @@ def trajectory_cases(run: Run, dataset: str, *, step_stride: int = 1) -> list[Ev
 
 
 def recovery_state(prefix: Sequence[EvalItem], constraint_ids: Sequence[str]) -> dict[str, frozenset[str]]:
-    """Recovery state a resumed call needs (DESIGN §3 step 3; issue 5 item 6), by kind.
+    """Recovery state a resumed call needs, by kind.
 
     ``goal``: the first user turn; ``constraints``: the run's later constraint turns seen so far;
     ``latest_error``: the latest error result; ``unresolved_calls``: assistant items with a call that
@@ -982,7 +982,7 @@ def _concat_locomo(
 def load_trajectories(
     name: str, directory: Path, counter: TokenCounter, *, limit: int | None = None, step_stride: int = 1
 ) -> EvalDataset:
-    """One agent-trajectory dataset as next-call cases (issue 5 item 6).
+    """One agent-trajectory dataset as next-call cases.
 
     Args:
         name: ``tau-bench``, ``mini-swe-agent``, ``swe-agent`` or ``toolbench``.

@@ -1,4 +1,4 @@
-"""The goals of issue 5 item 8, checked on one evaluation run, and the pass/fail sections of the report.
+"""The evaluation goals, checked on one evaluation run, and the pass/fail sections of the report.
 
 :func:`goal_checks` reads a run's aggregates (:func:`ctxledger.eval.harness.aggregate`) and says, for
 ctxledger's default policy, whether each goal was reached and by how much; :func:`checks_markdown` renders
@@ -25,7 +25,7 @@ LATENCY_PEER = "langchain-trim-exact"
 
 @dataclass(frozen=True, slots=True)
 class GoalCheck:
-    """One goal of issue 5 item 8 against one run.
+    """One evaluation goal against one run.
 
     Attributes:
         goal: what is asked, in words.
@@ -72,7 +72,7 @@ def _latency_goal(aggregates: Sequence[Mapping[str, Any]], ours: str) -> GoalChe
 
 
 def goal_checks(aggregates: Sequence[Mapping[str, Any]], ours: str = "ctxledger-default") -> list[GoalCheck]:
-    """Check one run's aggregates (:func:`ctxledger.eval.harness.aggregate`) against issue 5 item 8.
+    """Check one run's aggregates (:func:`ctxledger.eval.harness.aggregate`) against the evaluation goals.
 
     Goals: LoCoMo recall (:data:`GOAL_RECALL`), zero provider-rule violations and zero budget overflows
     for ``ours`` over every dataset and budget of the run, and a p50 latency no worse than
@@ -102,7 +102,7 @@ def checks_markdown(goals: Sequence[GoalCheck], scenarios: Sequence[Any] = (), c
     :class:`ctxledger.eval.cases.CaseOutcome` (either may be empty: the section says it was not run).
     """
     mark = {True: "met", False: "**not met**", None: "not checked"}
-    out = ["## Goals (issue 5 item 8)", "", "| goal | measured | result |", "|---|---|---|"]
+    out = ["## Goals", "", "| goal | measured | result |", "|---|---|---|"]
     out += [f"| {g.goal} | {g.measured} | {mark[g.met]} |" for g in goals]
     out += ["", "## Seed scenarios (seed 004 §9, seed 002, seed 001)", ""]
     if scenarios:

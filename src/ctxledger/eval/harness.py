@@ -1,4 +1,4 @@
-"""The evaluation harness: every selector on the same cases and budgets in one run (issue 5 item 1).
+"""The evaluation harness: every selector on the same cases and budgets in one run.
 
 ``run_eval`` gives each :class:`Selector` (ctxledger's policy, the baselines, the peers) the same
 :class:`SelectionTask` for every case and budget, checks each answer against the case's gold

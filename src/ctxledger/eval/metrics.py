@@ -1,4 +1,4 @@
-"""Context-selection metrics (DESIGN §7; seed 001 "Evaluación"; seed 002 "Cómo evaluar una política").
+"""Context-selection metrics (seed 001 "Evaluación"; seed 002 "Cómo evaluar una política").
 
 Selection is judged directly, not through final answers. Every metric here is a small pure function of
 one selection (or of a list of per-call values) and its docstring gives the formula. Notation:
@@ -17,7 +17,7 @@ from ctxledger.eval.base import EvalItem
 from ctxledger.hashing import ALGORITHM, sha256_hex
 
 CONTEXT_CLASSES = ("conversation", "operational", "epistemic", "provenance", "policy", "recovery", "planning")
-"""The context classes of the budget ledger (DESIGN §2)."""
+"""The context classes of the budget ledger."""
 
 PROVENANCE_FIELDS = ("sources", "source_version", "transform")
 """What a derived item must carry for its origin to be recoverable (seed 002: origin, version, transform)."""
@@ -92,7 +92,7 @@ def rehydration_success(attempts: Sequence[tuple[str, bytes | None]]) -> float |
 
 @dataclass(frozen=True, slots=True)
 class Fidelity:
-    """Compaction fidelity on critical invariants (DESIGN §4; seed 002 "compaction fidelity").
+    """Compaction fidelity on critical invariants (seed 002 "compaction fidelity").
 
     Attributes:
         preserved: invariants found in the summary.
@@ -136,7 +136,7 @@ def compaction_fidelity(
 
 
 def tool_units(items: Sequence[EvalItem]) -> list[tuple[str, ...]]:
-    """Atomic tool units (DESIGN §3 step 4): each assistant item with calls plus every result of them.
+    """Atomic tool units: each assistant item with calls plus every result of them.
 
     Returns one tuple of item ids per assistant item that has tool calls, the assistant id first, then
     its results in ``seq`` order. Results whose call is in no assistant item are not part of any unit.
@@ -219,7 +219,7 @@ def budget_overflow(payload_tokens: int, budget_tokens: int) -> bool:
 
 
 def context_class(item: EvalItem) -> str:
-    """The context class of an item (DESIGN §2) for occupancy.
+    """The context class of an item for occupancy.
 
     ``item.meta["context_class"]`` when set; else ``policy`` for system/developer turns, ``recovery``
     for error results, ``operational`` for tool calls and results, ``conversation`` otherwise.

@@ -1,4 +1,4 @@
-"""ctxledger's default policy as an evaluation :class:`~ctxledger.eval.base.Selector` (issue 5 items 1 and 8).
+"""ctxledger's default policy as an evaluation :class:`~ctxledger.eval.base.Selector`.
 
 The adapter does what an agent using ctxledger does, nothing more: it records the candidate turns of a
 :class:`~ctxledger.eval.base.SelectionTask` as graph records in an in-memory ledger (one conversation,
@@ -17,7 +17,7 @@ Mapping (one record per turn, ids ``<conversation>/<seq>``, ``external_id`` = th
 
 Budget: the current user turn of evidence datasets (``query_tokens``) is not a history item; it is the
 request's ``query`` and its tokens are reserved, so the assembly gets ``W = budget − query_tokens`` with
-no output reserve or margin (the harness's budget is already the input budget, DESIGN §2 ``B_input``).
+no output reserve or margin (the harness's budget is already the input budget, ``B_input``).
 
 Costs: a verbatim turn costs exactly what the harness charges for its item (:attr:`EvalItem.tokens`,
 the cl100k count of the OpenAI Chat Completions form with framing); a turn the policy derived (an excerpt

@@ -1,4 +1,4 @@
-"""Peer libraries as selectors, configured as their documentation shows (issue 5 item 3).
+"""Peer libraries as selectors, configured as their documentation shows.
 
 * ``langchain-trim-exact`` / ``langchain-trim-approx``: langchain-core ``trim_messages`` with the
   configuration its docs recommend for chat history (``strategy="last"``, ``include_system=True``,

@@ -1,4 +1,4 @@
-"""The evaluation report: Markdown for people, JSON for machines, PNG plots (issue 5 item 1).
+"""The evaluation report: Markdown for people, JSON for machines, PNG plots.
 
 ``write_report(results, out_dir)`` writes ``report.md``, ``results.json`` (config, datasets and every
 aggregate), ``rows.jsonl`` (one judged selection per line, when the run kept rows) and, with the

@@ -1,4 +1,4 @@
-"""Importers: agent transcripts and trajectories → execution-graph records (issue 2, item 3).
+"""Importers: agent transcripts and trajectories → execution-graph records.
 
 Two phases, so that bad input never leaves a partial import behind:
 

@@ -5,7 +5,7 @@ blob in memory; any bad input raises :class:`~ctxledger.errors.InputError` befor
 written. *Writing* (:func:`write_batch`) then stores the blobs and appends all records with **one**
 ``GraphStore.append`` call, which the store runs as one transaction. If that append fails, the store
 holds no record of the import; at most some content-addressed blobs were stored, which nothing
-references and garbage collection may remove (DESIGN §6). Blobs go first because a record must never
+references and garbage collection may remove. Blobs go first because a record must never
 point at bytes that are not there.
 """
 
@@ -140,7 +140,7 @@ def write_batch(store: GraphStore, batch: ImportBatch) -> ImportResult:
     Validation is complete once parsing returned, so nothing here looks at the source again. The
     records go in with one ``store.append`` (one transaction): either all are written or none. A failed
     append can leave only unreferenced, content-addressed blobs behind (garbage-collectable), never
-    records (DESIGN §6).
+    records.
 
     Raises:
         InputError: an id or participant name holds a secret; a conversation of the batch is already in the

@@ -1,6 +1,6 @@
 """Builds the records of one imported conversation with deterministic ids and times.
 
-Shape (issue 2, item 3): one source conversation becomes ``Conversation(id=C, branch_id=C/main)``,
+Shape: one source conversation becomes ``Conversation(id=C, branch_id=C/main)``,
 ``Branch(id=C/main)``, its ``Participant`` records (``C/participant/<key>``), then the history in
 source order with ids ``C/0``, ``C/1`` … The same input therefore always yields the same ids, so a
 re-import is detected by the store instead of duplicating history.

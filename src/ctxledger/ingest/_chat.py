@@ -2,7 +2,7 @@
 
 Follows the Chat Completions message reference (roles ``system``, ``developer``, ``user``,
 ``assistant``, ``tool`` and the legacy ``function``; assistant ``tool_calls`` and legacy
-``function_call``). Mapping (issue 2, item 3):
+``function_call``). Mapping:
 
 * ``system`` / ``developer`` → ``Message`` with trust ``system`` / ``developer``;
 * ``user`` → ``Message`` (trust ``user``), content strings or content parts kept intact;

@@ -2,7 +2,7 @@
 
 Follows the Anthropic Messages API request shape: ``{system?, tools?, messages: [{role: "user" |
 "assistant", content: string | blocks}]}`` (container shapes: :mod:`ctxledger.ingest._shapes`).
-Mapping (issue 2, item 3):
+Mapping:
 
 * top-level ``system`` (a string or text blocks) → a ``system`` Message first; ``tools``
   (``{name, description, input_schema}``) → a ``SkillState`` in OpenAI form right after it;

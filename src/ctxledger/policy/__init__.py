@@ -1,4 +1,4 @@
-"""Policies: versioned, ordered stages that decide what a model call may see (DESIGN §3 steps 2–3, 6; §5).
+"""Policies: versioned, ordered stages that decide what a model call may see.
 
 Public API: :class:`Policy`, :class:`PolicyDecision`, :class:`ReasonCode`, :class:`StageContext` and the
 :class:`Stage` protocol (:mod:`.base`); the built-in stages (:mod:`.stages`); :func:`default_policy`;

@@ -1,6 +1,6 @@
 """Render the policy's marks onto units: stale flags, conflict flags, redactions, data delimiting.
 
-Marks keep a record in play but change how it may be shown (DESIGN §3 steps 2 and 7; seed 004 §3: "a
+Marks keep a record in play but change how it may be shown (seed 004 §3: "a
 stale record may appear only as a staleness mark and a revalidation hint"):
 
 Details a mark shows (a stale reason, a conflict, a repaired provenance) have every line holding a secret

@@ -1,4 +1,4 @@
-"""Policies, stages and decisions (DESIGN §3 steps 2–3, §5; seed 004 §4.5).
+"""Policies, stages and decisions (seed 004 §4.5).
 
 A :class:`Policy` is a frozen, versioned value: a name, a version, an ordered tuple of stages and the
 selection parameters. Its canonical hash goes into every manifest, so two assemblies made under "the
@@ -133,7 +133,7 @@ class SelectionParams:
 
 @dataclass(frozen=True, slots=True)
 class RehydrationParams:
-    """Phase two of rehydration: when a selected memory's raw artifact may be read back (DESIGN §3 step 6).
+    """Phase two of rehydration: when a selected memory's raw artifact may be read back.
 
     Attributes:
         max_bytes: byte budget for raw artifacts read back into one assembly (bytes, all artifacts together).

@@ -26,7 +26,7 @@ T = TypeVar("T")
 
 
 class ReasonCode(StrEnum):
-    """Why a candidate was left out (DESIGN §5). Values only ever grow; a test pins them."""
+    """Why a candidate was left out. Values only ever grow; a test pins them."""
 
     OUT_OF_SCOPE = "out_of_scope"
     NOT_IN_LINEAGE = "not_in_lineage"
@@ -84,7 +84,7 @@ class Outcome(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class PolicyDecision:
-    """One decision of one stage about one candidate record (DESIGN §1 PolicyDecision).
+    """One decision of one stage about one candidate record.
 
     Attributes:
         ref: the candidate record id.
@@ -110,7 +110,7 @@ class StageContext:
         request: the :class:`~ctxledger.assemble.assembler.AssemblyRequest`.
         records: candidate records in ``seq`` order (already scoped to tenant and conversation). Besides
             the active lineage they may hold records of other branches of the conversation, so that the
-            lineage stage can record branch exclusions (DESIGN §3 step 1; seed 004 §4.10).
+            lineage stage can record branch exclusions (seed 004 §4.10).
         units: atomic units built from the records, in ``seq`` order.
         lineage_branches: ids of the branches of the active lineage.
         omitted: ids already omitted by earlier stages (stages may skip them).

@@ -10,7 +10,7 @@ DEFAULT_POLICY_VERSION = "4"
 
 
 def default_policy() -> Policy:
-    """Every built-in stage with its defaults, in order, then utility-ranked selection (DESIGN §3).
+    """Every built-in stage with its defaults, in order, then utility-ranked selection.
 
     Order: scope → lineage → visibility → privacy → validity → trust → working_set → protection →
     secrets → compaction → memory_first. Hard filters come before protection (a required unit outside the

@@ -1,4 +1,4 @@
-"""Policies from TOML or YAML files, with custom stages loaded by import path (issue 3 §1; DESIGN §3).
+"""Policies from TOML or YAML files, with custom stages loaded by import path.
 
 A policy file is a versioned, declarative value users can write and review, in TOML::
 

@@ -1,4 +1,4 @@
-"""Rehydration, phase two: reading a selected memory's raw artifact back, only when allowed (DESIGN §3 step 6).
+"""Rehydration, phase two: reading a selected memory's raw artifact back, only when allowed.
 
 Seed 004 §4.11 ("usa el CSV exacto de antes": a summary is not enough, but raw data comes back only
 *after* policy selection, bounded) and §8 R12 (rehydration must not become a hidden path for large or

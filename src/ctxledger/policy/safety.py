@@ -1,6 +1,6 @@
 """Safety rails of policies: mandatory stages, explicit opt-outs, and checks on what custom stages decide.
 
-DESIGN §3 steps 2–3: the hard filters (scope/tenant, lineage, visibility and promotion, privacy and
+The hard filters (scope/tenant, lineage, visibility and promotion, privacy and
 provider routing, secrets, validity), trust (lower trust never overrides higher; tool and retrieved content
 is data) and protection (what is required is never dropped) are what make an assembly safe to send. A policy
 can reorder, configure and extend them, but not lose them by accident:
@@ -16,7 +16,7 @@ can reorder, configure and extend them, but not lose them by accident:
   :class:`~ctxledger.policy.base.PolicyDecision` carrying the stage's own name and a known outcome; an
   ``omit`` decision's reason must be a :class:`~ctxledger.policy.base.ReasonCode` value or a custom code
   ``custom:<name>`` (lowercase letters, digits and ``_``), so operators can tell extension codes from
-  DESIGN §5's; every decision's ``ref`` must be a candidate of the call (a record of ``ctx.records``, or
+  the manifest's vocabulary; every decision's ``ref`` must be a candidate of the call (a record of ``ctx.records``, or
   ``tools/<name>`` of an exposed tool), so a typo is not silently accepted; and a custom stage may not
   omit the instructions, the latest user turn or a unit already required (:func:`protected_records`) —
   protection cannot be overridden.
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ctxledger.policy.contracts import WorkingSetContract
 
 SAFETY_STAGES = ("scope", "lineage", "visibility", "privacy", "validity", "trust", "protection", "secrets")
-"""Built-in stages every policy runs unless it names them in ``unsafe_without`` (DESIGN §3 steps 2–3, 7)."""
+"""Built-in stages every policy runs unless it names them in ``unsafe_without``."""
 
 CUSTOM_REASON = re.compile(r"custom:[a-z0-9_]+")
 """The form of an omission reason a custom stage may coin besides :class:`ReasonCode` (``custom:no_pii``)."""
@@ -174,7 +174,7 @@ def _checked(name: str, d: Any, protected: Mapping[str, str]) -> PolicyDecision:
         if reason not in _REASONS and not CUSTOM_REASON.fullmatch(reason):
             raise PolicyError(
                 f"policy stage {name!r} omitted {d.ref} with reason {reason!r}, which is not a reason code "
-                f"(DESIGN §5: {', '.join(sorted(_REASONS))}) nor a custom code 'custom:<lowercase_name>'"
+                f"({', '.join(sorted(_REASONS))}) nor a custom code 'custom:<lowercase_name>'"
             )
         why = protected.get(d.ref)
         if why is not None:

@@ -1,6 +1,6 @@
 """Representations of tool output and history: excerpts, extractions, compactions, references.
 
-DESIGN §3 step 5 lets each unit enter as verbatim, excerpt, structured extraction, compact memory or
+Selection lets each unit enter as verbatim, excerpt, structured extraction, compact memory or
 summary, reference, or not at all; seed 002 ("Qué hacer cuando una pieza útil no cabe") names the risk of
 each. This package builds those representations as pure functions over bytes and records, so the
 selector can cost them and choose:

@@ -27,7 +27,7 @@ def fetch_command(artifact_id: str, byte_start: int, byte_end: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Locator:
-    """Where a piece of a representation comes from (DESIGN §3 step 5; seed 002 "Provenance").
+    """Where a piece of a representation comes from (seed 002 "Provenance").
 
     Attributes:
         artifact_id: id of the :class:`~ctxledger.records.ToolArtifact`.

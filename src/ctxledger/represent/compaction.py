@@ -5,7 +5,7 @@ the operating state needed to continue a run (goal, current state, completed and
 decisions, evidence and its source ids, tool errors, approval state, open questions, user corrections,
 contradictions, stop reasons) and it happens at stable boundaries (after a plan is accepted, after a
 checkpoint, before a handoff). Some things are never compressed: approval state, tool errors, user
-corrections and constraints, open questions, contradictions, stop reasons. DESIGN §4: the result is a
+corrections and constraints, open questions, contradictions, stop reasons. The result is a
 *derived* record with lineage (``through_seq``, ``source_ids``, ``policy_version``), never the truth of
 the run; case B09 is the failure this module exists for (a summary that kept the task and dropped the
 user's "do not push").

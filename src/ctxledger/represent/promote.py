@@ -1,6 +1,6 @@
 """Promotion: turning an artifact into a memory is a policy decision, recorded as such.
 
-DESIGN §4: "Tool execution creates artifacts first; memory is a policy decision on top of them
+"Tool execution creates artifacts first; memory is a policy decision on top of them
 (promotion)." :func:`promote` runs the extractors and then decides, returning the decision in the same
 shape as every policy stage's decisions so the assembler can put it in the manifest. Reasons:
 

@@ -1,6 +1,6 @@
 """Redundancy: repeated calls and near-duplicate tool outputs enter the context once.
 
-DESIGN §3 step 5 subtracts redundancy from utility, and §5 has the omission reason ``redundant``. Two
+Selection subtracts redundancy from utility, and the manifest has the omission reason ``redundant``. Two
 detectors, both deterministic and both keeping the *newest* copy (the latest observation is the one that
 describes the current state; the older copies are omitted with a pointer to it):
 

@@ -1,4 +1,4 @@
-"""Rehydration: from a reference or an excerpt's locator back to the exact stored bytes (DESIGN §3 step 6).
+"""Rehydration: from a reference or an excerpt's locator back to the exact stored bytes.
 
 Seed 004 §4.11: raw artifacts come back only after selection, bounded, and exactly. "Exactly" is the
 contract here: a whole blob is returned only if it still hashes to its name, and a range is cut only from

@@ -1,4 +1,4 @@
-"""The scenario suite: seed 004 §9.2–9.3, seed 002's stale-by-commit, and issue 3's working sets and secrets.
+"""The scenario suite: seed 004 §9.2–9.3, seed 002's stale-by-commit, working sets and secrets.
 
 Each builder writes a small but realistic execution graph (raw tool outputs sized like real Drive, Gmail,
 CRM, CSV and pytest outputs; compact memories promoted from them; checkpoints; branches; participants)
@@ -1081,7 +1081,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         "provenance-repair-from-store",
         "broken provenance is repaired from an earlier conversation of the tenant, never another tenant",
-        "issue 3 item 4; seed 004 §9.4",
+        "seed 004 §9.4",
         _provenance_from_store,
         Expect(
             include=("mem-q3", "mem-q2", "mem-forecast", "u2"),

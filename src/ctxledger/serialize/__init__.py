@@ -1,4 +1,4 @@
-"""Provider serializers: neutral turns in, provider request payloads out (DESIGN §3 step 7).
+"""Provider serializers: neutral turns in, provider request payloads out.
 
 ``get_serializer(name)`` returns the serializer of one API contract; every serializer implements
 :class:`~ctxledger.serialize.base.Serializer` (build, validate, count, and the additive per-turn,

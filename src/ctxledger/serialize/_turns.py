@@ -1,8 +1,8 @@
-"""Checks and normalisation of neutral turns that every serializer shares (DESIGN §3 steps 4 and 7).
+"""Checks and normalisation of neutral turns that every serializer shares.
 
 Both providers require that every tool call is answered by its results *immediately* after the
 assistant turn that made it (parallel results together, before any other turn) and that no result
-appears without its call. The assembler keeps tool units whole (DESIGN §3 step 4); this module is the
+appears without its call. The assembler keeps tool units whole; this module is the
 last line of defence before a payload is built, and names the offending turns when that promise is
 broken. It also reduces OpenAI-style content parts to the keys a provider accepts, so that
 store-only fields on a part (``id``, ``tokens``, ``meta`` …) can never reach a payload.

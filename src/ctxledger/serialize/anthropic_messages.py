@@ -1,4 +1,4 @@
-"""Anthropic Messages serializer (DESIGN §3 step 7; issue 2 item 7).
+"""Anthropic Messages serializer.
 
 Rules followed, from Anthropic's Messages API reference and its *Tool use* guide
 (docs.anthropic.com/en/api/messages, …/agents-and-tools/tool-use/implement-tool-use):

@@ -1,4 +1,4 @@
-"""The neutral form serializers consume, and the serializer interface (DESIGN §3 step 7).
+"""The neutral form serializers consume, and the serializer interface.
 
 The assembler turns selected graph records into :class:`Turn` values: one per provider-visible
 message, in ``seq`` order, carrying only model-facing fields (store-only fields such as ``meta``,

@@ -1,4 +1,4 @@
-"""Image token costs at provider rates (DESIGN §2 "counted on the serialized form"; case B08).
+"""Image token costs at provider rates (counted on the serialized form; case B08).
 
 An inline image travels as a base64 ``data:`` URL, but a provider does not read it as text: it bills a
 cost derived from the image's pixel size. Counting the base64 characters with a text tokenizer

@@ -1,4 +1,4 @@
-"""OpenAI Chat Completions serializer (DESIGN §3 step 7; issue 2 items 4 and 7).
+"""OpenAI Chat Completions serializer.
 
 One turn becomes exactly one message (no message is invented, merged or reordered): ``system``,
 ``developer``, ``user``, ``assistant`` (with ``tool_calls``) or ``tool`` (with ``tool_call_id``), as in

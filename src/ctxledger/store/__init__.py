@@ -1,4 +1,4 @@
-"""Graph stores: open one by URL (DESIGN §6; STYLE "Storage").
+"""Graph stores: open one by URL (STYLE "Storage").
 
 ``open_store(url)`` dispatches on the URL scheme and imports the backend lazily:
 

@@ -1,4 +1,4 @@
-"""The append and lineage rules every backend shares, so that all stores agree (DESIGN §1, §6).
+"""The append and lineage rules every backend shares, so that all stores agree.
 
 Append: a batch is checked whole before anything is written. Every record needs non-empty ``id``,
 ``tenant_id``, ``conversation_id`` and ``branch_id``; ids are unique per tenant (within the batch and

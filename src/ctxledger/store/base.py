@@ -1,4 +1,4 @@
-"""The narrow storage interface every backend implements (DESIGN §6).
+"""The narrow storage interface every backend implements.
 
 A :class:`GraphStore` appends immutable records, answers "the records of this branch lineage as of
 seq S", caches token counts by (counter id, content hash), and keeps assembly manifests. Raw tool

@@ -1,4 +1,4 @@
-"""The local content-addressed blob store (DESIGN §1 ToolArtifact, §6; seed 004 "artefactos en bruto").
+"""The local content-addressed blob store (seed 004 "artefactos en bruto").
 
 Raw tool results are captured whole, before any truncation, and named by the sha256 of their exact
 bytes. :class:`LocalBlobStore` keeps each blob in ``<root>/<sha[:2]>/<sha>``:

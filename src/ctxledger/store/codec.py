@@ -1,4 +1,4 @@
-"""Record <-> row codec shared by every backend (DESIGN §6).
+"""Record <-> row codec shared by every backend.
 
 A record is stored as the envelope columns of the ``records`` table plus ``body``, the canonical JSON
 (``ctxledger.hashing.canonical_json``) of its remaining dataclass fields. The codec is generic: it walks

@@ -1,4 +1,4 @@
-"""The relational schema shared by SQLite and PostgreSQL (DESIGN §6; STYLE "Storage").
+"""The relational schema shared by SQLite and PostgreSQL (STYLE "Storage").
 
 One set of SQLAlchemy Core tables serves both dialects, and one Alembic history
 (``ctxledger/store/migrations``) creates it; a test compares the migrated database with these tables on

@@ -1,4 +1,4 @@
-"""SQLite and PostgreSQL graph store on SQLAlchemy Core (DESIGN §6; STYLE "Storage").
+"""SQLite and PostgreSQL graph store on SQLAlchemy Core (STYLE "Storage").
 
 One class, :class:`SqlStore`, serves both dialects over the tables of ``ctxledger.store.schema``; the
 dialects differ only in how an engine is made (:func:`sqlite_engine`, :func:`postgres_engine`) and in
@@ -735,7 +735,7 @@ class SqlStore:
         """Delete a tenant's records, heads and assemblies, then its blobs no remaining record references.
 
         Blobs are deleted after the transaction commits, and only those that no record of any tenant
-        references any more (DESIGN §6: GC never removes what a live record references).
+        references any more (GC never removes what a live record references).
         """
         blob_column = records.c.blob_sha256
         with self._write() as conn:

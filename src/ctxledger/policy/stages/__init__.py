@@ -1,4 +1,4 @@
-"""The built-in policy stages (DESIGN §3 steps 2–3 and 6; seed 004 §4.5).
+"""The built-in policy stages (seed 004 §4.5).
 
 Hard filters omit candidates with a reason code before anything is ranked; protection requires what must
 stay verbatim; representation preferences (compaction coverage, memory first) run last. Each stage is a

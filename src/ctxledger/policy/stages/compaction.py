@@ -1,6 +1,6 @@
 """Compaction coverage: history an included compaction (or restoring checkpoint) replaces is left out.
 
-DESIGN §4 (a compaction is a derived record with lineage: ``through_seq``, ``source_ids``); seed 002
+A compaction is a derived record with lineage: ``through_seq``, ``source_ids``); seed 002
 "Compaction es una transformación, no memoria perfecta"; seed 004 §4.13 (a parent resume restores from
 its checkpoint instead of re-reading history); case B09.
 

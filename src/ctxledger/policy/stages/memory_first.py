@@ -2,8 +2,7 @@
 
 Seed 004 §3 ("la ejecución de herramientas crea primero artefactos; la memoria es una decisión de
 política que se aplica sobre ellos"), §4.11 and §9.1 (old successful tool rounds leave the replay path as
-compact memories linked to their provenance, the raw evidence staying recoverable outside the prompt);
-DESIGN §3 step 6.
+compact memories linked to their provenance, the raw evidence staying recoverable outside the prompt).
 
 A live tool exchange is omitted with ``covered_by_memory`` when every one of its artifacts is a source of
 some live :class:`~ctxledger.records.ToolMemory`, unless the exchange is protected (unresolved, failed

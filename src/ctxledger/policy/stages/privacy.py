@@ -1,4 +1,4 @@
-"""Privacy classes and provider routing, failing closed (seed 004 §4.5, §8 R3 and R12; DESIGN §3 step 2).
+"""Privacy classes and provider routing, failing closed (seed 004 §4.5, §8 R3 and R12).
 
 Every record carries a ``privacy_class`` and may carry a ``provider_scope`` (the provider account or OAuth
 scope its data came from, e.g. ``"google"``). For the provider the payload goes to (the request's

@@ -1,6 +1,6 @@
 """Protection of recovery state: what must be kept, verbatim, never summarised away.
 
-DESIGN §3 step 3; seed 000 "Lo que merece protección"; seed 001 "Compresión" (approval state, tool
+seed 000 "Lo que merece protección"; seed 001 "Compresión" (approval state, tool
 errors, policy constraints, user corrections, open questions … are never compressed); seed 004 §4.6
 (recovery context is not trimmed while unresolved); cases B02, B09, B10.
 

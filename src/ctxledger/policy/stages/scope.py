@@ -1,6 +1,6 @@
 """Scope: nothing outside the request's tenant, conversation and scope labels is ever selected.
 
-DESIGN §3 step 2; seed 002 "Primero restricciones, después relevancia" (step 1: exclude what does not
+seed 002 "Primero restricciones, después relevancia" (step 1: exclude what does not
 belong to the tenant or scope); case B12 (a memory search filtered by session only returned another
 user's facts).
 """

@@ -1,7 +1,7 @@
 """Validity: supersession, staleness, source-version invalidation, conflicts and provenance.
 
 Seed 004 §4.7 (freshness classes), §4.8 (contradiction and supersession), §9.4 (broken provenance);
-seed 002 "Freshness no es una timestamp" and "Provenance"; DESIGN §3 step 2.
+seed 002 "Freshness no es una timestamp" and "Provenance".
 
 * **Supersession has a direction.** ``supersedes`` on the *new* record names the old ones; the old record
   is omitted (``superseded``, detail ``superseded by <new>``) and the new one stays selectable. The link
@@ -24,7 +24,7 @@ seed 002 "Freshness no es una timestamp" and "Provenance"; DESIGN §3 step 2.
 * **Conflicts** (``conflicts_with``) stay separate records. ``conflicts="flag"`` keeps both and flags both;
   ``"prefer_trusted"`` omits the side with lower trust (then lower confidence) as ``conflict_suppressed``
   and flags the other; equal sides are both kept and flagged.
-* **Provenance** (issue 3 item 4: repaired or marked stale, never replaced by an invented id). A memory
+* **Provenance** (repaired or marked stale, never replaced by an invented id). A memory
   whose source artifact is missing, or whose locator's sha256 differs from the artifact it names, is
   repaired only by content: an artifact that holds the locator's sha256 and already exists in the store.
   Where it is looked for, first match wins, lowest ``seq`` then id within each place:

@@ -1,4 +1,4 @@
-"""Visibility, ownership and subagent promotion (seed 004 §4.9, §4.13, §4.14; DESIGN §1 Visibility).
+"""Visibility, ownership and subagent promotion (seed 004 §4.9, §4.13, §4.14).
 
 * ``audit_only`` records never reach a model (``audit_only``);
 * ``participant_private`` records reach only their owner; ``shared`` ones only their owner and the

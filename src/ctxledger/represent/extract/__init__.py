@@ -1,6 +1,6 @@
 """Extractors: from a raw ToolArtifact to a compact, model-facing ToolMemory with provenance.
 
-DESIGN §4: "Extractors turn artifacts into ToolMemories with provenance locators." One module per kind:
+Extractors turn artifacts into ToolMemories with provenance locators. One module per kind:
 :mod:`.json_` (keys, counts, the records asked about), :mod:`.csv_` (schema, row count, the rows asked
 about), :mod:`.logs` (errors, warnings, exit status), :mod:`.testrun` (failures with file and line) and
 :mod:`.search` (ids, titles, ranks, observed_at). :func:`extract` dispatches on the artifact's media type,

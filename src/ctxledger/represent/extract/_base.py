@@ -3,7 +3,7 @@
 An extractor is a pure function ``(Source) -> Extraction | None``: it returns ``None`` when the artifact
 is not of its kind, so the dispatcher can try the next one. The :class:`Extraction` holds only what the
 extractor knows (summary, fields, confidence, freshness, locators); :func:`to_memory` adds the envelope,
-trust and staleness that every memory carries (DESIGN §1 "ToolMemory"; seed 004 §4.3).
+trust and staleness that every memory carries (seed 004 §4.3).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ objects (a one-stop itinerary of two flights): its id joins the legs' ids with `
      "query_matches": [ranks with query hits],
      "observed_at": "2024-05-15T12:00:00+00:00"}
 
-Search rankings are ``volatile`` (DESIGN §1): the memory gets a short ``stale_after`` and names the
+Search rankings are ``volatile``: the memory gets a short ``stale_after`` and names the
 search tool as its revalidation tool.
 """
 

@@ -1,4 +1,4 @@
-"""Alembic environment for ctxledger (DESIGN §6: one schema, one migration history, both dialects).
+"""Alembic environment for ctxledger (one schema, one migration history, both dialects).
 
 ``ctxledger.store._migrate`` passes an open connection in ``config.attributes["connection"]``; for the
 plain ``alembic`` command line, ``sqlalchemy.url`` is read from the config instead. SQLite runs in
