@@ -102,6 +102,10 @@ def test_the_pipeline_and_the_policies_are_in_no_import_cycle() -> None:
     assert mine == []
 
 
+def test_the_package_has_no_import_cycle_at_all() -> None:
+    assert _cycles(_edges(_modules())) == []
+
+
 def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 

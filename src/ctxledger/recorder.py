@@ -56,7 +56,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 from ctxledger.errors import ConfigurationError, DuplicateRecordId, InputError, RecordNotFound
 from ctxledger.records import (
@@ -80,7 +80,19 @@ from ctxledger.records import (
 from ctxledger.store._rules import in_lineage
 
 if TYPE_CHECKING:
-    from ctxledger.ledger import Ledger
+    from ctxledger.policy.base import Policy
+    from ctxledger.store.base import GraphStore
+
+
+class LedgerLike(Protocol):
+    """What a :class:`Recorder` writes through: a :class:`ctxledger.Ledger`'s store, policy and ``append``."""
+
+    store: GraphStore
+    policy: Policy
+
+    def append(self, records: Sequence[Record]) -> list[Record]:
+        """Append ``records`` in one transaction; return them as stored."""
+        ...
 
 RENUMBER_ATTEMPTS = 20
 """How often one write is retried after another writer took the numbers it chose (see the module docstring)."""
@@ -236,7 +248,7 @@ class Recorder:
 
     def __init__(
         self,
-        ledger: Ledger,
+        ledger: LedgerLike,
         conversation_id: str,
         tenant_id: str = "default",
         clock: datetime | Callable[[], datetime] | None = None,

@@ -17,7 +17,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from ctxledger.eval.base import (
     Selector,
 )
 from ctxledger.eval.datasets import ADVERSARIAL, chat_tokens, load_dataset
+from ctxledger.eval.results import COMPARED_BASELINES, OURS, CaseResult, DatasetInfo, EvalResults
 from ctxledger.hashing import content_hash
 from ctxledger.tokens import TokenCounter, get_counter
 
@@ -59,12 +59,8 @@ __all__ = [
     "selector_names",
 ]
 
-OURS = "ctxledger-default"
-"""The name under which ctxledger's default policy registers itself (the hook for the lead)."""
 BASELINE_NAMES = ("full-replay", "newest-fit", "head-tail", "bm25")
 """Built-in baselines (:mod:`ctxledger.eval.baselines`), in report order."""
-COMPARED_BASELINES = ("bm25", "newest-fit")
-"""Baselines every run of ctxledger's default policy is compared with (added by :func:`run_named`)."""
 PEER_NAMES = ("langchain-trim-exact", "langchain-trim-approx", "llamaindex-memory")
 """Built-in peers (:mod:`ctxledger.eval.peers`), in report order."""
 HEADLINE_EXCLUDED = frozenset({ADVERSARIAL})
@@ -121,45 +117,6 @@ def make_selectors(names: Iterable[str], counter: TokenCounter) -> list[Selector
         else:
             raise ConfigurationError(f"unknown selector {name!r}; available: {selector_names()}")
     return out
-
-
-@dataclass(frozen=True, slots=True)
-class CaseResult:
-    """The judged outcome of one selector on one case at one budget (a row of ``rows.jsonl``).
-
-    Token fields are tokens under the exact counter. ``None`` marks a metric undefined for the case.
-    """
-
-    dataset: str
-    case_id: str
-    category: str
-    selector: str
-    budget: int
-    fits: bool
-    included: int
-    payload_tokens: int
-    claimed_tokens: int
-    replay_tokens: int
-    overflow: bool
-    recall: float | None
-    omission: bool | None
-    precision: float | None
-    stale: bool | None
-    pairs_touched: int
-    pairs_broken: int
-    violations: tuple[str, ...]
-    occupancy: Mapping[str, float]
-    recovery: Mapping[str, bool]
-    latency_s: float
-    payload_hash: str
-    deterministic: bool | None
-    provenance: float | None = None
-    rehydration: float | None = None
-    fidelity: float | None = None
-    self_reported: tuple[str, ...] = ()
-    cpu_s: float | None = None
-    """Process CPU time of the ``select`` call (seconds): unlike the wall clock, not inflated by other
-    processes sharing the machine."""
 
 
 def payload_hash(kept: Sequence[EvalItem], case: EvalCase) -> str:
@@ -387,41 +344,6 @@ def counter_error_summary(dataset: EvalDataset) -> dict[str, Any] | None:
         "p50_abs": metrics.percentile(absolute, 50),
         "p95_abs": metrics.percentile(absolute, 95),
     }
-
-
-@dataclass(frozen=True, slots=True)
-class DatasetInfo:
-    """What the report says about a dataset: size, budgets, quirks handled, counter error."""
-
-    name: str
-    kind: str
-    cases: int
-    budgets: tuple[int, ...]
-    quirks: Mapping[str, int]
-    source: str
-    counter_error: Mapping[str, Any] | None
-    listed: Mapping[str, Sequence[str]] = field(default_factory=dict)
-
-
-@dataclass
-class EvalResults:
-    """Everything one run produced.
-
-    Attributes:
-        config: counter id, selectors, budgets, start time, determinism sampling.
-        datasets: one :class:`DatasetInfo` per dataset.
-        aggregates: see :func:`aggregate`.
-        rows: every :class:`CaseResult` (empty when the run kept no rows).
-    """
-
-    config: dict[str, Any]
-    datasets: list[DatasetInfo]
-    aggregates: list[dict[str, Any]]
-    rows: list[CaseResult] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        """The machine-readable summary (``results.json``): config, datasets and aggregates."""
-        return {"config": self.config, "datasets": [asdict(d) for d in self.datasets], "aggregates": self.aggregates}
 
 
 def _budgets_for(dataset: EvalDataset, budgets: Mapping[str, Sequence[int]] | Sequence[int] | None) -> tuple[int, ...]:

@@ -36,7 +36,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ctxledger.assemble.assembler import Assembly
-from ctxledger.units import content_text
 from ctxledger.errors import RequiredBlocksDoNotFit
 from ctxledger.eval.base import REQUEST_BASE_TOKENS, EvalItem, Selection, SelectionTask
 from ctxledger.eval.datasets import chat_tokens
@@ -58,6 +57,7 @@ from ctxledger.serialize import get_serializer
 from ctxledger.serialize.base import Turn
 from ctxledger.store.memory import MemoryStore
 from ctxledger.tokens import TokenCounter
+from ctxledger.units import content_text
 
 __all__ = ["EVAL_NOW", "ItemCoster", "PolicySelector", "register"]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxledger.errors import ConfigurationError
-from ctxledger.eval.harness import COMPARED_BASELINES, OURS, DatasetInfo, EvalResults
+from ctxledger.eval.results import COMPARED_BASELINES, OURS, DatasetInfo, EvalResults
 
 _HINT = "PNG plots need matplotlib: pip install 'ctxledger[eval]' (or pass plots=False)"
 
