@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from typer.testing import CliRunner
 
+from ctxledger.budget import DEFAULT_BUDGET
 from ctxledger.cli import REASONS, app
 from ctxledger.demo import DEMO_CONVERSATION, DEMO_FILE, DEMO_TASK
 from ctxledger.hashing import content_hash
@@ -35,7 +36,21 @@ def test_assemble_prints_payload_json_on_stdout_and_the_report_on_stderr(
     runner: CliRunner, demo_store: DemoStore
 ) -> None:
     """Without --out, stdout is exactly the payload JSON (pipeable); the assembly id and ledger go to stderr."""
-    result = runner.invoke(app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--window", "6000"])
+    result = runner.invoke(
+        app,
+        [
+            "--db",
+            demo_store.url,
+            "assemble",
+            DEMO_CONVERSATION,
+            "--window",
+            "6000",
+            "--output",
+            "1000",
+            "--margin",
+            "200",
+        ],
+    )
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     assert payload["model"] == "gpt-4o"
@@ -75,6 +90,21 @@ def test_assemble_out_writes_the_persisted_payload(runner: CliRunner, demo_store
     assert f"written to {out}" in result.stdout
 
 
+def test_assemble_without_budget_options_asks_for_the_library_default(runner: CliRunner, demo_store: DemoStore) -> None:
+    """The CLI and the API share one default budget: the manifest records W, O and M of ``DEFAULT_BUDGET``."""
+    result = runner.invoke(app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION])
+    assert result.exit_code == 0, result.output
+    requested = _manifest(demo_store.url, result, full=False)["budget"]["requested"]
+    with Ledger.open(demo_store.url) as ledger:
+        api_default = ledger.assemble(DEMO_CONVERSATION, persist=False).manifest["budget"]["requested"]
+    assert requested == api_default
+    assert (requested["window"], requested["output"], requested["margin"]) == (
+        DEFAULT_BUDGET.window_tokens,
+        DEFAULT_BUDGET.output_tokens,
+        DEFAULT_BUDGET.margin_tokens,
+    )
+
+
 def test_assemble_at_a_snapshot_sees_only_the_history_up_to_it(runner: CliRunner, demo_store: DemoStore) -> None:
     """--snapshot 10 assembles as of seq 10: no payload turn comes from a later record."""
     result = runner.invoke(app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--snapshot", "10"])
@@ -99,7 +129,21 @@ def test_assemble_when_required_blocks_do_not_fit_lists_them_and_exits_2(
     runner: CliRunner, demo_store: DemoStore
 ) -> None:
     """A 1,500-token window cannot hold the 1,252-token policy plus the rest: itemised table, exit 2."""
-    result = runner.invoke(app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--window", "1500"])
+    result = runner.invoke(
+        app,
+        [
+            "--db",
+            demo_store.url,
+            "assemble",
+            DEMO_CONVERSATION,
+            "--window",
+            "1500",
+            "--output",
+            "1000",
+            "--margin",
+            "200",
+        ],
+    )
     assert result.exit_code == 2
     flat = _flat(result.stderr)
     assert "Required blocks" in flat
@@ -516,7 +560,7 @@ def test_blobs_option_puts_raw_outputs_where_asked_and_a_wrong_folder_warns(
 
 def test_assemble_in_the_responses_format(runner: CliRunner, demo_store: DemoStore) -> None:
     """--format openai-responses prints a Responses request: instructions on top, client-side state."""
-    args = ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--window", "6000", "--format", "openai-responses"]
+    args = ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--window", "12000", "--format", "openai-responses"]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)

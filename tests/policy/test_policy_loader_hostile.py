@@ -86,7 +86,7 @@ def test_the_cli_flag_allows_a_module_and_without_it_the_command_exits_2(side_ef
     path = tmp_path / "p.toml"
     path.write_text(_policy("evil_stages:Extra"), encoding="utf-8")
     runner = CliRunner()
-    refused = runner.invoke(app, ["--db", url, "assemble", "c", "--window", "4000", "--policy", str(path)])
+    refused = runner.invoke(app, ["--db", url, "assemble", "c", "--window", "8000", "--policy", str(path)])
     assert refused.exit_code == 2 and "not allowed" in refused.output and not side_effect_module.exists()
     args = [
         "--db",
@@ -94,7 +94,7 @@ def test_the_cli_flag_allows_a_module_and_without_it_the_command_exits_2(side_ef
         "assemble",
         "c",
         "--window",
-        "4000",
+        "8000",
         "--policy",
         str(path),
         "--allow-stage-module",

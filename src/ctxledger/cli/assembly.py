@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from ctxledger.budget import DEFAULT_BUDGET
 from ctxledger.cli._app import app
 from ctxledger.cli._common import (
     COUNTER_HELP,
@@ -41,8 +42,7 @@ from ctxledger.errors import (
     InputError,
     RecordNotFound,
 )
-from ctxledger.ledger import Ledger
-from ctxledger.ledger import unexplained
+from ctxledger.ledger import Ledger, unexplained
 from ctxledger.manifest import explain as explain_manifest
 from ctxledger.manifest import has_full_trace
 from ctxledger.records import Record, ToolCall
@@ -115,9 +115,15 @@ def assemble(
     conversation: Annotated[
         str, typer.Argument(help="Conversation id (see `ctxledger conversations`).", show_default=False)
     ],
-    window: Annotated[int, typer.Option("--window", help="W: the model's context window, in tokens.")] = 8_000,
-    output: Annotated[int, typer.Option("--output", help="O: tokens reserved for the reply.")] = 1_000,
-    margin: Annotated[int, typer.Option("--margin", help="M: safety margin in tokens (covers estimate error).")] = 200,
+    window: Annotated[
+        int, typer.Option("--window", help="W: the model's context window, in tokens.")
+    ] = DEFAULT_BUDGET.window_tokens,
+    output: Annotated[
+        int, typer.Option("--output", help="O: tokens reserved for the reply.")
+    ] = DEFAULT_BUDGET.output_tokens,
+    margin: Annotated[
+        int, typer.Option("--margin", help="M: safety margin in tokens (covers estimate error).")
+    ] = DEFAULT_BUDGET.margin_tokens,
     api: Annotated[ApiFormat, typer.Option("--format", help="Provider payload format.")] = ApiFormat.OPENAI_CHAT,
     model: Annotated[
         str, typer.Option("--model", help="Model name; also picks the tokenizer (claude-* counts are estimates).")
