@@ -25,6 +25,11 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
+def _window(window: int) -> list[str]:
+    """Budget options for a small window: ``O`` 1,000 and ``M`` 200 leave room for the demo's required blocks."""
+    return ["--window", str(window), "--output", "1000", "--margin", "200"]
+
+
 def _manifest(url: str, result: Any, *, full: bool = True) -> dict[str, Any]:
     """The manifest of the assembly a CLI run printed (its id is on stdout or stderr), its trace replayed if ``full``."""
     asm_id = next(w for w in (result.stdout + result.stderr).split() if w.startswith("asm_"))
@@ -36,21 +41,7 @@ def test_assemble_prints_payload_json_on_stdout_and_the_report_on_stderr(
     runner: CliRunner, demo_store: DemoStore
 ) -> None:
     """Without --out, stdout is exactly the payload JSON (pipeable); the assembly id and ledger go to stderr."""
-    result = runner.invoke(
-        app,
-        [
-            "--db",
-            demo_store.url,
-            "assemble",
-            DEMO_CONVERSATION,
-            "--window",
-            "6000",
-            "--output",
-            "1000",
-            "--margin",
-            "200",
-        ],
-    )
+    result = runner.invoke(app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, *_window(6000)])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     assert payload["model"] == "gpt-4o"
@@ -129,21 +120,7 @@ def test_assemble_when_required_blocks_do_not_fit_lists_them_and_exits_2(
     runner: CliRunner, demo_store: DemoStore
 ) -> None:
     """A 1,500-token window cannot hold the 1,252-token policy plus the rest: itemised table, exit 2."""
-    result = runner.invoke(
-        app,
-        [
-            "--db",
-            demo_store.url,
-            "assemble",
-            DEMO_CONVERSATION,
-            "--window",
-            "1500",
-            "--output",
-            "1000",
-            "--margin",
-            "200",
-        ],
-    )
+    result = runner.invoke(app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, *_window(1500)])
     assert result.exit_code == 2
     flat = _flat(result.stderr)
     assert "Required blocks" in flat
