@@ -162,6 +162,27 @@ def _scenario_graph(name: str) -> tuple[MemoryStore, str]:
     return ledger.store, builder.conversation_id  # type: ignore[return-value]
 
 
+def _written_before_facts(url: str, blobs_dir: Path, name: str) -> tuple[MemoryStore, str, list]:
+    """A scenario's records and blobs as a ctxledger at ``0004_retention`` wrote them (no write-path facts)."""
+    reference, conv = _scenario_graph(name)
+    records = reference.records("default", conv)
+    _at_revision(url, "0004_retention")
+    blobs = LocalBlobStore(blobs_dir)
+    for rec in records:
+        if isinstance(rec, ToolArtifact):
+            blobs.put(reference.blobs.get(rec.sha256))
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(schema.records.insert(), [encode_record(r, i) for i, r in enumerate(records)])
+        head = {"tenant_id": "default", "conversation_id": conv, "head_seq": records[-1].seq}
+        created = encode_record(records[0])["created_at"]
+        conn.execute(
+            schema.conversation_heads.insert(), {**head, "main_branch_id": records[0].branch_id, "created_at": created}
+        )
+    engine.dispose()
+    return reference, conv, records
+
+
 @pytest.mark.parametrize(
     "name", ["secrets-withheld", "contradiction-and-supersession", "participant-visibility", "multi-skill-run-state"]
 )
@@ -170,27 +191,7 @@ def test_upgrading_a_0002_database_computes_the_facts_an_append_would(
 ) -> None:
     """Records written at 0002 get, on upgrade, exactly the facts, links and protected entries of an append."""
     assert any(s.name == name for s in SCENARIOS), f"no scenario {name}"
-    reference, conv = _scenario_graph(name)
-    records = reference.records("default", conv)
-    _at_revision(empty_sql_url, "0004_retention")
-    blobs = LocalBlobStore(tmp_path / "blobs")
-    for rec in records:
-        if isinstance(rec, ToolArtifact):
-            blobs.put(reference.blobs.get(rec.sha256))
-    engine = create_engine(empty_sql_url)
-    with engine.begin() as conn:
-        conn.execute(schema.records.insert(), [encode_record(r, i) for i, r in enumerate(records)])
-        conn.execute(
-            schema.conversation_heads.insert(),
-            {
-                "tenant_id": "default",
-                "conversation_id": conv,
-                "head_seq": records[-1].seq,
-                "main_branch_id": records[0].branch_id,
-                "created_at": encode_record(records[0])["created_at"],
-            },
-        )
-    engine.dispose()
+    reference, conv, records = _written_before_facts(empty_sql_url, tmp_path / "blobs", name)
     store = open_store(empty_sql_url, blobs_dir=tmp_path / "blobs")
     try:
         assert store.records("default", conv) == records
@@ -211,22 +212,7 @@ def test_the_backfill_reads_tool_results_from_the_blob_folder_it_is_given(
     """``migrate(url, blobs_dir=…)`` computes a result's facts from its bytes; without them, the first snapshot does."""
     from ctxledger.assemble.snapshot import SnapshotLoader
 
-    reference, conv = _scenario_graph("secrets-withheld")
-    records = reference.records("default", conv)
-    _at_revision(empty_sql_url, "0004_retention")
-    blobs = LocalBlobStore(tmp_path / "blobs")
-    for rec in records:
-        if isinstance(rec, ToolArtifact):
-            blobs.put(reference.blobs.get(rec.sha256))
-    engine = create_engine(empty_sql_url)
-    with engine.begin() as conn:
-        conn.execute(schema.records.insert(), [encode_record(r, i) for i, r in enumerate(records)])
-        head = {"tenant_id": "default", "conversation_id": conv, "head_seq": records[-1].seq}
-        created = encode_record(records[0])["created_at"]
-        conn.execute(
-            schema.conversation_heads.insert(), {**head, "main_branch_id": records[0].branch_id, "created_at": created}
-        )
-    engine.dispose()
+    reference, conv, records = _written_before_facts(empty_sql_url, tmp_path / "blobs", "secrets-withheld")
     migrate(empty_sql_url, blobs_dir=tmp_path / ("blobs" if given_blobs else "elsewhere"))
     store = open_store(empty_sql_url, blobs_dir=tmp_path / "blobs", migrate=False)
     try:
