@@ -60,7 +60,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from ctxledger.errors import ConfigurationError, DuplicateRecordId, InputError, RecordNotFound
 from ctxledger.records import (
@@ -85,8 +85,6 @@ from ctxledger.store._rules import in_lineage
 
 if TYPE_CHECKING:
     from ctxledger.ledger import Ledger
-
-T = TypeVar("T")
 
 RENUMBER_ATTEMPTS = 20
 """How often one write is retried after another writer took the numbers it chose (see the module docstring)."""
@@ -331,7 +329,7 @@ class Recorder:
         self._append_known(new)
         return len(new)
 
-    def atomic(self, write: Callable[[Recorder], T]) -> T:
+    def atomic(self, write: Callable[[Recorder], Any]) -> Any:
         """Run ``write(self)`` and store every record it writes in one transaction, when it returns.
 
         Inside ``write`` the recorder's methods check and build records as usual and return their ids, but
