@@ -143,3 +143,32 @@ def test_concurrent_appends_to_one_conversation_stay_whole_and_ordered(two_apps)
         assert texts[at : at + 3] == sent
     seqs = [r.seq for r in stored]
     assert seqs == sorted(seqs)
+
+
+@pytest.mark.parametrize(
+    "fmt, messages, field",
+    [
+        ("anthropic-messages", [{"role": "user", "content": "hi"},
+                                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f"}]},
+                                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t9"}]}],
+         "messages[2].content[0].tool_use_id"),
+        ("anthropic-messages", [{"role": "user", "content": "hi"},
+                                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f",
+                                                                   "input": [1]}]}],
+         "messages[1].content[0].input"),
+        ("openai-responses", [{"type": "message", "role": "user", "content": "hi"},
+                              {"type": "function_call", "call_id": "r1", "name": "f", "arguments": "{}"},
+                              {"type": "function_call", "call_id": "r1", "name": "f", "arguments": "{}"}],
+         "messages[2].call_id"),
+        ("openai-responses", [{"type": "message", "role": "user", "content": "hi"}, {"type": "reasoning"}],
+         "messages[1].type"),
+    ],
+)  # fmt: skip
+def test_every_format_names_the_bad_message_and_writes_nothing(
+    served: Served, fmt: str, messages: list, field: str
+) -> None:
+    conversation = f"formats-{next(_names)}"
+    body = {"format": fmt, "messages": messages}
+    answer = served.client.post(f"/v1/conversations/{conversation}/messages", headers=served.auth("acme"), json=body)
+    assert answer.status_code == 422 and answer.json()["field"] == field, answer.text
+    assert _head(served, conversation) is None
