@@ -151,7 +151,7 @@ class Ledger:
             tenant_id: its tenant.
             clock: ``None`` (current UTC time per record), a callable returning aware datetimes, or an aware
                 start datetime for a reproducible stepping clock (``step=`` per record, default 1 s).
-            **kwargs: ``step`` and ``title`` (see :class:`~ctxledger.recorder.Recorder`).
+            **kwargs: ``step``, ``title`` and ``create`` (see :class:`~ctxledger.recorder.Recorder`).
 
         Raises:
             ConfigurationError: a naive or unusable ``clock``.

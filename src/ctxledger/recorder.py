@@ -35,6 +35,10 @@ e.g. ``"google"``), ``trust`` (a :class:`~ctxledger.records.Trust` value), ``tag
 ``["typed_request"]`` or ``["evidence"]``), ``scope`` (labels such as ``{"user_id": …}``), ``branch`` (write
 on another branch than the current one) and ``meta`` (store-only metadata).
 
+Several writes as one: :meth:`Recorder.atomic` runs a function that records, and stores everything it
+wrote in one transaction when it returns (nothing when it raises), with consecutive ``seq`` numbers; a
+recorder made with ``create=False`` also writes a new conversation only then.
+
 A conversation that already exists in the store is continued: its records are read once, numbering goes on
 after the highest number, and the records' names stay usable as references.
 
@@ -236,6 +240,8 @@ class Recorder:
             datetime for a stepping clock.
         step: how far a stepping clock moves per record (only with a fixed start).
         title: the conversation's title when it is created (default: its id).
+        create: ``False`` writes a conversation that does not exist yet together with the first records
+            written (in their transaction) instead of at once, so a failed first write leaves nothing behind.
 
     Raises:
         ConfigurationError: ``clock`` is a naive datetime or neither a datetime nor a callable, ``step`` is
@@ -255,6 +261,7 @@ class Recorder:
         *,
         step: timedelta = DEFAULT_STEP,
         title: str | None = None,
+        create: bool = True,
     ) -> None:
         for field, value in (("conversation_id", conversation_id), ("tenant_id", tenant_id)):
             if not isinstance(value, str) or not value:
@@ -275,8 +282,13 @@ class Recorder:
         self._foreign: dict[str, Record] = {}
         self.main = f"{conversation_id}/main"
         self.branch_id = self.main
+        self._pending: list[Record] | None = None
+        self._unborn: list[Record] = []
         if not self._resume():
-            self._create(title or conversation_id)
+            if create:
+                self._create(title or conversation_id)
+            else:
+                self._unborn = self._birth(title or conversation_id)
 
     # -- ids, clock and lookups --------------------------------------------------------------------------
 
@@ -328,6 +340,68 @@ class Recorder:
         ]
         self._append_known(new)
         return len(new)
+
+    def atomic(self, write: Callable[[Recorder], Any]) -> Any:
+        """Run ``write(self)`` and store every record it writes in one transaction, when it returns.
+
+        Inside ``write`` the recorder's methods check and build records as usual and return their ids, but
+        nothing reaches the store until ``write`` returns; then all of them (with the conversation and its
+        main branch, for a recorder made with ``create=False`` whose conversation did not exist) are
+        appended at once, in the order written, so they get consecutive ``seq`` numbers. If ``write`` or
+        the append raises, nothing was written and the recorder forgets the records of the block. When
+        another writer took the numbers chosen (or created the conversation meanwhile), the recorder
+        reads what was written and runs ``write`` again, as single writes do (module docstring); ``write``
+        must therefore have no effects besides recording. Raw outputs are put in the blob store as they
+        are recorded: after a failure they are unreferenced, and ``ctxledger gc`` removes them.
+        A branch cannot be forked after a record written in the same block (it has no ``seq`` yet).
+
+        Returns:
+            What ``write`` returned.
+
+        Raises:
+            Whatever ``write`` or the append raised (an :class:`~ctxledger.errors.InputError` for bad input).
+        """
+        if self._pending is not None:  # nested: the outer block stores
+            return write(self)
+        attempt = 0
+        while True:
+            saved = (self._next_number, self._seen_seq, self.branch_id, dict(self._names), self.now)
+            staged: list[Record] = []
+            self._pending, self._numbered = staged, set()
+            self._append_known(self._unborn)  # the new conversation's main branch is a valid reference
+            try:
+                result = write(self)
+                batch = [*self._unborn, *staged]
+                self._pending = None
+                stored = self.ledger.append(batch) if batch else []
+            except InputError as exc:
+                self._forget(staged, saved)
+                attempt += 1
+                taken = isinstance(exc, DuplicateRecordId) and exc.record_id in (self._numbered or ())
+                joined = bool(self._unborn) and self._resume()
+                if not (taken or joined) or attempt >= RENUMBER_ATTEMPTS:
+                    raise
+                if joined:
+                    self._unborn = []
+                else:
+                    self.refresh()
+                    self._next_number += (1 << min(attempt - 1, 10)) - 1
+                continue
+            except BaseException:
+                self._forget(staged, saved)
+                raise
+            finally:
+                self._pending = self._numbered = None
+            self._unborn = []
+            self._append_known(stored)
+            return result
+
+    def _forget(self, staged: Sequence[Record], saved: tuple[int, int, str, dict[str, str], datetime]) -> None:
+        """Drop the records an :meth:`atomic` block staged, and the numbering and names they took."""
+        for rec in [*self._unborn, *staged]:
+            self.records.pop(rec.id, None)
+        self._next_number, self._seen_seq, self.branch_id, self._names, self.now = saved
+        self._pending = None
 
     # -- structure ---------------------------------------------------------------------------------------
 
@@ -1043,6 +1117,12 @@ class Recorder:
         )
 
     def _append(self, records: Sequence[Record]) -> list[Record]:
+        if self._pending is not None:  # inside atomic(): stored with the rest of the block
+            self._pending.extend(records)
+            self._append_known(records)
+            return list(records)
+        if self._unborn:
+            self._create_unborn()
         stored = self.ledger.append(records)
         self._append_known(stored)
         return stored
@@ -1157,13 +1237,21 @@ class Recorder:
             self.now = _aware(self._clock(), "<clock>", "clock()")  # type: ignore[assignment]
         return self.now
 
-    def _create(self, title: str) -> None:
-        """Write the conversation and its main branch in one append; join it if another writer was first."""
+    def _birth(self, title: str) -> list[Record]:
+        """The conversation record and its main branch, built but not written."""
         env = self._envelope({}, self.conversation_id)
         conv = self._build(Conversation, "conversation", env, record_id=self.conversation_id, title=title)
-        main = self._build(Branch, "main", env, record_id=self.main, name="main")
+        return [conv, self._build(Branch, "main", env, record_id=self.main, name="main")]
+
+    def _create(self, title: str) -> None:
+        """Write the conversation and its main branch in one append; join it if another writer was first."""
+        self._unborn = self._birth(title)
+        self._create_unborn()
+
+    def _create_unborn(self) -> None:
+        born, self._unborn = self._unborn, []
         try:
-            self._append([conv, main])
+            self._append(born)
         except InputError:  # its id, or (PostgreSQL) its head, was written by another writer meanwhile
             if not self._resume():
                 raise

@@ -8,9 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import httpx
 import pytest
 from playwright.sync_api import Browser, sync_playwright
 from service_helpers import live_server
+
+from ctxledger.service.auth import SESSION_COOKIE
 
 if TYPE_CHECKING:
     from service_helpers import Served
@@ -104,10 +107,40 @@ def test_the_rehydrate_button_obeys_the_policy(live, browser: Browser) -> None:
     context.close()
 
 
-def test_another_tenants_assembly_page_is_404(live, browser: Browser) -> None:
+def test_another_tenants_pages_are_the_same_html_404_as_missing_ones(live, browser: Browser) -> None:
     base, keys = live
     context = browser.new_context(extra_http_headers={"Authorization": f"Bearer {keys['globex']}"})
     page = context.new_page()
-    answer = page.goto(f"{base}/inspect/conversations/{CONV}")
-    assert answer is not None and answer.status == 404
+    texts = []
+    for path in (f"/inspect/conversations/{CONV}", "/inspect/conversations/no-such-conversation"):
+        answer = page.goto(f"{base}{path}")
+        assert answer is not None and answer.status == 404
+        assert answer.headers["content-type"].startswith("text/html")
+        texts.append(page.inner_text("main"))
+    assert texts[0] == texts[1] and "404" in texts[0]
+    context.close()
+
+
+def test_one_login_keeps_a_server_side_session_not_the_key(live, browser: Browser) -> None:
+    base, keys = live
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{base}/inspect/login")
+    page.fill("input[name=key]", keys["acme"])
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base}/inspect")
+    (cookie,) = [c for c in context.cookies() if c["name"] == SESSION_COOKIE]
+    assert cookie["value"] != keys["acme"] and keys["acme"] not in cookie["value"]
+    assert cookie["value"].startswith("ctxs_") and cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    assert not cookie["secure"]  # served over plain http on loopback
+    for _ in range(2):  # navigate without logging in again
+        page.click(f"text={CONV}")
+        assert page.locator("a[href^='/inspect/assemblies/']").count() >= 2
+        page.locator("a[href^='/inspect/assemblies/']").first.click()
+        assert "Budget by context class" in page.inner_text("main")
+        page.click("header >> text=Conversations")
+    page.click("text=Log out")
+    page.wait_for_url(f"{base}/inspect/login")
+    stale = httpx.get(f"{base}/inspect", cookies={SESSION_COOKIE: cookie["value"]})
+    assert stale.status_code == 401 and "Log in" in stale.text  # the logged-out session works nowhere
     context.close()

@@ -26,12 +26,17 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, str]
         ledger.import_file(p, "tau-bench", tenant_id="acme", conversation_id="tau")
         aid = ledger.assemble(CONV, tenant_id="acme", window_tokens=6000, output_tokens=1000, margin_tokens=200).id
         keys = {t: create_key(ledger.store, t)[0] for t in ("acme", "globex")}
+        mail = ledger.recorder("mail", tenant_id="acme")
+        mail.participant("helper")
+        mail.user("summarise my inbox")
+        mail.user("inbox item: the quarterly report is late", provider_scope="google")
+        mail.assistant("inbox note for the helper only", visibility="participant_private", owner="helper")
     return url, keys, aid
 
 
-def _call(url: str, key: str, calls: list[tuple[str, dict]]) -> tuple[list[str], list]:
+def _call(url: str, key: str, calls: list[tuple[str, dict]], *options: str) -> tuple[list[str], list]:
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "ctxledger", "--db", url, "mcp", "--key", key],
+        command=sys.executable, args=["-m", "ctxledger", "--db", url, "mcp", "--key", key, *options],
         env={**os.environ, "CTXLEDGER_URL": url}, cwd=str(Path(__file__).parent),
     )  # fmt: skip
 
@@ -71,3 +76,16 @@ def test_the_tools_answer_for_the_keys_tenant_only(store) -> None:
     ])  # fmt: skip
     assert other.is_error and missing.is_error
     assert "acme" not in other.content[0].text and "acme" not in missing.content[0].text
+
+
+def test_the_reader_fixed_at_start_decides_what_search_shows(store) -> None:
+    url, keys, _ = store
+    query = [("search_history", {"query": "inbox", "conversation_id": "mail"})]
+    found = {}
+    for options in ((), ("--provider", "google", "--participant", "helper")):
+        _, (answer,) = _call(url, keys["acme"], query, *options)
+        found[options] = {h["text"] for h in _json(answer)}
+    assert found[()] == {"summarise my inbox"}  # the default reader: openai's provider, no participant
+    assert found[("--provider", "google", "--participant", "helper")] == {
+        "summarise my inbox", "inbox item: the quarterly report is late", "inbox note for the helper only",
+    }  # fmt: skip

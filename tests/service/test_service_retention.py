@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Served, serve_store
+from service_helpers import Served, serve_store
 
 RULES = {"rules": [{"name": "raw-now", "kinds": ["tool_artifact"], "after_days": 0, "action": "redact"}]}
 

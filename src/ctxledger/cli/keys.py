@@ -72,7 +72,7 @@ def revoke(
     ctx: typer.Context,
     key_id: Annotated[str, typer.Argument(help="The key's id (see keys list).", show_default=False)],
 ) -> None:
-    """Revoke a key: requests with it answer 401 from then on.
+    """Revoke a key: requests with it answer 401 from then on, and the inspector sessions opened with it end.
 
     Example: [bold]ctxledger keys revoke 3f9a1c2b7d4e[/bold]
     """
@@ -81,4 +81,4 @@ def revoke(
     settings = _settings(ctx)
     with _handled(), _open(settings) as ledger:
         revoke_key(ledger.store, key_id)
-    _out().print(f"key {escape(key_id)} revoked")
+    _out().print(f"key {escape(key_id)} revoked; its inspector sessions ended")

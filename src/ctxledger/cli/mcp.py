@@ -25,11 +25,29 @@ def mcp(
             show_default=False,
         ),
     ] = None,
+    participant: Annotated[
+        str | None,
+        typer.Option(
+            "--participant",
+            help="The participant the answers are for (id or name); without it no private or shared state.",
+            show_default=False,
+        ),
+    ] = None,
+    provider: Annotated[
+        str | None,
+        typer.Option(
+            "--provider",
+            help="The provider the answers go to (privacy classes, provider scopes); default that of openai-chat.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve read-only MCP tools over stdio: explain, rehydrate, search_history, last_assembly.
 
-    The tenant is fixed at start: the tenant of --key (env CTXLEDGER_KEY) if given, else --tenant.
-    Rehydration obeys the assembly's policy: what a hard filter kept out stays out.
+    The tenant is fixed at start: the tenant of --key (env CTXLEDGER_KEY) if given, else --tenant; so is
+    the reader (--participant, --provider). Search and rehydration show nothing an assembly for that
+    reader would withhold (another branch, another participant's private state, a privacy class or
+    provider scope the provider may not receive, secrets); secrets in what is shown are redacted.
 
     Example: [bold]ctxledger --db sqlite:///agent.db mcp --key ctxl_…[/bold]
     """
@@ -48,4 +66,6 @@ def mcp(
                 if found is None:
                     raise ConfigurationError("the --key is unknown or revoked")
                 tenant = found
-            build_server(ledger, tenant).run("stdio")
+            from ctxledger.service.withheld import Reader
+
+            build_server(ledger, tenant, Reader(participant, provider)).run("stdio")

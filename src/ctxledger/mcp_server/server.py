@@ -9,16 +9,15 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from ctxledger.errors import CtxledgerError, RecordNotFound
+from ctxledger.errors import CtxledgerError, InputError, RecordNotFound
 from ctxledger.ledger import Ledger
-from ctxledger.policy.secrets import default_scanner, redact_text
 from ctxledger.records import Compaction, Message, ToolMemory
 from ctxledger.service import manifest_view as mv
+from ctxledger.service.withheld import Reader, reasons, redact, scanner_of, withheld
 
 MAX_TEXT = 20_000
 """Longest text (characters) a tool answers with; longer rehydrations are cut and say so."""
 
-_HIDDEN = ("audit_only", "participant_private")
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -35,16 +34,42 @@ def _record_text(rec: Any) -> str:
     return ""
 
 
+def _score(text: str, words: set[str]) -> int:
+    """How many of ``words`` occur in ``text`` (case-insensitive, whole words)."""
+    counts = Counter(w.lower() for w in _WORD.findall(text))
+    return sum(counts[w] > 0 for w in words)
+
+
 def search_history(
-    ledger: Ledger, tenant: str, query: str, conversation_id: str | None = None, limit: int = 10
+    ledger: Ledger,
+    tenant: str,
+    query: str,
+    conversation_id: str | None = None,
+    limit: int = 10,
+    *,
+    reader: Reader | None = None,
+    branch_id: str | None = None,
 ) -> list[dict[str, Any]]:
     """Records of ``tenant`` whose text holds the words of ``query``, best first (count of matching words).
 
-    Leaves out ``audit_only`` and participant-private records; secrets in the text are redacted.
+    Only records an assembly for ``reader`` could show are searched: whatever a hard filter of the policy
+    withholds (:func:`ctxledger.service.withheld.withheld`: another branch, another participant's private
+    state, audit-only records, a privacy class or provider scope the reader's provider may not receive,
+    withheld secrets …) is left out, and secrets in the text shown are redacted (a record is found only by
+    words of its redacted text, so a query cannot test a guessed secret). Each conversation is read
+    on its main branch, or on ``branch_id`` when one conversation is searched.
+
+    ``reader`` defaults to ``Reader()``: no participant, the provider of ``openai-chat``.
+
+    Returns:
+        Up to ``limit`` (1-100) hits ``{ref, conversation_id, kind, score, text}`` (text: 500 characters).
 
     Raises:
-        RecordNotFound: ``conversation_id`` is not a conversation of the tenant.
+        RecordNotFound: ``conversation_id`` (or ``branch_id``) is not one of the tenant's.
+        InputError: ``branch_id`` without ``conversation_id``.
     """
+    if branch_id is not None and conversation_id is None:
+        raise InputError("a branch belongs to one conversation: give conversation_id too", field="branch_id")
     words = {w.lower() for w in _WORD.findall(query)}
     if not words:
         return []
@@ -53,36 +78,33 @@ def search_history(
         if conversation_id not in conversations:
             raise RecordNotFound(tenant, conversation_id, what="conversation")
         conversations = [conversation_id]
-    scanner = default_scanner()
+    reader = reader or Reader()
+    scanner = scanner_of(ledger)
     hits = []
     for cid in conversations:
+        hidden = withheld(ledger, tenant, cid, reader, branch_id=branch_id)
         for rec in ledger.store.records(tenant, cid):
-            if str(getattr(rec.visibility, "value", rec.visibility)) in _HIDDEN:
+            if rec.id in hidden:
                 continue
             text = _record_text(rec)
-            counts = Counter(w.lower() for w in _WORD.findall(text))
-            score = sum(counts[w] > 0 for w in words)
+            if not _score(text, words):
+                continue
+            text = redact(text, scanner)  # matched again once redacted: a secret is never found by its value
+            score = _score(text, words)
             if score:
-                clean = redact_text(text, scanner)
-                hits.append(
-                    (
-                        score,
-                        rec.seq,
-                        {
-                            "ref": rec.id,
-                            "conversation_id": cid,
-                            "kind": rec.kind.value,
-                            "score": score,
-                            "text": clean[:500],
-                        },
-                    )
-                )
+                shown = {"ref": rec.id, "conversation_id": cid, "kind": rec.kind.value, "score": score}
+                hits.append((score, rec.seq, {**shown, "text": text[:500]}))
     hits.sort(key=lambda h: (-h[0], h[1]))
     return [h[2] for h in hits[: max(1, min(limit, 100))]]
 
 
-def build_server(ledger: Ledger, tenant: str) -> MCPServer:
-    """The MCP server whose tools read ``tenant``'s records from ``ledger`` (read-only)."""
+def build_server(ledger: Ledger, tenant: str, reader: Reader | None = None) -> MCPServer:
+    """The MCP server whose tools read ``tenant``'s records from ``ledger`` (read-only) for ``reader``.
+
+    ``reader`` (participant, provider; default ``Reader()``) is fixed too: search and rehydration show
+    nothing an assembly for it would withhold.
+    """
+    reader = reader or Reader()
     server = MCPServer("ctxledger", instructions=f"Read-only ctxledger tools for tenant {tenant}.")
 
     def guarded(fn: Any) -> Any:
@@ -137,24 +159,32 @@ def build_server(ledger: Ledger, tenant: str) -> MCPServer:
 
     @server.tool()
     def rehydrate(assembly_id: str, ref: str, start: int | None = None, end: int | None = None) -> str:
-        """The raw bytes (as UTF-8 text) behind an item of an assembly, if that assembly's policy allows it."""
+        """The raw bytes (as UTF-8 text, secrets redacted) behind an item of an assembly, if the policy allows it."""
 
         def run() -> str:
             manifest = ledger.get_assembly(assembly_id, tenant_id=tenant, full=True)
             full = ref if mv.entry(manifest, ref) is not None else f"{manifest['conversation_id']}/{ref}"
             refusal = mv.rehydration_refusal(manifest, full)
+            if refusal is None:
+                hidden = withheld(ledger, tenant, manifest["conversation_id"], reader, branch_id=manifest["branch_id"])
+                refusal = reasons(hidden, full)
             if refusal is not None:
                 raise ToolError(f"rehydration refused by the policy: {refusal}")
             span = None if start is None and end is None else (start or 0, end if end is not None else 1 << 62)
-            text = ledger.rehydrate(full, span, tenant_id=tenant).decode("utf-8", "replace")
+            raw = ledger.rehydrate(full, span, tenant_id=tenant).decode("utf-8", "replace")
+            text = redact(raw, scanner_of(ledger))
             cut = f"\n[cut at {MAX_TEXT:,} of {len(text):,} characters]" if len(text) > MAX_TEXT else ""
             return text[:MAX_TEXT] + cut
 
         return guarded(run)
 
     @server.tool(name="search_history")
-    def search(query: str, conversation_id: str | None = None, limit: int = 10) -> list[dict[str, Any]]:
-        """Records whose text holds the query's words, best first (audit-only and private records left out)."""
-        return guarded(lambda: search_history(ledger, tenant, query, conversation_id, limit))
+    def search(
+        query: str, conversation_id: str | None = None, limit: int = 10, branch_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Records whose text holds the query's words, best first, under the policy's hard filters (secrets hidden)."""
+        return guarded(
+            lambda: search_history(ledger, tenant, query, conversation_id, limit, reader=reader, branch_id=branch_id)
+        )
 
     return server

@@ -12,7 +12,7 @@ from ctxledger.errors import InputError, RecordNotFound
 from ctxledger.records import Conversation
 from ctxledger.service import manifest_view
 from ctxledger.service.auth import request_tenant
-from ctxledger.service.messages import read_events, write_events
+from ctxledger.service.messages import check_events, read_events, write_events
 from ctxledger.service.models import (
     Appended,
     AppendMessages,
@@ -66,13 +66,18 @@ def list_conversations(request: Request, tenant: Tenant) -> list[ConversationSum
 
 @router.post("/conversations/{conversation_id}/messages", status_code=201, summary="Append messages")
 def append_messages(request: Request, tenant: Tenant, conversation_id: str, body: AppendMessages) -> Appended:
-    """Append OpenAI Chat, Anthropic Messages or Responses-format messages (the conversation is created if new)."""
+    """Append OpenAI Chat, Anthropic Messages or Responses-format messages (the conversation is created if new).
+
+    The whole request is checked first and its records are written in one transaction: a bad message
+    anywhere writes nothing (not even a new conversation), and the problem names ``messages[i].<field>``.
+    """
     events = read_events(body.format, body.messages, body.system)
 
     def run(ledger: Any) -> Appended:
         kwargs = {"title": body.title} if body.title else {}
-        recorder = ledger.recorder(conversation_id, tenant_id=tenant, **kwargs)
-        written = write_events(recorder, events)
+        recorder = ledger.recorder(conversation_id, tenant_id=tenant, create=False, **kwargs)
+        check_events(events, recorder)
+        written = recorder.atomic(lambda rec: write_events(rec, events))
         return Appended(
             conversation_id=conversation_id, records=written, head_seq=ledger.store.head_seq(tenant, conversation_id)
         )

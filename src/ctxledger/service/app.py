@@ -1,23 +1,26 @@
 """The ASGI application: the ``/v1`` JSON API, ``/healthz``, ``/openapi.json`` and the ``/inspect`` pages.
 
 ``create_app(url)`` opens one :class:`~ctxledger.Ledger` for the process; ``ctxledger serve`` runs it with
-uvicorn. Several processes (on several hosts) may serve one PostgreSQL store: records and blobs both live
-in the database.
+uvicorn. Several processes (on several hosts) may serve one PostgreSQL store: records, blobs and inspector
+sessions all live in the database. Errors are problem+json, except that an ``/inspect`` page a browser asks
+for (``Accept: text/html``) gets an HTML error page.
 """
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ctxledger import __version__
-from ctxledger.errors import CtxledgerError
+from ctxledger.errors import ConfigurationError, CtxledgerError
 from ctxledger.ledger import Ledger
 from ctxledger.service import api, inspector, retention
 from ctxledger.service.models import Problem
@@ -30,6 +33,9 @@ from ctxledger.service.problems import (
     validation_problem,
 )
 from ctxledger.service.state import Service
+from ctxledger.store.sessions import DEFAULT_TTL
+
+Handler = Callable[[Request, Exception], Awaitable[Response]]
 
 PROBLEMS: dict[int | str, dict[str, Any]] = {
     status: {"model": Problem, "description": text, "content": {MEDIA_TYPE: {}}}
@@ -43,8 +49,25 @@ PROBLEMS: dict[int | str, dict[str, Any]] = {
 """Problem answers every ``/v1`` route may give, as documented in the OpenAPI schema."""
 
 
+def _negotiated(handler: Handler) -> Handler:
+    """``handler``, answering an ``/inspect`` page a browser asked for with an HTML page instead of problem+json."""
+
+    async def handle(request: Request, exc: Exception) -> Response:
+        answer = await handler(request, exc)
+        if not inspector.wants_html(request):
+            return answer
+        body = json.loads(bytes(answer.body))
+        return inspector.error_page(request, answer.status_code, str(body["title"]), str(body["detail"]))
+
+    return handle
+
+
 def create_app(
-    url: str | None = None, *, blobs: str | os.PathLike[str] | None = None, ledger: Ledger | None = None
+    url: str | None = None,
+    *,
+    blobs: str | os.PathLike[str] | None = None,
+    ledger: Ledger | None = None,
+    session_ttl: timedelta = DEFAULT_TTL,
 ) -> FastAPI:
     """The service for the store at ``url`` (default ``CTXLEDGER_URL``, as the CLI), or for an open ``ledger``.
 
@@ -52,10 +75,13 @@ def create_app(
         url: store URL (``sqlite:///…``, ``postgresql+psycopg://…``).
         blobs: where blobs live (see :func:`ctxledger.store.open_blobs`); default the store's own.
         ledger: an open ledger to serve instead of opening ``url`` (it is not closed on shutdown).
+        session_ttl: how long an inspector login lasts (default 8 hours).
 
     Raises:
-        ConfigurationError, MigrationError: the store cannot be opened.
+        ConfigurationError, MigrationError: the store cannot be opened, or ``session_ttl`` is not positive.
     """
+    if not isinstance(session_ttl, timedelta) or session_ttl <= timedelta(0):
+        raise ConfigurationError(f"session_ttl must be a positive timedelta, got {session_ttl!r}")
     own = ledger is None
     service = Service(ledger if ledger is not None else Ledger.open(url, blobs_dir=blobs))
 
@@ -75,10 +101,11 @@ def create_app(
         responses=PROBLEMS,
     )
     app.state.service = service
-    app.add_exception_handler(RequestValidationError, validation_problem)
-    app.add_exception_handler(StarletteHTTPException, http_problem)
-    app.add_exception_handler(CtxledgerError, ctxledger_exception)
-    app.add_exception_handler(Unauthorized, unauthorized)
+    app.state.session_ttl = session_ttl
+    app.add_exception_handler(RequestValidationError, _negotiated(validation_problem))
+    app.add_exception_handler(StarletteHTTPException, _negotiated(http_problem))
+    app.add_exception_handler(CtxledgerError, _negotiated(ctxledger_exception))
+    app.add_exception_handler(Unauthorized, _negotiated(unauthorized))
 
     @app.get("/healthz", summary="Liveness", responses={})
     def healthz() -> dict[str, str]:

@@ -8,7 +8,10 @@ conversation: what entered, what left and why); one item's provenance chain (mem
 with a rehydrate button that obeys the policy (:func:`ctxledger.service.manifest_view.rehydration_refusal`).
 
 The pages accept the same ``Authorization: Bearer`` key as the API; a browser logs in once at
-``/inspect/login`` and keeps a session cookie. No JavaScript is needed; every value is HTML-escaped.
+``/inspect/login`` and keeps a cookie holding a server-side session's token (:mod:`ctxledger.service.auth`).
+A failure a browser asks for (``Accept: text/html``) is an HTML page, anything else problem+json
+(:func:`error_page`); a 404 is the same for another tenant's ids and for ids that do not exist. No
+JavaScript is needed; every value is HTML-escaped.
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from ctxledger.errors import RecordNotFound
 from ctxledger.service import manifest_view as mv
-from ctxledger.service.auth import SESSION_COOKIE, presented_key
-from ctxledger.store.keys import tenant_for_key
+from ctxledger.service.auth import SESSION_COOKIE, presented_tenant
+from ctxledger.store.sessions import end_session, open_session
 
 router = APIRouter(prefix="/inspect", include_in_schema=False)
 
@@ -68,8 +71,7 @@ def _table(columns: Sequence[str], rows: Iterable[Sequence[str]], numeric: Itera
 
 
 def _tenant(request: Request) -> str | None:
-    key = presented_key(request)
-    return None if key is None else tenant_for_key(request.app.state.service.ledger.store, key)
+    return presented_tenant(request)[0]
 
 
 def _login(message: str = "", status: int = 401) -> HTMLResponse:
@@ -99,24 +101,59 @@ def login_form() -> HTMLResponse:
 
 @router.post("/login")
 async def login(request: Request) -> Response:
-    """Check the posted key; on success set the session cookie and go to the conversations."""
+    """Check the posted key; on success open a server-side session, set its cookie and go to the conversations.
+
+    The cookie holds the session's random token, not the key (``HttpOnly``, ``SameSite=Strict``, ``Secure``
+    over https, expiring with the session).
+    """
     form = parse_qs((await request.body()).decode("utf-8", "replace"))
     key = (form.get("key") or [""])[0].strip()
-    if not key or tenant_for_key(request.app.state.service.ledger.store, key) is None:
+    store = request.app.state.service.ledger.store
+    opened = open_session(store, key, ttl=request.app.state.session_ttl) if key else None
+    if opened is None:
         return _login("That key is unknown or revoked.")
+    token, _session = opened
     response = RedirectResponse("/inspect", status_code=303)
     response.set_cookie(
-        SESSION_COOKIE, key, httponly=True, samesite="strict", secure=request.url.scheme == "https", path="/"
+        SESSION_COOKIE,
+        token,
+        max_age=int(request.app.state.session_ttl.total_seconds()),
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+        path="/",
     )
     return response
 
 
 @router.post("/logout")
-def logout() -> Response:
-    """Forget the session cookie."""
+def logout(request: Request) -> Response:
+    """End the session (its row is deleted, so the token no longer works anywhere) and forget the cookie."""
+    token = request.cookies.get(SESSION_COOKIE)
+    if token:
+        end_session(request.app.state.service.ledger.store, token)
     response = RedirectResponse("/inspect/login", status_code=303)
-    response.delete_cookie(SESSION_COOKIE, path="/")
+    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
     return response
+
+
+def wants_html(request: Request) -> bool:
+    """Whether a request to an ``/inspect`` page asks for HTML (a browser's ``Accept: text/html``)."""
+    if not request.url.path.startswith(router.prefix):
+        return False
+    accept = request.headers.get("accept", "")
+    return any(part.split(";")[0].strip() in ("text/html", "application/xhtml+xml") for part in accept.split(","))
+
+
+def error_page(request: Request, status: int, title: str, detail: str) -> HTMLResponse:
+    """The HTML page of a failed ``/inspect`` request (the same facts as the problem+json answer).
+
+    A 404 reads the same whether the id belongs to another tenant or to nobody.
+    """
+    if status == 404:
+        detail = "No conversation, assembly or item with that id for this key."
+    body = f'<p class="refused">{escape(detail)}</p><p><a href="/inspect">Back to the conversations</a></p>'
+    return _page(f"{status} {title}", body, _tenant(request), status=status)
 
 
 @router.get("")

@@ -13,7 +13,10 @@ starts a new one:
   "name", "arguments"}`` and ``{"type": "function_call_output", "call_id", "output"}``.
 
 A tool call is written as a pending tool exchange named by its call id; its result, in the same request
-or a later one, answers it. Every message is read and checked before anything is written.
+or a later one, answers it (found by its provider call id). Every message is read and checked
+(:func:`read_events`, :func:`check_events`) before anything is written, and the records of one request are
+written in one transaction (:func:`write_events` inside :meth:`~ctxledger.recorder.Recorder.atomic`): a bad
+message anywhere writes nothing, and the error names its index and field.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxledger.errors import InputError
+from ctxledger.policy.secrets import SecretScanner, default_scanner
+from ctxledger.records import ToolArtifact, ToolCall
 
 FORMATS = ("openai-chat", "anthropic-messages", "openai-responses")
 """The message formats ``POST /v1/conversations/{id}/messages`` accepts."""
@@ -33,10 +38,12 @@ _ROLES = ("system", "developer", "user", "assistant")
 
 @dataclass(frozen=True, slots=True)
 class Said:
-    """A text message of ``role``."""
+    """A text message of ``role``; ``index`` is its message's position in the request, ``where`` the field."""
 
     role: str
     text: str
+    index: int | None = None
+    where: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +54,8 @@ class Called:
     tool: str
     arguments: Mapping[str, Any] | str
     text: str | None = None
+    index: int | None = None
+    where: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,13 +65,19 @@ class Answered:
     call_id: str
     output: str
     failed: bool = False
+    index: int | None = None
+    where: str = ""
 
 
 Event = Said | Called | Answered
 
 
+def _at(index: int, field: str) -> str:
+    return f"messages[{index}].{field}" if field else f"messages[{index}]"
+
+
 def _bad(problem: str, index: int, field: str) -> InputError:
-    return InputError(problem, source="<api>", index=index, field=f"messages[{index}].{field}")
+    return InputError(problem, source="<api>", index=index, field=_at(index, field))
 
 
 def _text(content: Any, index: int, field: str = "content") -> str:
@@ -98,49 +113,64 @@ def _openai_chat(messages: Sequence[Mapping[str, Any]]) -> list[Event]:
             call_id = msg.get("tool_call_id")
             if not isinstance(call_id, str) or not call_id:
                 raise _bad("a tool message needs its tool_call_id", i, "tool_call_id")
-            events.append(Answered(call_id, _text(msg.get("content"), i)))
+            events.append(Answered(call_id, _text(msg.get("content"), i), index=i, where=_at(i, "tool_call_id")))
             continue
         calls = msg.get("tool_calls") or []
         if calls and role != "assistant":
             raise _bad("only assistant messages carry tool_calls", i, "tool_calls")
         text = _text(msg.get("content"), i)
+        if not isinstance(calls, list):
+            raise _bad("tool_calls must be a list", i, "tool_calls")
         if not calls:
-            events.append(Said(role, text))
+            events.append(Said(role, text, index=i, where=_at(i, "content")))
         for j, call in enumerate(calls):
             fn = call.get("function") if isinstance(call, Mapping) else None
             if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str) or not call.get("id"):
                 raise _bad("a tool call needs an id and a function name", i, f"tool_calls[{j}]")
-            events.append(Called(str(call["id"]), fn["name"], fn.get("arguments") or "{}", text if j == 0 else None))
+            args = fn.get("arguments") or "{}"
+            where = _at(i, f"tool_calls[{j}]")
+            events.append(Called(str(call["id"]), fn["name"], args, text if j == 0 else None, index=i, where=where))
     return events
 
 
 def _anthropic(messages: Sequence[Mapping[str, Any]], system: Any) -> list[Event]:
     events: list[Event] = []
     if system:
-        events.append(Said("system", _text(system, -1, "system")))
+        if not isinstance(system, str | list):
+            raise InputError("system must be a string or a list of text blocks", source="<api>", field="system")
+        try:
+            said = _text(system, -1, "system")
+        except InputError as exc:
+            raise InputError(exc.problem, source="<api>", field=str(exc.field).removeprefix("messages[-1].")) from None
+        events.append(Said("system", said, where="system"))
     for i, msg in enumerate(messages):
         role = _role(msg, i, ("user", "assistant"))
         content = msg.get("content")
         if isinstance(content, str):
-            events.append(Said(role, content))
+            events.append(Said(role, content, index=i, where=_at(i, "content")))
             continue
         if not isinstance(content, list):
             raise _bad("content must be a string or a list of blocks", i, "content")
         texts = [b for b in content if isinstance(b, Mapping) and b.get("type") == "text"]
         if texts:
-            events.append(Said(role, _text(texts, i)))
+            events.append(Said(role, _text(texts, i), index=i, where=_at(i, "content")))
         for j, block in enumerate(content):
             kind = block.get("type") if isinstance(block, Mapping) else None
             if kind == "tool_use":
                 if role != "assistant" or not block.get("id") or not isinstance(block.get("name"), str):
                     raise _bad("a tool_use block needs an id and a name, in an assistant turn", i, f"content[{j}]")
-                events.append(Called(str(block["id"]), block["name"], dict(block.get("input") or {})))
+                args = block.get("input") or {}
+                if not isinstance(args, Mapping):
+                    raise _bad("a tool_use block's input must be an object", i, f"content[{j}].input")
+                where = _at(i, f"content[{j}]")
+                events.append(Called(str(block["id"]), block["name"], dict(args), index=i, where=where))
             elif kind == "tool_result":
                 if not block.get("tool_use_id"):
                     raise _bad("a tool_result block needs its tool_use_id", i, f"content[{j}].tool_use_id")
                 inner = block.get("content")
                 out = inner if isinstance(inner, str) else _text(inner, i, f"content[{j}].content")
-                events.append(Answered(str(block["tool_use_id"]), out, bool(block.get("is_error"))))
+                where = _at(i, f"content[{j}].tool_use_id")
+                events.append(Answered(str(block["tool_use_id"]), out, bool(block.get("is_error")), i, where))
     return events
 
 
@@ -149,16 +179,18 @@ def _responses(items: Sequence[Mapping[str, Any]]) -> list[Event]:
     for i, item in enumerate(items):
         kind = item.get("type", "message")
         if kind == "message":
-            events.append(Said(_role(item, i, _ROLES), _text(item.get("content"), i)))
+            events.append(Said(_role(item, i, _ROLES), _text(item.get("content"), i), index=i, where=_at(i, "content")))
         elif kind == "function_call":
             if not item.get("call_id") or not isinstance(item.get("name"), str):
                 raise _bad("a function_call needs a call_id and a name", i, "call_id")
-            events.append(Called(str(item["call_id"]), item["name"], item.get("arguments") or "{}"))
+            args = item.get("arguments") or "{}"
+            events.append(Called(str(item["call_id"]), item["name"], args, index=i, where=_at(i, "call_id")))
         elif kind == "function_call_output":
             if not item.get("call_id"):
                 raise _bad("a function_call_output needs its call_id", i, "call_id")
             out = item.get("output")
-            events.append(Answered(str(item["call_id"]), out if isinstance(out, str) else json.dumps(out)))
+            text = out if isinstance(out, str) else json.dumps(out)
+            events.append(Answered(str(item["call_id"]), text, index=i, where=_at(i, "call_id")))
         else:
             raise _bad(f"unsupported item type {kind!r} (message, function_call, function_call_output)", i, "type")
     return events
@@ -186,26 +218,102 @@ def read_events(fmt: str, messages: Sequence[Mapping[str, Any]], system: Any = N
     raise InputError(f"format must be one of {', '.join(FORMATS)}", source="<api>", field="format")
 
 
+def check_events(events: Sequence[Event], recorder: Any, scanner: SecretScanner | None = None) -> None:
+    """Check ``events`` against each other and against the conversation ``recorder`` knows, before any write.
+
+    A text must not be empty; a call id must be new to the conversation and to the request, and neither it
+    nor the tool's name may hold a secret (ids are stored in every manifest); arguments are a mapping or
+    JSON text; a result must answer a call of the request or an unanswered call of the conversation, once.
+
+    Raises:
+        InputError: names ``messages[i].<field>`` (or ``system``) of the first event at fault.
+    """
+    scanner = scanner or default_scanner()
+    known = list(recorder.records.values())
+    answered = {r.tool_call_id for r in known if isinstance(r, ToolArtifact)}
+    used = {r.call_id for r in known if isinstance(r, ToolCall)}
+    open_calls = {r.call_id for r in known if isinstance(r, ToolCall) and r.id not in answered}
+    taken_ids = set(recorder.records)
+    for event in events:
+        if isinstance(event, Said):
+            if not event.text:
+                raise _fault(event, "a message needs some text (an empty message cannot be recorded)")
+            continue
+        if not event.call_id.strip():
+            raise _fault(event, "a call id must not be blank")
+        where = event.where
+        if isinstance(event, Called):
+            names = (event.call_id, f"{event.call_id}#call", f"art-{event.call_id}")
+            if event.call_id in used or any(recorder.id(n) in taken_ids for n in names):
+                raise _fault(event, f"call id {event.call_id!r} is already used in this conversation")
+            if not event.tool:
+                raise _fault(event, "a tool call needs its tool's name")
+            if not isinstance(event.arguments, Mapping | str):
+                raise _fault(event, "arguments must be an object or the JSON text the model produced")
+            for value, what in ((event.call_id, "call id"), (event.tool, "tool name")):
+                hits = scanner.scan(value)
+                if hits:
+                    kinds = ", ".join(sorted({h.type for h in hits}))
+                    raise _fault(event, f"the {what} holds a secret ({kinds}); it would be stored in every manifest")
+            used.add(event.call_id)
+            open_calls.add(event.call_id)
+            taken_ids.update(recorder.id(n) for n in names[:2])
+            continue
+        if event.call_id not in open_calls:
+            state = "already has a result" if event.call_id in used else "names no tool call"
+            raise InputError(
+                f"call id {event.call_id!r} {state} in this conversation or earlier in the request",
+                source="<api>",
+                index=event.index,
+                field=where,
+            )
+        if recorder.id(f"art-{event.call_id}") in taken_ids:
+            raise _fault(event, f"the result record art-{event.call_id} already exists in this conversation")
+        open_calls.discard(event.call_id)
+        taken_ids.add(recorder.id(f"art-{event.call_id}"))
+
+
+def _fault(event: Event, problem: str) -> InputError:
+    return InputError(problem, source="<api>", index=event.index, field=event.where or None)
+
+
 def write_events(recorder: Any, events: Sequence[Event]) -> list[str]:
     """Write ``events`` with ``recorder``; return the ids of the records written, in order.
 
+    Call it inside :meth:`~ctxledger.recorder.Recorder.atomic` to store them in one transaction.
+
     Raises:
-        InputError: a result for a call the conversation does not hold, or a call id used twice.
+        InputError: the recorder refused an event: names that event's ``messages[i].<field>``.
     """
     written: list[str] = []
     for event in events:
-        if isinstance(event, Said):
-            written.append(getattr(recorder, event.role)(event.text))
-        elif isinstance(event, Called):
-            exchange = recorder.tool_call(
-                event.tool, event.arguments, None, name=event.call_id, call_id=event.call_id, text=event.text
-            )
-            written.extend(str(x) for x in _ids(exchange))
-        else:
-            status = "failed" if event.failed else "succeeded"
-            art = f"art-{event.call_id}"
-            written.append(recorder.tool_result(event.call_id, event.output, status=status, name=art))
+        try:
+            written.extend(_write(recorder, event))
+        except InputError as exc:
+            raise _fault(event, exc.problem) from exc
     return written
+
+
+def _write(recorder: Any, event: Event) -> list[str]:
+    if isinstance(event, Said):
+        return [getattr(recorder, event.role)(event.text)]
+    if isinstance(event, Called):
+        exchange = recorder.tool_call(
+            event.tool, event.arguments, None, name=event.call_id, call_id=event.call_id, text=event.text
+        )
+        return [str(x) for x in _ids(exchange)]
+    call = _open_call(recorder, event.call_id)
+    status = "failed" if event.failed else "succeeded"
+    return [recorder.tool_result(call, event.output, status=status, name=f"art-{event.call_id}")]
+
+
+def _open_call(recorder: Any, call_id: str) -> str:
+    """The record id of the conversation's unanswered tool call with provider call id ``call_id``."""
+    answered = {r.tool_call_id for r in recorder.records.values() if isinstance(r, ToolArtifact)}
+    for rec in reversed(list(recorder.records.values())):
+        if isinstance(rec, ToolCall) and rec.call_id == call_id and rec.id not in answered:
+            return str(rec.id)
+    return call_id
 
 
 def _ids(exchange: Any) -> list[str]:

@@ -15,11 +15,11 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.engine import Engine
 
 from ctxledger.errors import ConfigurationError, InputError, RecordNotFound
-from ctxledger.store.schema import api_keys
+from ctxledger.store.schema import api_keys, inspector_sessions
 
 PREFIX = "ctxl_"
 """Every key starts with this, so leaked keys are easy to find with secret scanners."""
@@ -39,10 +39,15 @@ class ApiKey:
     revoked_at: str | None = None
 
 
-def _engine_of(store: object) -> Engine:
+def sql_engine(store: object) -> Engine:
+    """The SQLAlchemy engine of a SQL store (keys and inspector sessions live in its database).
+
+    Raises:
+        ConfigurationError: ``store`` is not a SQL store.
+    """
     engine = getattr(store, "engine", None)
     if engine is None:
-        raise ConfigurationError("API keys need a SQL store (sqlite:///… or postgresql://…)")
+        raise ConfigurationError("API keys and sessions need a SQL store (sqlite:///… or postgresql://…)")
     return engine
 
 
@@ -77,7 +82,7 @@ def create_key(store: object, tenant_id: str, name: str | None = None) -> tuple[
     key_id = secrets.token_hex(6)
     key = f"{PREFIX}{key_id}_{secrets.token_urlsafe(32)}"
     row = ApiKey(key_id, tenant_id, name, datetime.now(UTC).isoformat(timespec="microseconds"))
-    with _engine_of(store).begin() as conn:
+    with sql_engine(store).begin() as conn:
         conn.execute(
             api_keys.insert().values(
                 id=row.id, tenant_id=tenant_id, key_sha256=key_hash(key), name=name, created_at=row.created_at
@@ -86,17 +91,21 @@ def create_key(store: object, tenant_id: str, name: str | None = None) -> tuple[
     return key, row
 
 
-def tenant_for_key(store: object, key: str) -> str | None:
-    """The tenant of a presented key, or ``None`` for a malformed, unknown or revoked key."""
+def find_key(store: object, key: str) -> ApiKey | None:
+    """The stored row of a presented key, or ``None`` for a malformed, unknown or revoked key."""
     if not isinstance(key, str) or not _KEY.fullmatch(key):
         return None
-    with _engine_of(store).connect() as conn:
-        row = conn.execute(
-            select(api_keys.c.tenant_id, api_keys.c.revoked_at).where(api_keys.c.key_sha256 == key_hash(key))
-        ).first()
+    with sql_engine(store).connect() as conn:
+        row = conn.execute(select(api_keys).where(api_keys.c.key_sha256 == key_hash(key))).first()
     if row is None or row.revoked_at is not None:
         return None
-    return str(row.tenant_id)
+    return ApiKey(row.id, row.tenant_id, row.name, row.created_at, row.revoked_at)
+
+
+def tenant_for_key(store: object, key: str) -> str | None:
+    """The tenant of a presented key, or ``None`` for a malformed, unknown or revoked key."""
+    found = find_key(store, key)
+    return None if found is None else found.tenant_id
 
 
 def list_keys(store: object, tenant_id: str | None = None) -> list[ApiKey]:
@@ -104,7 +113,7 @@ def list_keys(store: object, tenant_id: str | None = None) -> list[ApiKey]:
     stmt = select(api_keys).order_by(api_keys.c.created_at, api_keys.c.id)
     if tenant_id is not None:
         stmt = stmt.where(api_keys.c.tenant_id == tenant_id)
-    with _engine_of(store).connect() as conn:
+    with sql_engine(store).connect() as conn:
         rows = conn.execute(stmt).all()
     return [ApiKey(r.id, r.tenant_id, r.name, r.created_at, r.revoked_at) for r in rows]
 
@@ -112,13 +121,16 @@ def list_keys(store: object, tenant_id: str | None = None) -> list[ApiKey]:
 def revoke_key(store: object, key_id: str) -> None:
     """Revoke the key with id ``key_id``; requests with it answer 401 from then on.
 
+    The inspector sessions opened with the key are deleted in the same transaction.
+
     Raises:
         RecordNotFound: no such key (or it is already revoked).
     """
     now = datetime.now(UTC).isoformat(timespec="microseconds")
-    with _engine_of(store).begin() as conn:
+    with sql_engine(store).begin() as conn:
         done = conn.execute(
             update(api_keys).where(api_keys.c.id == key_id, api_keys.c.revoked_at.is_(None)).values(revoked_at=now)
         ).rowcount
+        conn.execute(delete(inspector_sessions).where(inspector_sessions.c.key_id == key_id))
     if not done:
         raise RecordNotFound("*", key_id, what="active API key")

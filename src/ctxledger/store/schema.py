@@ -181,6 +181,20 @@ api_keys = Table(
 )
 """Service API keys: only the sha256 of each key is stored; the tenant comes from the key."""
 
+inspector_sessions = Table(
+    "inspector_sessions",
+    metadata,
+    Column("token_sha256", String(64), nullable=False),
+    Column("tenant_id", String, nullable=False),
+    Column("key_id", String, nullable=False),
+    Column("created_at", String(32), nullable=False),
+    Column("expires_at", String(32), nullable=False),
+    PrimaryKeyConstraint("token_sha256"),
+    Index(None, "key_id"),
+    Index(None, "expires_at"),
+)
+"""Inspector browser sessions: the sha256 of each session token, the key it was opened with and its expiry."""
+
 blobs = Table(
     "blobs",
     metadata,
