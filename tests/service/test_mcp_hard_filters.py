@@ -9,6 +9,8 @@ that no budget omission hides a filter): nothing it withholds by a hard filter m
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
 from typing import Any
 
 import anyio
@@ -151,3 +153,10 @@ def test_an_assembly_for_another_participant_does_not_open_its_private_results(l
         assert answer.is_error is not opened, (reader, answer.content)
         found = {h["ref"] for h in search_history(ledger, TENANT, "needle", cid, reader=reader)}
         assert (note in found) is opened
+
+
+def test_the_mcp_server_needs_only_the_mcp_extra() -> None:
+    """``ctxledger[mcp]`` without ``[serve]``: the tools import although FastAPI is missing."""
+    code = "import sys; sys.modules['fastapi'] = None; import ctxledger.mcp_server, ctxledger.cli.mcp"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

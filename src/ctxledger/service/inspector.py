@@ -23,6 +23,7 @@ from urllib.parse import parse_qs, quote
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from ctxledger.errors import RecordNotFound
 from ctxledger.service import manifest_view as mv
@@ -109,7 +110,8 @@ async def login(request: Request) -> Response:
     form = parse_qs((await request.body()).decode("utf-8", "replace"))
     key = (form.get("key") or [""])[0].strip()
     store = request.app.state.service.ledger.store
-    opened = open_session(store, key, ttl=request.app.state.session_ttl) if key else None
+    ttl = request.app.state.session_ttl
+    opened = await run_in_threadpool(open_session, store, key, ttl=ttl) if key else None
     if opened is None:
         return _login("That key is unknown or revoked.")
     token, _session = opened
