@@ -47,8 +47,13 @@ READER = st.builds(
 
 
 @pytest.fixture(scope="module")
-def ledger(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    with Ledger.open(f"sqlite:///{tmp_path_factory.mktemp('mcpf') / 'f.db'}") as led:
+def db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return f"sqlite:///{tmp_path_factory.mktemp('mcpf') / 'f.db'}"
+
+
+@pytest.fixture(scope="module")
+def ledger(db_url: str) -> Any:
+    with Ledger.open(db_url) as led:
         yield led
 
 
@@ -160,3 +165,55 @@ def test_the_mcp_server_needs_only_the_mcp_extra() -> None:
     code = "import sys; sys.modules['fastapi'] = None; import ctxledger.mcp_server, ctxledger.cli.mcp"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture(scope="module")
+def http(ledger: Ledger, db_url: str) -> Any:
+    """A test client of the service on the same store, and the auth header of a key for ``TENANT``."""
+    from fastapi.testclient import TestClient
+
+    from ctxledger.service import create_app
+    from ctxledger.store.keys import create_key
+
+    key = create_key(ledger.store, TENANT)[0]
+    with TestClient(create_app(db_url)) as client:
+        yield client, {"Authorization": f"Bearer {key}"}
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(items=st.lists(ENVELOPE, min_size=1, max_size=5), reader=READER)
+def test_the_service_rehydrate_route_refuses_what_the_assembly_withholds(
+    ledger: Ledger, http: Any, items: list, reader: Reader
+) -> None:
+    """``GET /v1/rehydrate/{ref}`` answers 403 exactly for the tool results a hard filter withholds from the reader
+    and those whose bytes hold a secret (shown redacted in assemblies); the others' exact bytes otherwise."""
+    client, auth = http
+    cid = _history(ledger, items)
+    _, hard, _ = _oracle(ledger, cid, reader)
+    params = {k: v for k, v in (("participant", reader.participant_id), ("provider", reader.provider)) if v}
+    for art in (r for r in ledger.store.records(TENANT, cid) if isinstance(r, ToolArtifact)):
+        on_branch = _oracle_on(ledger, cid, reader, art.branch_id)
+        answer = client.get(f"/v1/rehydrate/{art.id}", headers=auth, params=params)
+        assert TOKEN not in answer.text
+        holds_secret = TOKEN.encode() in ledger.rehydrate(art.id, tenant_id=TENANT)
+        if art.id in on_branch or holds_secret:
+            assert answer.status_code == 403 and "refused" in answer.text, (art.id, answer.text)
+        else:
+            assert answer.status_code == 200, (art.id, answer.text)
+            assert answer.content == ledger.rehydrate(art.id, tenant_id=TENANT)
+        if art.branch_id == ledger.store.get(TENANT, cid).branch_id:
+            assert (art.id in hard) == (art.id in on_branch)
+
+
+def _oracle_on(ledger: Ledger, cid: str, reader: Reader, branch_id: str) -> set[str]:
+    """The ids a hard filter withholds from ``reader`` in an assembly of ``branch_id``."""
+    asm = ledger.assemble(
+        cid,
+        tenant_id=TENANT,
+        branch_id=branch_id,
+        participant_id=reader.participant_id,
+        provider=reader.provider,
+        trace="full",
+        **WINDOW,
+    )
+    return {e["ref"] for e in asm.manifest["omitted"] if e["reason"] not in READABLE_OMISSIONS}

@@ -88,6 +88,25 @@ def test_a_bad_field_is_a_422_problem_naming_it(served: Served) -> None:
     assert tight.json()["required_tokens"] > tight.json()["budget_tokens"] == 300
 
 
+NOT_AN_INTEGER = st.one_of(
+    st.integers(1, 10**6).map(str),
+    st.floats(allow_nan=False, allow_infinity=False).filter(lambda f: not f.is_integer()),
+    st.booleans(),
+    st.lists(st.integers(), max_size=2),
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    field=st.sampled_from(["window_tokens", "output_tokens", "margin_tokens", "as_of_seq"]), value=NOT_AN_INTEGER
+)
+def test_a_token_count_that_is_not_a_json_integer_is_refused(served: Served, field: str, value: object) -> None:
+    """``"8000"``, ``true`` or ``8000.5`` for a count is a 422 naming the field, as ``Ledger.assemble`` refuses them."""
+    answer = served.client.post(f"/v1/conversations/{CONV}/assemble", headers=served.auth("acme"), json={field: value})
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["field"] == f"body.{field}"
+
+
 def test_appending_in_each_format_continues_one_conversation(served: Served) -> None:
     auth = served.auth("acme")
     post = served.client.post

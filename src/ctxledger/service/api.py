@@ -26,6 +26,7 @@ from ctxledger.service.models import (
 )
 from ctxledger.service.problems import MEDIA_TYPE, problem
 from ctxledger.service.state import Service
+from ctxledger.service.withheld import Reader, reasons, redact, scanner_of, withheld
 
 Tenant = Annotated[str, Depends(request_tenant)]
 
@@ -222,18 +223,65 @@ def _range(start: int | None, end: int | None) -> tuple[int, int] | None:
     return (start, end)
 
 
-@router.get("/rehydrate/{ref:path}", summary="Raw bytes of a tool result", responses=_BYTES, response_class=Response)
+@router.get(
+    "/rehydrate/{ref:path}",
+    summary="Raw bytes of a tool result, under the hard filters",
+    responses={**_BYTES, 403: {"description": "A hard filter withholds it", "content": {MEDIA_TYPE: {}}}},
+    response_class=Response,
+)
 def rehydrate(
     request: Request,
     tenant: Tenant,
     ref: str,
     start: Annotated[int | None, Query(ge=0)] = None,
     end: Annotated[int | None, Query(ge=0)] = None,
+    participant: Annotated[str | None, Query(description="Reader: a participant id or name.")] = None,
+    provider: Annotated[str | None, Query(description="Reader: the provider the bytes go to.")] = None,
 ) -> Response:
-    """The exact raw bytes of a tool artifact (record id or ``sha256:<hex>``) or a message's text, hash-checked."""
+    """The exact raw bytes of a tool artifact (record id or ``sha256:<hex>``) or a message's text, hash-checked.
+
+    Answered only when an assembly of the record's branch for the same reader (``participant``, ``provider``)
+    would not withhold the record by a hard filter (privacy, provider scope, visibility, a withheld secret …),
+    and the bytes hold no secret (assemblies show such bytes redacted); otherwise 403 names the reason. For a ``sha256:`` ref, at least one record holding those bytes must pass.
+    """
     span = _range(start, end)
-    data = _service(request).call(lambda ledger: ledger.rehydrate(ref, span, tenant_id=tenant))
-    return Response(data, media_type="application/octet-stream")
+    reader = Reader(participant_id=participant, provider=provider)
+
+    def run(ledger: Any) -> bytes | str:
+        refusal = _hard_refusal(ledger, tenant, ref, reader)
+        if refusal is not None:
+            return refusal
+        data: bytes = ledger.rehydrate(ref, span, tenant_id=tenant)
+        text = data.decode("utf-8", "replace")
+        if redact(text, scanner_of(ledger)) != text:
+            return "secret (the bytes hold a secret that assemblies redact; exact bytes are not served)"
+        return data
+
+    out = _service(request).call(run)
+    if isinstance(out, str):
+        return problem(403, "rehydration-refused", "Rehydration refused by the policy", out, field="ref")
+    return Response(out, media_type="application/octet-stream")
+
+
+def _hard_refusal(ledger: Any, tenant: str, ref: str, reader: Reader) -> str | None:
+    """Why a hard filter withholds ``ref`` from ``reader`` (``None``: it may be read).
+
+    Raises:
+        RecordNotFound: no record (or artifact) of the tenant has that id or hash.
+    """
+    if ref.startswith("sha256:"):
+        holders = ledger.store.artifacts_by_sha256(tenant, ref.removeprefix("sha256:"))
+        if not holders:
+            raise RecordNotFound(tenant, ref)
+    else:
+        holders = [ledger.store.get(tenant, ref)]
+    why = None
+    for rec in holders:
+        hidden = withheld(ledger, tenant, rec.conversation_id, reader, branch_id=rec.branch_id)
+        why = reasons(hidden, rec.id)
+        if why is None:
+            return None
+    return why
 
 
 @router.get(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from ctxledger.service.messages import FORMATS
 
@@ -75,15 +75,18 @@ class Imported(BaseModel):
 
 
 class AssembleRequest(_Strict):
-    """The same request fields as :meth:`ctxledger.Ledger.assemble`; omitted fields take the library's defaults."""
+    """The same request fields as :meth:`ctxledger.Ledger.assemble`; omitted fields take the library's defaults.
 
-    window_tokens: int | None = Field(None, ge=1, le=10_000_000, description="W: the context window, tokens.")
-    output_tokens: int | None = Field(None, ge=0, le=10_000_000, description="O: reserved for the reply.")
-    margin_tokens: int | None = Field(None, ge=0, le=10_000_000, description="M: safety margin.")
+    Token counts and ``as_of_seq`` are JSON integers: ``"8000"``, ``8000.5`` and ``true`` are refused (422).
+    """
+
+    window_tokens: StrictInt | None = Field(None, ge=1, le=10_000_000, description="W: the context window, tokens.")
+    output_tokens: StrictInt | None = Field(None, ge=0, le=10_000_000, description="O: reserved for the reply.")
+    margin_tokens: StrictInt | None = Field(None, ge=0, le=10_000_000, description="M: safety margin.")
     api: Api | None = None
     model: str | None = Field(None, min_length=1, max_length=200)
     counter: str | None = Field(None, min_length=1, max_length=100, description="Tokenizer name (see the CLI).")
-    as_of_seq: int | None = Field(None, ge=1, description="Assemble as of this seq (inclusive).")
+    as_of_seq: StrictInt | None = Field(None, ge=1, description="Assemble as of this seq (inclusive).")
     branch_id: str | None = Field(None, min_length=1)
     participant_id: str | None = Field(None, min_length=1)
     query: str | None = None
@@ -114,8 +117,8 @@ class Assembled(BaseModel):
 class Usage(_Strict):
     """Token usage the provider reported for the call made with an assembly."""
 
-    input_tokens: int = Field(ge=0, le=100_000_000)
-    output_tokens: int = Field(ge=0, le=100_000_000)
+    input_tokens: StrictInt = Field(ge=0, le=100_000_000)
+    output_tokens: StrictInt = Field(ge=0, le=100_000_000)
     overwrite: bool = False
 
 
