@@ -376,8 +376,10 @@ class Recorder:
 
         Raises:
             InputError: ``fork_after`` names no record or one outside ``parent``'s lineage (e.g. a record of
-                a sibling branch, or of the parent's own parent after the parent's fork point), ``parent``
-                names no branch, or the name is taken.
+                a sibling branch, or of the parent's own parent after the parent's fork point), or a record inside
+                a tool exchange written whole (the message or a call whose result was written with it: fork after
+                the exchange's last result or before its message), ``parent`` names no branch, or the name is
+                taken.
         """
         bid = self.id(name)
         parent_id = self._ref(parent, "parent", "branch", bid) if parent is not None else self.branch_id
@@ -386,6 +388,10 @@ class Recorder:
             self._check_in_lineage(after, parent_id, bid)
         env = {**self._envelope({}, bid), "branch": bid}  # a branch record lives on itself
         fork_seq = self.records[after].seq
+        if self.strict:
+            self.ledger.check_fork_point(
+                self.tenant_id, self.conversation_id, parent_id, fork_seq, field="fork_after", source=bid
+            )
         self._append(
             [self._build(Branch, name, env, record_id=bid, parent_branch_id=parent_id, fork_seq=fork_seq, name=name)]
         )

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ctxledger.errors import InputError, IntegrityError, RecordNotFound
+from ctxledger.exchange_cuts import mark_whole_exchanges
 from ctxledger.policy.secrets import check_identifiers
 from ctxledger.records import Conversation, Kind, Message, Record, ToolArtifact, ToolCall
 from ctxledger.store.base import GraphStore
@@ -160,7 +161,7 @@ def write_batch(store: GraphStore, batch: ImportBatch) -> ImportResult:
     for sha256, ref in zip(blobs, refs, strict=True):
         if ref.sha256 != sha256:
             raise IntegrityError(f"blob store named bytes {ref.sha256}, the importer computed {sha256}")
-    records = [record for conv in batch.conversations for record in conv.records]
+    records = mark_whole_exchanges([record for conv in batch.conversations for record in conv.records])
     written = store.append(records)
     ids = tuple(conv.conversation_id for conv in batch.conversations)
     return ImportResult(conversation_ids=ids, records=written, blobs=len(blobs))
