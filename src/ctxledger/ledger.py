@@ -29,6 +29,7 @@ from ctxledger.assemble.costing import Coster, SerializerCoster
 from ctxledger.assemble.represent import Ladder, reach
 from ctxledger.assemble.snapshot import SnapshotLoader
 from ctxledger.assemble.version import ASSEMBLER_VERSION
+from ctxledger.conversation_ids import check_new_conversations
 from ctxledger.errors import ConfigurationError, ContentRetained, CtxledgerError, InputError, RecordNotFound
 from ctxledger.exchange_cuts import exchange_cut, mark_whole_exchanges
 from ctxledger.manifest import explain, has_full_trace
@@ -134,9 +135,12 @@ class Ledger:
         Raises:
             InputError: names the record index and field: a duplicate id, an unknown conversation, or a
                 tool artifact whose ``sha256`` is not in the blob store, an id or participant name holding a
-                secret, a branch whose ``fork_seq`` cuts a tool exchange. Nothing is written.
+                secret, a branch whose ``fork_seq`` cuts a tool exchange, a new conversation whose id is empty,
+                a record's id or nests with another conversation's (:mod:`ctxledger.conversation_ids`).
+                Nothing is written.
         """
         check_identifiers(records)
+        check_new_conversations(self.store, records, source="<api>")
         for index, record in enumerate(records):
             if isinstance(record, Branch) and record.parent_branch_id is not None and isinstance(record.fork_seq, int):
                 self.check_fork_point(

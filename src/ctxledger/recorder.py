@@ -58,6 +58,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
+from ctxledger.conversation_ids import check_conversation_id
 from ctxledger.errors import ConfigurationError, DuplicateRecordId, InputError, RecordNotFound
 from ctxledger.records import (
     Branch,
@@ -121,6 +122,8 @@ def _renumbering(method: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(method)
     def write(self: Recorder, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("name") is not None:
+            _short_name(kwargs["name"], method.__name__)
         if self._numbered is not None:  # a nested call: the outer one retries
             return method(self, *args, **kwargs)
         attempt = 0
@@ -228,7 +231,9 @@ class Recorder:
     Raises:
         ConfigurationError: ``clock`` is a naive datetime or neither a datetime nor a callable, ``step`` is
             not a positive timedelta, or ``conversation_id`` names a record that is not a conversation.
-        InputError: ``conversation_id`` or ``tenant_id`` is empty.
+        InputError: ``conversation_id`` is empty, padded, holds control characters or empty ``/`` segments, is
+            the id of another record or would nest with another conversation's id
+            (:mod:`ctxledger.conversation_ids`); ``tenant_id`` is empty.
     """
 
     strict: bool = True
@@ -244,9 +249,9 @@ class Recorder:
         step: timedelta = DEFAULT_STEP,
         title: str | None = None,
     ) -> None:
-        for field, value in (("conversation_id", conversation_id), ("tenant_id", tenant_id)):
-            if not isinstance(value, str) or not value:
-                raise InputError(f"must be a non-empty string, got {value!r}", source="<recorder>", field=field)
+        check_conversation_id(conversation_id, source="<recorder>")
+        if not isinstance(tenant_id, str) or not tenant_id:
+            raise InputError(f"must be a non-empty string, got {tenant_id!r}", source="<recorder>", field="tenant_id")
         if not isinstance(step, timedelta) or step <= timedelta(0):
             raise ConfigurationError(f"step must be a positive timedelta, got {step!r}")
         self.ledger = ledger
@@ -381,7 +386,7 @@ class Recorder:
                 the exchange's last result or before its message), ``parent`` names no branch, or the name is
                 taken.
         """
-        bid = self.id(name)
+        bid = self.id(_short_name(name, "branch()"))
         parent_id = self._ref(parent, "parent", "branch", bid) if parent is not None else self.branch_id
         after = self._ref(fork_after, "fork_after", "record", bid)
         if self.strict:
@@ -934,7 +939,7 @@ class Recorder:
         return RecordedResponse(message, calls, read.api, read.input_tokens, read.output_tokens)
 
     def _participant_id(self, name: str) -> str:
-        _text(name, f"{self.conversation_id}/participant", "name")
+        _short_name(name, f"{self.conversation_id}/participant")
         return f"{self.conversation_id}/participant/{name}"
 
     def _exchange_ids(self, name: str | None) -> tuple[str, str]:
@@ -960,6 +965,8 @@ class Recorder:
 
     @_renumbering
     def _message(self, role: Role, text: str, name: str | None, speaker: str | None, env: Mapping[str, Any]) -> str:
+        if name is not None:
+            _short_name(name, f"{role.value}()")
         rid = self.id(name) if name else self._number()
         _text(text, rid, "text")
         return self._write(Message, name, env, record_id=rid, role=role, content=text, name=speaker).id
@@ -1169,7 +1176,12 @@ class Recorder:
         except RecordNotFound:
             return False
         if not isinstance(conv, Conversation) or conv.conversation_id != self.conversation_id:
-            raise ConfigurationError(f"{self.conversation_id!r} is a {conv.kind.value} record, not a conversation")
+            raise InputError(
+                f"{self.conversation_id!r} is already the id of a {conv.kind.value} record of conversation "
+                f"{conv.conversation_id!r}; a conversation id cannot be a record id",
+                source="<recorder>",
+                field="conversation_id",
+            )
         self.main = self.branch_id = conv.branch_id
         self._append_known(self.ledger.store.records(self.tenant_id, self.conversation_id))
         return True
@@ -1199,6 +1211,13 @@ def _clock(clock: Any) -> tuple[Callable[[], datetime] | None, datetime]:
     if callable(clock):
         return clock, datetime.now(UTC)
     raise ConfigurationError(f"clock must be None, an aware datetime or a callable, got {type(clock).__name__}")
+
+
+def _short_name(value: Any, source: str) -> str:
+    """A ``name=`` the caller gave: a non-blank string (an empty one is an error, never a silently numbered id)."""
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"must be a non-blank string, got {value!r}", source=source, field="name")
+    return value
 
 
 def _text(value: Any, source: str, field: str) -> str:
