@@ -197,7 +197,8 @@ class Ledger:
 
         Raises:
             ConfigurationError: a naive or unusable ``clock``.
-            InputError: an empty ``conversation_id`` or ``tenant_id``.
+            InputError: an empty or unusable ``conversation_id`` (one that is another record's id, or nests with another
+                conversation's: :mod:`ctxledger.conversation_ids`) or an empty ``tenant_id``.
         """
         from ctxledger.recorder import Recorder
 

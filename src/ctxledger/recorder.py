@@ -229,8 +229,8 @@ class Recorder:
         title: the conversation's title when it is created (default: its id).
 
     Raises:
-        ConfigurationError: ``clock`` is a naive datetime or neither a datetime nor a callable, ``step`` is
-            not a positive timedelta, or ``conversation_id`` names a record that is not a conversation.
+        ConfigurationError: ``clock`` is a naive datetime or neither a datetime nor a callable, or ``step`` is
+            not a positive timedelta.
         InputError: ``conversation_id`` is empty, padded, holds control characters or empty ``/`` segments, is
             the id of another record or would nest with another conversation's id
             (:mod:`ctxledger.conversation_ids`); ``tenant_id`` is empty.
