@@ -480,7 +480,8 @@ class Ledger:
         """
         seq = req.as_of_seq
         assert seq is not None
-        cut = exchange_cut(self.store, req.tenant_id, req.conversation_id, self.store.lineage(req.tenant_id, branch_id), seq)
+        lineage = self.store.lineage(req.tenant_id, branch_id)
+        cut = exchange_cut(self.store, req.tenant_id, req.conversation_id, lineage, seq)
         if cut is not None:
             raise InputError(
                 f"snapshot {seq} would cut a tool exchange: {cut.advice(seq)}", source="assemble", field="as_of_seq"

@@ -284,10 +284,7 @@ def renders_nothing(turn: Turn) -> bool:
         return True
     if isinstance(content, str):
         return not content.strip()
-    for part in content:
-        if part.get("type") != "text" or str(part.get("text") or "").strip():
-            return False
-    return True
+    return all(part.get("type") == "text" and not str(part.get("text") or "").strip() for part in content)
 
 
 def _message_unit(msg: Message) -> Unit:

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from ctxledger import Ledger
 from ctxledger.errors import InputError
 from ctxledger.exchange_cuts import WRITTEN_WITH_CALL
-from ctxledger.records import Branch
 from ctxledger.recorder import Recorder
+from ctxledger.records import Branch
 
 STEP = st.sampled_from(["user", "assistant", "whole", "pending", "answer", "parallel"])
 APIS = (("openai-chat", "gpt-4o"), ("anthropic-messages", "claude-sonnet-4-5"))

@@ -391,7 +391,8 @@ class SqlStore:
         created = {(c.tenant_id, c.conversation_id) for c in plan.created}
         if plan.created:
             new_heads = [self._head_row(c, plan) for c in plan.created]
-            if self._insert_new(conn, conversation_heads, new_heads, conversation_heads.c.conversation_id) < len(new_heads):
+            inserted = self._insert_new(conn, conversation_heads, new_heads, conversation_heads.c.conversation_id)
+            if inserted < len(new_heads):
                 raise self._conflict_error(batch)
         updates = [{"t": key[0], "c": key[1], "h": seq} for key, seq in plan.heads.items() if key not in created]
         if updates:
