@@ -11,11 +11,14 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
 from ctxledger import Ledger
 from ctxledger.assemble.assembler import EMPTY_TURN_NOTE
+from ctxledger.cli import app
 from ctxledger.records import Message, Role
 
 APIS = (("openai-chat", "gpt-4o"), ("anthropic-messages", "claude-sonnet-4-5"), ("openai-responses", "gpt-4o"))
@@ -173,3 +176,41 @@ def test_an_empty_turn_is_named_in_the_manifest_and_not_sent():
         assert asm.turn_refs == ["c/1", "c/3"]
         reasons = {e["ref"]: (e["reason"], e["stage"], e["detail"]) for e in asm.manifest["omitted"]}
         assert reasons["c/0"] == reasons["c/2"] == ("empty", "empty_turn", EMPTY_TURN_NOTE)
+
+
+def test_a_responses_history_with_empty_items_assembles_for_every_provider():
+    items = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": ""}]},
+        {"type": "message", "role": "user", "content": "   "},
+        {"type": "message", "role": "user", "content": "what next?"},
+    ]
+    with Ledger.open("memory://") as ledger:
+        ledger.import_messages(items, api="openai-responses", system=" ", conversation_id="c")
+        _assemble_everywhere(ledger, "c", 3)
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "anthropic-messages"])
+def test_cli_imports_a_file_with_empty_turns_and_assembles_it(tmp_path, fmt):
+    if fmt == "openai-chat":
+        body = {"messages": [{"role": "system", "content": ""}, {"role": "user", "content": "hi"},
+                             {"role": "assistant", "content": None}, {"role": "user", "content": "again"}]}
+    else:
+        body = {"system": "  ", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": []},
+                                              {"role": "user", "content": "again"}]}  # fmt: skip
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(body))
+    db = f"sqlite:///{tmp_path}/ctx.db"
+    runner = CliRunner()
+    imported = runner.invoke(app, ["--db", db, "import", str(path), "--format", fmt])
+    assert imported.exit_code == 0, imported.output
+    for api in ("openai-chat", "anthropic-messages"):
+        out = tmp_path / f"{api}.json"
+        result = runner.invoke(
+            app, ["--db", db, "assemble", "chat", "--format", api, "--counter", "chars/4", "--out", str(out)]
+        )
+        assert result.exit_code == 0, result.output
+        payload = json.loads(out.read_text())
+        assert "system" not in payload and all(m["role"] != "system" for m in payload["messages"])
+        texts = json.dumps(payload["messages"])
+        assert "hi" in texts and "again" in texts
