@@ -193,8 +193,14 @@ def test_a_responses_history_with_empty_items_assembles_for_every_provider():
 @pytest.mark.parametrize("fmt", ["openai-chat", "anthropic-messages"])
 def test_cli_imports_a_file_with_empty_turns_and_assembles_it(tmp_path, fmt):
     if fmt == "openai-chat":
-        body = {"messages": [{"role": "system", "content": ""}, {"role": "user", "content": "hi"},
-                             {"role": "assistant", "content": None}, {"role": "user", "content": "again"}]}
+        body = {
+            "messages": [
+                {"role": "system", "content": ""},
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": None},
+                {"role": "user", "content": "again"},
+            ]
+        }
     else:
         body = {"system": "  ", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": []},
                                               {"role": "user", "content": "again"}]}  # fmt: skip
