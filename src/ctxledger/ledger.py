@@ -29,12 +29,14 @@ from ctxledger.assemble.costing import Coster, SerializerCoster
 from ctxledger.assemble.represent import Ladder, reach
 from ctxledger.assemble.snapshot import SnapshotLoader
 from ctxledger.assemble.version import ASSEMBLER_VERSION
+from ctxledger.conversation_ids import check_new_conversations
 from ctxledger.errors import ConfigurationError, ContentRetained, CtxledgerError, InputError, RecordNotFound
+from ctxledger.exchange_cuts import exchange_cut, mark_whole_exchanges
 from ctxledger.manifest import explain, has_full_trace
 from ctxledger.policy.base import Policy
 from ctxledger.policy.default import default_policy
 from ctxledger.policy.secrets import check_identifiers
-from ctxledger.records import Compaction, Conversation, Record
+from ctxledger.records import Branch, Compaction, Conversation, Record
 from ctxledger.represent.compaction import Compactor
 from ctxledger.serialize import get_serializer
 from ctxledger.store.base import GraphStore
@@ -127,13 +129,53 @@ class Ledger:
         A :class:`~ctxledger.records.ToolArtifact` names its raw bytes by sha256; put them first with
         ``ledger.store.blobs.put(data)`` (its ``sha256`` and ``size_bytes`` go on the artifact).
 
+        An artifact appended together with its call is marked ``meta["written_with_call"]``: no snapshot or fork
+        may fall between them (:mod:`ctxledger.exchange_cuts`).
+
         Raises:
             InputError: names the record index and field: a duplicate id, an unknown conversation, or a
                 tool artifact whose ``sha256`` is not in the blob store, an id or participant name holding a
-                secret. Nothing is written.
+                secret, a branch whose ``fork_seq`` cuts a tool exchange, a new conversation whose id is empty,
+                a record's id or nests with another conversation's (:mod:`ctxledger.conversation_ids`).
+                Nothing is written.
         """
         check_identifiers(records)
-        return self.store.append(records)
+        check_new_conversations(self.store, records, source="<api>")
+        for index, record in enumerate(records):
+            if isinstance(record, Branch) and record.parent_branch_id is not None and isinstance(record.fork_seq, int):
+                self.check_fork_point(
+                    record.tenant_id, record.conversation_id, record.parent_branch_id, record.fork_seq, index=index
+                )
+        return self.store.append(mark_whole_exchanges(records))
+
+    def check_fork_point(
+        self,
+        tenant_id: str,
+        conversation_id: str,
+        parent_branch_id: str,
+        fork_seq: int,
+        *,
+        field: str = "fork_seq",
+        source: str = "<api>",
+        index: int | None = None,
+    ) -> None:
+        """Refuse a fork of ``parent_branch_id`` after ``fork_seq`` that would cut a tool exchange written whole.
+
+        Raises:
+            InputError: names ``field`` and the exchange's boundaries (:mod:`ctxledger.exchange_cuts`).
+        """
+        try:
+            lineage = self.store.lineage(tenant_id, parent_branch_id)
+        except RecordNotFound:
+            return  # the store's append rules refuse an unknown parent
+        cut = exchange_cut(self.store, tenant_id, conversation_id, lineage, fork_seq)
+        if cut is not None:
+            raise InputError(
+                f"a branch forked there would cut a tool exchange: {cut.advice(fork_seq)}",
+                source=source,
+                index=index,
+                field=field,
+            )
 
     def recorder(
         self,
@@ -155,7 +197,8 @@ class Ledger:
 
         Raises:
             ConfigurationError: a naive or unusable ``clock``.
-            InputError: an empty ``conversation_id`` or ``tenant_id``.
+            InputError: an empty or unusable ``conversation_id`` (one that is another record's id, or nests with another
+                conversation's: :mod:`ctxledger.conversation_ids`) or an empty ``tenant_id``.
         """
         from ctxledger.recorder import Recorder
 
@@ -319,6 +362,7 @@ class Ledger:
         branch = req.branch_id or self._main_branch(req.tenant_id, req.conversation_id)
         if req.as_of_seq is not None:
             self._check_snapshot_bounds(req, branch, head)
+            self._check_snapshot_cut(req, branch)
         snap = self.snapshots.load(req.tenant_id, req.conversation_id, branch, req.as_of_seq)
         coster = coster or self.coster(req.api, req.model, counter)
         policy = policy or self.policy
@@ -426,6 +470,21 @@ class Ledger:
                 f"{record.fork_seq}); snapshot {seq} is before it existed; use --snapshot/as_of_seq >= {record.seq}",
                 source="assemble",
                 field="as_of_seq",
+            )
+
+    def _check_snapshot_cut(self, req: AssemblyRequest, branch_id: str) -> None:
+        """Refuse a snapshot between a tool call and the result written with it (:mod:`ctxledger.exchange_cuts`).
+
+        Raises:
+            InputError: names ``as_of_seq`` and the exchange's boundaries.
+        """
+        seq = req.as_of_seq
+        assert seq is not None
+        lineage = self.store.lineage(req.tenant_id, branch_id)
+        cut = exchange_cut(self.store, req.tenant_id, req.conversation_id, lineage, seq)
+        if cut is not None:
+            raise InputError(
+                f"snapshot {seq} would cut a tool exchange: {cut.advice(seq)}", source="assemble", field="as_of_seq"
             )
 
     # -- compacting and rehydrating -----------------------------------------------------------------

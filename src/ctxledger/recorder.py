@@ -62,6 +62,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
+from ctxledger.conversation_ids import check_conversation_id
 from ctxledger.errors import ConfigurationError, DuplicateRecordId, InputError, RecordNotFound
 from ctxledger.records import (
     Branch,
@@ -137,6 +138,8 @@ def _renumbering(method: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(method)
     def write(self: Recorder, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("name") is not None:
+            _short_name(kwargs["name"], method.__name__)
         if self._numbered is not None:  # a nested call: the outer one retries
             return method(self, *args, **kwargs)
         attempt = 0
@@ -244,9 +247,11 @@ class Recorder:
             written (in their transaction) instead of at once, so a failed first write leaves nothing behind.
 
     Raises:
-        ConfigurationError: ``clock`` is a naive datetime or neither a datetime nor a callable, ``step`` is
-            not a positive timedelta, or ``conversation_id`` names a record that is not a conversation.
-        InputError: ``conversation_id`` or ``tenant_id`` is empty.
+        ConfigurationError: ``clock`` is a naive datetime or neither a datetime nor a callable, or ``step`` is
+            not a positive timedelta.
+        InputError: ``conversation_id`` is empty, padded, holds control characters or empty ``/`` segments, is
+            the id of another record or would nest with another conversation's id
+            (:mod:`ctxledger.conversation_ids`); ``tenant_id`` is empty.
     """
 
     strict: bool = True
@@ -263,9 +268,9 @@ class Recorder:
         title: str | None = None,
         create: bool = True,
     ) -> None:
-        for field, value in (("conversation_id", conversation_id), ("tenant_id", tenant_id)):
-            if not isinstance(value, str) or not value:
-                raise InputError(f"must be a non-empty string, got {value!r}", source="<recorder>", field=field)
+        check_conversation_id(conversation_id, source="<recorder>")
+        if not isinstance(tenant_id, str) or not tenant_id:
+            raise InputError(f"must be a non-empty string, got {tenant_id!r}", source="<recorder>", field="tenant_id")
         if not isinstance(step, timedelta) or step <= timedelta(0):
             raise ConfigurationError(f"step must be a positive timedelta, got {step!r}")
         self.ledger = ledger
@@ -462,16 +467,22 @@ class Recorder:
 
         Raises:
             InputError: ``fork_after`` names no record or one outside ``parent``'s lineage (e.g. a record of
-                a sibling branch, or of the parent's own parent after the parent's fork point), ``parent``
-                names no branch, or the name is taken.
+                a sibling branch, or of the parent's own parent after the parent's fork point), or a record inside
+                a tool exchange written whole (the message or a call whose result was written with it: fork after
+                the exchange's last result or before its message), ``parent`` names no branch, or the name is
+                taken.
         """
-        bid = self.id(name)
+        bid = self.id(_short_name(name, "branch()"))
         parent_id = self._ref(parent, "parent", "branch", bid) if parent is not None else self.branch_id
         after = self._ref(fork_after, "fork_after", "record", bid)
         if self.strict:
             self._check_in_lineage(after, parent_id, bid)
         env = {**self._envelope({}, bid), "branch": bid}  # a branch record lives on itself
         fork_seq = self.records[after].seq
+        if self.strict:
+            self.ledger.check_fork_point(
+                self.tenant_id, self.conversation_id, parent_id, fork_seq, field="fork_after", source=bid
+            )
         self._append(
             [self._build(Branch, name, env, record_id=bid, parent_branch_id=parent_id, fork_seq=fork_seq, name=name)]
         )
@@ -1014,7 +1025,7 @@ class Recorder:
         return RecordedResponse(message, calls, read.api, read.input_tokens, read.output_tokens)
 
     def _participant_id(self, name: str) -> str:
-        _text(name, f"{self.conversation_id}/participant", "name")
+        _short_name(name, f"{self.conversation_id}/participant")
         return f"{self.conversation_id}/participant/{name}"
 
     def _exchange_ids(self, name: str | None) -> tuple[str, str]:
@@ -1040,6 +1051,8 @@ class Recorder:
 
     @_renumbering
     def _message(self, role: Role, text: str, name: str | None, speaker: str | None, env: Mapping[str, Any]) -> str:
+        if name is not None:
+            _short_name(name, f"{role.value}()")
         rid = self.id(name) if name else self._number()
         _text(text, rid, "text")
         return self._write(Message, name, env, record_id=rid, role=role, content=text, name=speaker).id
@@ -1263,7 +1276,12 @@ class Recorder:
         except RecordNotFound:
             return False
         if not isinstance(conv, Conversation) or conv.conversation_id != self.conversation_id:
-            raise ConfigurationError(f"{self.conversation_id!r} is a {conv.kind.value} record, not a conversation")
+            raise InputError(
+                f"{self.conversation_id!r} is already the id of a {conv.kind.value} record of conversation "
+                f"{conv.conversation_id!r}; a conversation id cannot be a record id",
+                source="<recorder>",
+                field="conversation_id",
+            )
         self.main = self.branch_id = conv.branch_id
         self._append_known(self.ledger.store.records(self.tenant_id, self.conversation_id))
         return True
@@ -1293,6 +1311,13 @@ def _clock(clock: Any) -> tuple[Callable[[], datetime] | None, datetime]:
     if callable(clock):
         return clock, datetime.now(UTC)
     raise ConfigurationError(f"clock must be None, an aware datetime or a callable, got {type(clock).__name__}")
+
+
+def _short_name(value: Any, source: str) -> str:
+    """A ``name=`` the caller gave: a non-blank string (an empty one is an error, never a silently numbered id)."""
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"must be a non-blank string, got {value!r}", source=source, field="name")
+    return value
 
 
 def _text(value: Any, source: str, field: str) -> str:

@@ -105,6 +105,8 @@ class Unit:
         tool_names: names of the tools it called.
         transforms: per-record transforms applied while rendering (e.g. ``{"<id>": "status_stub"}``).
         records: the records themselves.
+        empty: the unit renders to nothing a provider accepts (:func:`renders_nothing`); the assembler leaves
+            it out with reason ``empty`` instead of sending it.
     """
 
     id: str
@@ -119,6 +121,7 @@ class Unit:
     tool_names: tuple[str, ...] = ()
     transforms: dict[str, str] = field(default_factory=dict)
     records: tuple[Record, ...] = ()
+    empty: bool = False
 
     @property
     def role(self) -> str:
@@ -263,6 +266,27 @@ def _reasoning_text(block: Mapping[str, Any]) -> str:
     return "\n".join([str(block.get("thinking") or ""), *texts]).strip()
 
 
+def renders_nothing(turn: Turn) -> bool:
+    """Whether a message turn has nothing to send: no tool calls, no image part and no non-blank text.
+
+    Tool results are never empty in this sense (both providers accept an empty result; the call needs it).
+
+    Such a turn (an empty or blank system prompt, an assistant turn with empty content and no tool calls,
+    ``"content": []``) is refused by at least one provider (Anthropic rejects blank text and empty content,
+    every provider an assistant turn with neither content nor calls), and it tells the model nothing, so the
+    assembler leaves it out (reason ``empty``, stage ``empty_turn``) instead of failing the whole call.
+    Reasoning blocks alone do not count: a payload format without reasoning would be left with nothing.
+    """
+    if turn.tool_calls or turn.role == "tool":
+        return False
+    content = turn.content
+    if content is None:
+        return True
+    if isinstance(content, str):
+        return not content.strip()
+    return all(part.get("type") == "text" and not str(part.get("text") or "").strip() for part in content)
+
+
 def _message_unit(msg: Message) -> Unit:
     instruction = msg.role in (Role.SYSTEM, Role.DEVELOPER)
     turn = Turn(ref=msg.id, role=msg.role.value, content=msg.content, name=msg.name, thinking=thinking_blocks(msg))
@@ -276,6 +300,7 @@ def _message_unit(msg: Message) -> Unit:
         text=content_text(msg.content),
         context_class=ContextClass.POLICY if instruction else ContextClass.CONVERSATION,
         records=(msg,),
+        empty=renders_nothing(turn),
     )
 
 

@@ -97,15 +97,27 @@ def test_assemble_without_budget_options_asks_for_the_library_default(runner: Cl
 
 
 def test_assemble_at_a_snapshot_sees_only_the_history_up_to_it(runner: CliRunner, demo_store: DemoStore) -> None:
-    """--snapshot 10 assembles as of seq 10: no payload turn comes from a later record."""
-    result = runner.invoke(app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--snapshot", "10"])
+    """--snapshot 11 assembles as of seq 11: no payload turn comes from a later record."""
+    result = runner.invoke(app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--snapshot", "11"])
     assert result.exit_code == 0, result.output
     asm_id = next(w for w in result.stderr.split() if w.startswith("asm_"))
     with Ledger.open(demo_store.url) as ledger:
         manifest = ledger.get_assembly(asm_id)
         seqs = [ledger.store.get("default", ref).seq for ref in manifest["turn_refs"]]
-    assert manifest["snapshot_seq"] == 10
-    assert max(seqs) <= 10
+    assert manifest["snapshot_seq"] == 11
+    assert max(seqs) <= 11
+
+
+def test_assemble_refuses_a_snapshot_inside_an_imported_tool_exchange(runner: CliRunner, demo_store: DemoStore) -> None:
+    """Seq 9-11 is one imported tool exchange (message, call, result): --snapshot 10 is a usage error naming
+    the field and the exchange's boundaries, and no assembly is stored."""
+    with Ledger.open(demo_store.url) as ledger:
+        before = len(ledger.store.list_assemblies("default", DEMO_CONVERSATION))
+    result = runner.invoke(app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--snapshot", "10"])
+    assert result.exit_code == 2, result.output
+    assert "as_of_seq" in result.output and "use 11 (after the exchange) or 8 or earlier" in _flat(result.output)
+    with Ledger.open(demo_store.url) as ledger:
+        assert len(ledger.store.list_assemblies("default", DEMO_CONVERSATION)) == before
 
 
 def test_assemble_refuses_a_snapshot_below_1_naming_the_option(runner: CliRunner, demo_store: DemoStore) -> None:

@@ -106,7 +106,7 @@ def test_a_policy_file_switches_the_ladder(value, expected):
 
 
 def test_a_one_line_profile_enters_with_its_head_and_tail(tau):
-    """New-user report 3, item 6 (the CLI call ``assemble …task5-trial0 --window 4000 --output 500 --snapshot 30``).
+    """``assemble …task5-trial0 --window 4000 --output 500 --snapshot 31`` (the end of the tool exchange at 29-31).
 
     The 1,044-byte get_user_details answer enters as an excerpt; it used to show bytes 1024–1044 only
     (the last reservation ids), leaving out the name. It now shows the opening and the end.
@@ -117,7 +117,7 @@ def test_a_one_line_profile_enters_with_its_head_and_tail(tau):
         window_tokens=4000,
         output_tokens=500,
         margin_tokens=200,
-        as_of_seq=30,
+        as_of_seq=31,
         now=datetime(2026, 1, 1, tzinfo=UTC),
         persist=False,
     )

@@ -75,7 +75,7 @@ def test_reason_codes_are_pinned():
         "out_of_scope", "not_in_lineage", "private_to_participant", "audit_only", "not_promoted",
         "privacy_restricted", "provider_restricted", "secret", "superseded", "stale", "conflict_suppressed",
         "untrusted_non_evidence", "redundant", "budget", "class_cap", "byte_budget", "role_order", "summarized",
-        "covered_by_memory", "out_of_contract",
+        "covered_by_memory", "out_of_contract", "empty",
     ]  # fmt: skip
 
 

@@ -6,7 +6,9 @@ stored first by another writer renumbers and writes again, while a taken ``name=
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
+import threading
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
@@ -139,3 +141,43 @@ def test_a_stale_recorder_renumbers_but_a_taken_name_stays_an_error(store):
     with pytest.raises(DuplicateRecordId) as err:
         second.user("again", name="plan")  # this recorder has not seen c/plan yet: the store refuses it
     assert err.value.record_id == "c/plan" and err.value.field == "id"
+
+
+def test_concurrent_recorders_leave_nothing_on_stderr(shared_url, tmp_path, caplog, capfd, recwarn):
+    """Threads racing to create one conversation and for its numbers: no driver warning on stderr or in the log.
+
+    On PostgreSQL, psycopg runs executemany in pipeline mode; a statement failing there (a key taken by the
+    other writer) used to be reported as "error ignored terminating <psycopg.Pipeline …>: pipeline aborted".
+    """
+    caplog.set_level(logging.DEBUG, logger="psycopg")
+    errors: list[str] = []
+
+    def write(writer: int) -> None:
+        try:
+            ledger = Ledger(open_store(shared_url, blobs_dir=tmp_path / "blobs", migrate=False))
+            start.wait()
+            rec = ledger.recorder("raced")
+            for i in range(PER_WRITER // 2):
+                if i % 5 == 0:
+                    rec.tool_call("probe", {"writer": writer, "i": i}, f"writer {writer} output {i}")
+                else:
+                    rec.user(f"writer {writer} message {i}")
+            ledger.close()
+        except Exception:
+            errors.append(traceback.format_exc())
+
+    start = threading.Barrier(WRITERS + 1)
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(WRITERS + 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert errors == []
+    with Ledger(open_store(shared_url, blobs_dir=tmp_path / "blobs", migrate=False)) as ledger:
+        stored = ledger.store.records("default", "raced")
+    assert sum(r.kind.value == "conversation" for r in stored) == 1
+    assert len(stored) == 2 + (WRITERS + 1) * (PER_WRITER // 2 + 2 * (PER_WRITER // 10))
+    driver = [r.getMessage() for r in caplog.records if r.name.startswith("psycopg") and r.levelno >= logging.WARNING]
+    assert driver == []
+    assert [str(w.message) for w in recwarn] == []
+    assert "pipeline" not in capfd.readouterr().err.lower()

@@ -315,6 +315,7 @@ def assemble(
     requested = request.budget()
     budget = _contract_budget(request, policy)
     records, all_units = _candidates(snap, extra_records, read_blob)
+    all_units, empty = _without_empty(all_units)
     request = resolve_participant(request, records)
     tools = tuple(request.tools) if request.tools is not None else snap.tool_schemas
     tools, withheld = expose_tools(policy.contract, tools, phase=request.phase, checks_passed=request.checks_passed)
@@ -330,6 +331,8 @@ def assemble(
         find_record=find_record,
     )
     plan.extra_records = list(extra_records)
+    for unit in empty:
+        plan.omitted.setdefault(unit.id, (str(ReasonCode.EMPTY), "empty_turn", EMPTY_TURN_NOTE))
     if plan.ctx is not None:
         plan.ctx.warnings[:0] = unknown_inputs(request, records, policy, now_given=now_given)
     plan.tools = {"exposed": [tool_name(t) for t in tools], "withheld": withheld}
@@ -552,6 +555,17 @@ def _candidates(
     if fill and read_blob is not None:
         units = sorted([*units, *build_units(fill, read_blob)[0]], key=lambda u: u.seq)
     return records, units
+
+
+EMPTY_TURN_NOTE = "renders to nothing a provider accepts (no non-blank text, image or tool call); not sent"
+"""The manifest's detail for a message left out as ``empty`` (:func:`ctxledger.units.renders_nothing`)."""
+
+
+def _without_empty(units: list[Unit]) -> tuple[list[Unit], list[Unit]]:
+    """``(units that render to something, empty ones)``; empty units never reach the policy or the payload."""
+    if not any(u.empty for u in units):
+        return units, []
+    return [u for u in units if not u.empty], [u for u in units if u.empty]
 
 
 def _annotated(unit: Unit, marks: Mapping[str, Sequence[PolicyDecision]], memo: dict[Any, Any]) -> Unit:

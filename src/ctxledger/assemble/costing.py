@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 from ctxledger.hashing import content_hash
 from ctxledger.serialize.base import Serializer, Turn
 from ctxledger.tokens import TokenCounter
+from ctxledger.units import renders_nothing
 
 
 @runtime_checkable
@@ -86,7 +87,7 @@ class SerializerCoster:
         key = turn_key(turn)
         tokens = self._cache.get(key)
         if tokens is None:
-            tokens = self.serializer.turn_tokens(turn, self.counter)
+            tokens = self._count(turn)
             self._cache[key] = tokens
             if self.store is not None:
                 self.store.put_token_counts(self.counter_id, {key: tokens})
@@ -98,10 +99,14 @@ class SerializerCoster:
         missing = [k for k in keys if k not in self._cache]
         if self.store is not None and missing:
             self._cache.update(self.store.get_token_counts(self.counter_id, missing))
-        fresh = {k: self.serializer.turn_tokens(keys[k], self.counter) for k in missing if k not in self._cache}
+        fresh = {k: self._count(keys[k]) for k in missing if k not in self._cache}
         self._cache.update(fresh)
         if self.store is not None and fresh:
             self.store.put_token_counts(self.counter_id, fresh)
+
+    def _count(self, turn: Turn) -> int:
+        """The serializer's count; 0 for a turn that renders to nothing (the assembler never sends one)."""
+        return 0 if renders_nothing(turn) else self.serializer.turn_tokens(turn, self.counter)
 
     def tools_tokens(self, tools: Sequence[Mapping[str, Any]]) -> int:
         """Tokens of the tool schemas."""

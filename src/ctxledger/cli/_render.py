@@ -43,6 +43,7 @@ REASONS: Mapping[str, str] = {
     "summarized": "covered by an included compaction (or a checkpoint that restores that history)",
     "covered_by_memory": "a compact memory already carries its results",
     "out_of_contract": "not a source the agent's working-set contract allows for this call",
+    "empty": "renders to nothing a provider accepts (blank text, no parts, no tool calls); never sent",
     "user_constraint": "a user constraint (by tag, or wording such as 'do not'): always kept verbatim",
     "user_correction": "a user correction: always kept verbatim",
     "approval": "approval state: always kept",

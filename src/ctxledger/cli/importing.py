@@ -15,12 +15,8 @@ from rich.table import Table
 
 from ctxledger.cli._app import app
 from ctxledger.cli._common import COUNTER_HELP, _coster, _err, _handled, _open, _out, _settings
-from ctxledger.errors import (
-    FormatNotRecognised,
-    InputError,
-    NothingToImport,
-    RecordNotFound,
-)
+from ctxledger.conversation_ids import conflict
+from ctxledger.errors import FormatNotRecognised, InputError, NothingToImport
 from ctxledger.ledger import Ledger
 
 IMPORT_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
@@ -69,9 +65,10 @@ def _relative_id(file: Path, root: Path) -> str:
 
 
 def _conversation_id(given: str | None, from_dir: str | None) -> str | None:
-    if given and from_dir:
+    """``--conversation-id`` (an empty one stays empty and is refused), prefixed to a directory file's path."""
+    if given is not None and from_dir:
         return f"{given}/{from_dir}"
-    return given or from_dir
+    return given if given is not None else from_dir
 
 
 def _parse_all(
@@ -215,16 +212,14 @@ def _refuse_duplicates(ledger: Ledger, batches: Sequence[Any]) -> None:
             if cid in seen:
                 problem = f"conversation {cid!r} also comes from {seen[cid]}; give the inputs distinct ids"
                 raise InputError(problem, source=batch.source, field="conversation_id")
+            problem = conflict(ledger.store, tenant, cid, known=list(seen))
+            if problem is not None:
+                raise InputError(
+                    f"{problem}; pass --conversation-id to import it under another id",
+                    source=batch.source,
+                    field="conversation_id",
+                )
             seen[cid] = batch.source
-            try:
-                ledger.store.get(tenant, cid)
-            except RecordNotFound:
-                continue
-            problem = (
-                f"conversation {cid!r} is already in tenant {tenant!r} (re-import of the same source); "
-                "pass --conversation-id to import it again under another id"
-            )
-            raise InputError(problem, source=batch.source, field="conversation_id")
 
 
 def _warm_counts(ledger: Ledger, batch: Any, coster: Any) -> None:

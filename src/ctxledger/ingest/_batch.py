@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ctxledger.errors import InputError, IntegrityError, RecordNotFound
+from ctxledger.conversation_ids import check_conversation_id, conflict
+from ctxledger.errors import InputError, IntegrityError
+from ctxledger.exchange_cuts import mark_whole_exchanges
 from ctxledger.policy.secrets import check_identifiers
 from ctxledger.records import Conversation, Kind, Message, Record, ToolArtifact, ToolCall
 from ctxledger.store.base import GraphStore
@@ -144,7 +146,9 @@ def write_batch(store: GraphStore, batch: ImportBatch) -> ImportResult:
 
     Raises:
         InputError: an id or participant name holds a secret; a conversation of the batch is already in the
-            store (ids are deterministic, so importing the same source twice is detected here, before any write).
+            store (ids are deterministic, so importing the same source twice is detected here, before any write),
+            its id is another record's id or nests with another conversation's
+            (:mod:`ctxledger.conversation_ids`).
         IntegrityError: the blob store named bytes with a different sha256 than the parser did.
         StoreError: the store failed; no record of the batch was written.
     """
@@ -160,25 +164,24 @@ def write_batch(store: GraphStore, batch: ImportBatch) -> ImportResult:
     for sha256, ref in zip(blobs, refs, strict=True):
         if ref.sha256 != sha256:
             raise IntegrityError(f"blob store named bytes {ref.sha256}, the importer computed {sha256}")
-    records = [record for conv in batch.conversations for record in conv.records]
+    records = mark_whole_exchanges([record for conv in batch.conversations for record in conv.records])
     written = store.append(records)
     ids = tuple(conv.conversation_id for conv in batch.conversations)
     return ImportResult(conversation_ids=ids, records=written, blobs=len(blobs))
 
 
 def _refuse_reimport(store: GraphStore, batch: ImportBatch) -> None:
+    known: dict[str, list[str]] = {}
     for conv in batch.conversations:
         tenant_id = _tenant_of(conv)
-        try:
-            store.get(tenant_id, conv.conversation_id)
-        except RecordNotFound:
-            continue
-        raise InputError(
-            f"conversation {conv.conversation_id!r} is already in tenant {tenant_id!r} "
-            "(re-import of the same source); pass another conversation_id to import it again",
-            source=batch.source,
-            field="conversation_id",
-        )
+        check_conversation_id(conv.conversation_id, source=batch.source)
+        ids = known.setdefault(tenant_id, [])
+        problem = conflict(store, tenant_id, conv.conversation_id, known=ids)
+        if problem is not None:
+            raise InputError(
+                f"{problem}; pass another conversation_id to import it", source=batch.source, field="conversation_id"
+            )
+        ids.append(conv.conversation_id)
 
 
 def _tenant_of(conv: ParsedConversation) -> str:

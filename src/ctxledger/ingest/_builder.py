@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
+from ctxledger.conversation_ids import check_conversation_id
 from ctxledger.hashing import sha256_hex
 from ctxledger.ingest._batch import ParsedConversation
 from ctxledger.ingest._fields import Loc
@@ -68,6 +69,16 @@ class ParseOptions:
     tenant_id: str = "default"
     conversation_id: str | None = None
     on_progress: ProgressCallback | None = None
+
+    def __post_init__(self) -> None:
+        """Refuse a given ``conversation_id`` that cannot be one (never fall back to the stem silently).
+
+        Raises:
+            InputError: names ``source`` and ``conversation_id`` (empty, blank, padded, control characters,
+                empty ``/`` segments; see :mod:`ctxledger.conversation_ids`).
+        """
+        if self.conversation_id is not None:
+            check_conversation_id(self.conversation_id, source=self.source)
 
     def single_id(self) -> str:
         """Conversation id of a single-conversation input: the override or the stem."""

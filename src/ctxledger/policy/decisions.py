@@ -52,6 +52,8 @@ class ReasonCode(StrEnum):
     """A raw tool exchange whose results a selectable compact memory already carries (rehydration phase 1)."""
     OUT_OF_CONTRACT = "out_of_contract"
     """Not a source the agent's working-set contract allows for this call type (seed 001 "Per-Agent Working Sets")."""
+    EMPTY = "empty"
+    """A message that renders to nothing a provider accepts (blank text, no parts, no tool calls): never sent."""
 
 
 VERBATIM_REASONS = frozenset(

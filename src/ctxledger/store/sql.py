@@ -378,20 +378,35 @@ class SqlStore:
     def _append_in(
         self, conn: Connection, batch: list[Record], rows: list[dict[str, Any]]
     ) -> tuple[list[Record], set[tuple[str, str]]]:
+        # The heads are locked first and the ids checked after: a concurrent writer of the same conversation has
+        # committed by then, so its ids are seen here instead of failing the insert. The inserts skip conflicts
+        # and count what they wrote, so a race the lock cannot order (two writers creating one conversation, or
+        # one id in two conversations) is refused without a failed statement: psycopg runs executemany in
+        # pipeline mode, and a statement failing inside a pipeline is reported on stderr when it is torn down.
+        heads = self._lock_heads(conn, _rules.conversation_keys(batch))
         error = _rules.duplicate_error(batch, self._existing_keys(conn, batch))
         if error is not None:
             raise error
-        plan = _rules.plan_append(batch, self._lock_heads(conn, _rules.conversation_keys(batch)))
+        plan = _rules.plan_append(batch, heads)
         created = {(c.tenant_id, c.conversation_id) for c in plan.created}
         if plan.created:
-            conn.execute(conversation_heads.insert(), [self._head_row(c, plan) for c in plan.created])
+            new_heads = [self._head_row(c, plan) for c in plan.created]
+            inserted = self._insert_new(conn, conversation_heads, new_heads, conversation_heads.c.conversation_id)
+            if inserted < len(new_heads):
+                raise self._conflict_error(batch)
         updates = [{"t": key[0], "c": key[1], "h": seq} for key, seq in plan.heads.items() if key not in created]
         if updates:
             conn.execute(_HEAD_UPDATE, updates)
         for row, seq in zip(rows, plan.seqs, strict=True):
             row["seq"] = seq
-        conn.execute(records.insert(), rows)
+        if self._insert_new(conn, records, rows, records.c.id) < len(rows):
+            raise self._conflict_error(batch)
         return [decode_record(row) for row in rows], created
+
+    def _insert_new(self, conn: Connection, table: Any, rows: list[dict[str, Any]], key: Any) -> int:
+        """Insert ``rows``, skipping those whose primary key is taken; how many were inserted."""
+        stmt = self._insert(table).on_conflict_do_nothing().returning(key)
+        return sum(len(conn.execute(stmt, rows[start : start + CHUNK]).all()) for start in range(0, len(rows), CHUNK))
 
     @staticmethod
     def _head_row(new: _rules.NewConversation, plan: _rules.AppendPlan) -> dict[str, Any]:
