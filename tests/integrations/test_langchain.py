@@ -107,7 +107,8 @@ def test_every_model_call_is_assembled_under_budget_and_recorded(tmp_path, use_a
 
 def test_the_model_recalls_an_excerpt_through_the_recall_tool(tmp_path) -> None:
     import dataclasses
-    import re
+
+    from integration_recall import recall_calls
 
     from ctxledger.policy.base import RehydrationParams
     from ctxledger.policy.default import default_policy
@@ -116,9 +117,8 @@ def test_the_model_recalls_an_excerpt_through_the_recall_tool(tmp_path) -> None:
 
     class Recaller(ScriptedModel):
         def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
-            seen = " ".join(str(m.content) for m in messages)
-            found = re.search(r"ctxledger rehydrate (\S+?)[;\]\s]", seen)
-            if len(self.seen) == 1 and found:  # the second call: read the shrunk result back
+            found = recall_calls(" ".join(str(m.content) for m in messages))
+            if len(self.seen) == 1 and found:  # the second call: read the shrunk result back, as its hint says
                 self.messages = iter(
                     [
                         AIMessage(
@@ -127,7 +127,7 @@ def test_the_model_recalls_an_excerpt_through_the_recall_tool(tmp_path) -> None:
                                 {
                                     "id": "call_r1",
                                     "name": "recall",
-                                    "args": {"ref": found.group(1), "start": 0, "end": 120},
+                                    "args": {**found[0], "start": 0, "end": 120},
                                 },
                                 {"id": "call_r2", "name": "recall", "args": {"ref": "elsewhere/7"}},
                             ],

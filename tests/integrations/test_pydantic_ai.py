@@ -70,7 +70,8 @@ def test_every_request_is_assembled_and_the_run_history_is_untouched(tmp_path) -
 
 def test_the_recall_tool_reads_back_under_the_hard_filters(tmp_path) -> None:
     import dataclasses
-    import re
+
+    from integration_recall import recall_calls
 
     from ctxledger.policy.base import RehydrationParams
     from ctxledger.policy.default import default_policy
@@ -83,7 +84,8 @@ def test_the_recall_tool_reads_back_under_the_hard_filters(tmp_path) -> None:
         if len(seen) == 1:
             return ModelResponse(parts=[ToolCallPart("lookup", {"city": "Oslo"}, tool_call_id="c1")])
         if len(seen) == 2:
-            ref = re.search(r"ctxledger rehydrate (\S+?)[;\]\s]", repr(messages)).group(1)
+            shown = " ".join(str(getattr(p, "content", "")) for m in messages for p in m.parts)
+            ref = recall_calls(shown)[0]["ref"]
             assert "recall" in [t.name for t in info.function_tools]
             return ModelResponse(parts=[ToolCallPart("recall", {"ref": ref, "start": 0, "end": 50}, tool_call_id="c2")])
         return ModelResponse(parts=[TextPart("Read it.")])
