@@ -48,9 +48,9 @@ class LoopLedger:
     Args:
         ledger: the ledger to record into and assemble from.
         budget: the token budget of every call.
-        api: the payload format assembled (``openai-chat`` or ``openai-responses``); the integration converts
-            it to the framework's messages.
-        model: the model name recorded in manifests (selects the tokenizer).
+        api: the payload format assembled by default (``openai-chat``, ``openai-responses`` or
+            ``anthropic-messages``); the integration converts it to the framework's messages.
+        model: the model name recorded in manifests by default (selects the tokenizer).
         assemble_options: further :meth:`~ctxledger.Ledger.assemble` keywords (``policy``, ``counter`` …).
     """
 
@@ -165,15 +165,25 @@ class LoopLedger:
 
     # -- assembling --------------------------------------------------------------------------------
 
-    def assemble(self, conversation_id: str, *, tools: Sequence[Mapping[str, Any]] | None = None) -> Assembly:
-        """Assemble the next call of ``conversation_id`` under the budget; persisted, kept in :attr:`assemblies`."""
+    def assemble(
+        self,
+        conversation_id: str,
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        api: str | None = None,
+        model: str | None = None,
+    ) -> Assembly:
+        """Assemble the next call of ``conversation_id`` under the budget; persisted, kept in :attr:`assemblies`.
+
+        ``api`` and ``model`` override :attr:`api` and :attr:`model` for this call (the model in use).
+        """
         options = dict(self.assemble_options)
         if tools is not None:
             options["tools"] = tuple(tools)
         asm = self.ledger.assemble(
             conversation_id,
-            api=self.api,
-            model=self.model,
+            api=api or self.api,
+            model=model or self.model,
             window_tokens=self.budget.window_tokens,
             output_tokens=self.budget.output_tokens,
             margin_tokens=self.budget.margin_tokens,
