@@ -45,6 +45,22 @@ class ScriptedModel(GenericFakeChatModel):
         return super()._generate(messages, *args, **kwargs)
 
 
+class ScriptedAnthropic(ScriptedModel):
+    """A scripted chat model that reports itself as Anthropic's, as ``ChatAnthropic`` does (``_llm_type``)."""
+
+    model_name: str = "claude-sonnet-4-5"
+
+    @property
+    def _llm_type(self) -> str:
+        return "anthropic-chat"
+
+
+class ScriptedResponses(ScriptedModel):
+    """A scripted chat model set to OpenAI's Responses API, as ``ChatOpenAI(use_responses_api=True)`` is."""
+
+    use_responses_api: bool = True
+
+
 def script() -> list[AIMessage]:
     usage = {"input_tokens": 120, "output_tokens": 20, "total_tokens": 140}
     return [
@@ -106,17 +122,19 @@ def test_every_model_call_is_assembled_under_budget_and_recorded(tmp_path, use_a
         assert why["status"] == "omitted" or why["representation"] != "verbatim"
 
 
-def test_the_model_recalls_an_excerpt_through_the_recall_tool(tmp_path) -> None:
+@pytest.mark.parametrize("base", [ScriptedModel, ScriptedAnthropic, ScriptedResponses])
+def test_the_model_recalls_an_excerpt_through_the_recall_tool(tmp_path, base: type[ScriptedModel]) -> None:
     import dataclasses
 
     from integration_recall import recall_calls
 
+    from ctxledger.integrations.langchain import model_api
     from ctxledger.policy.base import RehydrationParams
     from ctxledger.policy.default import default_policy
 
     policy = dataclasses.replace(default_policy(), rehydration=RehydrationParams(recall_tool=True))
 
-    class Recaller(ScriptedModel):
+    class Recaller(base):  # type: ignore[valid-type,misc]
         def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
             found = recall_calls(" ".join(str(m.content) for m in messages))
             if len(self.seen) == 1 and found:  # the second call: read the shrunk result back, as its hint says
@@ -148,8 +166,9 @@ def test_the_model_recalls_an_excerpt_through_the_recall_tool(tmp_path) -> None:
         state = agent.invoke({"messages": [HumanMessage("Oslo weather?")]}, {"configurable": {"thread_id": "r"}})
         assert state["messages"][-1].content == "Done."
         assert len(middleware.assemblies) == 3
-        for asm in middleware.assemblies:  # the recall schema is offered and costed in F
-            assert "recall" in [t["function"]["name"] for t in asm.payload["tools"]]
+        for asm in middleware.assemblies:  # the recall schema is offered and costed in F, in the model's format
+            assert asm.manifest["api"] == model_api(model)
+            assert "recall" in [t.get("name") or t["function"]["name"] for t in asm.payload["tools"]]
             assert ledger.get_assembly(asm.id)["tokens"]["estimated_input"] <= 2000 - 200 - 100
         oslo = next(
             r for r in ledger.store.records("default", "r") if r.kind.value == "tool_artifact" and r.call_id == "call_w"
@@ -162,22 +181,6 @@ def test_the_model_recalls_an_excerpt_through_the_recall_tool(tmp_path) -> None:
 
 
 # -- the format of the model in use ------------------------------------------------------------------------------
-
-
-class ScriptedAnthropic(ScriptedModel):
-    """A scripted chat model that reports itself as Anthropic's, as ``ChatAnthropic`` does (``_llm_type``)."""
-
-    model_name: str = "claude-sonnet-4-5"
-
-    @property
-    def _llm_type(self) -> str:
-        return "anthropic-chat"
-
-
-class ScriptedResponses(ScriptedModel):
-    """A scripted chat model set to OpenAI's Responses API, as ``ChatOpenAI(use_responses_api=True)`` is."""
-
-    use_responses_api: bool = True
 
 
 def _run_two_questions(model: ScriptedModel, ledger: Ledger, **options: Any) -> LedgerMiddleware:
