@@ -6,6 +6,7 @@ import asyncio
 import itertools
 from typing import Any
 
+import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ThinkingPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -72,7 +73,8 @@ def test_every_request_is_assembled_and_the_run_history_is_untouched(tmp_path) -
         assert why["status"] in ("included", "omitted") and why["reason"]
 
 
-def test_the_recall_tool_reads_back_under_the_hard_filters(tmp_path) -> None:
+@pytest.mark.parametrize("kind", ["function", "anthropic"])
+def test_the_recall_tool_reads_back_under_the_hard_filters(tmp_path, kind: str) -> None:
     import dataclasses
 
     from integration_recall import recall_calls
@@ -82,24 +84,49 @@ def test_the_recall_tool_reads_back_under_the_hard_filters(tmp_path) -> None:
 
     policy = dataclasses.replace(default_policy(), rehydration=RehydrationParams(recall_tool=True))
     seen: list[list[ModelMessage]] = []
+    vault: list[str] = []
 
-    def scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        seen.append(messages)
+    def script(messages: list[ModelMessage], tools: list[str]) -> ModelResponse:
         if len(seen) == 1:
-            return ModelResponse(parts=[ToolCallPart("lookup", {"city": "Oslo"}, tool_call_id="c1")])
-        if len(seen) == 2:
+            return ModelResponse(parts=[ToolCallPart("lookup", {"city": "Oslo"}, tool_call_id="toolu_1")])
+        if len(seen) == 2:  # read the shrunk result back as its hint says, and try the private record
             shown = " ".join(str(getattr(p, "content", "")) for m in messages for p in m.parts)
             ref = recall_calls(shown)[0]["ref"]
-            assert "recall" in [t.name for t in info.function_tools]
-            return ModelResponse(parts=[ToolCallPart("recall", {"ref": ref, "start": 0, "end": 50}, tool_call_id="c2")])
+            assert "recall" in tools and vault[0] not in shown
+            return ModelResponse(
+                parts=[
+                    ToolCallPart("recall", {"ref": ref, "start": 0, "end": 50}, tool_call_id="toolu_2"),
+                    ToolCallPart("recall", {"ref": vault[0]}, tool_call_id="toolu_3"),
+                ]
+            )
         return ModelResponse(parts=[TextPart("Read it.")])
 
+    if kind == "anthropic":
+        from pydantic_ai.models.anthropic import AnthropicModel
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+
+        class ScriptedAnthropic(AnthropicModel):
+            async def request(self, messages: list[ModelMessage], model_settings: Any, params: Any) -> ModelResponse:
+                seen.append(list(messages))
+                return script(messages, [t.name for t in params.function_tools])
+
+        model: Any = ScriptedAnthropic("claude-sonnet-4-5", provider=AnthropicProvider(api_key="scripted"))
+    else:
+
+        def scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            seen.append(messages)
+            return script(messages, [t.name for t in info.function_tools])
+
+        model = FunctionModel(scripted)
+
     with Ledger.open(f"sqlite:///{tmp_path}/r.db") as ledger:
+        earlier = ledger.recorder("pr")  # recorded before the run: a result the policy keeps private
+        earlier.user("Open the vault.")
+        vault.append(earlier.tool_call("vault", {"q": "key"}, "vault contents", privacy_class="secret").artifact)
         capability = LedgerCapability(
-            ledger, conversation_id="pr", window_tokens=2000, output_tokens=200, margin_tokens=100
+            ledger, conversation_id="pr", window_tokens=2000, output_tokens=200, margin_tokens=100, policy=policy
         )
-        capability.loop.assemble_options["policy"] = policy
-        agent = Agent(FunctionModel(scripted), capabilities=[capability], tools=[capability.recall_tool()])
+        agent = Agent(model, capabilities=[capability], tools=[capability.recall_tool()])
 
         @agent.tool_plain
         def lookup(city: str) -> str:
@@ -107,18 +134,25 @@ def test_the_recall_tool_reads_back_under_the_hard_filters(tmp_path) -> None:
             return f"{city}: ok. " + BIG
 
         assert asyncio.run(agent.run("Look up Oslo.")).output == "Read it."
+        assert {a.manifest["api"] for a in capability.assemblies} == {
+            "anthropic-messages" if kind == "anthropic" else "openai-chat"
+        }
         oslo = next(
-            r for r in ledger.store.records("default", "pr") if r.kind.value == "tool_artifact" and r.call_id == "c1"
+            r
+            for r in ledger.store.records("default", "pr")
+            if r.kind.value == "tool_artifact" and r.call_id == "toolu_1"
         )
-        returns = [
-            p
+        returns = {
+            p.tool_call_id: str(p.content)
             for m in seen[-1]
             for p in getattr(m, "parts", ())
-            if isinstance(p, ToolReturnPart) and p.tool_call_id == "c2"
-        ]
-        assert ledger.rehydrate(oslo.id, (0, 50)).decode() in str(returns[0].content)
+            if isinstance(p, ToolReturnPart)
+        }
+        assert ledger.rehydrate(oslo.id, (0, 50)).decode() in returns["toolu_2"]
+        assert "vault contents" not in returns["toolu_3"] and "refused" in returns["toolu_3"]
         recalls = ledger.get_assembly(capability.assemblies[-1].id)["recalls"]
-        assert [(r["ref"], r["decision"]) for r in recalls] == [(oslo.id, "answered")]
+        assert [(r["ref"], r["decision"]) for r in recalls] == [(oslo.id, "answered"), (vault[0], "refused")]
+        assert recalls[0]["reason"] == "read_back" and recalls[1]["reason"].startswith("privacy")
 
 
 # -- the format of the model in use ------------------------------------------------------------------------------
@@ -219,7 +253,5 @@ def test_openai_models_keep_their_format_and_api_can_be_fixed(tmp_path) -> None:
         assert all(a.payload["instructions"] == "You look things up." for a in capability.assemblies)
         thinking = [p for m in seen[1] for p in getattr(m, "parts", ()) if isinstance(p, ThinkingPart)]
         assert len(thinking) == 1  # the opaque part is handed back in this format too
-    import pytest
-
     with pytest.raises(Exception, match="unknown api"):
         LedgerCapability(ledger, conversation_id="x", window_tokens=1000, api="gemini")

@@ -55,6 +55,7 @@ from ctxledger.errors import ConfigurationError
 from ctxledger.integrations._loop import Budget, LoopLedger
 from ctxledger.integrations._payload import APIS, sent_messages
 from ctxledger.ledger import Ledger
+from ctxledger.policy.base import Policy
 
 __all__ = ["LedgerCapability", "model_api"]
 
@@ -98,6 +99,7 @@ class LedgerCapability(AbstractCapability[Any]):
         model: the model name for the manifest and the tokenizer (default: the model's ``model_name``, else
             :data:`DEFAULT_MODELS` of the format).
         api: the format to assemble in (default: the model's, :func:`model_api`).
+        policy: the policy to assemble under (default: the ledger's).
 
     Raises:
         ConfigurationError: ``api`` is not one of ``openai-chat``, ``openai-responses``, ``anthropic-messages``.
@@ -110,13 +112,16 @@ class LedgerCapability(AbstractCapability[Any]):
     margin_tokens: int = 512
     model: str | None = None
     api: str | None = None
+    policy: Policy | None = None
     loop: LoopLedger = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
         """Create the loop that records and assembles for this capability."""
         if self.api is not None and self.api not in APIS:
             raise ConfigurationError(f"unknown api {self.api!r}; use one of {', '.join(APIS)}")
-        self.loop = LoopLedger(self.ledger, Budget(self.window_tokens, self.output_tokens, self.margin_tokens))
+        options = {"policy": self.policy} if self.policy is not None else {}
+        budget = Budget(self.window_tokens, self.output_tokens, self.margin_tokens)
+        self.loop = LoopLedger(self.ledger, budget, **options)
 
     @property
     def assemblies(self) -> list[Assembly]:
