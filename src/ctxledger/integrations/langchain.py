@@ -41,9 +41,6 @@ from ctxledger.ledger import Ledger
 
 __all__ = ["LedgerMiddleware", "model_api"]
 
-DEFAULT_MODELS = {"anthropic-messages": "claude-sonnet-4-5", "openai-chat": "gpt-4o", "openai-responses": "gpt-4o"}
-"""The model recorded (and tokenized for) when the chat model names none."""
-
 
 def model_api(model: Any) -> str:
     """The format a LangChain chat model speaks: ``anthropic-messages``, ``openai-responses`` or ``openai-chat``.
@@ -81,8 +78,8 @@ class LedgerMiddleware(AgentMiddleware):
         ledger: the ledger to record into and assemble from.
         window_tokens, output_tokens, margin_tokens: the token budget of every call.
         conversation_id: the conversation when the run has no ``thread_id``.
-        model: the model name for the manifest and the tokenizer (default: the chat model's ``model_name``,
-            else :data:`DEFAULT_MODELS` of the format).
+        model: the model name for the manifest and the tokenizer (default: the chat model's ``model_name``
+            when it can be counted, else the format's default: ``LoopLedger.model_for``).
         api: the format to assemble in (default: the chat model's, :func:`model_api`).
         **assemble_options: further :meth:`~ctxledger.Ledger.assemble` keywords (``policy``, ``counter`` …).
 
@@ -169,7 +166,7 @@ class LedgerMiddleware(AgentMiddleware):
             self._record(conversation, message, position)
         tools = [convert_to_openai_tool(t) for t in request.tools] if request.tools else None
         api = self.api or model_api(request.model)
-        model = self.model or _model_name(request.model) or DEFAULT_MODELS[api]
+        model = self.model or self.loop.model_for(api, _model_name(request.model))
         asm = self.loop.assemble(conversation, tools=tools, api=api, model=model)
         messages = [_to_langchain(m) for m in sent_messages(asm, api, self.loop.recorder(conversation).records)]
         system = [m for m in messages if isinstance(m, SystemMessage)]

@@ -59,9 +59,6 @@ from ctxledger.policy.base import Policy
 
 __all__ = ["LedgerCapability", "model_api"]
 
-DEFAULT_MODELS = {"anthropic-messages": "claude-sonnet-4-5", "openai-chat": "gpt-4o", "openai-responses": "gpt-4o"}
-"""The model recorded (and tokenized for) when the PydanticAI model names no known one."""
-
 _FORMATS = (
     ("pydantic_ai.models.anthropic", "AnthropicModel", "anthropic-messages"),
     ("pydantic_ai.models.openai", "OpenAIResponsesModel", "openai-responses"),
@@ -96,8 +93,8 @@ class LedgerCapability(AbstractCapability[Any]):
         ledger: the ledger to record into and assemble from.
         conversation_id: the conversation the run belongs to.
         window_tokens, output_tokens, margin_tokens: the token budget of every call.
-        model: the model name for the manifest and the tokenizer (default: the model's ``model_name``, else
-            :data:`DEFAULT_MODELS` of the format).
+        model: the model name for the manifest and the tokenizer (default: the model's ``model_name`` when its
+            tokenizer is known, else the format's default: ``LoopLedger.model_for``).
         api: the format to assemble in (default: the model's, :func:`model_api`).
         policy: the policy to assemble under (default: the ledger's).
 
@@ -164,8 +161,7 @@ class LedgerCapability(AbstractCapability[Any]):
             for t in [*params.function_tools, *params.output_tools]
         ]
         api = self.api or model_api(request_context.model)
-        name = getattr(request_context.model, "model_name", None)
-        model = self.model or (name if isinstance(name, str) and _known(name) else DEFAULT_MODELS[api])
+        model = self.model or self.loop.model_for(api, getattr(request_context.model, "model_name", None))
         asm = self.loop.assemble(self.conversation_id, tools=tools or None, api=api, model=model)
         messages = self._to_messages(asm, api)
         response = await handler(dataclasses.replace(request_context, messages=messages))
@@ -249,17 +245,6 @@ def _dump(parts: list[Any]) -> list[Any]:
 def _response_key(message: ModelResponse) -> str:
     """A response's key: its parts' identity (the same response object reappears in later requests)."""
     return "response:" + _digest(json.dumps(_dump(list(message.parts)), sort_keys=True))
-
-
-def _known(model_name: str) -> bool:
-    """Whether ctxledger has a tokenizer for this model name (a scripted model's name has none)."""
-    from ctxledger.tokens import counter_for_model
-
-    try:
-        counter_for_model(model_name, None)
-    except ConfigurationError:
-        return False
-    return True
 
 
 def _digest(text: str) -> str:
