@@ -298,11 +298,14 @@ class Ledger:
 
     # -- assembling --------------------------------------------------------------------------------
 
-    def coster(self, api: str, model: str, counter: str | TokenCounter | None = None) -> Coster:
+    def coster(
+        self, api: str, model: str, counter: str | TokenCounter | None = None, *, recall: bool = False
+    ) -> Coster:
         """The (cached) coster for an API contract and model: serializer framing + a token counter.
 
         The counter is ``counter`` (a name :func:`ctxledger.tokens.get_counter` accepts, or a counter),
         else the ledger's, else the model's own tokenizer (:func:`ctxledger.tokens.counter_for_model`).
+        ``recall``: the serializer's text names the ``recall`` tool (a policy with ``recall_tool = true``).
 
         Raises:
             ConfigurationError: unknown ``api`` or counter name, or a model with no known tokenizer
@@ -311,9 +314,9 @@ class Ledger:
         if counter is None:
             counter = self.counter
         chosen = counter_for_model(model, counter) if counter is None or isinstance(counter, str) else counter
-        key = (api, chosen.id)
+        key = (api, chosen.id, recall)
         if key not in self._costers:
-            self._costers[key] = SerializerCoster(get_serializer(api), chosen, self.store)
+            self._costers[key] = SerializerCoster(get_serializer(api, recall=recall), chosen, self.store)
         return self._costers[key]
 
     def assemble(
@@ -364,19 +367,21 @@ class Ledger:
             self._check_snapshot_bounds(req, branch, head)
             self._check_snapshot_cut(req, branch)
         snap = self.snapshots.load(req.tenant_id, req.conversation_id, branch, req.as_of_seq)
-        coster = coster or self.coster(req.api, req.model, counter)
         policy = policy or self.policy
+        recall = policy.rehydration.recall_tool  # the model can read records back: the hints name the recall tool
+        coster = coster or self.coster(req.api, req.model, counter, recall=recall)
         ladder = self.ladder.bind(
             req.query,
             reach(snap.units, unit_turn_costs(snap, coster), req.budget().input_tokens),
             getattr(policy.stage("secrets"), "scanner", None),
+            recall=recall,
         )
         asm = assemble(
             req,
             snap,
             policy=policy,
             coster=coster,
-            serializer=get_serializer(req.api),
+            serializer=get_serializer(req.api, recall=recall),
             extra_records=self._off_lineage(snap),
             read_blob=self.store.blobs.get,
             options_for=ladder,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import warnings
+import gc
 from collections.abc import Iterator
 
 import pytest
@@ -18,19 +18,15 @@ def _no_agents_sdk_trace_export() -> None:
 
 
 @pytest.fixture(autouse=True)
-def _close_the_event_loop_left_open() -> Iterator[None]:
-    """Close the event loop a framework's sync entry point left set (PydanticAI's ``run_sync`` leaves one open).
+def _no_event_loop_left_open() -> Iterator[None]:
+    """Fail a test that leaves an open event loop set, and collect garbage before the next test starts.
 
-    A later ``asyncio.run`` would otherwise drop it unclosed, and its ResourceWarning would fail whichever test
-    the garbage collector happens to run in.
+    An event loop left open (PydanticAI's ``run_sync`` keeps the thread's loop for its next call) holds a
+    self-pipe socket pair; once dropped, its ``ResourceWarning`` would surface in whichever later test the garbage
+    collector runs in. Collecting here reports anything unclosed in the test that made it.
     """
     yield
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            loop = asyncio.get_event_loop()
-        except RuntimeError:
-            return
-    if not loop.is_running():
-        loop.close()
-        asyncio.set_event_loop(None)
+    local = getattr(asyncio.get_event_loop_policy(), "_local", None)
+    loop = getattr(local, "_loop", None)
+    assert loop is None or loop.is_closed(), "the test left an open event loop set; close it (asyncio.run does)"
+    gc.collect()

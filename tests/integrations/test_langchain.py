@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import Any
 
 import pytest
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
@@ -42,6 +43,22 @@ class ScriptedModel(GenericFakeChatModel):
     def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
         self.seen.append(list(messages))
         return super()._generate(messages, *args, **kwargs)
+
+
+class ScriptedAnthropic(ScriptedModel):
+    """A scripted chat model that reports itself as Anthropic's, as ``ChatAnthropic`` does (``_llm_type``)."""
+
+    model_name: str = "claude-sonnet-4-5"
+
+    @property
+    def _llm_type(self) -> str:
+        return "anthropic-chat"
+
+
+class ScriptedResponses(ScriptedModel):
+    """A scripted chat model set to OpenAI's Responses API, as ``ChatOpenAI(use_responses_api=True)`` is."""
+
+    use_responses_api: bool = True
 
 
 def script() -> list[AIMessage]:
@@ -105,20 +122,22 @@ def test_every_model_call_is_assembled_under_budget_and_recorded(tmp_path, use_a
         assert why["status"] == "omitted" or why["representation"] != "verbatim"
 
 
-def test_the_model_recalls_an_excerpt_through_the_recall_tool(tmp_path) -> None:
+@pytest.mark.parametrize("base", [ScriptedModel, ScriptedAnthropic, ScriptedResponses])
+def test_the_model_recalls_an_excerpt_through_the_recall_tool(tmp_path, base: type[ScriptedModel]) -> None:
     import dataclasses
-    import re
 
+    from integration_recall import recall_calls
+
+    from ctxledger.integrations.langchain import model_api
     from ctxledger.policy.base import RehydrationParams
     from ctxledger.policy.default import default_policy
 
     policy = dataclasses.replace(default_policy(), rehydration=RehydrationParams(recall_tool=True))
 
-    class Recaller(ScriptedModel):
+    class Recaller(base):  # type: ignore[valid-type,misc]
         def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
-            seen = " ".join(str(m.content) for m in messages)
-            found = re.search(r"ctxledger rehydrate (\S+?)[;\]\s]", seen)
-            if len(self.seen) == 1 and found:  # the second call: read the shrunk result back
+            found = recall_calls(" ".join(str(m.content) for m in messages))
+            if len(self.seen) == 1 and found:  # the second call: read the shrunk result back, as its hint says
                 self.messages = iter(
                     [
                         AIMessage(
@@ -127,7 +146,7 @@ def test_the_model_recalls_an_excerpt_through_the_recall_tool(tmp_path) -> None:
                                 {
                                     "id": "call_r1",
                                     "name": "recall",
-                                    "args": {"ref": found.group(1), "start": 0, "end": 120},
+                                    "args": {**found[0], "start": 0, "end": 120},
                                 },
                                 {"id": "call_r2", "name": "recall", "args": {"ref": "elsewhere/7"}},
                             ],
@@ -147,8 +166,9 @@ def test_the_model_recalls_an_excerpt_through_the_recall_tool(tmp_path) -> None:
         state = agent.invoke({"messages": [HumanMessage("Oslo weather?")]}, {"configurable": {"thread_id": "r"}})
         assert state["messages"][-1].content == "Done."
         assert len(middleware.assemblies) == 3
-        for asm in middleware.assemblies:  # the recall schema is offered and costed in F
-            assert "recall" in [t["function"]["name"] for t in asm.payload["tools"]]
+        for asm in middleware.assemblies:  # the recall schema is offered and costed in F, in the model's format
+            assert asm.manifest["api"] == model_api(model)
+            assert "recall" in [t.get("name") or t["function"]["name"] for t in asm.payload["tools"]]
             assert ledger.get_assembly(asm.id)["tokens"]["estimated_input"] <= 2000 - 200 - 100
         oslo = next(
             r for r in ledger.store.records("default", "r") if r.kind.value == "tool_artifact" and r.call_id == "call_w"
@@ -158,3 +178,78 @@ def test_the_model_recalls_an_excerpt_through_the_recall_tool(tmp_path) -> None:
         assert "not_a_candidate" in answers["call_r2"]
         recalls = ledger.get_assembly(middleware.assemblies[-1].id)["recalls"]
         assert [(r["ref"], r["decision"]) for r in recalls] == [(oslo.id, "answered"), ("elsewhere/7", "refused")]
+
+
+# -- the format of the model in use ------------------------------------------------------------------------------
+
+
+def _run_two_questions(model: ScriptedModel, ledger: Ledger, **options: Any) -> LedgerMiddleware:
+    model.seen = []
+    middleware = LedgerMiddleware(ledger, window_tokens=3000, output_tokens=300, margin_tokens=100, **options)
+    agent = create_agent(
+        model, [weather, clock], system_prompt="You answer weather questions.", middleware=[middleware]
+    )
+    asked = [HumanMessage("Weather in Paris and Oslo?"), HumanMessage("And the time in Paris?")]
+    agent.invoke({"messages": asked}, {"configurable": {"thread_id": "t"}})
+    return middleware
+
+
+def _answers_follow_their_calls(messages: list[BaseMessage]) -> None:
+    """Every AIMessage's tool calls are answered by ToolMessages right after it, and no ToolMessage is orphaned."""
+    from langchain_core.messages import ToolMessage
+
+    i = 0
+    while i < len(messages):
+        message = messages[i]
+        assert not isinstance(message, ToolMessage), f"orphaned tool message at {i}"
+        i += 1
+        if isinstance(message, AIMessage) and message.tool_calls:
+            answered = []
+            while i < len(messages) and isinstance(messages[i], ToolMessage):
+                answered.append(messages[i].tool_call_id)
+                i += 1
+            assert sorted(answered) == sorted(c["id"] for c in message.tool_calls)
+
+
+def test_an_anthropic_model_gets_an_anthropic_assembly(tmp_path) -> None:
+    from ctxledger.integrations.langchain import model_api
+
+    model = ScriptedAnthropic(messages=iter(script()))
+    assert model_api(model) == "anthropic-messages" and model_api(ScriptedModel(messages=iter([]))) == "openai-chat"
+    with Ledger.open(f"sqlite:///{tmp_path}/a.db") as ledger:
+        middleware = _run_two_questions(model, ledger)
+        assert len(middleware.assemblies) == len(model.seen) == 3
+        for asm, seen in zip(middleware.assemblies, model.seen, strict=True):
+            manifest = ledger.get_assembly(asm.id)
+            assert (manifest["api"], manifest["model"]) == ("anthropic-messages", "claude-sonnet-4-5")
+            assert asm.payload["system"].startswith("You answer weather questions.")  # top-level, not a message
+            roles = [m["role"] for m in asm.payload["messages"]]
+            assert roles[0] == "user" and all(a != b for a, b in itertools.pairwise(roles))  # alternation
+            assert manifest["tokens"]["estimated_input"] <= 3000 - 300 - 100
+            # what the model was handed: one system message, every call answered right after it
+            assert isinstance(seen[0], SystemMessage) and not any(isinstance(m, SystemMessage) for m in seen[1:])
+            _answers_follow_their_calls(seen[1:])
+        # the two questions in a row went to Anthropic as one user message: the model got them as one
+        first = model.seen[0][1:]
+        assert len(first) == 1 and isinstance(first[0], HumanMessage)
+        assert "Paris and Oslo" in str(first[0].content) and "time in Paris" in str(first[0].content)
+        last = model.seen[-1]
+        assert LONG not in " ".join(str(m.content) for m in last)  # the big result shrunk in this format too
+
+
+def test_openai_models_keep_their_format_and_api_can_be_fixed(tmp_path) -> None:
+    with Ledger.open(f"sqlite:///{tmp_path}/o.db") as ledger:
+        chat = _run_two_questions(ScriptedModel(messages=iter(script())), ledger)
+        assert {a.manifest["api"] for a in chat.assemblies} == {"openai-chat"}
+    with Ledger.open(f"sqlite:///{tmp_path}/r.db") as ledger:
+        model = ScriptedResponses(messages=iter(script()))
+        responses = _run_two_questions(model, ledger)
+        assert {a.manifest["api"] for a in responses.assemblies} == {"openai-responses"}
+        assert all(a.payload["store"] is False and "instructions" in a.payload for a in responses.assemblies)
+        assert len(model.seen[0][1:]) == 2  # OpenAI takes two user messages in a row as they are
+        _answers_follow_their_calls(model.seen[-1][1:])
+    with Ledger.open(f"sqlite:///{tmp_path}/f.db") as ledger:
+        fixed = _run_two_questions(ScriptedModel(messages=iter(script())), ledger, api="anthropic-messages")
+        assert {a.manifest["api"] for a in fixed.assemblies} == {"anthropic-messages"}
+    with pytest.raises(Exception, match="unknown api"):
+        LedgerMiddleware(ledger, window_tokens=3000, api="gemini")

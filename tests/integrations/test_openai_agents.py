@@ -152,9 +152,9 @@ def test_server_side_state_is_refused(tmp_path) -> None:
 
 def test_the_recall_tool_reads_back_a_shrunk_result(tmp_path) -> None:
     import dataclasses
-    import re
 
     from agents.testing import ScriptedModel
+    from integration_recall import recall_calls, strings
 
     from ctxledger.policy.base import RehydrationParams
     from ctxledger.policy.default import default_policy
@@ -162,7 +162,7 @@ def test_the_recall_tool_reads_back_a_shrunk_result(tmp_path) -> None:
     policy = dataclasses.replace(default_policy(), rehydration=RehydrationParams(recall_tool=True))
 
     def second(call: Any) -> list[Any]:
-        ref = re.search(r"ctxledger rehydrate (\S+?)[;\]\s]", str(call.input)).group(1)
+        ref = recall_calls(strings(call.input))[0]["ref"]
         return [
             ResponseFunctionToolCall(
                 id="fc_9",

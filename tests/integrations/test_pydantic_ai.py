@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import itertools
+from typing import Any
+
+import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ThinkingPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -44,7 +49,7 @@ def test_every_request_is_assembled_and_the_run_history_is_untouched(tmp_path) -
             """Look a city up."""
             return f"{city}: ok. " + (BIG if city == "Oslo" else "")
 
-        result = agent.run_sync("Look up Paris, Oslo and Rome.")
+        result = asyncio.run(agent.run("Look up Paris, Oslo and Rome."))
         assert result.output == "All three looked up."
         assert len(capability.assemblies) == len(seen) == 3
         for asm in capability.assemblies:
@@ -68,48 +73,185 @@ def test_every_request_is_assembled_and_the_run_history_is_untouched(tmp_path) -
         assert why["status"] in ("included", "omitted") and why["reason"]
 
 
-def test_the_recall_tool_reads_back_under_the_hard_filters(tmp_path) -> None:
+@pytest.mark.parametrize("kind", ["function", "anthropic"])
+def test_the_recall_tool_reads_back_under_the_hard_filters(tmp_path, kind: str) -> None:
     import dataclasses
-    import re
+
+    from integration_recall import recall_calls
 
     from ctxledger.policy.base import RehydrationParams
     from ctxledger.policy.default import default_policy
 
     policy = dataclasses.replace(default_policy(), rehydration=RehydrationParams(recall_tool=True))
     seen: list[list[ModelMessage]] = []
+    vault: list[str] = []
 
-    def scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        seen.append(messages)
+    def script(messages: list[ModelMessage], tools: list[str]) -> ModelResponse:
         if len(seen) == 1:
-            return ModelResponse(parts=[ToolCallPart("lookup", {"city": "Oslo"}, tool_call_id="c1")])
-        if len(seen) == 2:
-            ref = re.search(r"ctxledger rehydrate (\S+?)[;\]\s]", repr(messages)).group(1)
-            assert "recall" in [t.name for t in info.function_tools]
-            return ModelResponse(parts=[ToolCallPart("recall", {"ref": ref, "start": 0, "end": 50}, tool_call_id="c2")])
+            return ModelResponse(parts=[ToolCallPart("lookup", {"city": "Oslo"}, tool_call_id="toolu_1")])
+        if len(seen) == 2:  # read the shrunk result back as its hint says, and try the private record
+            shown = " ".join(str(getattr(p, "content", "")) for m in messages for p in m.parts)
+            ref = recall_calls(shown)[0]["ref"]
+            assert "recall" in tools and vault[0] not in shown
+            return ModelResponse(
+                parts=[
+                    ToolCallPart("recall", {"ref": ref, "start": 0, "end": 50}, tool_call_id="toolu_2"),
+                    ToolCallPart("recall", {"ref": vault[0]}, tool_call_id="toolu_3"),
+                ]
+            )
         return ModelResponse(parts=[TextPart("Read it.")])
 
+    if kind == "anthropic":
+        from pydantic_ai.models.anthropic import AnthropicModel
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+
+        class ScriptedAnthropic(AnthropicModel):
+            async def request(self, messages: list[ModelMessage], model_settings: Any, params: Any) -> ModelResponse:
+                seen.append(list(messages))
+                return script(messages, [t.name for t in params.function_tools])
+
+        model: Any = ScriptedAnthropic("claude-sonnet-4-5", provider=AnthropicProvider(api_key="scripted"))
+    else:
+
+        def scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            seen.append(messages)
+            return script(messages, [t.name for t in info.function_tools])
+
+        model = FunctionModel(scripted)
+
     with Ledger.open(f"sqlite:///{tmp_path}/r.db") as ledger:
+        earlier = ledger.recorder("pr")  # recorded before the run: a result the policy keeps private
+        earlier.user("Open the vault.")
+        vault.append(earlier.tool_call("vault", {"q": "key"}, "vault contents", privacy_class="secret").artifact)
         capability = LedgerCapability(
-            ledger, conversation_id="pr", window_tokens=2000, output_tokens=200, margin_tokens=100
+            ledger, conversation_id="pr", window_tokens=2000, output_tokens=200, margin_tokens=100, policy=policy
         )
-        capability.loop.assemble_options["policy"] = policy
-        agent = Agent(FunctionModel(scripted), capabilities=[capability], tools=[capability.recall_tool()])
+        agent = Agent(model, capabilities=[capability], tools=[capability.recall_tool()])
 
         @agent.tool_plain
         def lookup(city: str) -> str:
             """Look a city up."""
             return f"{city}: ok. " + BIG
 
-        assert agent.run_sync("Look up Oslo.").output == "Read it."
+        assert asyncio.run(agent.run("Look up Oslo.")).output == "Read it."
+        assert {a.manifest["api"] for a in capability.assemblies} == {
+            "anthropic-messages" if kind == "anthropic" else "openai-chat"
+        }
         oslo = next(
-            r for r in ledger.store.records("default", "pr") if r.kind.value == "tool_artifact" and r.call_id == "c1"
+            r
+            for r in ledger.store.records("default", "pr")
+            if r.kind.value == "tool_artifact" and r.call_id == "toolu_1"
         )
-        returns = [
-            p
+        returns = {
+            p.tool_call_id: str(p.content)
             for m in seen[-1]
             for p in getattr(m, "parts", ())
-            if isinstance(p, ToolReturnPart) and p.tool_call_id == "c2"
-        ]
-        assert ledger.rehydrate(oslo.id, (0, 50)).decode() in str(returns[0].content)
+            if isinstance(p, ToolReturnPart)
+        }
+        assert ledger.rehydrate(oslo.id, (0, 50)).decode() in returns["toolu_2"]
+        assert "vault contents" not in returns["toolu_3"] and "refused" in returns["toolu_3"]
         recalls = ledger.get_assembly(capability.assemblies[-1].id)["recalls"]
-        assert [(r["ref"], r["decision"]) for r in recalls] == [(oslo.id, "answered")]
+        assert [(r["ref"], r["decision"]) for r in recalls] == [(oslo.id, "answered"), (vault[0], "refused")]
+        assert recalls[0]["reason"] == "read_back" and recalls[1]["reason"].startswith("privacy")
+
+
+# -- the format of the model in use ------------------------------------------------------------------------------
+
+
+def _scripted_steps(seen: list[list[ModelMessage]]) -> ModelResponse:
+    """Two parallel lookups, one more, then the answer (what a model would reply to each request)."""
+    usage = RequestUsage(input_tokens=90, output_tokens=10)
+    if len(seen) == 1:
+        return ModelResponse(
+            parts=[
+                ThinkingPart("two lookups", signature="sig-1", provider_name="anthropic"),
+                ToolCallPart("lookup", {"city": "Paris"}, tool_call_id="toolu_1"),
+                ToolCallPart("lookup", {"city": "Oslo"}, tool_call_id="toolu_2"),
+            ],
+            usage=usage,
+        )
+    if len(seen) == 2:
+        return ModelResponse(parts=[ToolCallPart("lookup", {"city": "Rome"}, tool_call_id="toolu_3")], usage=usage)
+    return ModelResponse(parts=[TextPart("All three looked up.")], usage=usage)
+
+
+def _anthropic_model(seen: list[list[ModelMessage]]) -> Any:
+    """A real ``AnthropicModel`` whose request is scripted (no network): it keeps what it was handed."""
+    from pydantic_ai.models.anthropic import AnthropicModel
+    from pydantic_ai.providers.anthropic import AnthropicProvider
+
+    class ScriptedAnthropic(AnthropicModel):
+        async def request(self, messages: list[ModelMessage], model_settings: Any, params: Any) -> ModelResponse:
+            seen.append(list(messages))
+            return _scripted_steps(seen)
+
+    return ScriptedAnthropic("claude-sonnet-4-5", provider=AnthropicProvider(api_key="scripted"))
+
+
+def _run(model: Any, ledger: Ledger, **options: Any) -> tuple[LedgerCapability, Any]:
+    capability = LedgerCapability(
+        ledger, conversation_id="pa", window_tokens=3000, output_tokens=300, margin_tokens=100, **options
+    )
+    agent = Agent(model, system_prompt="You look things up.", capabilities=[capability])
+
+    @agent.tool_plain
+    def lookup(city: str) -> str:
+        """Look a city up."""
+        return f"{city}: ok. " + (BIG if city == "Oslo" else "")
+
+    result = asyncio.run(agent.run("Look up Paris, Oslo and Rome."))
+    return capability, result
+
+
+def test_an_anthropic_model_gets_an_anthropic_assembly(tmp_path) -> None:
+    from ctxledger.integrations.pydantic_ai import model_api
+
+    seen: list[list[ModelMessage]] = []
+    model = _anthropic_model(seen)
+    assert model_api(model) == "anthropic-messages"
+    with Ledger.open(f"sqlite:///{tmp_path}/a.db") as ledger:
+        capability, result = _run(model, ledger)
+        assert result.output == "All three looked up."
+        assert len(capability.assemblies) == len(seen) == 3
+        for asm, messages in zip(capability.assemblies, seen, strict=True):
+            manifest = ledger.get_assembly(asm.id)
+            assert (manifest["api"], manifest["model"]) == ("anthropic-messages", "claude-sonnet-4-5")
+            assert asm.payload["system"] == "You look things up."  # top-level system text
+            roles = [m["role"] for m in asm.payload["messages"]]
+            assert roles[0] == "user" and all(a != b for a, b in itertools.pairwise(roles))
+            assert manifest["tokens"]["estimated_input"] <= 3000 - 300 - 100
+            assert manifest["tokens"]["observed_input"] == 90
+            # handed to the model: requests and responses alternate, every call answered in the next request
+            assert [type(m).__name__ for m in messages][::2] == ["ModelRequest"] * len(messages[::2])
+            for response, answer in zip(messages[1::2], messages[2::2], strict=False):
+                calls = {p.tool_call_id for p in response.parts if isinstance(p, ToolCallPart)}
+                returned = {p.tool_call_id for p in answer.parts if isinstance(p, ToolReturnPart)}
+                assert calls == returned
+        # the thinking part went back unchanged on its own response, for the provider that made it
+        thinking = [p for m in seen[1] for p in getattr(m, "parts", ()) if isinstance(p, ThinkingPart)]
+        assert [(p.content, p.signature, p.provider_name) for p in thinking] == [("two lookups", "sig-1", "anthropic")]
+        assert BIG not in repr(seen[-1])
+
+
+def test_openai_models_keep_their_format_and_api_can_be_fixed(tmp_path) -> None:
+    from pydantic_ai.models.openai import OpenAIResponsesModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    from ctxledger.integrations.pydantic_ai import model_api
+
+    assert model_api(OpenAIResponsesModel("gpt-4o", provider=OpenAIProvider(api_key="scripted"))) == "openai-responses"
+    seen: list[list[ModelMessage]] = []
+
+    def scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(messages)
+        return _scripted_steps(seen)
+
+    assert model_api(FunctionModel(scripted)) == "openai-chat"
+    with Ledger.open(f"sqlite:///{tmp_path}/o.db") as ledger:
+        capability, _ = _run(FunctionModel(scripted), ledger, api="openai-responses")
+        assert {a.manifest["api"] for a in capability.assemblies} == {"openai-responses"}
+        assert all(a.payload["instructions"] == "You look things up." for a in capability.assemblies)
+        thinking = [p for m in seen[1] for p in getattr(m, "parts", ()) if isinstance(p, ThinkingPart)]
+        assert len(thinking) == 1  # the opaque part is handed back in this format too
+    with pytest.raises(Exception, match="unknown api"):
+        LedgerCapability(ledger, conversation_id="x", window_tokens=1000, api="gemini")

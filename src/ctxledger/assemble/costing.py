@@ -78,7 +78,9 @@ class SerializerCoster:
         self.serializer = serializer
         self.counter = counter
         self.store = store
-        self.counter_id = f"{serializer.name}/{counter.id}"
+        # a serializer whose text names the recall tool frames some turns differently: its counts are its own
+        variant = "+recall" if getattr(serializer, "recall", False) else ""
+        self.counter_id = f"{serializer.name}{variant}/{counter.id}"
         self.is_estimate = counter.is_estimate
         self._cache: dict[str, int] = {}
 

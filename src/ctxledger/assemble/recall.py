@@ -3,7 +3,9 @@
 A reference or an excerpt tells the model how to get more («una referencia con rango, versión y modo de
 obtener más»). When the policy enables it (``[rehydration] recall_tool = true``), every assembly exposes one
 tool, ``recall`` (:func:`recall_schema`: a record id, an optional byte or line range), whose schema is part
-of the fixed part ``F`` of the budget like every tool schema. An integration answers a call with
+of the fixed part ``F`` of the budget like every tool schema, and every excerpt, extraction and reference
+names a call of it (:mod:`ctxledger.fetch_hints`). Ranges follow the locators' convention: bytes 0-based with
+the end exclusive, lines 1-based and inclusive, as excerpts number them. An integration answers a call with
 :func:`answer_recall`: through :meth:`~ctxledger.Ledger.rehydrate`, under the hard filters of the assembly
 the call was made with (a record that assembly left out for its branch, participant, privacy, provider or
 a secret is refused with that reason; so is one that was not a candidate at all), at most
@@ -17,12 +19,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxledger.errors import CtxledgerError
+from ctxledger.fetch_hints import RECALL_TOOL
 from ctxledger.policy.base import Policy
 from ctxledger.policy.rehydration import hard_omission
 from ctxledger.records import Record
+from ctxledger.represent._lines import LineIndex
 
-RECALL_TOOL = "recall"
-"""The tool's name."""
+__all__ = ["RECALL_TOOL", "SECRET_REASONS", "answer_recall", "recall_schema", "recalls_in", "with_recall_tool"]
 
 SECRET_REASONS = frozenset({"secret_redacted", "secret_withheld"})
 """Marks that keep a record's raw bytes from being read back: they hold a secret."""
@@ -35,15 +38,15 @@ def recall_schema() -> dict[str, Any]:
         "function": {
             "name": RECALL_TOOL,
             "description": (
-                "Read back the exact content behind a reference or an excerpt you were shown: give its record "
-                "id, and a range to read only part of it."
+                "Read back the exact content behind a reference or an excerpt you were shown: give the record "
+                "id it names, and a range to read only part of it."
             ),
             "parameters": {
                 "type": "object",
                 "properties": {
                     "ref": {"type": "string", "description": "The record id the reference or excerpt names."},
-                    "start": {"type": "integer", "description": "First byte or line (0-based)."},
-                    "end": {"type": "integer", "description": "End byte or line (exclusive)."},
+                    "start": {"type": "integer", "description": "First byte (from 0), or first line (from 1)."},
+                    "end": {"type": "integer", "description": "End byte (exclusive), or last line (inclusive)."},
                     "unit": {"type": "string", "enum": ["bytes", "lines"], "description": "Unit of start/end."},
                 },
                 "required": ["ref"],
@@ -80,17 +83,12 @@ def answer_recall(
         return f"[recall refused: {ref!r}: {refusal}]", decision
     limit = _limit(ledger)
     try:
-        if unit == "bytes" and isinstance(start, int):
-            data = ledger.rehydrate(ref, (start, end if isinstance(end, int) else start + limit), tenant_id=tenant_id)
-        else:
-            data = ledger.rehydrate(ref, tenant_id=tenant_id)
+        data = ledger.rehydrate(ref, tenant_id=tenant_id)  # whole and hash-checked; the range is cut below
     except CtxledgerError as exc:
         decision["reason"] = f"{type(exc).__name__}: {exc}"
         return f"[recall failed: {exc}]", decision
+    data = _cut(data, start, end, unit)
     text = data.decode("utf-8", errors="replace")
-    if unit == "lines":
-        lines = text.splitlines(keepends=True)
-        text = "".join(lines[start if isinstance(start, int) else 0 : end if isinstance(end, int) else None])
     cut = len(text.encode("utf-8")) > limit
     if cut:
         text = text.encode("utf-8")[:limit].decode("utf-8", errors="ignore")
@@ -98,6 +96,18 @@ def answer_recall(
         decision="answered", reason="truncated_to_limit" if cut else "read_back", bytes=len(text.encode("utf-8"))
     )
     return text, decision
+
+
+def _cut(data: bytes, start: Any, end: Any, unit: str) -> bytes:
+    """The asked range of ``data``, clamped to it: bytes ``[start, end)`` from 0, or lines ``start..end`` from 1."""
+    first = start if isinstance(start, int) and not isinstance(start, bool) else None
+    last = end if isinstance(end, int) and not isinstance(end, bool) else None
+    if unit == "bytes":
+        return data[max(first or 0, 0) : None if last is None else max(last, 0)]
+    index = LineIndex(data)
+    lo = max(first or 1, 1)
+    hi = index.line_count if last is None else min(last, index.line_count)
+    return data[slice(*index.line_span(lo, hi))] if lo <= hi else b""
 
 
 def _refusal(manifest: Mapping[str, Any], ref: str) -> str | None:

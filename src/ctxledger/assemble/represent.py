@@ -11,7 +11,8 @@ asks that a large result enter as "lines 480–510, timeout connecting to db, fi
 * ``extraction``: the artifact's :class:`~ctxledger.records.ToolMemory` (summary plus structured fields)
   from :func:`~ctxledger.represent.promote`, whose decision is kept with the option;
 * ``memory``: that memory's summary only;
-* ``reference``: id, size, lines, sha256, source version and the command that rehydrates it;
+* ``reference``: id, size, lines, sha256, source version and how to read it back (a ``recall`` call when the
+  policy exposes that tool, else the ``ctxledger rehydrate`` command; :mod:`ctxledger.fetch_hints`);
 * dropping the unit is selection's business (``budget`` / ``class_cap``).
 
 A *large text* is a tool result (its stored bytes), or the text of a user or assistant message, that costs
@@ -78,6 +79,7 @@ from ctxledger.assemble.costing import Coster, FixedCoster, turn_key
 from ctxledger.assemble.select import Option
 from ctxledger.units import Unit, UnitKind, data_block_body, render_memory, rewrap_data_block
 from ctxledger.errors import BlobNotFound, BudgetError, ContentRetained, InputError, IntegrityError, RecordNotFound
+from ctxledger.fetch_hints import whole
 from ctxledger.hashing import sha256_hex
 from ctxledger.policy.base import Outcome, PolicyDecision, ReasonCode
 from ctxledger.policy.secrets import SecretScanner, default_scanner
@@ -230,6 +232,8 @@ class Ladder:
         messages: also excerpt long user and assistant message texts (their locators name the message).
         scanner: finds the secrets of a ``secret_redacted`` tool result's raw bytes (default: the default
             scanner; :meth:`bind` takes the policy's).
+        recall: the model has the ``recall`` tool: excerpts, extractions and references name a ``recall`` call
+            instead of the ``ctxledger rehydrate`` command (:mod:`ctxledger.fetch_hints`).
 
     A ladder caches the options of every unit it has seen (by tenant, unit id, turn content, marks, coster and
     query), so repeated assemblies of a growing history only build options for new units. The tenant is part of
@@ -246,9 +250,11 @@ class Ladder:
         min_tokens: int = MIN_TOKENS,
         messages: bool = True,
         scanner: SecretScanner | None = None,
+        recall: bool = False,
         _cache: dict[tuple[Any, ...], Any] | None = None,
     ) -> None:
         self.read_blob = read_blob
+        self.recall = recall
         self.query = query or ""
         self.focus = query_terms(self.query)
         self.excerpt_tokens = tuple(sorted(set(excerpt_tokens), reverse=True))
@@ -264,7 +270,12 @@ class Ladder:
         """Rungs by (tenant, unit, content, coster, query) and MinHash sketches by ("sketch", text), per ledger."""
 
     def bind(
-        self, query: str | None, reach: frozenset[str] | None = None, scanner: SecretScanner | None = None
+        self,
+        query: str | None,
+        reach: frozenset[str] | None = None,
+        scanner: SecretScanner | None = None,
+        *,
+        recall: bool = False,
     ) -> Ladder:
         """The same ladder (sharing its cache) for one request.
 
@@ -272,6 +283,7 @@ class Ladder:
             query: the request's goal (excerpt focus, extractor query).
             reach: the unit ids that get rungs and redundancy checks (see :func:`reach`); ``None`` = all.
             scanner: the policy's secret scanner (default: this ladder's).
+            recall: the policy exposes the ``recall`` tool (the hints name it).
         """
         bound = Ladder(
             self.read_blob,
@@ -280,6 +292,7 @@ class Ladder:
             min_tokens=self.min_tokens,
             messages=self.messages,
             scanner=scanner or self.scanner,
+            recall=recall,
             _cache=self._cache,
         )
         bound.reach = reach
@@ -309,6 +322,7 @@ class Ladder:
             self.focus,
             self.query,
             self._scanner_key,
+            self.recall,
         )
         rungs = self._cache.get(key)
         if rungs is None:
@@ -453,6 +467,7 @@ class Ladder:
                         focus=self.focus,
                         ref_uri=t.ref_uri,
                         withheld=t.withheld,
+                        recall=self.recall,
                     )
                 except BudgetError:
                     contents = {}
@@ -494,14 +509,14 @@ class Ladder:
         for t in targets:
             mem, decision = memories.get(t.record.id, (None, {}))
             if mem is None:
-                contents[t.index] = (_reference_text(t), self._rate(coster, t))
+                contents[t.index] = (_reference_text(t, self.recall), self._rate(coster, t))
                 records[t.record.id] = {"sha256": t.sha256, "locators": [t.whole_locator()], "promotion": decision}
                 continue
             extractor = str(mem.fields.get("extractor", ""))
             what = "extraction" if full else "memory"
             header = (
                 f"[{what} of {t.label()}, {t.facts()}; extractor {extractor}, confidence {mem.confidence:.2f}; "
-                f"full output: ctxledger rehydrate {t.record.id}]"
+                f"full output: {whole(t.record.id, recall=self.recall)}]"
             )
             body = render_memory(mem) if full else mem.summary
             contents[t.index] = (f"{header}\n{body}", self._rate(coster, t))
@@ -521,7 +536,7 @@ class Ladder:
         return self._finish(unit, costs, coster, contents, head, targets)
 
     def _reference(self, unit: Unit, targets: Sequence[_Target], costs: Sequence[int], coster: Coster) -> _Rung:
-        contents = {t.index: (_reference_text(t), self._rate(coster, t)) for t in targets}
+        contents = {t.index: (_reference_text(t, self.recall), self._rate(coster, t)) for t in targets}
         records = {
             t.record.id: {"sha256": t.sha256, "bytes": len(t.data), "locators": [t.whole_locator()]} for t in targets
         }
@@ -759,8 +774,8 @@ def secret_lines(data: bytes, scanner: SecretScanner) -> dict[int, str]:
     return {line: f"[withheld by policy: {', '.join(sorted(t))} on line {line}]" for line, t in types.items()}
 
 
-def _reference_text(t: _Target) -> str:
-    return f"[not shown: {t.label()}, {t.facts()}; fetch: ctxledger rehydrate {t.record.id}]"
+def _reference_text(t: _Target, recall: bool) -> str:
+    return f"[not shown: {t.label()}, {t.facts()}; fetch: {whole(t.record.id, recall=recall)}]"
 
 
 def _distinct(rungs: list[_Rung]) -> list[_Rung]:

@@ -17,8 +17,13 @@ from typing import Any
 
 from ctxledger.assemble.assembler import Assembly
 from ctxledger.assemble.recall import RECALL_TOOL, answer_recall
+from ctxledger.errors import ConfigurationError
 from ctxledger.ledger import Ledger
 from ctxledger.recorder import Recorder
+from ctxledger.tokens import counter_for_model
+
+DEFAULT_MODELS = {"anthropic-messages": "claude-sonnet-4-5", "openai-chat": "gpt-4o", "openai-responses": "gpt-4o"}
+"""The model recorded (and counted for) when the framework's model names none ctxledger has a tokenizer for."""
 
 FRAMEWORK_KEY = "framework_key"
 """``meta`` key of a recorded message: the key the framework's message was recorded under."""
@@ -48,9 +53,9 @@ class LoopLedger:
     Args:
         ledger: the ledger to record into and assemble from.
         budget: the token budget of every call.
-        api: the payload format assembled (``openai-chat`` or ``openai-responses``); the integration converts
-            it to the framework's messages.
-        model: the model name recorded in manifests (selects the tokenizer).
+        api: the payload format assembled by default (``openai-chat``, ``openai-responses`` or
+            ``anthropic-messages``); the integration converts it to the framework's messages.
+        model: the model name recorded in manifests by default (selects the tokenizer).
         assemble_options: further :meth:`~ctxledger.Ledger.assemble` keywords (``policy``, ``counter`` …).
     """
 
@@ -165,15 +170,25 @@ class LoopLedger:
 
     # -- assembling --------------------------------------------------------------------------------
 
-    def assemble(self, conversation_id: str, *, tools: Sequence[Mapping[str, Any]] | None = None) -> Assembly:
-        """Assemble the next call of ``conversation_id`` under the budget; persisted, kept in :attr:`assemblies`."""
+    def assemble(
+        self,
+        conversation_id: str,
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        api: str | None = None,
+        model: str | None = None,
+    ) -> Assembly:
+        """Assemble the next call of ``conversation_id`` under the budget; persisted, kept in :attr:`assemblies`.
+
+        ``api`` and ``model`` override :attr:`api` and :attr:`model` for this call (the model in use).
+        """
         options = dict(self.assemble_options)
         if tools is not None:
             options["tools"] = tuple(tools)
         asm = self.ledger.assemble(
             conversation_id,
-            api=self.api,
-            model=self.model,
+            api=api or self.api,
+            model=model or self.model,
             window_tokens=self.budget.window_tokens,
             output_tokens=self.budget.output_tokens,
             margin_tokens=self.budget.margin_tokens,
@@ -181,6 +196,22 @@ class LoopLedger:
         )
         self.assemblies.append(asm)
         return asm
+
+    def model_for(self, api: str, name: Any) -> str:
+        """The framework model's ``name`` when it can be counted, else :data:`DEFAULT_MODELS` of ``api``.
+
+        A name can be counted when ctxledger knows its tokenizer, or a counter was given (``counter=``, or the
+        ledger's). A scripted or self-hosted model (``function:…``, ``llama-…``) with none is recorded as its
+        format's default model; pass ``model=`` (and ``counter=``) to the integration to name it.
+        """
+        if isinstance(name, str) and name:
+            try:
+                counter_for_model(name, self.assemble_options.get("counter") or self.ledger.counter)
+            except ConfigurationError:
+                pass
+            else:
+                return name
+        return DEFAULT_MODELS[api]
 
     def usage(self, assembly: Assembly, input_tokens: int | None, output_tokens: int | None) -> None:
         """Store a reply's reported usage against the assembly it was made with (nothing when none reported)."""

@@ -7,9 +7,18 @@ assembled system message and messages. The agent state is left untouched: the ch
 full history, and only the model sees the assembled context. The reply is recorded (its tool calls as one
 assistant message with its parallel calls) and its ``usage_metadata`` stored against the assembly.
 
+The call is assembled in the format of the chat model in use (:func:`model_api`), so that provider's rules
+are applied: ``anthropic-messages`` for an Anthropic chat model (``ChatAnthropic``, whose ``_llm_type`` is
+``anthropic-chat``; Bedrock's ``anthropic-bedrock-chat`` too), ``openai-responses`` for a ``ChatOpenAI`` with
+``use_responses_api=True``, ``openai-chat`` otherwise; ``api=`` fixes it. The assembled payload is read back as
+LangChain messages (:mod:`ctxledger.integrations._payload`): Anthropic's top-level ``system`` as the system
+message, its ``tool_result`` blocks as ``ToolMessage`` s (``ChatAnthropic`` merges them back into one user
+message), thinking blocks and Responses reasoning items as content blocks of their ``AIMessage``.
+
 The conversation is the LangGraph thread (``config["configurable"]["thread_id"]``), else
 ``conversation_id``. Messages are recorded once each by their LangChain ``id``. Source: LangChain v1
-*Custom middleware* (``wrap_model_call``, ``ModelRequest.override``) and ``langchain_core.messages``.
+*Custom middleware* (``wrap_model_call``, ``ModelRequest.override``), ``langchain_core.messages`` and
+``BaseChatModel._llm_type``.
 """
 
 from __future__ import annotations
@@ -19,16 +28,47 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, ToolMessage, convert_to_messages
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from ctxledger.assemble.assembler import Assembly
 from ctxledger.assemble.recall import RECALL_TOOL, recall_schema
+from ctxledger.errors import ConfigurationError
 from ctxledger.integrations._loop import Budget, LoopLedger
+from ctxledger.integrations._payload import APIS, Sent, sent_messages
 from ctxledger.ledger import Ledger
 
-__all__ = ["LedgerMiddleware"]
+__all__ = ["LedgerMiddleware", "model_api"]
+
+
+def model_api(model: Any) -> str:
+    """The format a LangChain chat model speaks: ``anthropic-messages``, ``openai-responses`` or ``openai-chat``.
+
+    An Anthropic chat model reports an ``_llm_type`` starting with ``anthropic`` (``ChatAnthropic``:
+    ``anthropic-chat``); a ``ChatOpenAI`` with ``use_responses_api=True`` (or ``output_version="responses/v1"``)
+    speaks Responses; everything else is taken as OpenAI Chat, LangChain's own message form. A model bound
+    with tools (a ``RunnableBinding``) is read through its ``bound`` model.
+    """
+    while hasattr(model, "bound") and not hasattr(model, "_llm_type"):
+        model = model.bound
+    try:
+        llm_type = str(model._llm_type)
+    except (AttributeError, NotImplementedError):
+        llm_type = ""
+    if llm_type.startswith("anthropic"):
+        return "anthropic-messages"
+    if getattr(model, "use_responses_api", None) is True or getattr(model, "output_version", None) == "responses/v1":
+        return "openai-responses"
+    return "openai-chat"
+
+
+def _model_name(model: Any) -> str | None:
+    for attr in ("model_name", "model"):
+        name = getattr(model, attr, None)
+        if isinstance(name, str) and name:
+            return name
+    return None
 
 
 class LedgerMiddleware(AgentMiddleware):
@@ -38,8 +78,13 @@ class LedgerMiddleware(AgentMiddleware):
         ledger: the ledger to record into and assemble from.
         window_tokens, output_tokens, margin_tokens: the token budget of every call.
         conversation_id: the conversation when the run has no ``thread_id``.
-        model: the model name for the manifest and the tokenizer.
+        model: the model name for the manifest and the tokenizer (default: the chat model's ``model_name``
+            when it can be counted, else the format's default: ``LoopLedger.model_for``).
+        api: the format to assemble in (default: the chat model's, :func:`model_api`).
         **assemble_options: further :meth:`~ctxledger.Ledger.assemble` keywords (``policy``, ``counter`` …).
+
+    Raises:
+        ConfigurationError: ``api`` is not one of ``openai-chat``, ``openai-responses``, ``anthropic-messages``.
     """
 
     def __init__(
@@ -50,14 +95,17 @@ class LedgerMiddleware(AgentMiddleware):
         output_tokens: int = 4_096,
         margin_tokens: int = 512,
         conversation_id: str = "langchain",
-        model: str = "gpt-4o",
+        model: str | None = None,
+        api: str | None = None,
         **assemble_options: Any,
     ) -> None:
         super().__init__()
-        self.loop = LoopLedger(
-            ledger, Budget(window_tokens, output_tokens, margin_tokens), model=model, **assemble_options
-        )
+        if api is not None and api not in APIS:
+            raise ConfigurationError(f"unknown api {api!r}; use one of {', '.join(APIS)}")
+        self.loop = LoopLedger(ledger, Budget(window_tokens, output_tokens, margin_tokens), **assemble_options)
         self.conversation_id = conversation_id
+        self.model = model
+        self.api = api
 
     @property
     def assemblies(self) -> list[Assembly]:
@@ -117,8 +165,10 @@ class LedgerMiddleware(AgentMiddleware):
         for position, message in enumerate(request.messages):
             self._record(conversation, message, position)
         tools = [convert_to_openai_tool(t) for t in request.tools] if request.tools else None
-        asm = self.loop.assemble(conversation, tools=tools)
-        messages = convert_to_messages(asm.payload["messages"])
+        api = self.api or model_api(request.model)
+        model = self.model or self.loop.model_for(api, _model_name(request.model))
+        asm = self.loop.assemble(conversation, tools=tools, api=api, model=model)
+        messages = [_to_langchain(m) for m in sent_messages(asm, api, self.loop.recorder(conversation).records)]
         system = [m for m in messages if isinstance(m, SystemMessage)]
         rest = [m for m in messages if not isinstance(m, SystemMessage)]
         joined = SystemMessage("\n\n".join(_text(m) for m in system)) if system else None
@@ -146,6 +196,32 @@ class LedgerMiddleware(AgentMiddleware):
             self.loop.message(conversation, key, "user", _text(message))
         elif message.type == "system":
             self.loop.message(conversation, key, "system", _text(message))
+
+
+def _to_langchain(sent: Sent) -> BaseMessage:
+    """One assembled message as a LangChain message (see the module docstring)."""
+    if sent.role == "system":
+        return SystemMessage(sent.text)
+    if sent.role == "tool":
+        content = sent.content if isinstance(sent.content, str | list) else sent.text
+        return ToolMessage(content, tool_call_id=sent.call_id or "", status="error" if sent.is_error else "success")
+    if sent.role == "assistant":
+        calls = [{"id": cid, "name": name, "args": _args(arguments)} for cid, name, arguments in sent.calls]
+        content: str | list[Any] = [*map(dict, sent.thinking), *_text_blocks(sent)] if sent.thinking else sent.text
+        return AIMessage(content, tool_calls=calls)
+    return HumanMessage(sent.content if isinstance(sent.content, str | list) else sent.text)
+
+
+def _text_blocks(sent: Sent) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": sent.text}] if sent.text else []
+
+
+def _args(arguments: str) -> dict[str, Any]:
+    try:
+        parsed = json.loads(arguments or "{}")
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
 
 
 def _text(message: BaseMessage) -> str:

@@ -27,7 +27,6 @@ from agents.run_config import CallModelData, ModelInputData
 
 from ctxledger.assemble.assembler import Assembly
 from ctxledger.assemble.recall import RECALL_TOOL, recall_schema
-from ctxledger.units import build_units
 from ctxledger.errors import ConfigurationError, InputError
 from ctxledger.hashing import canonical_json
 from ctxledger.ingest.openai_responses import chat_messages
@@ -35,6 +34,7 @@ from ctxledger.integrations._loop import Budget, LoopLedger
 from ctxledger.ledger import Ledger
 from ctxledger.policy.base import Policy
 from ctxledger.serialize.openai_responses import OpenAIResponsesSerializer
+from ctxledger.units import build_units
 
 __all__ = ["LedgerHooks", "LedgerInputFilter", "LedgerSession"]
 

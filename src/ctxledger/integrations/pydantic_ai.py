@@ -11,8 +11,17 @@ Mapping of PydanticAI message parts (``pydantic_ai.messages``): ``SystemPromptPa
 ``ToolReturnPart`` → its result, ``RetryPromptPart`` answering a call → a failed result. ``ThinkingPart``
 and ``CompactionPart`` are opaque, provider-pinned records: kept whole on the assistant message
 (``meta["pydantic_ai_parts"]``) and handed back, unchanged, on the assistant turn they belong to, so that
-PydanticAI sends them to the provider that made them. Source: PydanticAI *Capabilities* (``AbstractCapability.
-wrap_model_request``, ``ModelRequestContext``) and ``pydantic_ai.messages``.
+PydanticAI sends them to the provider that made them.
+
+Each request is assembled in the format of the model in use (:func:`model_api`), so that provider's rules are
+applied before PydanticAI's own adapter maps the messages: ``anthropic-messages`` for an ``AnthropicModel``
+(whatever its provider: Anthropic, Bedrock, Vertex), ``openai-responses`` for an ``OpenAIResponsesModel``,
+``openai-chat`` otherwise; ``api=`` fixes it. The assembled payload is read back as PydanticAI messages
+(:mod:`ctxledger.integrations._payload`): system text as ``SystemPromptPart`` s of the first request, each
+assistant message as one ``ModelResponse``, and the user side between two responses as one ``ModelRequest``
+(Anthropic's ``tool_result`` blocks as ``ToolReturnPart`` s before its text). Source: PydanticAI
+*Capabilities* (``AbstractCapability.wrap_model_request``, ``ModelRequestContext``), ``pydantic_ai.messages``
+and ``pydantic_ai.models`` (``WrapperModel.wrapped``).
 """
 
 from __future__ import annotations
@@ -42,10 +51,35 @@ from pydantic_ai.models import ModelRequestContext
 
 from ctxledger.assemble.assembler import Assembly
 from ctxledger.assemble.recall import RECALL_TOOL, recall_schema
+from ctxledger.errors import ConfigurationError
 from ctxledger.integrations._loop import Budget, LoopLedger
+from ctxledger.integrations._payload import APIS, sent_messages
 from ctxledger.ledger import Ledger
+from ctxledger.policy.base import Policy
 
-__all__ = ["LedgerCapability"]
+__all__ = ["LedgerCapability", "model_api"]
+
+_FORMATS = (
+    ("pydantic_ai.models.anthropic", "AnthropicModel", "anthropic-messages"),
+    ("pydantic_ai.models.openai", "OpenAIResponsesModel", "openai-responses"),
+)
+
+
+def model_api(model: Any) -> str:
+    """The format a PydanticAI model speaks: ``anthropic-messages``, ``openai-responses`` or ``openai-chat``.
+
+    Told by class, without importing the provider packages: an ``AnthropicModel`` (or a subclass) speaks
+    Anthropic Messages, an ``OpenAIResponsesModel`` Responses, any other model OpenAI Chat. A wrapper
+    (``WrapperModel``: instrumentation, concurrency limits) is read through its ``wrapped`` model.
+    """
+    while hasattr(model, "wrapped"):
+        model = model.wrapped
+    for cls in type(model).__mro__:
+        for module, name, api in _FORMATS:
+            if cls.__name__ == name and cls.__module__.startswith(module):
+                return api
+    return "openai-chat"
+
 
 OPAQUE_PARTS = "pydantic_ai_parts"
 """``meta`` key holding an assistant message's thinking and compaction parts as PydanticAI serialises them."""
@@ -59,7 +93,13 @@ class LedgerCapability(AbstractCapability[Any]):
         ledger: the ledger to record into and assemble from.
         conversation_id: the conversation the run belongs to.
         window_tokens, output_tokens, margin_tokens: the token budget of every call.
-        model: the model name for the manifest and the tokenizer.
+        model: the model name for the manifest and the tokenizer (default: the model's ``model_name`` when its
+            tokenizer is known, else the format's default: ``LoopLedger.model_for``).
+        api: the format to assemble in (default: the model's, :func:`model_api`).
+        policy: the policy to assemble under (default: the ledger's).
+
+    Raises:
+        ConfigurationError: ``api`` is not one of ``openai-chat``, ``openai-responses``, ``anthropic-messages``.
     """
 
     ledger: Ledger
@@ -67,14 +107,18 @@ class LedgerCapability(AbstractCapability[Any]):
     window_tokens: int
     output_tokens: int = 4_096
     margin_tokens: int = 512
-    model: str = "gpt-4o"
+    model: str | None = None
+    api: str | None = None
+    policy: Policy | None = None
     loop: LoopLedger = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
         """Create the loop that records and assembles for this capability."""
-        self.loop = LoopLedger(
-            self.ledger, Budget(self.window_tokens, self.output_tokens, self.margin_tokens), model=self.model
-        )
+        if self.api is not None and self.api not in APIS:
+            raise ConfigurationError(f"unknown api {self.api!r}; use one of {', '.join(APIS)}")
+        options = {"policy": self.policy} if self.policy is not None else {}
+        budget = Budget(self.window_tokens, self.output_tokens, self.margin_tokens)
+        self.loop = LoopLedger(self.ledger, budget, **options)
 
     @property
     def assemblies(self) -> list[Assembly]:
@@ -116,8 +160,10 @@ class LedgerCapability(AbstractCapability[Any]):
             }
             for t in [*params.function_tools, *params.output_tools]
         ]
-        asm = self.loop.assemble(self.conversation_id, tools=tools or None)
-        messages = self._to_messages(asm)
+        api = self.api or model_api(request_context.model)
+        model = self.model or self.loop.model_for(api, getattr(request_context.model, "model_name", None))
+        asm = self.loop.assemble(self.conversation_id, tools=tools or None, api=api, model=model)
+        messages = self._to_messages(asm, api)
         response = await handler(dataclasses.replace(request_context, messages=messages))
         self._record(response, "")
         self.loop.usage(asm, response.usage.input_tokens, response.usage.output_tokens)
@@ -156,39 +202,36 @@ class LedgerCapability(AbstractCapability[Any]):
 
     # -- the assembled messages ------------------------------------------------------------------------
 
-    def _to_messages(self, asm: Assembly) -> list[ModelMessage]:
-        """The assembled OpenAI Chat payload as PydanticAI messages (requests and responses alternate)."""
-        renamed = {sent: original for original, sent in (asm.manifest.get("tools", {}).get("renamed") or {}).items()}
+    def _to_messages(self, asm: Assembly, api: str) -> list[ModelMessage]:
+        """The assembled payload as PydanticAI messages (requests and responses alternate)."""
         out: list[ModelMessage] = []
         parts: list[Any] = []
         names: dict[str, str] = {}
         records = self.loop.recorder(self.conversation_id).records
-        for message, ref in zip(asm.payload["messages"], asm.turn_refs, strict=True):
-            role, content = message["role"], _flat(message.get("content"))
-            if role == "assistant":
+        for sent in sent_messages(asm, api, records):
+            if sent.role == "assistant":
                 if parts:
                     out.append(ModelRequest(parts=parts))
                     parts = []
                 response_parts: list[Any] = []
-                kept = records[ref].meta.get(OPAQUE_PARTS) if ref in records else None
+                kept = next((records[r].meta.get(OPAQUE_PARTS) for r in sent.refs if r in records), None)
                 if kept:
                     response_parts += ModelMessagesTypeAdapter.validate_python([{"kind": "response", "parts": kept}])[
                         0
                     ].parts
-                if content:
-                    response_parts.append(TextPart(content))
-                for call in message.get("tool_calls") or ():
-                    name = renamed.get(call["function"]["name"], call["function"]["name"])
-                    names[call["id"]] = name
-                    response_parts.append(ToolCallPart(name, call["function"]["arguments"], tool_call_id=call["id"]))
+                if sent.text:
+                    response_parts.append(TextPart(sent.text))
+                for call_id, tool, arguments in sent.calls:
+                    names[call_id] = tool
+                    response_parts.append(ToolCallPart(tool, arguments, tool_call_id=call_id))
                 out.append(ModelResponse(parts=response_parts))
-            elif role == "tool":
-                call_id = message["tool_call_id"]
-                parts.append(ToolReturnPart(names.get(call_id, "tool"), content, tool_call_id=call_id))
-            elif role in ("system", "developer"):
-                parts.append(SystemPromptPart(content))
+            elif sent.role == "tool":
+                call_id = sent.call_id or ""
+                parts.append(ToolReturnPart(names.get(call_id, "tool"), sent.text, tool_call_id=call_id))
+            elif sent.role == "system":
+                parts.append(SystemPromptPart(sent.text))
             else:
-                parts.append(UserPromptPart(content))
+                parts.append(UserPromptPart(sent.text))
         if parts:
             out.append(ModelRequest(parts=parts))
         return out
@@ -202,14 +245,6 @@ def _dump(parts: list[Any]) -> list[Any]:
 def _response_key(message: ModelResponse) -> str:
     """A response's key: its parts' identity (the same response object reappears in later requests)."""
     return "response:" + _digest(json.dumps(_dump(list(message.parts)), sort_keys=True))
-
-
-def _flat(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
 
 
 def _digest(text: str) -> str:

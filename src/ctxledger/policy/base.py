@@ -164,12 +164,15 @@ class RehydrationParams:
         flag(self.recall_tool, "rehydration", "recall_tool")
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-able form (part of the policy hash)."""
-        return {
+        """JSON-able form (part of the policy hash; ``recall_tool`` only when on, so other hashes are unchanged)."""
+        out: dict[str, Any] = {
             "max_bytes": self.max_bytes,
             "max_artifact_bytes": self.max_artifact_bytes,
             "located_ranges": self.located_ranges,
         }
+        if self.recall_tool:
+            out["recall_tool"] = True
+        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,11 @@ _LOCATOR_FIELDS = ("artifact_id", "sha256", "line_start", "line_end", "byte_star
 
 
 def fetch_command(artifact_id: str, byte_start: int, byte_end: int) -> str:
-    """The CLI command that rehydrates bytes ``[byte_start, byte_end)`` of an artifact."""
+    """The CLI command that rehydrates bytes ``[byte_start, byte_end)`` of an artifact.
+
+    A locator's ``fetch`` is for operators (manifests, memories), whatever the policy: the model is told how to
+    read more by the text it is shown (:mod:`ctxledger.fetch_hints`).
+    """
     return f"ctxledger rehydrate {artifact_id} --bytes {byte_start}:{byte_end}"
 
 

@@ -19,8 +19,9 @@ The invariant this module holds: every run of text an excerpt shows is *exactly*
 ``data[byte_start:byte_end]`` of one of its locators, decoded as UTF-8 (undecodable bytes replaced), so a
 locator always rehydrates to the bytes the excerpt claims. Everything else in the text (the header, the
 ``… lines 12\u2013480 omitted (N bytes) …`` markers, the footer) is framing that names the artifact and says
-what was left out. The excerpt's exact token count, measured with the caller's counter on the final text,
-is at most ``max_tokens``.
+what was left out; the footer says how to read more (:mod:`ctxledger.fetch_hints`: a ``recall`` call when the
+reader has that tool, else the ``ctxledger rehydrate`` command). The excerpt's exact token count, measured with
+the caller's counter on the final text (the footer included), is at most ``max_tokens``.
 
 One exception, asked for by the caller: the lines named in ``withheld`` (line number → placeholder, e.g.
 the lines of a tool output that hold a secret) are never shown. A shown run that touches such a line shows
@@ -38,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ctxledger.errors import BudgetError, ConfigurationError
+from ctxledger.fetch_hints import more
 from ctxledger.represent._lines import LineIndex, Locator
 from ctxledger.represent._patterns import ERROR_RE, is_error_line, is_warning_line
 from ctxledger.tokens import TokenCounter
@@ -232,8 +234,10 @@ class _Renderer:
         source_version: str | None,
         ref_uri: str | None,
         withheld: Mapping[int, str] | None = None,
+        recall: bool = False,
     ) -> None:
         self.index = index
+        self.recall = recall
         self.withheld = dict(withheld or {})
         self.withheld_lines = sorted(self.withheld)
         self.pieces = pieces
@@ -251,7 +255,7 @@ class _Renderer:
         )
 
     def footer(self) -> str:
-        return f"[full output: ctxledger rehydrate {self.artifact_id}; a range: add --bytes START:END]"
+        return more(self.artifact_id, recall=self.recall)
 
     def runs(self, chosen: Sequence[int]) -> list[tuple[int, int]]:
         runs: list[tuple[int, int]] = []
@@ -345,6 +349,7 @@ def make_excerpt(
     focus: Sequence[str] = (),
     ref_uri: str | None = None,
     withheld: Mapping[int, str] | None = None,
+    recall: bool = False,
 ) -> Excerpt:
     r"""Return a bounded excerpt of an artifact's bytes that keeps what matters (see module docstring).
 
@@ -360,6 +365,8 @@ def make_excerpt(
             named in the header when given.
         withheld: 1-based line number → the text shown instead of that line wherever a shown run touches
             it (see the module docstring); line numbers count ``\n``-terminated lines of ``data``.
+        recall: the reader can call the ``recall`` tool: the footer names a ``recall`` call instead of the
+            ``ctxledger rehydrate`` command (:mod:`ctxledger.fetch_hints`).
 
     Returns:
         An :class:`Excerpt` whose ``tokens`` ≤ ``max_tokens``. When everything fits, it shows the whole
@@ -382,6 +389,7 @@ def make_excerpt(
         source_version=source_version,
         ref_uri=ref_uri,
         withheld=withheld,
+        recall=recall,
     )
     whole_text, whole_locators = render.render(range(len(pieces)))
     whole_tokens = counter.count(whole_text)

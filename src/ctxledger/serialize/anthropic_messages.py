@@ -92,6 +92,8 @@ class AnthropicMessagesSerializer:
 
     Args:
         tool_system_prompt_tokens: the documented tool-use system prompt size of the target model.
+        recall: the model has the ``recall`` tool (accepted like the other serializers; images go in tool
+            results here, so no text of this format names a way to read them back).
     """
 
     name = "anthropic-messages"
@@ -99,8 +101,9 @@ class AnthropicMessagesSerializer:
     thinking_types = ("thinking", "redacted_thinking")
     """Assistant turns carry their ``thinking`` / ``redacted_thinking`` blocks (see the module docstring)."""
 
-    def __init__(self, *, tool_system_prompt_tokens: int = TOOL_USE_SYSTEM_PROMPT_TOKENS) -> None:
+    def __init__(self, *, tool_system_prompt_tokens: int = TOOL_USE_SYSTEM_PROMPT_TOKENS, recall: bool = False) -> None:
         self.tool_system_prompt_tokens = tool_system_prompt_tokens
+        self.recall = recall
 
     # -- building -------------------------------------------------------------------------------
 

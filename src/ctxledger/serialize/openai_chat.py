@@ -105,7 +105,7 @@ class ToolSchemaRates:
     func_end: int = 12
 
 
-def _image_references(parts: list[dict[str, Any]], ref: str) -> list[dict[str, Any]]:
+def _image_references(parts: list[dict[str, Any]], ref: str, *, recall: bool = False) -> list[dict[str, Any]]:
     """A tool message's parts with each image part replaced by a text reference (tool messages take text only).
 
     The API reference's tool message content is a string or text parts; an image from a tool output is
@@ -115,7 +115,7 @@ def _image_references(parts: list[dict[str, Any]], ref: str) -> list[dict[str, A
     for part in parts:
         if part["type"] == "image_url":
             number += 1
-            part = {"type": "text", "text": image_reference(number, ref)}
+            part = {"type": "text", "text": image_reference(number, ref, recall=recall)}
         out.append(part)
     return out
 
@@ -127,15 +127,22 @@ class OpenAIChatSerializer:
         image_rates: tile rates for image parts (gpt-4o family by default; see
             :func:`ctxledger.serialize.images.openai_tile_rates`).
         tool_rates: the constants of the tool-schema formula.
+        recall: the model has the ``recall`` tool: an image left out of a tool result names a ``recall`` call
+            instead of the ``ctxledger rehydrate`` command (:func:`~ctxledger.serialize.tool_images.image_reference`).
     """
 
     name = "openai-chat"
 
     def __init__(
-        self, *, image_rates: TileRates = GPT_4O_TILE_RATES, tool_rates: ToolSchemaRates | None = None
+        self,
+        *,
+        image_rates: TileRates = GPT_4O_TILE_RATES,
+        tool_rates: ToolSchemaRates | None = None,
+        recall: bool = False,
     ) -> None:
         self.image_rates = image_rates
         self.tool_rates = tool_rates or ToolSchemaRates()
+        self.recall = recall
 
     # -- building -------------------------------------------------------------------------------
 
@@ -206,7 +213,7 @@ class OpenAIChatSerializer:
             return turn.content
         parts = content_parts(index, turn)
         if turn.role == "tool":
-            parts = _image_references(parts, turn.ref)
+            parts = _image_references(parts, turn.ref, recall=self.recall)
         for part in parts:
             if part["type"] not in _PART_TYPES[turn.role]:
                 raise ProviderContractError(

@@ -102,6 +102,8 @@ class OpenAIResponsesSerializer:
     Args:
         image_rates: the target model's image tile rates.
         tool_rates: the constants of the tool-schema formula.
+        recall: the model has the ``recall`` tool (kept for the text this format shares with OpenAI Chat; tool
+            results carry their images here).
     """
 
     name = "openai-responses"
@@ -110,10 +112,15 @@ class OpenAIResponsesSerializer:
     """Assistant turns carry their reasoning and compaction items; Anthropic thinking blocks are dropped."""
 
     def __init__(
-        self, *, image_rates: TileRates = GPT_4O_TILE_RATES, tool_rates: ToolSchemaRates | None = None
+        self,
+        *,
+        image_rates: TileRates = GPT_4O_TILE_RATES,
+        tool_rates: ToolSchemaRates | None = None,
+        recall: bool = False,
     ) -> None:
         self.image_rates = image_rates
-        self._chat = OpenAIChatSerializer(image_rates=image_rates, tool_rates=tool_rates)
+        self.recall = recall
+        self._chat = OpenAIChatSerializer(image_rates=image_rates, tool_rates=tool_rates, recall=recall)
 
     # -- building -------------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ctxledger.fetch_hints import whole
 from ctxledger.serialize.images import DataUrl, image_size_from_base64, parse_data_url
 
 SENT_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
@@ -178,9 +179,13 @@ def binary_image_parts(data: bytes, media_type: str) -> tuple[dict[str, Any], ..
     return image_parts(placeholder(1, image), [image])
 
 
-def image_reference(number: int, ref: str) -> str:
-    """What stands for image ``number`` of tool result ``ref`` where the API takes no image in a tool result."""
+def image_reference(number: int, ref: str, *, recall: bool = False) -> str:
+    """What stands for image ``number`` of tool result ``ref`` where the API takes no image in a tool result.
+
+    It names how to read the artifact back (:mod:`ctxledger.fetch_hints`): a ``recall`` call when ``recall``
+    (the model has that tool), else the ``ctxledger rehydrate`` command.
+    """
     return (
         f"[image {number} of this tool result not shown: this API takes text only in tool results; "
-        f"artifact {ref} holds it (ctxledger rehydrate {ref})]"
+        f"artifact {ref} holds it ({whole(ref, recall=recall)})]"
     )
