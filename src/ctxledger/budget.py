@@ -46,7 +46,9 @@ class Budget:
         if self.input_tokens <= 0:
             raise ConfigurationError(
                 f"no room for input: window {self.window_tokens} - output {self.output_tokens} "
-                f"- margin {self.margin_tokens} = {self.input_tokens} tokens"
+                f"- margin {self.margin_tokens} = {self.input_tokens} tokens; raise the window (W) or lower the "
+                "output reserve (O) or the margin (M): window_tokens / output_tokens / margin_tokens in the API, "
+                "--window / --output / --margin on the command line"
             )
 
     @property

@@ -292,6 +292,21 @@ class ProviderContractError(SerializationError):
         self.refs = tuple(refs)
 
 
+NOTHING_TO_SEND = (
+    "nothing to send: the context has no user or assistant turn (the conversation has none yet, or every turn "
+    "was left out or is empty)"
+)
+"""The message of :class:`NothingToSend`."""
+
+
+class NothingToSend(ProviderContractError):
+    """The assembled context holds no user or assistant turn, so no provider accepts it; nothing was sent.
+
+    Raised for a conversation with no turn yet (or only empty ones, which assembly leaves out) and when every
+    turn was withheld. A user error: the CLI exits with code 2 and the service answers 422.
+    """
+
+
 class IntegrityError(CtxledgerError):
     """Stored bytes do not match the content hash that names them."""
 

@@ -7,6 +7,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pytest
 from typer.testing import CliRunner
 
 from ctxledger.budget import DEFAULT_BUDGET
@@ -497,7 +498,7 @@ def test_assemble_a_snapshot_before_the_branch_or_past_the_head_is_a_clean_input
     assert early.exit_code == 2, early.output
     flat = _flat(early.stderr)
     assert f"branch inc-1/planB begins at seq {seqs['planB']}" in flat and "as_of_seq" in flat
-    assert "payload has no messages" not in flat and "Traceback" not in early.output
+    assert "nothing to send" not in flat and "Traceback" not in early.output
     past = runner.invoke(app, [*base, "--snapshot", "9999"])
     assert past.exit_code == 2 and f"past the head of conversation inc-1 (seq {seqs['head']})" in _flat(past.stderr)
     ok = runner.invoke(app, [*base, "--branch", "inc-1/planB", "--snapshot", str(seqs["planB"])])
@@ -556,3 +557,16 @@ def test_assemble_in_the_responses_format(runner: CliRunner, demo_store: DemoSto
     assert payload["instructions"] and payload["input"][0]["role"] == "user"
     assert (payload["store"], payload["truncation"]) == (False, "disabled")
     assert _manifest(demo_store.url, result)["api"] == "openai-responses"
+
+
+@pytest.mark.parametrize("api", ["openai-chat", "anthropic-messages", "openai-responses"])
+def test_an_empty_conversation_is_nothing_to_send_and_exits_2(runner: CliRunner, tmp_path: Path, api: str) -> None:
+    """A conversation imported with no turn assembles to a clear "nothing to send" error, exit 2, in every format."""
+    url = f"sqlite:///{tmp_path / 'e.db'}"
+    source = tmp_path / "empty.json"
+    source.write_text('{"messages": []}', encoding="utf-8")
+    imported = runner.invoke(app, ["--db", url, "import", str(source), "--conversation-id", "e"])
+    assert imported.exit_code == 0, imported.output
+    result = runner.invoke(app, ["--db", url, "assemble", "e", "--format", api, "--model", "claude-sonnet-4-5"])
+    assert result.exit_code == 2, result.output
+    assert "nothing to send" in _flat(result.stderr) and "Traceback" not in result.output

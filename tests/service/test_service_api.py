@@ -208,3 +208,13 @@ def test_any_user_text_round_trips_through_append_and_rehydrate(served: Served, 
     assert answer.status_code == 201, answer.text
     (ref,) = answer.json()["records"]
     assert served.client.get(f"/v1/rehydrate/{ref}", headers=auth).content == text.encode("utf-8")
+
+
+def test_assembling_an_empty_conversation_is_a_422_nothing_to_send(served: Served) -> None:
+    """An imported conversation without a turn answers 422 ``nothing-to-send``, not a 500."""
+    auth = served.auth("acme")
+    body = {"content": '{"messages": []}', "filename": "empty.json", "conversation_id": "empty-conv"}
+    assert served.client.post("/v1/imports", headers=auth, json=body).status_code == 201
+    answer = served.client.post("/v1/conversations/empty-conv/assemble", headers=auth, json={})
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["type"].endswith("/nothing-to-send") and "nothing to send" in answer.json()["detail"]

@@ -20,6 +20,7 @@ from ctxledger.errors import (
     ConfigurationError,
     CtxledgerError,
     InputError,
+    NothingToSend,
     PolicyError,
     RecordNotFound,
     RequiredBlocksDoNotFit,
@@ -27,7 +28,7 @@ from ctxledger.errors import (
 from ctxledger.ledger import DEFAULT_URL, Ledger
 from ctxledger.records import Record
 
-USER_ERRORS = (InputError, ConfigurationError, BudgetError, PolicyError, RecordNotFound)
+USER_ERRORS = (InputError, ConfigurationError, BudgetError, PolicyError, RecordNotFound, NothingToSend)
 """Errors caused by what the user asked; they exit with code 2."""
 
 COUNTER_HELP = (

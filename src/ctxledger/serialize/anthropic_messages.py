@@ -52,7 +52,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ctxledger.errors import ProviderContractError
+from ctxledger.errors import NOTHING_TO_SEND, NothingToSend, ProviderContractError
 from ctxledger.hashing import canonical_json
 from ctxledger.serialize._turns import at, check_turns, content_parts, function_definitions, speaker_label
 from ctxledger.serialize.base import Turn
@@ -158,7 +158,7 @@ class AnthropicMessagesSerializer:
             else:
                 messages.append({"role": role, "content": blocks})
         if not messages:
-            raise ProviderContractError("there is no user or assistant turn to send", rule="no_messages")
+            raise NothingToSend(NOTHING_TO_SEND, rule="no_messages")
         return messages
 
     def _blocks(self, index: int | None, turn: Turn) -> list[dict[str, Any]]:
@@ -280,7 +280,7 @@ class AnthropicMessagesSerializer:
         _check_system(payload.get("system"))
         messages = payload.get("messages")
         if not isinstance(messages, list) or not messages:
-            raise ProviderContractError("payload has no messages", rule="no_messages")
+            raise NothingToSend(NOTHING_TO_SEND, rule="no_messages")
         pending: list[str] = []
         seen: set[str] = set()
         previous = None

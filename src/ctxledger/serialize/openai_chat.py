@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxledger.errors import ProviderContractError
+from ctxledger.errors import NOTHING_TO_SEND, NothingToSend, ProviderContractError
 from ctxledger.hashing import canonical_json
 from ctxledger.serialize._turns import at, check_turns, content_parts, function_definitions, speaker_label
 from ctxledger.serialize.base import Turn
@@ -344,7 +344,7 @@ class OpenAIChatSerializer:
         """
         messages = payload.get("messages")
         if not isinstance(messages, list) or not messages:
-            raise ProviderContractError("payload has no messages", rule="no_messages")
+            raise NothingToSend(NOTHING_TO_SEND, rule="no_messages")
         pending: set[str] = set()
         seen: set[str] = set()
         for index, message in enumerate(messages):

@@ -44,7 +44,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ctxledger.errors import ProviderContractError
+from ctxledger.errors import NOTHING_TO_SEND, NothingToSend, ProviderContractError
 from ctxledger.serialize._turns import at, check_turns, content_parts, function_definitions, speaker_label
 from ctxledger.serialize.anthropic_messages import with_thinking
 from ctxledger.serialize.base import Turn
@@ -151,7 +151,7 @@ class OpenAIResponsesSerializer:
             item for i, t in enumerate(turns) if t.role not in _SYSTEM_ROLES for item in self._items(i, t)
         ]
         if not payload["input"]:
-            raise ProviderContractError("there is no user or assistant turn to send", rule="no_input")
+            raise NothingToSend(NOTHING_TO_SEND, rule="no_input")
         if tools:
             payload["tools"] = responses_tools(tools)
         payload["store"] = False

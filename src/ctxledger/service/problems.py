@@ -22,6 +22,7 @@ from ctxledger.errors import (
     ContentRetained,
     CtxledgerError,
     InputError,
+    NothingToSend,
     PolicyError,
     RecordNotFound,
     RequiredBlocksDoNotFit,
@@ -73,8 +74,10 @@ async def http_problem(_request: Request, exc: Exception) -> JSONResponse:
 
 
 def ctxledger_problem(exc: CtxledgerError) -> JSONResponse:
-    """The answer for a ctxledger error: 404 not found, 410 gone by retention, 409 usage already recorded,
-    422 bad input, else 500."""
+    """The answer for a ctxledger error.
+
+    404 not found, 410 gone by retention, 409 usage already recorded, 422 bad input or nothing to send, else 500.
+    """
     if isinstance(exc, ContentRetained):
         return problem(410, "retained", "Content removed by retention", str(exc), field=None)
     if isinstance(exc, RecordNotFound):
@@ -93,6 +96,8 @@ def ctxledger_problem(exc: CtxledgerError) -> JSONResponse:
             budget_tokens=exc.budget_tokens,
             blocks=blocks,
         )
+    if isinstance(exc, NothingToSend):
+        return problem(422, "nothing-to-send", "Nothing to send", str(exc), field=None)
     if isinstance(exc, InputError):
         return problem(422, "invalid-input", "Invalid input", exc.problem, field=exc.field, index=exc.index)
     if isinstance(exc, BudgetError):
