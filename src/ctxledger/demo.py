@@ -50,6 +50,7 @@ from ctxledger.errors import RecordNotFound
 from ctxledger.ledger import Ledger
 from ctxledger.recorder import Recorder
 from ctxledger.records import SkillState
+from ctxledger.serialize import default_model
 
 DEMO_FILE = "tau_bench_airline_task2.json"
 """The bundled trajectory, in ``ctxledger/_demo/`` next to its ``NOTICE``."""
@@ -71,9 +72,6 @@ DEMO_TASK = (2, 1)
 
 DEMO_ATTRIBUTION = "tau-bench airline task 2, trial 1 (MIT, Copyright (c) 2024 Sierra)"
 """One line naming the data and its licence, printed by the demo."""
-
-DEFAULT_MODELS: Mapping[str, str] = {"openai-chat": "gpt-4o", "anthropic-messages": "claude-sonnet-4-5"}
-"""The model the demo assembles for, per API contract (Claude counts are flagged as estimates)."""
 
 
 def demo_dir() -> Path:
@@ -223,7 +221,7 @@ def run_demo(
         output_tokens: ``O``, tokens reserved for the reply.
         margin_tokens: ``M``, the safety margin in tokens.
         api: ``openai-chat`` or ``anthropic-messages``.
-        model: the model (default per ``api``: :data:`DEFAULT_MODELS`).
+        model: the model (default per ``api``: :data:`ctxledger.serialize.DEFAULT_MODELS`).
         payload_path: write the payload JSON there (UTF-8, indented) if given.
 
     Returns:
@@ -242,7 +240,7 @@ def run_demo(
         output_tokens=output_tokens,
         margin_tokens=margin_tokens,
         api=api,
-        model=model or DEFAULT_MODELS.get(api, "gpt-4o"),
+        model=model or default_model(api),
     )
     if payload_path is not None:
         write_payload(asm.payload, payload_path)

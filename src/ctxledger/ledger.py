@@ -38,7 +38,7 @@ from ctxledger.policy.default import default_policy
 from ctxledger.policy.secrets import check_identifiers
 from ctxledger.records import Branch, Compaction, Conversation, Record
 from ctxledger.represent.compaction import Compactor
-from ctxledger.serialize import get_serializer
+from ctxledger.serialize import default_model, get_serializer
 from ctxledger.store.base import GraphStore
 from ctxledger.tokens import TokenCounter, counter_for_model
 
@@ -431,6 +431,8 @@ class Ledger:
             return conversation_id
         fields = {**self.request_defaults, **fields}
         check_request_types({"tenant_id": tenant_id, "conversation_id": conversation_id, **fields})
+        if fields.get("model") is None:  # the API contract's own model, so its payload names a model it accepts
+            fields["model"] = default_model(str(fields.get("api") or AssemblyRequest.api))
         try:
             return AssemblyRequest(tenant_id=tenant_id, conversation_id=conversation_id, **fields)
         except TypeError as exc:

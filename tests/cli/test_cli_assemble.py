@@ -16,6 +16,7 @@ from ctxledger.demo import DEMO_CONVERSATION, DEMO_FILE, DEMO_TASK
 from ctxledger.hashing import content_hash
 from ctxledger.ledger import Ledger
 from ctxledger.records import ToolArtifact, ToolCall
+from ctxledger.serialize import DEFAULT_MODELS
 from ctxledger.scenarios._graph import GraphBuilder
 
 if TYPE_CHECKING:
@@ -570,3 +571,16 @@ def test_an_empty_conversation_is_nothing_to_send_and_exits_2(runner: CliRunner,
     result = runner.invoke(app, ["--db", url, "assemble", "e", "--format", api, "--model", "claude-sonnet-4-5"])
     assert result.exit_code == 2, result.output
     assert "nothing to send" in _flat(result.stderr) and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("api", ["openai-chat", "anthropic-messages", "openai-responses"])
+def test_without_model_the_payload_names_the_formats_own_model(
+    runner: CliRunner, demo_store: DemoStore, api: str
+) -> None:
+    """No --model: an Anthropic payload names a Claude model, an OpenAI one gpt-4o, as Ledger.assemble does."""
+    result = runner.invoke(app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--format", api])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["model"] == DEFAULT_MODELS[api]
+    with Ledger.open(demo_store.url) as ledger:
+        assert ledger.assemble(DEMO_CONVERSATION, api=api, persist=False).payload["model"] == DEFAULT_MODELS[api]

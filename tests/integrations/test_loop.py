@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ctxledger import Ledger
-from ctxledger.integrations._loop import DEFAULT_MODELS, Budget, LoopLedger
+from ctxledger.integrations._loop import Budget, LoopLedger
+from ctxledger.serialize import DEFAULT_MODELS
 
 
 @pytest.mark.parametrize("api", sorted(DEFAULT_MODELS))

@@ -46,6 +46,7 @@ from ctxledger.ledger import Ledger, unexplained
 from ctxledger.manifest import explain as explain_manifest
 from ctxledger.manifest import has_full_trace
 from ctxledger.records import Record, ToolCall
+from ctxledger.serialize import default_model
 
 
 class Show(StrEnum):
@@ -126,8 +127,14 @@ def assemble(
     ] = DEFAULT_BUDGET.margin_tokens,
     api: Annotated[ApiFormat, typer.Option("--format", help="Provider payload format.")] = ApiFormat.OPENAI_CHAT,
     model: Annotated[
-        str, typer.Option("--model", help="Model name; also picks the tokenizer (claude-* counts are estimates).")
-    ] = "gpt-4o",
+        str | None,
+        typer.Option(
+            "--model",
+            help="Model name; also picks the tokenizer (claude-* counts are estimates). "
+            "Default per --format: gpt-4o for OpenAI, claude-sonnet-4-5 for anthropic-messages.",
+            show_default=False,
+        ),
+    ] = None,
     counter: Annotated[str | None, typer.Option("--counter", help=COUNTER_HELP, show_default=False)] = None,
     snapshot: Annotated[
         int | None,
@@ -225,6 +232,7 @@ def assemble(
     """
     settings = _settings(ctx)
     out = None if _is_stdout(out) else out
+    model = model or default_model(api.value)
     with _handled(), _open(settings) as ledger:
         from ctxledger.policy.loader import load_policy
 

@@ -20,9 +20,9 @@ from ctxledger.assemble.recall import RECALL_TOOL, answer_recall
 from ctxledger.errors import ConfigurationError
 from ctxledger.ledger import Ledger
 from ctxledger.recorder import Recorder
+from ctxledger.serialize import default_model
 from ctxledger.tokens import counter_for_model
 
-DEFAULT_MODELS = {"anthropic-messages": "claude-sonnet-4-5", "openai-chat": "gpt-4o", "openai-responses": "gpt-4o"}
 """The model recorded (and counted for) when the framework's model names none ctxledger has a tokenizer for."""
 
 FRAMEWORK_KEY = "framework_key"
@@ -198,7 +198,7 @@ class LoopLedger:
         return asm
 
     def model_for(self, api: str, name: Any) -> str:
-        """The framework model's ``name`` when it can be counted, else :data:`DEFAULT_MODELS` of ``api``.
+        """The framework model's ``name`` when it can be counted, else the default model of ``api``.
 
         A name can be counted when ctxledger knows its tokenizer, or a counter was given (``counter=``, or the
         ledger's). A scripted or self-hosted model (``function:…``, ``llama-…``) with none is recorded as its
@@ -211,7 +211,7 @@ class LoopLedger:
                 pass
             else:
                 return name
-        return DEFAULT_MODELS[api]
+        return default_model(api)
 
     def usage(self, assembly: Assembly, input_tokens: int | None, output_tokens: int | None) -> None:
         """Store a reply's reported usage against the assembly it was made with (nothing when none reported)."""

@@ -26,6 +26,19 @@ SERIALIZER_NAMES: tuple[str, ...] = tuple(sorted(_SERIALIZERS))
 """The API contracts a serializer exists for: ``anthropic-messages``, ``openai-chat``, ``openai-responses``."""
 
 
+DEFAULT_MODELS: dict[str, str] = {
+    "openai-chat": "gpt-4o",
+    "openai-responses": "gpt-4o",
+    "anthropic-messages": "claude-sonnet-4-5",
+}
+"""The model a payload names when the request names none, per API contract (its tokenizer counts the payload)."""
+
+
+def default_model(api: str) -> str:
+    """The model for ``api`` when a request names none (:data:`DEFAULT_MODELS`; ``gpt-4o`` for an unknown one)."""
+    return DEFAULT_MODELS.get(api, "gpt-4o")
+
+
 def get_serializer(name: str, **options: Any) -> Serializer:
     """Return the serializer for the API contract ``name``.
 
@@ -47,6 +60,7 @@ def get_serializer(name: str, **options: Any) -> Serializer:
 
 
 __all__ = [
+    "DEFAULT_MODELS",
     "SERIALIZER_NAMES",
     "AnthropicMessagesSerializer",
     "CallView",
@@ -54,5 +68,6 @@ __all__ = [
     "OpenAIResponsesSerializer",
     "Serializer",
     "Turn",
+    "default_model",
     "get_serializer",
 ]
