@@ -118,9 +118,34 @@ def _handled(window_option: str = "--window") -> Iterator[None]:
 
 
 @contextmanager
-def _open(settings: Settings) -> Iterator[Ledger]:
+def _open(settings: Settings, *, create: bool = False) -> Iterator[Ledger]:
+    """The ledger at ``--db``; a SQLite file that does not exist is created only when ``create``.
+
+    Raises:
+        ConfigurationError: ``create`` is false and ``--db`` names a SQLite file that does not exist (a mistyped
+            path must not become a new, empty store).
+    """
+    if not create and (missing := missing_sqlite_file(settings.db)) is not None:
+        raise ConfigurationError(
+            f"no store at {missing} (--db {settings.db}): check the path, or create one with "
+            "`ctxledger import PATH --db …` or `ctxledger demo --db …`"
+        )
     with Ledger.open(settings.db, blobs_dir=settings.blobs) as ledger:
         yield ledger
+
+
+def missing_sqlite_file(url: str) -> Path | None:
+    """The file a ``sqlite:///`` URL names when it does not exist yet, else ``None`` (in-memory, other backends)."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        parsed = make_url(url)
+    except Exception:  # a malformed URL is reported when it is opened
+        return None
+    if not parsed.drivername.startswith("sqlite") or parsed.database in (None, "", ":memory:"):
+        return None
+    path = Path(parsed.database)
+    return None if path.exists() else path
 
 
 def _records(ledger: Ledger, settings: Settings, conversation_id: str) -> dict[str, Record]:

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ctxledger.cli._app import app
-from ctxledger.cli._common import _handled, _open, _out, _settings
+from ctxledger.cli._common import _handled, _open, _out, _settings, missing_sqlite_file
 
 
 def _conversations_table(rows: Sequence[tuple[str, str, str]], tenant: str, width: int) -> Table:
@@ -42,6 +42,9 @@ def conversations(ctx: typer.Context) -> None:
     """
     settings = _settings(ctx)
     console = _out()
+    if missing_sqlite_file(settings.db) is not None:  # nothing imported yet: say how to start, create nothing
+        console.print(f"no store at {settings.db} yet: try [bold]ctxledger import PATH[/] or [bold]ctxledger demo[/]")
+        return
     with _handled(), _open(settings) as ledger:
         ids = ledger.store.conversations(settings.tenant)
         rows = []

@@ -176,7 +176,7 @@ def import_(
     with _handled():
         start = time.perf_counter()
         batches = _parse_all(_input_files(paths), fmt.value, settings.tenant, conversation_id, roots=paths)
-        with _open(settings) as ledger:
+        with _open(settings, create=True) as ledger:
             coster = _coster(ledger, "openai-chat", count_tokens_for, counter) if count_tokens_for else None
             results = _write_all(ledger, batches, coster)
         elapsed = time.perf_counter() - start

@@ -38,7 +38,7 @@ def create(
     from ctxledger.store.keys import create_key
 
     settings = _settings(ctx)
-    with _handled(), _open(settings) as ledger:
+    with _handled(), _open(settings, create=True) as ledger:
         key, row = create_key(ledger.store, settings.tenant, name)
     typer.echo(key)
     _err().print(
