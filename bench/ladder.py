@@ -54,13 +54,13 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make ``ctxledger`` importable from src
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from ctxledger.units import content_text
 from ctxledger.errors import RequiredBlocksDoNotFit
 from ctxledger.ledger import Ledger
 from ctxledger.policy.base import Policy
 from ctxledger.policy.default import default_policy
 from ctxledger.records import Message, Record, Role, ToolArtifact, ToolStatus
 from ctxledger.testing import MemoryStore
+from ctxledger.units import content_text
 
 DATA = Path(os.environ.get("CTXLEDGER_SHARED_DIR") or Path(__file__).resolve().parents[2] / "shared") / "data"
 """The shared datasets (``CTXLEDGER_SHARED_DIR``, as for the tests, else ``../shared`` beside the repo)."""

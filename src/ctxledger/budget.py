@@ -81,7 +81,9 @@ def contract_budget(requested: Budget, cap: int | None) -> Budget:
     """
     if cap is None or cap >= requested.input_tokens:
         return requested
-    return Budget(cap + requested.output_tokens + requested.margin_tokens, requested.output_tokens, requested.margin_tokens)
+    return Budget(
+        cap + requested.output_tokens + requested.margin_tokens, requested.output_tokens, requested.margin_tokens
+    )
 
 
 @dataclass(slots=True)

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from ctxledger import Ledger
-from ctxledger.units import data_block_body, unavailable_text
 from ctxledger.demo import demo_source
 from ctxledger.errors import BlobNotFound, InputError
 from ctxledger.records import Message, Role, ToolArtifact, ToolCall, ToolMemory
+from ctxledger.units import data_block_body, unavailable_text
 
 BUDGET: dict[str, Any] = {"window_tokens": 16_000, "output_tokens": 1_000, "margin_tokens": 200}
 

@@ -17,9 +17,9 @@ import pytest
 
 from ctxledger import Ledger
 from ctxledger.assemble.assembler import REQUIRED_VERBATIM_SHARE
-from ctxledger.units import data_block_body
 from ctxledger.errors import RequiredBlocksDoNotFit
 from ctxledger.records import Message, Role
+from ctxledger.units import data_block_body
 
 DEMO = (
     "swe-agent-demos/trajectories/demonstrations/replay__marshmallow-code__marshmallow-1867__function_calling__"

@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from ctxledger import Ledger
-from ctxledger.units import render_checkpoint
 from ctxledger.errors import InputError, RecordNotFound
 from ctxledger.policy import loads_policy
 from ctxledger.records import Checkpoint, Participant
 from ctxledger.testing import MemoryStore
+from ctxledger.units import render_checkpoint
 
 START = datetime(2026, 9, 1, 9, 0, tzinfo=UTC)
 LATER = START + timedelta(hours=1)

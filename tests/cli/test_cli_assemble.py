@@ -16,8 +16,8 @@ from ctxledger.demo import DEMO_CONVERSATION, DEMO_FILE, DEMO_TASK
 from ctxledger.hashing import content_hash
 from ctxledger.ledger import Ledger
 from ctxledger.records import ToolArtifact, ToolCall
-from ctxledger.serialize import DEFAULT_MODELS
 from ctxledger.scenarios._graph import GraphBuilder
+from ctxledger.serialize import DEFAULT_MODELS
 
 if TYPE_CHECKING:
     from conftest import DemoStore
@@ -33,7 +33,7 @@ def _window(window: int) -> list[str]:
 
 
 def _manifest(url: str, result: Any, *, full: bool = True) -> dict[str, Any]:
-    """The manifest of the assembly a CLI run printed (its id is on stdout or stderr), its trace replayed if ``full``."""
+    """The manifest of the assembly a CLI run printed (its id on stdout or stderr), its trace replayed if ``full``."""
     asm_id = next(w for w in (result.stdout + result.stderr).split() if w.startswith("asm_"))
     with Ledger.open(url) as ledger:
         return ledger.get_assembly(asm_id, full=full)

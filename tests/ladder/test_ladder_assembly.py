@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from ctxledger.units import render_tool_data
 from ctxledger.ledger import Ledger
 from ctxledger.policy import default_policy, loads_policy
 from ctxledger.records import Message, Role
 from ctxledger.serialize import get_serializer
+from ctxledger.units import render_tool_data
 
 ON = default_policy()
 OFF = dataclasses.replace(ON, selection=dataclasses.replace(ON.selection, ladder=False))

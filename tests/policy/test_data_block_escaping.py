@@ -14,6 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxledger import Ledger
+from ctxledger.errors import InputError
+from ctxledger.records import ToolMemory
 from ctxledger.units import (
     attr_value,
     data_block_body,
@@ -23,8 +25,6 @@ from ctxledger.units import (
     render_tool_data,
     rewrap_data_block,
 )
-from ctxledger.errors import InputError
-from ctxledger.records import ToolMemory
 
 T0 = datetime(2026, 9, 1, 9, 0, tzinfo=UTC)
 _CLOSER = re.compile(r"<\s*/\s*data", re.IGNORECASE)

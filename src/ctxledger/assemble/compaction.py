@@ -51,7 +51,6 @@ from datetime import datetime
 from typing import Any
 
 from ctxledger.assemble.snapshot import Snapshot
-from ctxledger.units import Unit, UnitKind
 from ctxledger.errors import InputError
 from ctxledger.policy.base import Outcome, Policy, ReasonCode
 from ctxledger.policy.secrets import redact_text
@@ -71,6 +70,7 @@ from ctxledger.records import (
 )
 from ctxledger.represent.compaction import Compactor, compact_checked
 from ctxledger.represent.extract.logs import primary_error
+from ctxledger.units import Unit, UnitKind
 
 _SOURCE_TYPES = (Message, ToolCall, ToolArtifact, ToolMemory, Checkpoint, ModelRun, Compaction)
 _VISIBLE = (Visibility.CONVERSATION, Visibility.BRANCH)

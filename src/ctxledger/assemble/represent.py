@@ -77,7 +77,6 @@ from datasketch import MinHash, MinHashLSH  # type: ignore[import-untyped]
 
 from ctxledger.assemble.costing import Coster, FixedCoster, turn_key
 from ctxledger.assemble.select import Option
-from ctxledger.units import Unit, UnitKind, data_block_body, render_memory, rewrap_data_block
 from ctxledger.errors import BlobNotFound, BudgetError, ContentRetained, InputError, IntegrityError, RecordNotFound
 from ctxledger.fetch_hints import whole
 from ctxledger.hashing import sha256_hex
@@ -91,6 +90,7 @@ from ctxledger.represent.redundancy import NUM_PERM, _lsh_params, _minhash, call
 from ctxledger.retention.state import retained
 from ctxledger.serialize.base import Turn
 from ctxledger.tokens import TokenCounter
+from ctxledger.units import Unit, UnitKind, data_block_body, render_memory, rewrap_data_block
 
 LADDER_VERSION = "1"
 

@@ -29,9 +29,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Collection, Sequence
 
-from ctxledger.units import Unit, UnitKind
 from ctxledger.policy.secrets import SPEAKER_WITHHELD
 from ctxledger.records import Message, Participant, Record, Role
+from ctxledger.units import Unit, UnitKind
 
 _SPOKEN = (UnitKind.MESSAGE, UnitKind.TOOL_EXCHANGE)
 

@@ -47,8 +47,9 @@ def retain(
     ctx: typer.Context,
     policy_file: Annotated[
         Path,
-        typer.Option("--policy", help="The policy file whose \\[retention] rules to apply (TOML, or YAML).",
-                     show_default=False),
+        typer.Option(
+            "--policy", help="The policy file whose \\[retention] rules to apply (TOML, or YAML).", show_default=False
+        ),
     ],
     allow_stage_modules: Annotated[
         list[str] | None,
@@ -57,7 +58,9 @@ def retain(
             help="A module the policy file's \\[stage_classes] may import custom stages from (repeatable).",
         ),
     ] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would be done, by rule; change nothing.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print what would be done, by rule; change nothing.")
+    ] = False,
     now: Annotated[
         str | None, typer.Option("--now", help="The clock ages are measured at, ISO 8601; default now.")
     ] = None,
@@ -67,11 +70,11 @@ def retain(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the full report (every action) as JSON.")] = False,
 ) -> None:
-    """Apply the policy's retention rules: keep, redact, reduce to a hash or delete records by age.
+    r"""Apply the policy's retention rules: keep, redact, reduce to a hash or delete records by age.
 
     Each rule names record kinds (message, tool_artifact, tool_memory), optionally privacy classes, an
     age in days and an action; assemblies are kept whole, then as their summary, then deleted
-    (\\[retention.assemblies]). Work is done in transactions of --batch-size records: a run that is
+    (\[retention.assemblies]). Work is done in transactions of --batch-size records: a run that is
     killed leaves every batch whole or untouched, and running the command again finishes the rest.
     Every action goes to the audit trail (see [bold]retention-audit[/bold]); a blob is removed only when
     no record of any tenant references it.
@@ -90,9 +93,10 @@ def retain(
                 field="retention",
             )
         clock = _parse_now(now) if now is not None else None
-        with _open(settings) as ledger, Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), console=_err(), transient=True
-        ) as progress:
+        with (
+            _open(settings) as ledger,
+            Progress(SpinnerColumn(), TextColumn("{task.description}"), console=_err(), transient=True) as progress,
+        ):
             task = progress.add_task("scanning records", total=None)
             report = ledger.retain(
                 policy=policy,
@@ -162,7 +166,12 @@ def retention_audit(
         table.add_column(column)
     for r in rows:
         table.add_row(
-            r.at.isoformat(timespec="seconds"), escape(r.rule), r.action, r.target, escape(r.ref),
-            (r.before_sha256 or "")[:12], (r.after_sha256 or "")[:12],
+            r.at.isoformat(timespec="seconds"),
+            escape(r.rule),
+            r.action,
+            r.target,
+            escape(r.ref),
+            (r.before_sha256 or "")[:12],
+            (r.after_sha256 or "")[:12],
         )
     _out().print(table)

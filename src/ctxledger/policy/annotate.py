@@ -28,12 +28,12 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ctxledger.units import Unit, UnitKind, render_data_block, render_tool_data
 from ctxledger.policy.decisions import PolicyDecision
 from ctxledger.policy.injection import INSTRUCTION_LIKE
 from ctxledger.policy.secrets import SPEAKER_WITHHELD, default_scanner, redact, redact_text
 from ctxledger.records import Record
 from ctxledger.serialize.base import CallView, Turn
+from ctxledger.units import Unit, UnitKind, render_data_block, render_tool_data
 
 _DATA_KINDS = (UnitKind.MEMORY, UnitKind.COMPACTION, UnitKind.CHECKPOINT)
 _TRANSFORM = {

@@ -44,7 +44,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxledger.units import Unit, UnitKind, render_data_block
 from ctxledger.errors import BlobNotFound, InputError, IntegrityError
 from ctxledger.hashing import sha256_hex
 from ctxledger.policy.base import Policy, ReasonCode
@@ -53,6 +52,7 @@ from ctxledger.policy.stages._common import request_provider
 from ctxledger.policy.stages.visibility import visible_to
 from ctxledger.records import Record, ToolArtifact, ToolMemory
 from ctxledger.retention.state import source_retained
+from ctxledger.units import Unit, UnitKind, render_data_block
 
 
 @dataclass(slots=True)

@@ -30,10 +30,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ctxledger.errors import CtxledgerError, PolicyError
-from ctxledger.policy.decisions import Outcome, PolicyDecision, ReasonCode, StageContext, protected_records
 from ctxledger.policy.contracts import tool_ref
+from ctxledger.policy.decisions import Outcome, PolicyDecision, ReasonCode, StageContext, protected_records
 from ctxledger.policy.stages import STAGES
-from ctxledger.records import Message, Role
 
 if TYPE_CHECKING:
     from ctxledger.policy.contracts import WorkingSetContract

@@ -203,8 +203,19 @@ class _Batch:
     def _entry(self, rec: Record, rule: str, action: str, after: str | None, detail: str) -> None:
         before, _ = _before(rec)
         self.audit.append(
-            AuditEntry(rec.tenant_id, rec.conversation_id, "record", rec.id, rec.kind.value, rule, action,
-                       self.now, before, after, detail)
+            AuditEntry(
+                rec.tenant_id,
+                rec.conversation_id,
+                "record",
+                rec.id,
+                rec.kind.value,
+                rule,
+                action,
+                self.now,
+                before,
+                after,
+                detail,
+            )
         )
 
     def redact(self, rec: Record, rule: str, action: Action) -> None:
@@ -247,9 +258,12 @@ class _Batch:
                 if isinstance(other, ToolArtifact):
                     self.delete(other, rule, with_it)
             msg = self._by_id(rec, rec.message_id)
-            if isinstance(msg, Message) and not msg.content:
-                if not any(isinstance(r, ToolCall) for r in self._referring(msg)):
-                    self.delete(msg, rule, with_it)
+            if (
+                isinstance(msg, Message)
+                and not msg.content
+                and not any(isinstance(r, ToolCall) for r in self._referring(msg))
+            ):
+                self.delete(msg, rule, with_it)
         elif isinstance(rec, Message):
             for call in self._referring(rec):
                 if isinstance(call, ToolCall):
@@ -286,8 +300,19 @@ class _Batch:
         summary = summarize(whole, state)
         self.summaries[(manifest["tenant_id"], manifest["id"])] = summary
         self.audit.append(
-            AuditEntry(manifest["tenant_id"], manifest["conversation_id"], "assembly", manifest["id"], "assembly",
-                       state.rule, "summary", self.now, _manifest_sha(whole), _manifest_sha(summary), detail)
+            AuditEntry(
+                manifest["tenant_id"],
+                manifest["conversation_id"],
+                "assembly",
+                manifest["id"],
+                "assembly",
+                state.rule,
+                "summary",
+                self.now,
+                _manifest_sha(whole),
+                _manifest_sha(summary),
+                detail,
+            )
         )
 
     def change(self, delete_assemblies: Iterable[Key] = ()) -> RetentionChange:
@@ -337,14 +362,18 @@ def _names(rec: Record) -> set[str]:
 
 
 def _memory_sources(mem: ToolMemory) -> set[str]:
-    return set(mem.source_artifact_ids) | {str(loc.get("artifact_id")) for loc in mem.locators if loc.get("artifact_id")}
+    return set(mem.source_artifact_ids) | {
+        str(loc.get("artifact_id")) for loc in mem.locators if loc.get("artifact_id")
+    }
 
 
 def _manifest_sha(manifest: Mapping[str, Any]) -> str:
     return sha256_hex(canonical_json(manifest).encode("utf-8"))
 
 
-def _commit(store: GraphStore, batch: _Batch, report: RetentionReport, dry_run: bool, extra: Iterable[Key] = ()) -> None:
+def _commit(
+    store: GraphStore, batch: _Batch, report: RetentionReport, dry_run: bool, extra: Iterable[Key] = ()
+) -> None:
     change = batch.change(extra)
     report._add(change.audit)
     if dry_run or not change.audit:
@@ -493,9 +522,19 @@ def _retain_assemblies(run: _Run, rules: RetentionRules, tenant_id: str | None, 
             if schedule.summary_days is not None and age >= DAY * schedule.summary_days:
                 run.gone.append(key)
                 run.batch.audit.append(
-                    AuditEntry(key[0], manifest["conversation_id"], "assembly", key[1], "assembly",
-                               "assemblies.summary_days", "delete", run.now, _manifest_sha(manifest), None,
-                               f"deleted by retention rule assemblies.summary_days at {at}")
+                    AuditEntry(
+                        key[0],
+                        manifest["conversation_id"],
+                        "assembly",
+                        key[1],
+                        "assembly",
+                        "assemblies.summary_days",
+                        "delete",
+                        run.now,
+                        _manifest_sha(manifest),
+                        None,
+                        f"deleted by retention rule assemblies.summary_days at {at}",
+                    )
                 )
             elif (
                 schedule.whole_days is not None
@@ -504,8 +543,9 @@ def _retain_assemblies(run: _Run, rules: RetentionRules, tenant_id: str | None, 
                 and key not in run.batch.summaries
             ):
                 state = Retained("assemblies.whole_days", "summary", at)
-                run.batch.summarise(manifest, state, f"manifest reduced to its summary by retention rule "
-                                    f"assemblies.whole_days at {at}")
+                run.batch.summarise(
+                    manifest, state, f"manifest reduced to its summary by retention rule assemblies.whole_days at {at}"
+                )
         run.page_done()
 
 
@@ -555,8 +595,19 @@ def _forget_conversation(store: GraphStore, batch: _Batch, tenant_id: str, conve
             batch.blobs.add(rec.sha256)
     for manifest in store.list_assemblies(tenant_id, conversation_id):
         batch.audit.append(
-            AuditEntry(tenant_id, conversation_id, "assembly", manifest["id"], "assembly", FORGET_RULE, "delete",
-                       batch.now, _manifest_sha(manifest), None, sentence)
+            AuditEntry(
+                tenant_id,
+                conversation_id,
+                "assembly",
+                manifest["id"],
+                "assembly",
+                FORGET_RULE,
+                "delete",
+                batch.now,
+                _manifest_sha(manifest),
+                None,
+                sentence,
+            )
         )
     batch.forgotten.append((tenant_id, conversation_id))
     _derived_elsewhere(store, batch, tenant_id, {r.id for r in gone}, skip={conversation_id})
@@ -576,8 +627,10 @@ def _forget_participant(store: GraphStore, batch: _Batch, tenant_id: str, partic
             shown = {e.get("ref") for e in manifest.get("included", [])} & {k[1] for k in batch.deletes}
             if (shown or manifest.get("participant_id") == participant_id) and akey not in batch.summaries:
                 batch.summarise(
-                    manifest, Retained(FORGET_RULE, "summary", batch.at), f"reduced to its summary: it showed "
-                    f"records of participant {participant_id}, {Retained(FORGET_RULE, 'delete', batch.at).sentence}"
+                    manifest,
+                    Retained(FORGET_RULE, "summary", batch.at),
+                    f"reduced to its summary: it showed "
+                    f"records of participant {participant_id}, {Retained(FORGET_RULE, 'delete', batch.at).sentence}",
                 )
 
 
@@ -591,4 +644,6 @@ def _derived_elsewhere(store: GraphStore, batch: _Batch, tenant_id: str, gone: s
                 continue
             sources = _memory_sources(rec)
             if sources and sources <= gone:
-                batch.delete(rec, FORGET_RULE, f"deleted: derived only from forgotten records ({', '.join(sorted(sources))})")
+                batch.delete(
+                    rec, FORGET_RULE, f"deleted: derived only from forgotten records ({', '.join(sorted(sources))})"
+                )

@@ -203,9 +203,12 @@ class RetentionRules:
         age = now - record.created_at
         best: RetentionRule | None = None
         for rule in self.rules:
-            if rule.matches(record) and age >= DAY * rule.after_days:
-                if best is None or rule.after_days > best.after_days:
-                    best = rule
+            if (
+                rule.matches(record)
+                and age >= DAY * rule.after_days
+                and (best is None or rule.after_days > best.after_days)
+            ):
+                best = rule
         return best
 
     def as_dict(self) -> dict[str, Any]:

@@ -12,13 +12,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from ctxledger.units import UnitKind
 from ctxledger.errors import CtxledgerError
 from ctxledger.hashing import canonical_json
 from ctxledger.ledger import Ledger
 from ctxledger.scenarios._graph import GraphBuilder
 from ctxledger.scenarios.base import Scenario
 from ctxledger.store.memory import MemoryStore
+from ctxledger.units import UnitKind
 
 DEFAULT_REQUEST: Mapping[str, Any] = {
     "model": "gpt-4o",

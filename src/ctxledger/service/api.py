@@ -242,7 +242,8 @@ def rehydrate(
 
     Answered only when an assembly of the record's branch for the same reader (``participant``, ``provider``)
     would not withhold the record by a hard filter (privacy, provider scope, visibility, a withheld secret …),
-    and the bytes hold no secret (assemblies show such bytes redacted); otherwise 403 names the reason. For a ``sha256:`` ref, at least one record holding those bytes must pass.
+    and the bytes hold no secret (assemblies show such bytes redacted); otherwise 403 names the reason. For a
+    ``sha256:`` ref, at least one record holding those bytes must pass.
     """
     span = _range(start, end)
     reader = Reader(participant_id=participant, provider=provider)

@@ -24,11 +24,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from ctxledger.units import Unit, UnitKind
-from ctxledger.policy.decisions import PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.checks import flag
+from ctxledger.policy.decisions import PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.stages._common import live_units, omit_unit, require
 from ctxledger.records import Checkpoint, Compaction, Message
+from ctxledger.units import Unit, UnitKind
 
 _COVERABLE = (UnitKind.MESSAGE, UnitKind.TOOL_EXCHANGE)
 _COVERS = (UnitKind.COMPACTION, UnitKind.CHECKPOINT)

@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from ctxledger.units import Unit, UnitKind
 from ctxledger.policy.decisions import PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.stages._common import live_units, omit_unit
 from ctxledger.records import ToolArtifact, ToolMemory
+from ctxledger.units import Unit, UnitKind
 
 
 class MemoryFirstStage:

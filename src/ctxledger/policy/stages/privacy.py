@@ -25,8 +25,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from ctxledger.errors import InvalidSetting
-from ctxledger.policy.decisions import PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.checks import string_lists, strings
+from ctxledger.policy.decisions import PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.derivation import restricting_sources
 from ctxledger.policy.stages._common import omit, request_provider
 from ctxledger.records import Branch, Conversation, Participant, Record

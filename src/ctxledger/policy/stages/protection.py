@@ -37,11 +37,11 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from ctxledger.units import Unit, UnitKind
-from ctxledger.policy.decisions import PolicyDecision, StageContext
 from ctxledger.policy.checks import flag
+from ctxledger.policy.decisions import PolicyDecision, StageContext
 from ctxledger.policy.stages._common import live_units, memo_unit_tags, participants, require
 from ctxledger.records import Message, Role, ToolStatus
+from ctxledger.units import Unit, UnitKind
 
 TAG_REASONS: Mapping[str, str] = {
     "user_constraint": "user_constraint",

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from ctxledger.policy.decisions import PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.checks import strings
+from ctxledger.policy.decisions import PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.stages._common import omit, request_attr, stage_key
 from ctxledger.records import Record
 

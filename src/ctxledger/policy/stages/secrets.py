@@ -29,11 +29,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from ctxledger.units import BLOB_MISMATCH, BLOB_MISSING, Unit, UnitKind
 from ctxledger.errors import InvalidSetting
-from ctxledger.policy.decisions import PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.checks import choice, strings
 from ctxledger.policy.contracts import tool_ref
+from ctxledger.policy.decisions import PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.secrets import (
     DEFAULT_PLUGINS,
     SPEAKER_WITHHELD,
@@ -49,6 +48,7 @@ from ctxledger.policy.stages._common import mark, omit, stage_key
 from ctxledger.records import Message, Participant, ToolArtifact, ToolCall
 from ctxledger.retention.state import TRANSFORM as RETAINED
 from ctxledger.serialize.base import Turn
+from ctxledger.units import BLOB_MISMATCH, BLOB_MISSING, Unit, UnitKind
 
 
 def turn_texts(turn: Turn) -> list[str]:

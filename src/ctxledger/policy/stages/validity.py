@@ -48,8 +48,8 @@ from datetime import timedelta
 from typing import Any, ClassVar
 
 from ctxledger.errors import InvalidSetting
-from ctxledger.policy.decisions import Outcome, PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.checks import choice, mapping, number, strings
+from ctxledger.policy.decisions import Outcome, PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.stages._common import mark, omit, request_attr
 from ctxledger.policy.stages.scope import scope_mismatch
 from ctxledger.policy.stages.visibility import visible_to

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from ctxledger.units import Unit, UnitKind
 from ctxledger.policy.decisions import PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.stages._common import live_units, omit_unit, unit_tags
 from ctxledger.records import Message, Role
+from ctxledger.units import Unit, UnitKind
 
 _KIND_SOURCE = {
     UnitKind.INSTRUCTION: "instructions",
