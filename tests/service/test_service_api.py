@@ -214,7 +214,8 @@ def test_assembling_an_empty_conversation_is_a_422_nothing_to_send(served: Serve
     """An imported conversation without a turn answers 422 ``nothing-to-send``, not a 500."""
     auth = served.auth("acme")
     body = {"content": '{"messages": []}', "filename": "empty.json", "conversation_id": "empty-conv"}
-    assert served.client.post("/v1/imports", headers=auth, json=body).status_code == 201
+    imported = served.client.post("/v1/imports", headers=auth, json=body)
+    assert imported.status_code == 201 and imported.json()["format"] == "openai-chat", imported.text
     answer = served.client.post("/v1/conversations/empty-conv/assemble", headers=auth, json={})
     assert answer.status_code == 422, answer.text
     assert answer.json()["type"].endswith("/nothing-to-send") and "nothing to send" in answer.json()["detail"]

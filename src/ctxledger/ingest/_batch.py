@@ -96,11 +96,13 @@ class ImportResult:
         conversation_ids: ids of the conversations written, in order.
         records: the appended records, with ``seq`` assigned by the store.
         blobs: number of distinct blobs put (bytes already present count too; puts are idempotent).
+        format: the format the input was read as (the detected one when it was imported with ``"auto"``).
     """
 
     conversation_ids: tuple[str, ...]
     records: list[Record]
     blobs: int
+    format: str = ""
 
     @property
     def messages(self) -> int:
@@ -167,7 +169,7 @@ def write_batch(store: GraphStore, batch: ImportBatch) -> ImportResult:
     records = mark_whole_exchanges([record for conv in batch.conversations for record in conv.records])
     written = store.append(records)
     ids = tuple(conv.conversation_id for conv in batch.conversations)
-    return ImportResult(conversation_ids=ids, records=written, blobs=len(blobs))
+    return ImportResult(conversation_ids=ids, records=written, blobs=len(blobs), format=batch.format)
 
 
 def _refuse_reimport(store: GraphStore, batch: ImportBatch) -> None:

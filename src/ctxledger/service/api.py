@@ -105,7 +105,7 @@ def import_file(request: Request, tenant: Tenant, body: ImportFile) -> Imported:
 
         result = _service(request).call(run)
     return Imported(
-        format=str(getattr(result, "format", body.format)),
+        format=result.format or body.format,
         conversation_ids=list(result.conversation_ids),
         records=len(result.records),
     )
