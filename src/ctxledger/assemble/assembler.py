@@ -2,7 +2,8 @@
 
 Pipeline, constraints first and relevance second (seed 002 "Primero restricciones, después relevancia"):
 
-1. **Candidates**: the snapshot of the active branch lineage up to ``as_of_seq`` (:mod:`.snapshot`).
+1. **Candidates**: the snapshot of the active branch lineage up to ``as_of_seq`` (:mod:`.snapshot`), of which
+   only the units within the budget's reach are visited (:mod:`.reach`); the rest is counted, never visited.
 2. **Hard filters and protection**: the policy's stages write :class:`PolicyDecision` s; an omitted
    record takes its whole unit out (a unit enters whole or not at all). In multi-participant
    conversations assistant turns are then attributed to their speakers, and other participants'
