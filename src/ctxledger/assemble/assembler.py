@@ -369,12 +369,18 @@ def assemble(
             first = plan.omitted[cause]
             for rid in u.record_ids:
                 if rid not in plan.omitted:
-                    plan.omitted[rid] = (first[0], first[1], f"unit {u.id} omitted as a whole with {cause} ({first[0]})")
+                    plan.omitted[rid] = (
+                        first[0],
+                        first[1],
+                        f"unit {u.id} omitted as a whole with {cause} ({first[0]})",
+                    )
         withheld_names = {d.ref for ds in plan.marks.values() for d in ds if d.reason == SPEAKER_WITHHELD}
         units = attribute_speakers(units, records, request.participant_id, withheld_names)
         scanner = getattr(policy.stage("secrets"), "scanner", None) or default_scanner()
-        keep_thinking = getattr(serializer, "thinking_types", None) or bool(getattr(serializer, "sends_thinking", False))
-        units = [drop_thinking(u, keep_thinking, lambda text: bool(scanner.scan(text))) for u in units]
+        keep_thinking = getattr(serializer, "thinking_types", None) or bool(
+            getattr(serializer, "sends_thinking", False)
+        )
+        units = [drop_thinking(u, keep_thinking, lambda text, scanner=scanner: bool(scanner.scan(text))) for u in units]
         if not policy.selection.ladder:
             options_for = redundancy = None
         if redundancy is not None:
@@ -413,7 +419,7 @@ def assemble(
             coster,
             ledger,
             dynamic,
-            lambda unit: _omit_unit(plan, unit, ReasonCode.BUDGET, "role_order"),
+            lambda unit, plan=plan: _omit_unit(plan, unit, ReasonCode.BUDGET, "role_order"),
             plan.required,
         )
         chosen_units = [u for u in chosen_units if u.id in result.chosen]

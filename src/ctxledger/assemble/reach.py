@@ -263,7 +263,7 @@ def find_reach(
     positions = sorted(p for p in extra if p < start)
     return Reach((*positions, *range(start, n)), n, start, budgets)
 
-    
+
 def unvisited_newer(reach: Reach) -> dict[int, int]:
     """Position of each visited unit older than the tail → how many unvisited units are newer than it."""
     out = {}

@@ -28,8 +28,15 @@ from ctxledger.assemble.snapshot import Snapshot
 from ctxledger.assemble.version import ASSEMBLER_VERSION
 from ctxledger.budget import Budget, BudgetLedger
 from ctxledger.hashing import EncodedList, canonical_json
-from ctxledger.manifest import MAX_NOTABLE, Manifest, ManifestView, OmissionGroup, check_trace, summarize_omissions
-from ctxledger.manifest import MAX_RANGES
+from ctxledger.manifest import (
+    MAX_NOTABLE,
+    MAX_RANGES,
+    Manifest,
+    ManifestView,
+    OmissionGroup,
+    check_trace,
+    summarize_omissions,
+)
 from ctxledger.policy.base import Policy, PolicyDecision, ReasonCode
 from ctxledger.policy.secrets import SecretScanner, default_scanner, redact_json, redact_text
 from ctxledger.units import Unit
@@ -108,7 +115,9 @@ def build_manifest(inp: ManifestInputs) -> ManifestView:
     records = [r for r in inp.records if r.kind.value not in _STRUCTURAL] if partial else _candidates(snap, plan)
     candidate_ids = {r.id for r in records}
     about = included_refs | {u.id for u, _ in inp.chosen} | {u.id for u in inp.fixed}
-    omitted = [(rec, why) for rec in records if (why := plan.omitted.get(rec.id)) is not None and rec.id not in included_refs]
+    omitted = [
+        (rec, why) for rec in records if (why := plan.omitted.get(rec.id)) is not None and rec.id not in included_refs
+    ]
     seqs = sorted(r.seq for r in records)
     beyond: list[OmissionGroup] = []
     unvisited = 0
@@ -134,7 +143,9 @@ def build_manifest(inp: ManifestInputs) -> ManifestView:
         cache = snap.memo.setdefault("manifest_omitted", {})
         every = [*omitted, *_unvisited(snap, rch)] if partial else omitted
         entries = [_omitted_entry(cache, r, w, scanner) for r, w in sorted(every, key=lambda e: e[0].seq)]
-        everyone = sorted([*records, *(r for r, _ in _unvisited(snap, rch))], key=lambda r: r.seq) if partial else records
+        everyone = (
+            sorted([*records, *(r for r, _ in _unvisited(snap, rch))], key=lambda r: r.seq) if partial else records
+        )
         return {
             "omitted": EncodedList((e for e, _ in entries), [t for _, t in entries]),
             "candidates": [r.id for r in everyone],
@@ -473,5 +484,3 @@ def _facts(rec: Any) -> dict[str, Any]:
         "trust": rec.trust.value,
         "sources": list(getattr(rec, "source_artifact_ids", ()) or getattr(rec, "source_ids", ()) or ()),
     }
-
-

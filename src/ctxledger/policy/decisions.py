@@ -279,6 +279,7 @@ class Stage(Protocol):
         """Decide about candidates. Must be deterministic for the same context."""
         ...
 
+
 def protected_records(ctx: StageContext) -> dict[str, str]:
     """Record id → why no custom stage may omit it: ``instruction``, ``latest_user_turn``, or a protection reason.
 
