@@ -141,3 +141,25 @@ def test_verdicts_about_units_stay_cached_when_another_branch_grows(monkeypatch)
     g.branch_id = main
     ledger.assemble(g.conversation_id, branch_id=main, now=g.now, **REQUEST)
     assert decided == []  # records appended on another branch leave the main branch's verdicts valid
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    scores=st.lists(st.sampled_from([0.0, 0.1, 0.5, 0.5, 1.0, 2.0]), min_size=1, max_size=700),
+    cut=st.floats(0.0, 1.0),
+)
+def test_lexical_matches_are_the_best_scores_ties_to_the_oldest(scores, cut):
+    import numpy as np
+
+    from ctxledger.assemble.reach import MATCH_BUDGETS, MAX_MATCHES, _matches
+
+    values = np.asarray(scores)
+    start = int(cut * len(values))
+    sums = list(range(0, len(values) + 1))  # every unit costs one token: the budget never stops the walk
+    found = _matches(values, sums, start, input_tokens=10**6)
+    older = values[:start]
+    positive = np.flatnonzero(older > 0)
+    best = positive[np.argsort(-older[positive], kind="stable")[:MAX_MATCHES]]  # the full sort
+    expected = {p for b in best.tolist() for p in (b - 1, b, b + 1) if 0 <= p < start}
+    assert len(values) < MATCH_BUDGETS * 10**6
+    assert found == expected

@@ -281,8 +281,11 @@ def _matches(scores: np.ndarray, token_sums: Sequence[int], start: int, input_to
     positive = np.flatnonzero(older > 0)
     if not len(positive):
         return set()
-    take = min(len(positive), MAX_MATCHES)
-    best = positive[np.argsort(-older[positive], kind="stable")[:take]]
+    if len(positive) > MAX_MATCHES:  # only those at least as good as the MAX_MATCHES-th best are sorted
+        values = older[positive]
+        kth = np.partition(values, len(values) - MAX_MATCHES)[len(values) - MAX_MATCHES]
+        positive = positive[values >= kth]
+    best = positive[np.argsort(-older[positive], kind="stable")[:MAX_MATCHES]]
     out: set[int] = set()
     spent = 0
     for pos in best.tolist():

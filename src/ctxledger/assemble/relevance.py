@@ -156,8 +156,16 @@ class IncrementalBM25:
         if postings is None:
             return None
         cached = self._arrays.get(term)
-        if cached is None or len(cached[0]) != len(postings[0]):
-            cached = (np.asarray(postings[0], dtype=np.int64), np.asarray(postings[1], dtype=np.int64))
+        docs, tfs = postings
+        if cached is None or len(cached[0]) > len(docs):
+            cached = (np.asarray(docs, dtype=np.int64), np.asarray(tfs, dtype=np.int64))
+            self._arrays[term] = cached
+        elif len(cached[0]) < len(docs):  # postings only grow at the end (a truncation drops the arrays)
+            start = len(cached[0])
+            cached = (
+                np.concatenate((cached[0], np.asarray(docs[start:], dtype=np.int64))),
+                np.concatenate((cached[1], np.asarray(tfs[start:], dtype=np.int64))),
+            )
             self._arrays[term] = cached
         return cached
 
@@ -214,8 +222,8 @@ class IncrementalBM25:
             while docs and docs[-1] >= n_docs:
                 docs.pop()
                 tfs.pop()
+            self._arrays.pop(term, None)
             if not docs:
                 del self._postings[term]
-                self._arrays.pop(term, None)
         self._total_length -= sum(self._lengths[n_docs:])
         del self._lengths[n_docs:]
