@@ -85,7 +85,7 @@ class Ledger:
         self.ladder = Ladder(store.blobs.get)
         """The representation ladder (its option cache lives as long as the ledger)."""
         self._costers: dict[tuple[str, str], Coster] = {}
-        self._conversations: OrderedDict[tuple[str, str], list[Record]] = OrderedDict()
+        self._conversations: OrderedDict[tuple[str, str], tuple[int, dict[str, list[Record]]]] = OrderedDict()
         self._policies: OrderedDict[str, Policy] = OrderedDict()
         """Policies assembled with in this process, by the hash their manifests record (for replays)."""
 
@@ -412,17 +412,21 @@ class Ledger:
         branches fill remaining room.
         """
         key = (snap.tenant_id, snap.conversation_id)
-        cached = self._conversations.pop(key, [])
-        after = cached[-1].seq if cached else 0
-        if after < snap.seq:
-            cached += self.store.records(snap.tenant_id, snap.conversation_id, as_of_seq=snap.seq, after_seq=after)
-        self._conversations[key] = cached
+        seen, by_branch = self._conversations.pop(key, (0, {}))
+        if seen < snap.seq:
+            for rec in self.store.records(snap.tenant_id, snap.conversation_id, as_of_seq=snap.seq, after_seq=seen):
+                by_branch.setdefault(rec.branch_id, []).append(rec)
+            seen = snap.seq
+        self._conversations[key] = (seen, by_branch)
         while len(self._conversations) > 32:
             self._conversations.popitem(last=False)
         hops = {h.branch_id: h.max_seq for h in snap.lineage}
-        return [
-            r for r in cached if r.seq <= snap.seq and (r.branch_id not in hops or (hops[r.branch_id] or r.seq) < r.seq)
-        ]
+        out: list[Record] = []
+        for branch, found in by_branch.items():
+            if branch in hops and hops[branch] is None:
+                continue  # the lineage's own branch up to the snapshot: nothing of it is off the lineage
+            out += [r for r in found[_first_after(found, hops.get(branch) or 0) :] if r.seq <= snap.seq]
+        return sorted(out, key=lambda r: r.seq)
 
     def _request(
         self, conversation_id: str | AssemblyRequest, tenant_id: str, fields: Mapping[str, Any]
@@ -957,3 +961,15 @@ def record_usage(
 ) -> None:
     """Module-level form of :meth:`Ledger.record_usage` (default tenant)."""
     ledger.record_usage(assembly, input_tokens, output_tokens, overwrite=overwrite)
+
+
+def _first_after(records: Sequence[Record], seq: int) -> int:
+    """Position of the first record (``seq`` ascending) whose ``seq`` is above ``seq`` (a binary search)."""
+    lo, hi = 0, len(records)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if records[mid].seq <= seq:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo

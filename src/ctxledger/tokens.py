@@ -164,6 +164,7 @@ class QuicktokCounter:
         self.tokenizer = tokenizer
         self.id = f"quicktok/{tokenizer.name}"
         self._reference = reference
+        self._counted: dict[str, int] = {}
 
     def _native(self, text: str) -> int:
         try:
@@ -174,10 +175,23 @@ class QuicktokCounter:
             return int(self.tokenizer.count(_without_surrogates(text)))
 
     def count(self, text: str) -> int:
-        """Tokens of ``text`` as ordinary text; lone surrogates count as U+FFFD, as in tiktoken."""
+        """Tokens of ``text`` as ordinary text; lone surrogates count as U+FFFD, as in tiktoken.
+
+        Texts of at least :data:`COUNT_CACHE_CHARS` characters are remembered (up to :data:`COUNT_CACHE_SIZE`
+        of them): every assembly counts its payload again, and most of a payload's long texts were in the last.
+        """
+        long = len(text) >= COUNT_CACHE_CHARS
+        if long and (known := self._counted.get(text)) is not None:
+            return known
         if self._reference is not None and _encodings.has_unassigned(text):
-            return self._reference().count(text)
-        return self._native(text)
+            tokens = self._reference().count(text)
+        else:
+            tokens = self._native(text)
+        if long:
+            if len(self._counted) >= COUNT_CACHE_SIZE:
+                self._counted.clear()
+            self._counted[text] = tokens
+        return tokens
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text, encoded in parallel native threads (``quicktok.count_batch``)."""
@@ -195,6 +209,12 @@ class QuicktokCounter:
                 if _encodings.has_unassigned(text):
                     counts[i] = self._reference().count(text)
         return counts
+
+
+COUNT_CACHE_CHARS = 256
+"""Texts at least this long (characters) have their counts remembered by :class:`QuicktokCounter`."""
+COUNT_CACHE_SIZE = 8192
+"""Counts a :class:`QuicktokCounter` remembers at most (the table is emptied when full)."""
 
 
 class ProxyCounter:

@@ -2,7 +2,8 @@
 
 Pipeline, constraints first and relevance second (seed 002 "Primero restricciones, después relevancia"):
 
-1. **Candidates**: the snapshot of the active branch lineage up to ``as_of_seq`` (:mod:`.snapshot`).
+1. **Candidates**: the snapshot of the active branch lineage up to ``as_of_seq`` (:mod:`.snapshot`), of which
+   only the units within the budget's reach are visited (:mod:`.reach`); the rest is counted, never visited.
 2. **Hard filters and protection**: the policy's stages write :class:`PolicyDecision` s; an omitted
    record takes its whole unit out (a unit enters whole or not at all). In multi-participant
    conversations assistant turns are then attributed to their speakers, and other participants'
@@ -29,6 +30,7 @@ The result carries the payload and a manifest (:mod:`ctxledger.manifest`).
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -43,6 +45,15 @@ from ctxledger.assemble.fill import fill_budget
 from ctxledger.assemble.inputs import resolve_participant, unknown_inputs, unserved_exact_evidence
 from ctxledger.assemble.pairs import keep_pairs
 from ctxledger.assemble.preamble import keep_preamble
+from ctxledger.assemble.reach import (
+    REACH_BUDGETS,
+    Reach,
+    find_reach,
+    unvisited_newer,
+    visited_records,
+    visited_units,
+    widened,
+)
 from ctxledger.assemble.recall import recalls_in, with_recall_tool
 from ctxledger.assemble.record import ManifestInputs, build_manifest
 from ctxledger.assemble.relevance import is_question, spread, tokenize
@@ -52,7 +63,6 @@ from ctxledger.assemble.select import Option, SelectionItem, select
 from ctxledger.assemble.snapshot import Snapshot
 from ctxledger.assemble.speakers import attribute_speakers
 from ctxledger.assemble.version import ASSEMBLER_VERSION
-from ctxledger.units import UNAVAILABLE, Unit, UnitKind, build_units, content_text, drop_thinking
 from ctxledger.budget import DEFAULT_BUDGET, Budget, BudgetLedger, contract_budget
 from ctxledger.errors import BudgetItem, ConfigurationError
 from ctxledger.hashing import content_hash
@@ -314,89 +324,116 @@ def assemble(
     policy = policy.for_request(request)
     requested = request.budget()
     budget = _contract_budget(request, policy)
-    records, all_units = _candidates(snap, extra_records, read_blob)
-    all_units, empty = _without_empty(all_units)
-    request = resolve_participant(request, records)
-    tools = tuple(request.tools) if request.tools is not None else snap.tool_schemas
-    tools, withheld = expose_tools(policy.contract, tools, phase=request.phase, checks_passed=request.checks_passed)
-    tools = with_recall_tool(tools, policy)  # the recall tool, when the policy enables it: part of F
-    plan = run_policy(
-        policy,
-        request,
-        snap,
-        records=records,
-        units=all_units,
-        find_artifacts=find_artifacts,
-        tools=tools,
-        find_record=find_record,
-    )
-    plan.extra_records = list(extra_records)
-    for unit in empty:
-        plan.omitted.setdefault(unit.id, (str(ReasonCode.EMPTY), "empty_turn", EMPTY_TURN_NOTE))
-    if plan.ctx is not None:
-        plan.ctx.warnings[:0] = unknown_inputs(request, records, policy, now_given=now_given)
-    plan.tools = {"exposed": [tool_name(t) for t in tools], "withheld": withheld}
-    tools = _redact_tools(tools, plan, policy)
-    _mark_unavailable(plan, all_units)
-    _mark_retained(plan, all_units)
-    units = []
-    for u in all_units:
-        # the first omitted record (in unit order) gives its reason to the rest of the unit
-        cause = next((r for r in u.record_ids if r in plan.omitted), None)
-        if cause is None:
-            units.append(_annotated(u, plan.marks, snap.memo) if plan.marks else u)
-            continue
-        first = plan.omitted[cause]
-        for rid in u.record_ids:
-            if rid not in plan.omitted:
-                plan.omitted[rid] = (first[0], first[1], f"unit {u.id} omitted as a whole with {cause} ({first[0]})")
-    withheld_names = {d.ref for ds in plan.marks.values() for d in ds if d.reason == SPEAKER_WITHHELD}
-    units = attribute_speakers(units, records, request.participant_id, withheld_names)
-    scanner = getattr(policy.stage("secrets"), "scanner", None) or default_scanner()
-    keep_thinking = getattr(serializer, "thinking_types", None) or bool(getattr(serializer, "sends_thinking", False))
-    units = [drop_thinking(u, keep_thinking, lambda text: bool(scanner.scan(text))) for u in units]
-    if not policy.selection.ladder:
-        options_for = redundancy = None
-    if redundancy is not None:
-        units = omit_redundant(units, redundancy(units, plan.required), plan.omitted, plan.decisions)
-    turn_costs = _turn_costs(snap, coster, units)
-    costs = {uid: sum(c) for uid, c in turn_costs.items()}
-    fixed, required_units, dynamic, oversized = _check_budget(
-        budget, units, plan, turn_costs, coster, tools, options_for
-    )
-    t_policy = time.perf_counter()
-    ledger = BudgetLedger(dynamic, policy.selection.class_caps)
-    relevance = _relevance_by_id(request, snap, policy)
-    weights = policy.selection.weights(_asks_question(request, units))
-    items = _selection_items(units, plan, turn_costs, relevance, policy, coster, options_for, weights, oversized)
-    result = select(items, dynamic, ledger)
-    by_id = {u.id: u for u in units}
-    if options_for is not None:
-        make_room_for_errors(items, result, dynamic, ledger)
-        anchor_user_turn(items, result, dynamic, ledger, {u.id: u.role for u in units})
-    split_pairs = keep_pairs(units, items, result, dynamic, ledger)
-    if plan.ctx is not None:
-        plan.ctx.warnings += split_pairs
-    for uid, reason in result.omitted.items():
-        _omit_unit(plan, by_id[uid], reason, "selection")
-    chosen_units = [u for u in units if u.id in result.chosen]
-    lead = keep_preamble(
-        request.api,
-        chosen_units,
-        units,
-        result.chosen,
-        coster,
-        ledger,
-        dynamic,
-        lambda unit: _omit_unit(plan, unit, ReasonCode.BUDGET, "role_order"),
-        plan.required,
-    )
-    chosen_units = [u for u in chosen_units if u.id in result.chosen]
-    chosen_units = _fix_role_order(chosen_units, plan, result.chosen, [*required_units, *lead], ledger)
-    chosen_units = _anchor_required_lead(chosen_units, units, items, plan, result.chosen, dynamic, ledger)
-    if options_for is not None:
-        chosen_units = _fill(items, result, chosen_units, by_id, plan, dynamic, ledger, options_for, coster)
+    scores = _relevance(request, snap, policy)
+    reach_budgets: float | None = REACH_BUDGETS
+    while reach_budgets is not None:  # filter and budget over the reach; widened while it cannot fill B_dynamic
+        rch = find_reach(
+            snap.units,
+            snap.reach_index,
+            unit_token_sums(snap, coster),
+            budget.input_tokens,
+            scores=scores,
+            named=_named(request),
+            budgets=reach_budgets if _reach_allowed(request, snap) else math.inf,
+        )
+        records, all_units = _candidates(snap, rch, extra_records, read_blob)
+        all_units, empty = _without_empty(all_units)
+        request = resolve_participant(request, records)
+        tools = tuple(request.tools) if request.tools is not None else snap.tool_schemas
+        tools, withheld = expose_tools(policy.contract, tools, phase=request.phase, checks_passed=request.checks_passed)
+        tools = with_recall_tool(tools, policy)  # the recall tool, when the policy enables it: part of F
+        plan = run_policy(
+            policy,
+            request,
+            snap,
+            records=records,
+            units=all_units,
+            find_artifacts=find_artifacts,
+            tools=tools,
+            find_record=find_record,
+        )
+        plan.extra_records = list(extra_records)
+        for unit in empty:
+            plan.omitted.setdefault(unit.id, (str(ReasonCode.EMPTY), "empty_turn", EMPTY_TURN_NOTE))
+        if plan.ctx is not None:
+            plan.ctx.warnings[:0] = unknown_inputs(request, records, policy, now_given=now_given)
+        plan.tools = {"exposed": [tool_name(t) for t in tools], "withheld": withheld}
+        tools = _redact_tools(tools, plan, policy)
+        _mark_unavailable(plan, all_units)
+        _mark_retained(plan, all_units)
+        units = []
+        for u in all_units:
+            # the first omitted record (in unit order) gives its reason to the rest of the unit
+            cause = next((r for r in u.record_ids if r in plan.omitted), None)
+            if cause is None:
+                units.append(_annotated(u, plan.marks, snap.memo) if plan.marks else u)
+                continue
+            first = plan.omitted[cause]
+            for rid in u.record_ids:
+                if rid not in plan.omitted:
+                    plan.omitted[rid] = (
+                        first[0],
+                        first[1],
+                        f"unit {u.id} omitted as a whole with {cause} ({first[0]})",
+                    )
+        withheld_names = {d.ref for ds in plan.marks.values() for d in ds if d.reason == SPEAKER_WITHHELD}
+        units = attribute_speakers(units, records, request.participant_id, withheld_names)
+        scanner = getattr(policy.stage("secrets"), "scanner", None) or default_scanner()
+        keep_thinking = getattr(serializer, "thinking_types", None) or bool(
+            getattr(serializer, "sends_thinking", False)
+        )
+        units = [drop_thinking(u, keep_thinking, lambda text, scanner=scanner: bool(scanner.scan(text))) for u in units]
+        if not policy.selection.ladder:
+            options_for = redundancy = None
+        if redundancy is not None:
+            units = omit_redundant(units, redundancy(units, plan.required), plan.omitted, plan.decisions)
+        turn_costs = _turn_costs(snap, coster, units)
+        costs = {uid: sum(c) for uid, c in turn_costs.items()}
+        fixed, required_units, dynamic, oversized = _check_budget(
+            budget, units, plan, turn_costs, coster, tools, options_for
+        )
+        if _short(units, turn_costs, dynamic) and (reach_budgets := widened(rch, reach_budgets)) is not None:
+            continue  # the filters left too little of the reach to fill B_dynamic
+        t_policy = time.perf_counter()
+        ledger = BudgetLedger(dynamic, policy.selection.class_caps)
+        relevance = {snap.units[p].id: float(scores[p]) for p in rch.positions}
+        weights = policy.selection.weights(_asks_question(request, units))
+        older = {snap.units[p].id: k for p, k in unvisited_newer(rch).items()}
+        items = _selection_items(
+            units, plan, turn_costs, relevance, policy, coster, options_for, weights, oversized, older
+        )
+        result = select(items, dynamic, ledger)
+        by_id = {u.id: u for u in units}
+        if options_for is not None:
+            make_room_for_errors(items, result, dynamic, ledger)
+            anchor_user_turn(items, result, dynamic, ledger, {u.id: u.role for u in units})
+        split_pairs = keep_pairs(units, items, result, dynamic, ledger)
+        if plan.ctx is not None:
+            plan.ctx.warnings += split_pairs
+        for uid, reason in result.omitted.items():
+            _omit_unit(plan, by_id[uid], reason, "selection")
+        chosen_units = [u for u in units if u.id in result.chosen]
+        lead = keep_preamble(
+            request.api,
+            chosen_units,
+            units,
+            result.chosen,
+            coster,
+            ledger,
+            dynamic,
+            lambda unit, plan=plan: _omit_unit(plan, unit, ReasonCode.BUDGET, "role_order"),
+            plan.required,
+        )
+        chosen_units = [u for u in chosen_units if u.id in result.chosen]
         chosen_units = _fix_role_order(chosen_units, plan, result.chosen, [*required_units, *lead], ledger)
+        chosen_units = _anchor_required_lead(chosen_units, units, items, plan, result.chosen, dynamic, ledger)
+        if options_for is not None:
+            chosen_units = _fill(items, result, chosen_units, by_id, plan, dynamic, ledger, options_for, coster)
+            chosen_units = _fix_role_order(chosen_units, plan, result.chosen, [*required_units, *lead], ledger)
+        used = sum(o.tokens for o in result.chosen.values())
+        left = any(r is ReasonCode.BUDGET for r in result.omitted.values())
+        short = used < FILL_TARGET * dynamic and not left  # all it visited entered, and room is left
+        reach_budgets = widened(rch, reach_budgets) if short else None
     charge_savings(ledger.saved, result.chosen, costs)
     _rehydrate(request, policy, plan, chosen_units, result, coster, read_blob, dynamic, ledger)
     if plan.ctx is not None:
@@ -438,6 +475,8 @@ def assemble(
             policy=policy,
             coster=coster,
             plan=plan,
+            reach=rch,
+            records=records,
             fixed=fixed,
             chosen=chosen,
             ledger=ledger,
@@ -544,14 +583,19 @@ def _contract_budget(request: AssemblyRequest, policy: Policy) -> Budget:
 
 
 def _candidates(
-    snap: Snapshot, extra: Sequence[Record], read_blob: Callable[[str], bytes] | None
+    snap: Snapshot, rch: Reach, extra: Sequence[Record], read_blob: Callable[[str], bytes] | None
 ) -> tuple[list[Record], list[Unit]]:
-    """The snapshot's records and units, plus other branches' records (and units for the visible ones)."""
+    """The visited records and units of the snapshot, plus other branches' records (and units for the visible ones)."""
+    if rch.complete:
+        own_records, own_units = snap.records, snap.units
+    else:
+        own_units = visited_units(snap.units, rch)
+        own_records = visited_records(own_units, snap.reach_index.loose)
     if not extra:
-        return snap.records, snap.units
-    records = sorted([*snap.records, *extra], key=lambda r: r.seq)
+        return own_records, own_units
+    records = sorted([*own_records, *extra], key=lambda r: r.seq)
     fill = [r for r in extra if r.visibility in (Visibility.CONVERSATION, Visibility.SHARED)]
-    units = list(snap.units)
+    units = list(own_units)
     if fill and read_blob is not None:
         units = sorted([*units, *build_units(fill, read_blob)[0]], key=lambda u: u.seq)
     return records, units
@@ -566,6 +610,35 @@ def _without_empty(units: list[Unit]) -> tuple[list[Unit], list[Unit]]:
     if not any(u.empty for u in units):
         return units, []
     return [u for u in units if not u.empty], [u for u in units if u.empty]
+
+
+def _named(request: AssemblyRequest) -> tuple[str, ...]:
+    """Record ids or external ids the request names as exact evidence."""
+    asked = request.exact_evidence
+    return tuple(str(a) for a in asked) if asked is not True and asked else ()
+
+
+def _reach_allowed(request: AssemblyRequest, snap: Snapshot) -> bool:
+    """Whether a reach may leave units unvisited: not when a check of the request's inputs reads every record.
+
+    A participant or provider named by no record the reach is sure to hold (participant records, the API
+    contracts) is looked for among all records, so every unit is visited.
+    """
+    who = request.participant_id
+    if who is not None and who not in snap.reach_index.loose:
+        return False
+    return request.provider in (None, "openai", "anthropic")
+
+
+def _short(units: Sequence[Unit], turn_costs: Mapping[str, tuple[int, ...]], dynamic: int) -> bool:
+    """Whether the live units after the filters cost less than ``B_dynamic``: too few to fill it."""
+    live = 0
+    for unit in units:
+        if unit.kind is not UnitKind.INSTRUCTION:
+            live += sum(turn_costs[unit.id])
+            if live >= dynamic:
+                return False
+    return True
 
 
 def _annotated(unit: Unit, marks: Mapping[str, Sequence[PolicyDecision]], memo: dict[Any, Any]) -> Unit:
@@ -593,14 +666,17 @@ def _turn_costs(snap: Snapshot, coster: Coster, units: Sequence[Unit]) -> dict[s
     Others (annotated by a mark, or from another branch) are counted once per unit object and coster and
     kept on the snapshot's memo.
     """
-    own = {u.id: (u, c) for u, c in zip(snap.units, unit_turn_costs(snap, coster), strict=True)}
+    own = unit_turn_costs(snap, coster)
+    at = snap.reach_index.unit_of
     others = snap.memo.setdefault(("turn_costs", coster.counter_id), {})
     out: dict[str, tuple[int, ...]] = {}
     missing: list[Unit] = []
     for unit in units:
-        cached = own.get(unit.id)
-        if cached is None or cached[0] is not unit:
-            cached = others.get(unit.id)
+        pos = at.get(unit.id)
+        if pos is not None and pos < len(own) and snap.units[pos] is unit:
+            out[unit.id] = own[pos]
+            continue
+        cached = others.get(unit.id)
         if cached is not None and cached[0] is unit:
             out[unit.id] = cached[1]
         else:
@@ -686,6 +762,15 @@ def unit_turn_costs(snap: Snapshot, coster: Coster) -> list[tuple[int, ...]]:
         coster.prefetch([t for u in todo for t in u.turns])
         cached.extend(tuple(coster.turn_tokens(t) for t in u.turns) for u in todo)
     return cached
+
+
+def unit_token_sums(snap: Snapshot, coster: Coster) -> list[int]:
+    """Running sums of the units' verbatim tokens: entry ``i`` is the tokens of units ``0 … i-1`` (cached)."""
+    costs = unit_turn_costs(snap, coster)
+    sums = snap.token_sums.setdefault(coster.counter_id, [0])
+    for cost in costs[len(sums) - 1 :]:
+        sums.append(sums[-1] + sum(cost))
+    return sums
 
 
 def _check_budget(
@@ -804,12 +889,16 @@ def _selection_items(
     options_for: Any,
     weights: tuple[float, float, float] | None = None,
     oversized: Mapping[str, Sequence[Option]] | None = None,
+    unvisited_newer: Mapping[str, int] | None = None,
 ) -> list[SelectionItem]:
+    """One selection item per dynamic unit; a unit's age counts the newer units, the unvisited ones too."""
     params = policy.selection
     w_relevance, w_recency, w_kind = weights or params.weights(False)
     dynamic = [u for u in units if u.kind is not UnitKind.INSTRUCTION]
     items = []
     for age, unit in enumerate(reversed(dynamic)):
+        if unvisited_newer:
+            age += unvisited_newer.get(unit.id, 0)
         recency = 0.5 ** (age / params.recency_half_life)
         utility = w_relevance * relevance.get(unit.id, 0.0) + w_recency * recency + w_kind * _kind_prior(unit)
         if unit.id not in relevance:  # from another branch: it only fills what the lineage leaves

@@ -64,6 +64,10 @@ def turn_key(turn: Turn) -> str:
     return content_hash(fields)
 
 
+KEY_CACHE_SIZE = 65_536
+"""Turn objects whose :func:`turn_key` a :class:`SerializerCoster` remembers at most (emptied when full)."""
+
+
 class SerializerCoster:
     """Costs turns with a serializer's framing rules and a real :class:`TokenCounter`.
 
@@ -83,10 +87,22 @@ class SerializerCoster:
         self.counter_id = f"{serializer.name}{variant}/{counter.id}"
         self.is_estimate = counter.is_estimate
         self._cache: dict[str, int] = {}
+        self._keys: dict[int, tuple[Turn, str]] = {}
+
+    def _key(self, turn: Turn) -> str:
+        """:func:`turn_key`, remembered per turn object (turns are immutable; the entry holds the object)."""
+        hit = self._keys.get(id(turn))
+        if hit is not None and hit[0] is turn:
+            return hit[1]
+        key = turn_key(turn)
+        if len(self._keys) >= KEY_CACHE_SIZE:
+            self._keys.clear()
+        self._keys[id(turn)] = (turn, key)
+        return key
 
     def turn_tokens(self, turn: Turn) -> int:
         """Tokens of ``turn`` (cached)."""
-        key = turn_key(turn)
+        key = self._key(turn)
         tokens = self._cache.get(key)
         if tokens is None:
             tokens = self._count(turn)
@@ -97,7 +113,7 @@ class SerializerCoster:
 
     def prefetch(self, turns: Sequence[Turn]) -> None:
         """Load cached counts for ``turns`` from the store and count (then store) the missing ones."""
-        keys = {turn_key(t): t for t in turns}
+        keys = {self._key(t): t for t in turns}
         missing = [k for k in keys if k not in self._cache]
         if self.store is not None and missing:
             self._cache.update(self.store.get_token_counts(self.counter_id, missing))

@@ -21,14 +21,23 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ctxledger.assemble.costing import Coster
+from ctxledger.assemble.reach import BEYOND_REACH, REACH_STAGE, Reach, beyond_count
 from ctxledger.assemble.represent import record_locators, record_promotion
 from ctxledger.assemble.select import Option
 from ctxledger.assemble.snapshot import Snapshot
 from ctxledger.assemble.version import ASSEMBLER_VERSION
 from ctxledger.budget import Budget, BudgetLedger
 from ctxledger.hashing import EncodedList, canonical_json
-from ctxledger.manifest import MAX_NOTABLE, Manifest, ManifestView, check_trace, summarize_omissions
-from ctxledger.policy.base import Policy, PolicyDecision
+from ctxledger.manifest import (
+    MAX_NOTABLE,
+    MAX_RANGES,
+    Manifest,
+    ManifestView,
+    OmissionGroup,
+    check_trace,
+    summarize_omissions,
+)
+from ctxledger.policy.base import Policy, PolicyDecision, ReasonCode
 from ctxledger.policy.secrets import SecretScanner, default_scanner, redact_json, redact_text
 from ctxledger.units import Unit
 
@@ -49,6 +58,8 @@ class ManifestInputs:
         budget: the effective budget.
         snap, policy, coster: the assembly's snapshot, bound policy and coster.
         plan: the policy plan (decisions, omissions, requirements, marks, rehydrations, tools, warnings).
+        reach: the units the assembly visited (:class:`~ctxledger.assemble.reach.Reach`); ``None``: all.
+        records: the visited candidate records (with other branches'), in ``seq`` order.
         fixed: the instruction units; chosen: ``(unit, option)`` of every included unit, in ``seq`` order.
         ledger: the budget ledger after rehydration.
         budget_utilities: unit id → utility of each unit left out for budget (for the notable list).
@@ -76,6 +87,8 @@ class ManifestInputs:
     fill: str | None
     timings: Mapping[str, float]
     trace: str = "summary"
+    reach: Reach | None = None
+    records: Sequence[Any] = ()
 
 
 def build_manifest(inp: ManifestInputs) -> ManifestView:
@@ -84,7 +97,7 @@ def build_manifest(inp: ManifestInputs) -> ManifestView:
     snap, plan, policy, coster, request = inp.snap, inp.plan, inp.policy, inp.coster, inp.request
     scanner = policy_scanner(policy)
     costs = snap.costs[coster.counter_id]
-    position = {u.id: i for i, u in enumerate(snap.units)}
+    position = snap.reach_index.unit_of
     replay = _replay_tokens(snap, costs)
     tools = request.tools if request.tools is not None else snap.tool_schemas
     replay += coster.base_tokens() + coster.tools_tokens(tools)
@@ -97,21 +110,45 @@ def build_manifest(inp: ManifestInputs) -> ManifestView:
         stage, reason = ("protection", required) if required else ("selection", "selected")
         included += _entry(unit, option, stage, reason, option.turn_tokens or None, coster, scanner)
     included_refs = {e["ref"] for e in included}
-    records = _candidates(snap, plan)
+    rch = inp.reach
+    partial = rch is not None and not rch.complete
+    records = [r for r in inp.records if r.kind.value not in _STRUCTURAL] if partial else _candidates(snap, plan)
     candidate_ids = {r.id for r in records}
     about = included_refs | {u.id for u, _ in inp.chosen} | {u.id for u in inp.fixed}
-    omitted = [(rec, why) for rec in records if (why := plan.omitted.get(rec.id)) is not None and rec.id not in included_refs]
-    groups = summarize_omissions(((w[0], w[1], r.seq) for r, w in omitted), sorted(r.seq for r in records))
+    omitted = [
+        (rec, why) for rec in records if (why := plan.omitted.get(rec.id)) is not None and rec.id not in included_refs
+    ]
+    seqs = sorted(r.seq for r in records)
+    beyond: list[OmissionGroup] = []
+    unvisited = 0
+    if partial:
+        assert rch is not None
+        runs = [(snap.units[a].seq, snap.units[b].last_seq) for a, b in rch.beyond_runs()]
+        seqs = sorted([*seqs, *(a for a, _ in runs)])  # a run of omissions does not span unvisited units
+        unvisited = beyond_count(snap.reach_index, rch)
+        listed = tuple(runs[:MAX_RANGES])
+        more = max(0, len(runs) - MAX_RANGES)
+        beyond = [OmissionGroup(BEYOND_REACH, REACH_STAGE, unvisited, runs[0][0], runs[-1][1], listed, more)]
+    groups = summarize_omissions(((w[0], w[1], r.seq) for r, w in omitted), seqs)
+    groups = sorted([*groups, *beyond], key=lambda g: (g.reason, g.stage))
     by_reason = Counter(w[0] for _, w in omitted)
     by_stage = Counter(w[1] for _, w in omitted)
+    if unvisited:  # left out for budget, by the reach: counted with the other budget omissions
+        by_reason[str(ReasonCode.BUDGET)] += unvisited
+        by_stage[REACH_STAGE] += unvisited
     all_marks = [d for ds in plan.marks.values() for d in ds]
     b, requested, ledger = inp.budget, inp.requested, inp.ledger
 
     def full_trace() -> dict[str, Any]:
-        entries = [_omitted_entry(snap.memo.setdefault("manifest_omitted", {}), r, w, scanner) for r, w in omitted]
+        cache = snap.memo.setdefault("manifest_omitted", {})
+        every = [*omitted, *_unvisited(snap, rch)] if partial else omitted
+        entries = [_omitted_entry(cache, r, w, scanner) for r, w in sorted(every, key=lambda e: e[0].seq)]
+        everyone = (
+            sorted([*records, *(r for r, _ in _unvisited(snap, rch))], key=lambda r: r.seq) if partial else records
+        )
         return {
             "omitted": EncodedList((e for e, _ in entries), [t for _, t in entries]),
-            "candidates": [r.id for r in records],
+            "candidates": [r.id for r in everyone],
             "decisions": _encoded(snap, "manifest_decisions", plan.decisions, _decision_entry, scanner),
             "marks": _encoded(snap, "manifest_marks", all_marks, _mark_entry, scanner),
         }
@@ -148,7 +185,7 @@ def build_manifest(inp: ManifestInputs) -> ManifestView:
             "fill": inp.fill,
         },
         ledger=ledger.as_dict(),
-        candidate_count=len(records),
+        candidate_count=len(records) + unvisited,
         included=included,
         omissions=groups,
         omitted_by_reason=dict(sorted(by_reason.items())),
@@ -186,8 +223,30 @@ def _kept(ref: str, about: set[str], candidates: set[str]) -> bool:
 
 
 def _replay_tokens(snap: Snapshot, costs: Sequence[Sequence[int]]) -> int:
-    """Tokens of every unit of the snapshot verbatim."""
+    """Tokens of every unit of the snapshot verbatim (the running sums' last entry, when they are complete)."""
+    for sums in snap.token_sums.values():
+        if len(sums) == len(costs) + 1 and sums is snap.token_sums.get(_counter_of(snap, costs)):
+            return sums[-1]
     return sum(sum(c) for c in costs)
+
+
+def _counter_of(snap: Snapshot, costs: Sequence[Sequence[int]]) -> str | None:
+    return next((cid for cid, c in snap.costs.items() if c is costs), None)
+
+
+def _unvisited(snap: Snapshot, rch: Reach | None) -> list[tuple[Any, tuple[str, str, str]]]:
+    """Every record of the units the reach did not visit, with the beyond-reach omission (full trace only)."""
+    if rch is None:
+        return []
+    out = []
+    for a, b in rch.beyond_runs():
+        detail = (
+            f"beyond the budget's reach: older than the newest units worth {rch.budgets:g} × B_input tokens, "
+            "and neither pinned nor among the best lexical matches; never visited"
+        )
+        for unit in snap.units[a : b + 1]:
+            out += [(rec, (BEYOND_REACH, REACH_STAGE, detail)) for rec in unit.records]
+    return out
 
 
 def _candidates(snap: Snapshot, plan: Any) -> list[Any]:
@@ -425,5 +484,3 @@ def _facts(rec: Any) -> dict[str, Any]:
         "trust": rec.trust.value,
         "sources": list(getattr(rec, "source_artifact_ids", ()) or getattr(rec, "source_ids", ()) or ()),
     }
-
-

@@ -23,7 +23,7 @@ import math
 import re
 import threading
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import bm25s
 import numpy as np
@@ -80,6 +80,11 @@ def is_question(text: str) -> bool:
     return stripped.endswith("?") or bool(_QUESTION_START.match(stripped))
 
 
+RECENT_DOCS = 64
+"""Newest documents whose terms :class:`IncrementalBM25` remembers, so that rebuilding one of them (a late tool
+result completes its exchange) touches only their terms' postings, not the whole vocabulary."""
+
+
 class IncrementalBM25:
     """An append-only BM25 index over documents identified by their insertion position.
 
@@ -102,6 +107,12 @@ class IncrementalBM25:
         self._lengths: list[int] = []
         self._length_array = np.zeros(0, dtype=np.int64)
         self._total_length = 0
+        self._recent: list[tuple[int, tuple[str, ...]]] = []  # (doc, its terms) of the newest RECENT_DOCS docs
+
+    def _remember(self, doc: int, terms: Iterable[str]) -> None:
+        self._recent.append((doc, tuple(terms)))
+        if len(self._recent) > 2 * RECENT_DOCS:
+            del self._recent[:-RECENT_DOCS]
 
     def __len__(self) -> int:
         """Number of documents indexed."""
@@ -110,10 +121,12 @@ class IncrementalBM25:
     def add(self, tokens: Sequence[str]) -> int:
         """Index one document's tokens and return its position."""
         doc = len(self._lengths)
-        for term, tf in Counter(tokens).items():
+        counts = Counter(tokens)
+        for term, tf in counts.items():
             docs, tfs = self._postings.setdefault(term, ([], []))
             docs.append(doc)
             tfs.append(tf)
+        self._remember(doc, counts)
         self._lengths.append(len(tokens))
         self._total_length += len(tokens)
         return doc
@@ -132,6 +145,7 @@ class IncrementalBM25:
             else:
                 entry[0].append(doc)
                 entry[1].append(tf)
+        self._remember(doc, counts)
         self._lengths.append(length)
         self._total_length += length
         return doc
@@ -142,8 +156,16 @@ class IncrementalBM25:
         if postings is None:
             return None
         cached = self._arrays.get(term)
-        if cached is None or len(cached[0]) != len(postings[0]):
-            cached = (np.asarray(postings[0], dtype=np.int64), np.asarray(postings[1], dtype=np.int64))
+        docs, tfs = postings
+        if cached is None or len(cached[0]) > len(docs):
+            cached = (np.asarray(docs, dtype=np.int64), np.asarray(tfs, dtype=np.int64))
+            self._arrays[term] = cached
+        elif len(cached[0]) < len(docs):  # postings only grow at the end (a truncation drops the arrays)
+            start = len(cached[0])
+            cached = (
+                np.concatenate((cached[0], np.asarray(docs[start:], dtype=np.int64))),
+                np.concatenate((cached[1], np.asarray(tfs[start:], dtype=np.int64))),
+            )
             self._arrays[term] = cached
         return cached
 
@@ -186,13 +208,22 @@ class IncrementalBM25:
         """Forget every document at position ``>= n_docs`` (used when the newest units are rebuilt)."""
         if n_docs >= len(self._lengths):
             return
-        for term in list(self._postings):
+        recent = self._recent
+        if recent and recent[0][0] <= n_docs:  # the removed docs are all remembered: touch only their terms
+            terms = {t for doc, found in recent if doc >= n_docs for t in found}
+            self._recent = [(doc, found) for doc, found in recent if doc < n_docs]
+        else:
+            terms = set(self._postings)
+            self._recent = []
+        for term in terms:
+            if term not in self._postings:
+                continue
             docs, tfs = self._postings[term]
             while docs and docs[-1] >= n_docs:
                 docs.pop()
                 tfs.pop()
+            self._arrays.pop(term, None)
             if not docs:
                 del self._postings[term]
-                self._arrays.pop(term, None)
         self._total_length -= sum(self._lengths[n_docs:])
         del self._lengths[n_docs:]

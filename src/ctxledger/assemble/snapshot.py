@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxledger.assemble.reach import ReachIndex
 from ctxledger.assemble.relevance import IncrementalBM25, tokenize
 from ctxledger.errors import RecordNotFound
 from ctxledger.facts import RecordFacts, compute_facts
@@ -36,6 +37,8 @@ class Snapshot:
         units: atomic units in ``seq`` order; ``index`` holds one BM25 document per unit.
         tool_schemas: tool schemas of the newest SkillState.
         costs: coster id → verbatim token cost per unit (aligned with ``units``).
+        token_sums: coster id → running sums of ``costs`` (``token_sums[c][i]`` = tokens of units ``0 … i-1``).
+        reach_index: positions that find an assembly's reach without a walk (:mod:`.reach`).
         graph_ms: milliseconds spent reading the store for this snapshot.
         facts: record id → the record's write-path facts (:class:`~ctxledger.facts.RecordFacts`: secret
             findings, instruction-like phrase, inherited restrictions; the lexical terms are already in
@@ -57,6 +60,8 @@ class Snapshot:
     tool_schemas: tuple[Mapping[str, Any], ...]
     index: IncrementalBM25
     costs: dict[str, list[int]] = field(default_factory=dict)
+    token_sums: dict[str, list[int]] = field(default_factory=dict)
+    reach_index: ReachIndex = field(default_factory=ReachIndex)
     facts: dict[str, RecordFacts] = field(default_factory=dict)
     graph_ms: float = 0.0
     memo: dict[Any, dict[str, tuple[Any, Any]]] = field(default_factory=dict)
@@ -123,6 +128,7 @@ class SnapshotLoader:
         units, tools = build_units(records, self.store.blobs.get)
         index = IncrementalBM25()
         snap = Snapshot(tenant_id, conversation_id, branch_id, seq, lineage, records, units, tools, index)
+        snap.reach_index.extend(units, 0, records)
         pending: dict[str, RecordFacts] = {}
         next_unit = 0
         for start in range(0, len(records), FACTS_WINDOW):
@@ -161,10 +167,14 @@ class SnapshotLoader:
         facts = self._facts(
             snap.tenant_id, snap.conversation_id, snap.lineage, rebuilt, as_of_seq=target, after_seq=after
         )
+        snap.reach_index.truncate(snap.units, first_unit, rebuilt[0].seq if rebuilt else target + 1)
         del snap.units[first_unit:]
         snap.index.truncate(first_unit)
         for costs in snap.costs.values():
             del costs[first_unit:]
+        for sums in snap.token_sums.values():
+            del sums[first_unit + 1 :]
+        snap.reach_index.extend(units, first_unit, rebuilt)
         snap.units.extend(units)
         _index_units(snap.index, units, facts)
         snap.facts.update({rid: f.without_terms() for rid, f in facts.items()})

@@ -218,14 +218,16 @@ class StageContext:
         """``(item, compute(item))`` for every item of ``items`` whose value is truthy, in order.
 
         For a stage whose verdict on one record (or unit) depends on that item and on what ``namespace``
-        names (the stage's settings, the request fields it reads) but not on other candidates: history is
-        append-only, so the verdicts on a prefix are kept in :attr:`memo` and only new items are computed.
-        The cache holds while ``items`` is the same list object and still starts with the same objects
-        (its last cached item is checked; the snapshot replaces every unit after one it rebuilds).
+        names (the stage's settings, the request fields it reads) but not on other candidates. Verdicts are
+        kept in :attr:`memo` per item (by ``id``, valid while the item is the very object asked about), so a
+        call computes only the items no earlier call saw, whichever subset of the history it visits; when
+        ``items`` is the list of the previous call grown at its end, the verdicts on its prefix are reused
+        without looking them up one by one.
         """
         if self.memo is None:
             return [(item, value) for item in items if (value := compute(item))]
         table = self.memo.setdefault(("scan", namespace), {})
+        per_item = self.memo.setdefault(("scan items", namespace), {})
         hit = table.get("")
         start, found = 0, []
         if hit is not None:
@@ -233,7 +235,12 @@ class StageContext:
             if seq is items and count <= len(items) and (count == 0 or items[count - 1] is last):
                 start, found = count, list(cached)
         for item in items[start:]:
-            value = compute(item)
+            known = per_item.get(item.id)
+            if known is not None and known[0] is item:
+                value = known[1]
+            else:
+                value = compute(item)
+                per_item[item.id] = (item, value)
             if value:
                 found.append((item, value))
         table[""] = (items, len(items), items[-1] if items else None, found)
@@ -273,6 +280,7 @@ class Stage(Protocol):
     def __call__(self, ctx: StageContext) -> Iterable[PolicyDecision]:
         """Decide about candidates. Must be deterministic for the same context."""
         ...
+
 
 def protected_records(ctx: StageContext) -> dict[str, str]:
     """Record id → why no custom stage may omit it: ``instruction``, ``latest_user_turn``, or a protection reason.

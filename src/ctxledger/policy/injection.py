@@ -83,6 +83,35 @@ INSTRUCTION_LIKE = "instruction-like text inside"
 _INSTRUCTION_LIKE = re.compile(
     "|".join(f"(?:{p})" for p in (*_STRUCTURE, *_PATTERNS, *_OTHER_LANGUAGES)), re.IGNORECASE
 )
+_ANCHORS: tuple[tuple[str, ...], ...] = (
+    *(("<",), ("<",), ("<",), ("inst]", "<"), ("human", "assistant")),
+    *(("ignore", "disregard", "forget", "override"), ("ignore", "disregard", "forget"), ("you",), ("you",)),
+    *(("you",), ("mode",), ("new",), ("prompt",), ("<",), ("not",), ("must",)),
+    *(("ignor", "olvida", "omite"), ("ignora", "olvida"), ("ignor", "oublie"), ("ignor", "oublie")),
+    *(("ignor", "vergiss", "missachte"), ("vergiss",), ("ignor", "dimentica", "esque")),
+    *((), (), (), ()),  # ru, zh, ja, ko: no ASCII text matches them
+)
+"""Per pattern (in :data:`_INSTRUCTION_LIKE`'s order), lower-case substrings one of which each of its matches
+holds in ASCII text; for ASCII, ``str.lower`` folds exactly as ``re.IGNORECASE`` does."""
+_EACH = tuple(re.compile(p, re.IGNORECASE) for p in (*_STRUCTURE, *_PATTERNS, *_OTHER_LANGUAGES))
+
+
+def _ascii_search(text: str) -> re.Match[str] | None:
+    """:data:`_INSTRUCTION_LIKE`'s match in ASCII ``text``, searching only the patterns whose anchors occur.
+
+    Leftmost match first, and at one position the earliest pattern, as the alternation decides.
+    """
+    lowered = text.lower()
+    best: re.Match[str] | None = None
+    for anchors, pattern in zip(_ANCHORS, _EACH, strict=True):
+        if not any(a in lowered for a in anchors):
+            continue
+        found = pattern.search(text)
+        if found is not None and (best is None or found.start() < best.start()):
+            best = found
+    return best
+
+
 _INVISIBLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
 
 
@@ -104,6 +133,9 @@ def instruction_like(text: str) -> str | None:
     Returns:
         The matched phrase, whitespace collapsed, for the manifest's detail; ``None`` when nothing matches.
     """
+    if text.isascii() and not _INVISIBLE.search(text):
+        found = _ascii_search(text)
+        return None if found is None else " ".join(found.group(0).split())[:80]
     found = _INSTRUCTION_LIKE.search(text)
     if found is None and not text.isascii():
         found = _INSTRUCTION_LIKE.search(normalise(text))

@@ -97,7 +97,8 @@ class TrustStage:
     def _delimit(self, unit: Unit, facts: Mapping[str, Any]) -> Iterable[PolicyDecision]:
         texts = {t.ref: content_text(t.content) for t in unit.turns}
         parts = {t.ref for t in unit.turns if not isinstance(t.content, str)}
-        facts = {rid: f for rid, f in facts.items() if rid not in parts} if parts else facts
+        if parts:  # a result shown as content parts is not the text its facts were computed from
+            facts = {rid: facts[rid] for rid in unit.record_ids if rid in facts and rid not in parts}
         for rec in unit.records:
             is_result = isinstance(rec, ToolArtifact)
             if not is_result and rec.trust not in _DELIMITED:
