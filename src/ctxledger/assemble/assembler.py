@@ -45,6 +45,7 @@ from ctxledger.assemble.pairs import keep_pairs
 from ctxledger.assemble.preamble import keep_preamble
 from ctxledger.assemble.recall import recalls_in, with_recall_tool
 from ctxledger.assemble.record import ManifestInputs, build_manifest
+from ctxledger.assemble.dates import with_dates
 from ctxledger.assemble.relevance import is_question, spread, tokenize, with_semantic
 from ctxledger.assemble.represent import Pointer, charge_savings, omit_redundant
 from ctxledger.assemble.room import anchor_user_turn, make_room_for_errors
@@ -829,6 +830,7 @@ def _relevance(request: AssemblyRequest, snap: Snapshot, policy: Policy | None =
     scores = snap.index.scores(tokenize([query])[0] if query else [], len(snap.units))
     if policy is not None:
         scores = with_semantic(scores, query, snap.vectors, policy.selection.semantic_weight)
+        scores = with_dates(scores, query, snap.units, policy.selection.date_boost)
         scores = spread(scores, policy.selection.neighbour_decay, policy.selection.neighbour_window)
     top = float(scores.max()) if len(scores) else 0.0
     return scores / top if top > 0 else scores

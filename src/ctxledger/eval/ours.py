@@ -240,7 +240,7 @@ def _records(history: _History, item: EvalItem) -> list[Record]:
         "tenant_id": "default",
         "conversation_id": history.conversation_id,
         "branch_id": f"{history.conversation_id}/main",
-        "created_at": _BASE_TIME + timedelta(seconds=seq),
+        "created_at": _written_at(item, seq),
         "external_id": item.id,
     }
     if item.role == "tool":
@@ -267,6 +267,17 @@ def _records(history: _History, item: EvalItem) -> list[Record]:
         history.open_calls[call.call_id] = record
         out.append(record)
     return out
+
+
+def _written_at(item: EvalItem, seq: int) -> datetime:
+    """When the item was written: its ``meta["written_at"]`` (LoCoMo's session times), else one second per seq."""
+    found = item.meta.get("written_at")
+    if isinstance(found, str):
+        try:
+            return datetime.fromisoformat(found)
+        except ValueError:
+            pass
+    return _BASE_TIME + timedelta(seconds=seq)
 
 
 def _remember(history: _History, rid: str, item: EvalItem) -> None:

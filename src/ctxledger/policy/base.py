@@ -55,7 +55,8 @@ class SelectionParams:
     ``utility = w_relevance·relevance + w_recency·recency + w_kind·kind_prior`` with each term in
     [0, 1]; recency halves every ``recency_half_life`` units counted back from the newest. Relevance is
     BM25 on stemmed terms — mixed with the query's semantic similarity (``semantic_weight``) when the
-    ``semantic`` extra is installed — each unit's score plus its neighbours' (``neighbour_decay`` per unit of
+    ``semantic`` extra is installed, and counted ``1 + date_boost`` times for units written on a date the query
+    names — each unit's score plus its neighbours' (``neighbour_decay`` per unit of
     distance, up to ``neighbour_window`` units away; :func:`ctxledger.assemble.relevance.spread`),
     normalised to [0, 1].
 
@@ -75,7 +76,7 @@ class SelectionParams:
             ``class_caps`` with a key that is not a context class (``conversation``, ``operational``,
             ``epistemic``, ``provenance``, ``policy``, ``recovery``, ``planning``) or a value outside (0, 1];
             ``question_weights`` not three weights; ``neighbour_decay`` outside [0, 1];
-            ``neighbour_window`` not an integer >= 0; ``semantic_weight`` outside [0, 1]; ``ladder`` not a boolean.
+            ``neighbour_window`` not an integer >= 0; ``semantic_weight`` outside [0, 1]; ``date_boost`` negative; ``ladder`` not a boolean.
     """
 
     w_relevance: float = 0.4
@@ -95,6 +96,9 @@ class SelectionParams:
     semantic_weight: float = 0.5
     """Share of semantic similarity in relevance when an embedding model is installed (the ``semantic`` extra;
     :func:`ctxledger.assemble.relevance.with_semantic`); 0 = lexical only."""
+    date_boost: float = 1.0
+    """How much more a unit written on a date the query names counts (relevance × (1 + date_boost);
+    :func:`ctxledger.assemble.dates.with_dates`); 0 = dates ignored."""
 
     def __post_init__(self) -> None:
         """Validate every setting (see the class docstring)."""
@@ -114,6 +118,7 @@ class SelectionParams:
         number(self.neighbour_decay, "selection", "neighbour_decay", low=0.0, high=1.0)
         number(self.neighbour_window, "selection", "neighbour_window", low=0, integer=True)
         number(self.semantic_weight, "selection", "semantic_weight", low=0.0, high=1.0)
+        number(self.date_boost, "selection", "date_boost", low=0.0)
 
     def weights(self, question: bool) -> tuple[float, float, float]:
         """``(w_relevance, w_recency, w_kind)`` for a request whose query is (or is not) a question (see above)."""
@@ -134,6 +139,7 @@ class SelectionParams:
             "neighbour_decay": self.neighbour_decay,
             "neighbour_window": self.neighbour_window,
             "semantic_weight": self.semantic_weight,
+            "date_boost": self.date_boost,
         }
 
 
