@@ -45,6 +45,7 @@ from ctxledger.assemble.pairs import keep_pairs
 from ctxledger.assemble.preamble import keep_preamble
 from ctxledger.assemble.recall import recalls_in, with_recall_tool
 from ctxledger.assemble.record import ManifestInputs, build_manifest
+from ctxledger.assemble import stability
 from ctxledger.assemble.dates import with_dates
 from ctxledger.assemble.relevance import is_question, spread, tokenize, with_semantic
 from ctxledger.assemble.represent import Pointer, charge_savings, omit_redundant
@@ -67,6 +68,7 @@ from ctxledger.policy.secrets import SPEAKER_WITHHELD, default_scanner, redact_j
 from ctxledger.policy.stages.visibility import promoted_records, sees
 from ctxledger.records import Message, Record, Role, ToolArtifact, Visibility, utcnow
 from ctxledger.retention.state import retained, retained_sources
+from ctxledger.serialize.anthropic_cache import with_breakpoints
 from ctxledger.serialize.base import Serializer, Turn
 from ctxledger.serialize.tool_names import request_tool_names, tool_name_map
 from ctxledger.units import UNAVAILABLE, Unit, UnitKind, build_units, content_text, drop_thinking
@@ -367,7 +369,18 @@ def assemble(
     relevance = _relevance_by_id(request, snap, policy)
     weights = policy.selection.weights(_asks_question(request, units))
     items = _selection_items(units, plan, turn_costs, relevance, policy, coster, options_for, weights, oversized)
-    result = select(items, dynamic, ledger)
+    stable_key = (request.api, requested.input_tokens)
+    prev = stability.previous(snap.memo, stable_key, snap.seq)
+    stable = prev if policy.selection.stable_prefix else None
+    target = stability.target_budget(dynamic, policy.selection.stable_headroom, stable)
+    result = select(items, target, ledger)
+    grown = stability.grow(stable, items, result, dynamic, policy.selection.class_caps)
+    if grown is not None:
+        result, ledger = grown
+    elif (kept := stability.keep_prefix(stable, items, target, policy.selection.stable_keep)) is not None:
+        ledger = BudgetLedger(dynamic, policy.selection.class_caps)
+        result = select(kept[0], target, ledger)
+        result.omitted.update(dict.fromkeys(kept[1], ReasonCode.BUDGET))
     by_id = {u.id: u for u in units}
     if options_for is not None:
         make_room_for_errors(items, result, dynamic, ledger)
@@ -392,8 +405,8 @@ def assemble(
     chosen_units = [u for u in chosen_units if u.id in result.chosen]
     chosen_units = _fix_role_order(chosen_units, plan, result.chosen, [*required_units, *lead], ledger)
     chosen_units = _anchor_required_lead(chosen_units, units, items, plan, result.chosen, dynamic, ledger)
-    if options_for is not None:
-        chosen_units = _fill(items, result, chosen_units, by_id, plan, dynamic, ledger, options_for, coster)
+    if options_for is not None and stable is None:
+        chosen_units = _fill(items, result, chosen_units, by_id, plan, target, ledger, options_for, coster)
         chosen_units = _fix_role_order(chosen_units, plan, result.chosen, [*required_units, *lead], ledger)
     charge_savings(ledger.saved, result.chosen, costs)
     _rehydrate(request, policy, plan, chosen_units, result, coster, read_blob, dynamic, ledger)
@@ -407,12 +420,21 @@ def assemble(
     t_select = time.perf_counter()
     turns = _ordered_turns(fixed, chosen_units, result.chosen)
     payload = serializer.build(turns, model=request.model, tools=tools)
+    parts = stability.payload_parts(fixed, chosen_units, result.chosen, costs)
+    prefix = {"previous": prev.assembly_id if prev else None, "grown": grown is not None,
+              "shared_tokens": stability.shared_prefix_tokens(prev, parts),
+              "shared_messages": stability.shared_messages(prev, payload.get("messages") or [])}  # fmt: skip
+    built_messages = tuple(payload.get("messages") or ())
     renamed = {k: v for k, v in tool_name_map(request_tool_names(turns, tools)).items() if k != v}
     if renamed:
         plan.tools["renamed"] = renamed
     serializer.validate(payload)
     counter = counter_for_payload or getattr(coster, "counter", None)
     input_tokens = serializer.count(payload, counter) if counter is not None else _sum_costs(coster, turns, tools)
+    if request.api == "anthropic-messages":
+        payload = with_breakpoints(payload, stable_messages=prefix["shared_messages"],
+                                   stable_tokens=prefix["shared_tokens"], input_tokens=input_tokens)  # fmt: skip
+        serializer.validate(payload)
     payload_hash = content_hash(payload)
     t_end = time.perf_counter()
     asm = Assembly(f"asm_{uuid.uuid4().hex}", payload, payload_hash, input_tokens, turn_refs=[t.ref for t in turns])
@@ -451,6 +473,9 @@ def assemble(
         )
     )
     asm.manifest["recalls"] = recalls_in(records)  # what the model read back with the recall tool, and why
+    asm.manifest["prefix"] = prefix  # what the payload shares with the previous assembly of this branch
+    stability.remember(snap.memo, stable_key, stability.PreviousAssembly(
+        asm.id, snap.seq, {u.id: result.chosen[u.id] for u in chosen_units}, parts, built_messages))  # fmt: skip
     return asm
 
 
