@@ -186,3 +186,16 @@ def test_without_the_model_relevance_is_lexical(monkeypatch: pytest.MonkeyPatch)
     assert facts.vector == b""
     asm = _ledger().assemble("c", query="relax?", window_tokens=4000, output_tokens=0, margin_tokens=0, persist=False)
     assert asm.manifest["policy"]["relevance"] == "bm25"
+
+
+@needs_model
+def test_a_replay_without_the_model_says_the_relevance_differs(monkeypatch: pytest.MonkeyPatch) -> None:
+    ledger = _ledger()
+    asm = ledger.assemble("c", query="What vegetables are they growing?", window_tokens=70, output_tokens=0,
+                          margin_tokens=0)  # fmt: skip
+    left_out = next(m for m in ("m0", "m1", "m2", "m3", "m4", "m5") if m not in asm.turn_refs)
+    assert asm.manifest["policy"]["relevance"].startswith("bm25+wordllama")
+    monkeypatch.setattr(semantic, "_LOADED", {"default": None})
+    answer = ledger.explain(asm.id, left_out)
+    assert answer["status"] == "unknown" and answer["reason"] == "replay_mismatch"
+    assert "relevance bm25+wordllama" in answer["detail"] and "bm25 now" in answer["detail"]

@@ -377,7 +377,8 @@ def assemble(
     grown = stability.grow(stable, items, result, dynamic, policy.selection.class_caps)
     if grown is not None:
         result, ledger = grown
-    elif (kept := stability.keep_prefix(stable, items, target, policy.selection.stable_keep)) is not None:
+    elif (kept := stability.keep_prefix(stable, items, target, policy.selection.stable_keep,
+                                        stability.essentials(items, result))) is not None:  # fmt: skip
         ledger = BudgetLedger(dynamic, policy.selection.class_caps)
         result = select(kept[0], target, ledger)
         result.omitted.update(dict.fromkeys(kept[1], ReasonCode.BUDGET))

@@ -9,8 +9,9 @@ in the same form, and adds every unit written since (and every unit the policy r
 does not fit, the selection is chosen afresh — the compaction point — under :func:`target_budget`, which leaves
 ``stable_headroom`` of ``B_dynamic`` free so that the following calls can grow again.
 
-Nothing the policy requires is lost: required units are in a grown selection or it is not used. What a grown
-selection does not do is re-rank: an old unit that became relevant only now waits for the next compaction point.
+Nothing the policy requires is lost: required units are in a grown selection or it is not used, and so are the
+:data:`ESSENTIAL` highest-utility units of a fresh selection (a recent failure, the turn a question is about).
+Otherwise a grown selection does not re-rank: an old unit of lower rank waits for the next compaction point.
 A question asked of an unchanged history (no unit written since) is always chosen afresh.
 
 The previous assembly is kept in memory with the snapshot (:attr:`~ctxledger.assemble.snapshot.Snapshot.memo`,
@@ -97,6 +98,19 @@ def _same_option(item: SelectionItem, sent: Option) -> Option | None:
     return None
 
 
+ESSENTIAL = 3
+"""The fresh selection's highest-utility optional units that a grown or prefix-keeping selection must carry too."""
+
+
+def essentials(items: Sequence[SelectionItem], fresh: SelectionResult, k: int = ESSENTIAL) -> frozenset[str]:
+    """Ids of the ``k`` highest-utility optional units the fresh selection chose (the evidence it ranks first)."""
+    ranked = sorted(
+        (i for i in items if not i.required and i.unit_id in fresh.chosen),
+        key=lambda i: (-fresh.chosen[i.unit_id].utility, -i.seq, i.unit_id),
+    )
+    return frozenset(i.unit_id for i in ranked[:k])
+
+
 def grow(
     prev: PreviousAssembly | None,
     items: Sequence[SelectionItem],
@@ -108,7 +122,8 @@ def grow(
 
     ``None`` when there is no previous assembly, nothing was written since, a unit it sent is no longer offered
     in the same form (omitted, changed, rebuilt), or the grown selection exceeds ``dynamic`` tokens or a class
-    cap. New and required units enter as the fresh selection chose them, else at their first (verbatim) option.
+    cap. New units, required units and the fresh selection's :func:`essentials` enter as the fresh selection
+    chose them, else at their first (verbatim) option.
 
     Returns:
         The selection (units left out are omitted for ``budget``) and its budget ledger.
@@ -123,8 +138,9 @@ def grow(
         if option is None:
             return None
         chosen[uid] = option
+    first = essentials(items, fresh)
     for item in items:
-        if item.unit_id not in chosen and (item.required or item.seq > prev.seq):
+        if item.unit_id not in chosen and (item.required or item.seq > prev.seq or item.unit_id in first):
             chosen[item.unit_id] = fresh.chosen.get(item.unit_id) or item.options[0]
     total = sum(o.tokens for o in chosen.values())
     if total > dynamic:
@@ -143,14 +159,18 @@ def grow(
 
 
 def keep_prefix(
-    prev: PreviousAssembly | None, items: Sequence[SelectionItem], target: int, share: float
+    prev: PreviousAssembly | None,
+    items: Sequence[SelectionItem],
+    target: int,
+    share: float,
+    first: frozenset[str] = frozenset(),
 ) -> tuple[list[SelectionItem], frozenset[str]] | None:
     """Items for a re-chosen selection that keeps the previous payload's leading units (its cached prefix).
 
     The previous payload's units are taken oldest first while they are still offered in the same form and their
     tokens stay within ``share · target``; they become required at that form. Of the other units, only those
-    newer than the last kept one (and required ones) are offered, so the re-chosen payload starts with the kept
-    units unchanged. ``None`` when nothing can be kept.
+    newer than the last kept one, required ones and ``first`` (:func:`essentials`) are offered, so the re-chosen
+    payload starts with the kept units unchanged. ``None`` when nothing can be kept.
 
     Returns:
         The items to select from, and the ids of the units left out so that the prefix stays whole.
@@ -176,7 +196,7 @@ def keep_prefix(
     for item in items:
         if item.unit_id in kept:
             offered.append(replace(item, options=[kept[item.unit_id]], required=True))
-        elif item.required or item.seq > boundary:
+        elif item.required or item.seq > boundary or item.unit_id in first:
             offered.append(item)
         else:
             left_out.add(item.unit_id)

@@ -59,7 +59,7 @@ from ctxledger.serialize.base import Turn
 from ctxledger.store.memory import MemoryStore
 from ctxledger.tokens import TokenCounter
 
-__all__ = ["EVAL_NOW", "ItemCoster", "PolicySelector", "register"]
+__all__ = ["EVAL_NOW", "STABLE", "ItemCoster", "PolicySelector", "register", "stable_policy"]
 
 EVAL_NOW = datetime(2026, 1, 1, tzinfo=UTC)
 """The request clock of every evaluation assembly (freshness rules see the same time in every run)."""
@@ -367,8 +367,23 @@ def _sent_texts(asm: Assembly, history: _History) -> dict[str, str]:
     return out
 
 
+STABLE = "ctxledger-stable"
+"""The default policy with prefix-stable selection on (``selection.stable_prefix``), for ``eval caching``."""
+
+
+def stable_policy() -> Policy:
+    """The default policy with ``selection.stable_prefix`` on (:mod:`ctxledger.assemble.stability`)."""
+    import dataclasses
+
+    from ctxledger.policy.default import default_policy
+
+    base = default_policy()
+    return dataclasses.replace(base, selection=dataclasses.replace(base.selection, stable_prefix=True))
+
+
 def register(*, replace: bool = True) -> None:
-    """Register :class:`PolicySelector` with the harness as :data:`ctxledger.eval.harness.OURS`."""
+    """Register :class:`PolicySelector` with the harness as :data:`ctxledger.eval.harness.OURS` and :data:`STABLE`."""
     from ctxledger.eval.harness import OURS, register_selector
 
     register_selector(OURS, lambda counter: PolicySelector(counter, name=OURS), replace=replace)
+    register_selector(STABLE, lambda counter: PolicySelector(counter, stable_policy(), name=STABLE), replace=replace)
