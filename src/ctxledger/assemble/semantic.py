@@ -45,13 +45,13 @@ class StaticEmbedder:
     """Mean-pooled static token embeddings (see the module docstring).
 
     Args:
-        table: the token embedding table, ``(vocabulary, dim)``.
+        table: the token embedding table, ``(vocabulary, dim)``, any float precision (rows are averaged in float32).
         tokenizer: a ``tokenizers.Tokenizer`` for that vocabulary.
         model_id: the name recorded in stamps and manifests, e.g. ``"wordllama-l2_supercat-256@0.4.0.post1"``.
     """
 
     def __init__(self, table: np.ndarray, tokenizer: Any, model_id: str) -> None:
-        self.table = np.ascontiguousarray(table, dtype=np.float32)
+        self.table = np.ascontiguousarray(table)  # kept in its stored precision (float16: 16 MB, not 33)
         self.dim = int(self.table.shape[1])
         self.model_id = model_id
         self._tokenizer = tokenizer
@@ -69,7 +69,8 @@ class StaticEmbedder:
             ids = enc.ids
             if not ids:
                 continue
-            vec = self.table[np.clip(np.asarray(ids, dtype=np.int64), 0, last)].mean(axis=0)
+            rows = self.table[np.clip(np.asarray(ids, dtype=np.int64), 0, last)].astype(np.float32)
+            vec = rows.mean(axis=0)
             norm = float(np.linalg.norm(vec))
             if norm > 0:
                 out[i] = vec / norm
