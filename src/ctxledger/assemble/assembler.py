@@ -13,15 +13,17 @@ Pipeline, constraints first and relevance second (seed 002 "Primero restriccione
    ``B_dynamic`` (a failed call's 40,000-line log) enters as an exact excerpt with locators instead (see
    :func:`oversized_required`), so one huge output cannot block every later call.
 4. **Utility and selection** (:mod:`.select`): ``utility = w_rel·relevance + w_rec·recency + w_kind·prior``
-   per unit (relevance: stemmed BM25 spread to neighbouring units; relevance-dominant weights when the
-   query is a question outside a tool loop, :class:`~ctxledger.policy.base.SelectionParams`), a
-   multiple-choice knapsack under ``B_dynamic`` with deterministic ties.
+   per unit (relevance: stemmed BM25, mixed with semantic similarity when an embedding model is installed
+   (:mod:`.semantic`), raised for units written on a date the query names (:mod:`.dates`), spread to
+   neighbouring units; relevance-dominant weights when the query is a question outside a tool loop,
+   :class:`~ctxledger.policy.base.SelectionParams`), a multiple-choice knapsack under ``B_dynamic`` with
+   deterministic ties; with ``stable_prefix`` the previous call's selection is grown instead (:mod:`.stability`).
 5. **Role order**: turns recorded before the first user turn are kept (:mod:`.preamble`: as they are for
    OpenAI, as delimited data inside a user turn for Anthropic); other leading optional non-user units (a
    user turn before them left out for budget, case B04) are dropped with ``role_order``.
 6. **Serialization**: instructions first (stable prefix for provider caches), then the chosen units in
    ``seq`` order; the payload is validated against the provider's rules, counted on its serialized
-   form, and hashed.
+   form, given Anthropic cache breakpoints on its stable part (``serialize.anthropic_cache``), and hashed.
 
 The result carries the payload and a manifest (:mod:`ctxledger.manifest`).
 """
