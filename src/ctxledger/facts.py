@@ -17,22 +17,27 @@ map); the assembler reads it instead of rescanning:
 * **lexical terms** (:attr:`RecordFacts.terms`, :attr:`RecordFacts.length`): the stemmed BM25 terms of its
   relevance text (:func:`ctxledger.assemble.relevance.tokenize`) as term → frequency, so the lexical index is
   built from stored counts.
+* **semantic vector** (:attr:`RecordFacts.vector`): the unit vector of its relevance text under the packaged static
+  embedding model (:mod:`ctxledger.assemble.semantic`), int8-quantised; empty without the ``semantic`` extra.
 * **derived restrictions** (:attr:`RecordFacts.sources`): every record whose restrictions a derived record
   inherits (its sources, transitively, stopping at a ``safe_summary``), nearest first. Sources are earlier
   records, so the list is known at append.
 
 The facts are stamped with :data:`DETECTOR_STAMP`, a digest of the code that computed them (the modules of
-the secret scanner, the instruction-like patterns, the renderers and the tokenizer) and of the versions of
-detect-secrets, bm25s and PyStemmer. Facts with another stamp were computed by another detector: readers
-recompute them (and store the result) instead of trusting them.
+the secret scanner, the instruction-like patterns, the renderers, the tokenizer and the embedding) and of the
+versions of detect-secrets, bm25s and PyStemmer and of the embedding model (``none`` without it), so installing
+or upgrading the ``semantic`` extra makes the stored facts stale and they are recomputed with vectors. Facts with
+another stamp were computed by another detector: readers recompute them (and store the result) instead of trusting
+them.
 
 The computation calls the detectors and renderers; it does not copy them. It imports only leaf modules
-(records, the scanner, the instruction-like patterns, the unit renderers, the tokenizer), none of which
+(records, the scanner, the instruction-like patterns, the unit renderers, the tokenizer, the embedding), none of which
 imports the store, the policy stages or the assembler, so the store can call it on append.
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import hashlib
 import inspect
@@ -47,6 +52,7 @@ from typing import Any
 import msgspec
 
 import ctxledger.assemble.relevance as relevance
+import ctxledger.assemble.semantic as semantic
 import ctxledger.units as units
 import ctxledger.policy.injection as injection
 import ctxledger.policy.secrets as secrets
@@ -91,6 +97,8 @@ class RecordFacts:
             only in records shown as data (module docstring).
         terms: stemmed lexical terms of its relevance text → frequency (empty when it has none).
         length: number of terms (the BM25 document length it contributes).
+        vector: the int8 unit vector of its relevance text (:func:`ctxledger.assemble.semantic.quantize`);
+            ``b""`` when it has no text or no embedding model is installed.
         sources: ids of the records whose restrictions it inherits (derived records only; nearest first).
         sources_complete: every source named on the way was found when the facts were computed (``False``: one
             was not stored yet, so a reader walks the sources instead of trusting ``sources``).
@@ -106,6 +114,7 @@ class RecordFacts:
     instruction: str | None = None
     terms: Mapping[str, int] = dataclasses.field(default_factory=dict)
     length: int = 0
+    vector: bytes = b""
     sources: tuple[str, ...] = ()
     sources_complete: bool = True
     raw_readable: bool = True
@@ -120,10 +129,10 @@ class RecordFacts:
         return tuple(f for part in self.texts for f in part)
 
     def without_terms(self) -> RecordFacts:
-        """The same facts without the lexical terms (once they are in an index, nothing needs them)."""
-        if not self.terms:
+        """The same facts without the lexical terms and the vector (once they are indexed, nothing needs them)."""
+        if not self.terms and not self.vector:
             return self
-        return dataclasses.replace(self, terms={})
+        return dataclasses.replace(self, terms={}, vector=b"")
 
 
 def _source_file(obj: Any) -> bytes:
@@ -147,11 +156,13 @@ def detector_stamp() -> str:
         injection.instruction_like,
         units.render_data_block,
         relevance.tokenize,
+        semantic.StaticEmbedder,
         retained,
     ):
         digest.update(_source_file(obj))
     for package in ("detect-secrets", "bm25s", "PyStemmer"):
         digest.update(f"\0{package}={_package_version(package)}".encode())
+    digest.update(f"\0embedding={semantic.model_id() or 'none'}".encode())
     return f"f{FACTS_FORMAT}-{digest.hexdigest()[:16]}"
 
 
@@ -315,11 +326,23 @@ def compute_facts(
         chunk = records[start : start + CHUNK]
         texts = [_texts(r, read_blob) for r in chunk]
         tokens = relevance.tokenize([t.relevance for t in texts])
-        out += [_facts(rec, text, terms, lookup) for rec, text, terms in zip(chunk, texts, tokens, strict=True)]
+        vectors = _vectors([t.relevance for t in texts])
+        out += [
+            _facts(rec, text, terms, vector, lookup)
+            for rec, text, terms, vector in zip(chunk, texts, tokens, vectors, strict=True)
+        ]
     return out
 
 
-def _facts(rec: Record, text: _Texts, terms: Sequence[str], lookup: StoredLookup) -> RecordFacts:
+def _vectors(texts: Sequence[str]) -> list[bytes]:
+    """Quantised semantic vectors of ``texts`` (``b""`` each without an embedding model or text)."""
+    embedder = semantic.default_embedder()
+    if embedder is None:
+        return [b""] * len(texts)
+    return [semantic.quantize(v) if text else b"" for text, v in zip(texts, embedder.embed(texts), strict=True)]
+
+
+def _facts(rec: Record, text: _Texts, terms: Sequence[str], vector: bytes, lookup: StoredLookup) -> RecordFacts:
     scanner = secrets.default_scanner()
     sources, complete = ((), True)
     if direct_sources(rec):
@@ -333,6 +356,7 @@ def _facts(rec: Record, text: _Texts, terms: Sequence[str], lookup: StoredLookup
         instruction=injection.instruction_like(text.instruction) if text.instruction else None,
         terms=dict(Counter(terms)),
         length=len(terms),
+        vector=vector,
         sources=sources,
         sources_complete=complete,
         raw_readable=text.raw_readable,
@@ -361,6 +385,8 @@ def encode_facts(facts: RecordFacts) -> bytes:
     if facts.terms:
         body["terms"] = facts.terms
         body["length"] = facts.length
+    if facts.vector:
+        body["vector"] = base64.b64encode(facts.vector).decode("ascii")
     if facts.sources:
         body["sources"] = list(facts.sources)
     if not facts.sources_complete:
@@ -375,7 +401,7 @@ _DECODER = msgspec.json.Decoder()
 
 
 def decode_facts(record_id: str, stamp: str, body: str | bytes, *, terms: bool = True) -> RecordFacts:
-    """Rebuild facts from :func:`encode_facts`'s JSON; ``terms=False`` leaves the lexical terms out."""
+    """Rebuild facts from :func:`encode_facts`'s JSON; ``terms=False`` leaves the lexical terms and vector out."""
     values = _DECODER.decode(body)
     block = values.get("block")
     return RecordFacts(
@@ -387,6 +413,7 @@ def decode_facts(record_id: str, stamp: str, body: str | bytes, *, terms: bool =
         instruction=values.get("instruction"),
         terms=values.get("terms", {}) if terms else {},
         length=int(values.get("length", 0)),
+        vector=base64.b64decode(values["vector"]) if terms and "vector" in values else b"",
         sources=tuple(values.get("sources", ())),
         sources_complete=bool(values.get("sources_complete", True)),
         raw_readable=bool(values.get("raw_readable", True)),

@@ -772,6 +772,9 @@ class Ledger:
         found = asm.manifest
         if found["policy"]["hash"] != manifest["policy"]["hash"]:
             return None, f"policy hash {manifest['policy']['hash']} then, {found['policy']['hash']} now"
+        then, now = manifest["policy"].get("relevance"), found["policy"].get("relevance")
+        if then is not None and then != now:
+            return None, f"relevance {then} then, {now} now (the semantic extra or its model differs)"
         if found["payload_hash"] != manifest["payload_hash"]:
             return None, f"payload hash {manifest['payload_hash']} then, {found['payload_hash']} on replay"
         out = dict(found)

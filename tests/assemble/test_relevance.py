@@ -93,7 +93,10 @@ def test_a_tool_loop_stays_recency_first() -> None:
 
 
 def test_neighbours_bring_in_the_answer_that_shares_no_word_with_the_question() -> None:
-    """The reply right after the matching turn gets its neighbour's relevance; without spreading it is left out."""
+    """The reply right after the matching turn gets its neighbour's relevance; without spreading it is left out.
+
+    Lexical relevance only in the second call: semantic relevance finds "Casa Lucio, table for two" by itself.
+    """
     ledger = Ledger(MemoryStore())
     g = GraphBuilder(ledger, "n")
     g.user("ask", "Which restaurant should we book for the anniversary?")
@@ -102,6 +105,6 @@ def test_neighbours_bring_in_the_answer_that_shares_no_word_with_the_question() 
         g.user(f"x{i}", f"Unrelated errand {i}: pick up parcels and water the plants.")
     g.user("q", "What restaurant did we choose for the anniversary?")
     assert "answer" in _included(ledger, g, 130)
-    flat = dataclasses.replace(default_policy(), selection=SelectionParams(neighbour_decay=0.0))
+    flat = dataclasses.replace(default_policy(), selection=SelectionParams(neighbour_decay=0.0, semantic_weight=0.0))
     ledger.policy = flat
     assert "answer" not in _included(ledger, g, 130)

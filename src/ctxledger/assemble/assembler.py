@@ -14,15 +14,17 @@ Pipeline, constraints first and relevance second (seed 002 "Primero restriccione
    ``B_dynamic`` (a failed call's 40,000-line log) enters as an exact excerpt with locators instead (see
    :func:`oversized_required`), so one huge output cannot block every later call.
 4. **Utility and selection** (:mod:`.select`): ``utility = w_rel·relevance + w_rec·recency + w_kind·prior``
-   per unit (relevance: stemmed BM25 spread to neighbouring units; relevance-dominant weights when the
-   query is a question outside a tool loop, :class:`~ctxledger.policy.base.SelectionParams`), a
-   multiple-choice knapsack under ``B_dynamic`` with deterministic ties.
+   per unit (relevance: stemmed BM25, mixed with semantic similarity when an embedding model is installed
+   (:mod:`.semantic`), raised for units written on a date the query names (:mod:`.dates`), spread to
+   neighbouring units; relevance-dominant weights when the query is a question outside a tool loop,
+   :class:`~ctxledger.policy.base.SelectionParams`), a multiple-choice knapsack under ``B_dynamic`` with
+   deterministic ties; with ``stable_prefix`` the previous call's selection is grown instead (:mod:`.stability`).
 5. **Role order**: turns recorded before the first user turn are kept (:mod:`.preamble`: as they are for
    OpenAI, as delimited data inside a user turn for Anthropic); other leading optional non-user units (a
    user turn before them left out for budget, case B04) are dropped with ``role_order``.
 6. **Serialization**: instructions first (stable prefix for provider caches), then the chosen units in
    ``seq`` order; the payload is validated against the provider's rules, counted on its serialized
-   form, and hashed.
+   form, given Anthropic cache breakpoints on its stable part (``serialize.anthropic_cache``), and hashed.
 
 The result carries the payload and a manifest (:mod:`ctxledger.manifest`).
 """
@@ -40,7 +42,9 @@ from typing import Any
 
 import numpy as np
 
+from ctxledger.assemble import stability
 from ctxledger.assemble.costing import Coster
+from ctxledger.assemble.dates import with_dates
 from ctxledger.assemble.fill import fill_budget
 from ctxledger.assemble.inputs import resolve_participant, unknown_inputs, unserved_exact_evidence
 from ctxledger.assemble.pairs import keep_pairs
@@ -56,7 +60,7 @@ from ctxledger.assemble.reach import (
 )
 from ctxledger.assemble.recall import recalls_in, with_recall_tool
 from ctxledger.assemble.record import ManifestInputs, build_manifest
-from ctxledger.assemble.relevance import is_question, spread, tokenize
+from ctxledger.assemble.relevance import is_question, spread, tokenize, with_semantic
 from ctxledger.assemble.represent import Pointer, charge_savings, omit_redundant
 from ctxledger.assemble.room import anchor_user_turn, make_room_for_errors
 from ctxledger.assemble.select import Option, SelectionItem, select
@@ -76,6 +80,7 @@ from ctxledger.policy.secrets import SPEAKER_WITHHELD, default_scanner, redact_j
 from ctxledger.policy.stages.visibility import promoted_records, sees
 from ctxledger.records import Message, Record, Role, ToolArtifact, Visibility, utcnow
 from ctxledger.retention.state import retained, retained_sources
+from ctxledger.serialize.anthropic_cache import with_breakpoints
 from ctxledger.serialize.base import Serializer, Turn
 from ctxledger.serialize.tool_names import request_tool_names, tool_name_map
 from ctxledger.units import UNAVAILABLE, Unit, UnitKind, build_units, content_text, drop_thinking
@@ -402,7 +407,19 @@ def assemble(
         items = _selection_items(
             units, plan, turn_costs, relevance, policy, coster, options_for, weights, oversized, older
         )
-        result = select(items, dynamic, ledger)
+        stable_key = (request.api, requested.input_tokens)
+        prev = stability.previous(snap.memo, stable_key, snap.seq)
+        stable = prev if policy.selection.stable_prefix else None
+        target = stability.target_budget(dynamic, policy.selection.stable_headroom, stable)
+        result = select(items, target, ledger)
+        grown = stability.grow(stable, items, result, dynamic, policy.selection.class_caps)
+        if grown is not None:
+            result, ledger = grown
+        elif (kept := stability.keep_prefix(stable, items, target, policy.selection.stable_keep,
+                                            stability.essentials(items, result))) is not None:  # fmt: skip
+            ledger = BudgetLedger(dynamic, policy.selection.class_caps)
+            result = select(kept[0], target, ledger)
+            result.omitted.update(dict.fromkeys(kept[1], ReasonCode.BUDGET))
         by_id = {u.id: u for u in units}
         if options_for is not None:
             make_room_for_errors(items, result, dynamic, ledger)
@@ -427,8 +444,8 @@ def assemble(
         chosen_units = [u for u in chosen_units if u.id in result.chosen]
         chosen_units = _fix_role_order(chosen_units, plan, result.chosen, [*required_units, *lead], ledger)
         chosen_units = _anchor_required_lead(chosen_units, units, items, plan, result.chosen, dynamic, ledger)
-        if options_for is not None:
-            chosen_units = _fill(items, result, chosen_units, by_id, plan, dynamic, ledger, options_for, coster)
+        if options_for is not None and stable is None:
+            chosen_units = _fill(items, result, chosen_units, by_id, plan, target, ledger, options_for, coster)
             chosen_units = _fix_role_order(chosen_units, plan, result.chosen, [*required_units, *lead], ledger)
         used = sum(o.tokens for o in result.chosen.values())
         left = any(r is ReasonCode.BUDGET for r in result.omitted.values())
@@ -446,12 +463,21 @@ def assemble(
     t_select = time.perf_counter()
     turns = _ordered_turns(fixed, chosen_units, result.chosen)
     payload = serializer.build(turns, model=request.model, tools=tools)
+    parts = stability.payload_parts(fixed, chosen_units, result.chosen, costs)
+    prefix = {"previous": prev.assembly_id if prev else None, "grown": grown is not None,
+              "shared_tokens": stability.shared_prefix_tokens(prev, parts),
+              "shared_messages": stability.shared_messages(prev, payload.get("messages") or [])}  # fmt: skip
+    built_messages = tuple(payload.get("messages") or ())
     renamed = {k: v for k, v in tool_name_map(request_tool_names(turns, tools)).items() if k != v}
     if renamed:
         plan.tools["renamed"] = renamed
     serializer.validate(payload)
     counter = counter_for_payload or getattr(coster, "counter", None)
     input_tokens = serializer.count(payload, counter) if counter is not None else _sum_costs(coster, turns, tools)
+    if request.api == "anthropic-messages":
+        payload = with_breakpoints(payload, stable_messages=prefix["shared_messages"],
+                                   stable_tokens=prefix["shared_tokens"], input_tokens=input_tokens)  # fmt: skip
+        serializer.validate(payload)
     payload_hash = content_hash(payload)
     t_end = time.perf_counter()
     asm = Assembly(f"asm_{uuid.uuid4().hex}", payload, payload_hash, input_tokens, turn_refs=[t.ref for t in turns])
@@ -492,6 +518,9 @@ def assemble(
         )
     )
     asm.manifest["recalls"] = recalls_in(records)  # what the model read back with the recall tool, and why
+    asm.manifest["prefix"] = prefix  # what the payload shares with the previous assembly of this branch
+    stability.remember(snap.memo, stable_key, stability.PreviousAssembly(
+        asm.id, snap.seq, {u.id: result.chosen[u.id] for u in chosen_units}, parts, built_messages))  # fmt: skip
     return asm
 
 
@@ -931,6 +960,8 @@ def _relevance(request: AssemblyRequest, snap: Snapshot, policy: Policy | None =
     query = request.query if request.query is not None else _latest_user_text(snap.units)
     scores = snap.index.scores(tokenize([query])[0] if query else [], len(snap.units))
     if policy is not None:
+        scores = with_semantic(scores, query, snap.vectors, policy.selection.semantic_weight)
+        scores = with_dates(scores, query, snap.units, policy.selection.date_boost)
         scores = spread(scores, policy.selection.neighbour_decay, policy.selection.neighbour_window)
     top = float(scores.max()) if len(scores) else 0.0
     return scores / top if top > 0 else scores

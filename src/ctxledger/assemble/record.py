@@ -22,6 +22,7 @@ from typing import Any
 
 from ctxledger.assemble.costing import Coster
 from ctxledger.assemble.reach import BEYOND_REACH, REACH_STAGE, Reach, beyond_count
+from ctxledger.assemble.relevance import relevance_name
 from ctxledger.assemble.represent import record_locators, record_promotion
 from ctxledger.assemble.select import Option
 from ctxledger.assemble.snapshot import Snapshot
@@ -161,7 +162,7 @@ def build_manifest(inp: ManifestInputs) -> ManifestView:
         snapshot_seq=snap.seq,
         created_at=datetime.now(UTC).isoformat(),
         trace=trace,
-        policy=_policy_block(policy),
+        policy=_policy_block(policy, relevance_name(snap.vectors, policy.selection.semantic_weight)),
         assembler_version=ASSEMBLER_VERSION,
         counter={"id": coster.counter_id, "is_estimate": coster.is_estimate},
         model=redact_text(request.model, scanner),
@@ -318,8 +319,8 @@ def _request_facts(request: Any, scanner: SecretScanner | None = None) -> dict[s
     """What else the call asked for, so the assembly can be reproduced (clock, provider, contract, evidence).
 
     Free-text values (provider, query, agent, call type, phase, checks, evidence ids, scope, source
-    versions and the tool schemas the caller passed) are redacted with ``scanner`` (default: the default scanner): the manifest is stored, and a
-    secret never is.
+    versions and the tool schemas the caller passed) are redacted with ``scanner`` (default: the default
+    scanner): the manifest is stored, and a secret never is.
     """
     evidence = request.exact_evidence
     return {
@@ -435,11 +436,12 @@ def _promotion(option: Option | None, record_id: str) -> dict[str, Any]:
     return {"promotion": decision} if decision else {}
 
 
-def _policy_block(policy: Policy) -> dict[str, Any]:
+def _policy_block(policy: Policy, relevance: str) -> dict[str, Any]:
     """The manifest's ``policy`` block; ``unsafe_without`` only when the policy opts out of a safety stage."""
     block: dict[str, Any] = {"name": policy.name, "version": policy.version, "hash": policy.hash}
     if policy.unsafe_without:
         block["unsafe_without"] = sorted(policy.unsafe_without)
+    block["relevance"] = relevance
     return block
 
 

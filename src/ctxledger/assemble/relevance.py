@@ -15,6 +15,11 @@ by the next turn, a failing command's error sits beside the call that names the 
 relevance is therefore its own score plus its neighbours' scores, discounted by distance. On the LoCoMo
 development conversations this raised BM25's evidence recall at a 2,000-token budget from 0.71
 (stemmed, alone) to 0.82 (``decay = 0.5``, ``window = 3``; measured in ctxledger's evaluation harness).
+
+Why semantic relevance too (:func:`with_semantic`): a question and the turn that answers it often share no
+stem at all ("What does Melanie do to destress?" — "I go running and paint"). With the ``semantic`` extra each
+unit also has a static-embedding vector (:mod:`ctxledger.assemble.semantic`), and its lexical score is mixed
+with its cosine to the query before the neighbour spread.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from collections.abc import Iterable, Mapping, Sequence
 import bm25s
 import numpy as np
 import Stemmer  # type: ignore[import-not-found]  # PyStemmer ships no type stubs
+
+from ctxledger.assemble.semantic import LEXICAL, VectorIndex, default_embedder
 
 STEMMER_LANGUAGE = "english"
 """The Snowball stemmer applied to every indexed and query term."""
@@ -65,6 +72,47 @@ def spread(scores: np.ndarray, decay: float, window: int) -> np.ndarray:
         out[d:] += weight * scores[:-d]
         out[:-d] += weight * scores[d:]
     return out
+
+
+def with_semantic(lexical: np.ndarray, query: str, vectors: VectorIndex | None, weight: float) -> np.ndarray:
+    """Lexical scores mixed with semantic similarity: ``(1 − w)·lexical/max + w·semantic``.
+
+    ``semantic`` is each unit's cosine to the query after both are centred on the mean of the units' vectors
+    (:meth:`~ctxledger.assemble.semantic.VectorIndex.scores`), rescaled so the mean over the units is 0 and the
+    best unit 1, negative values cut to 0: static-embedding vectors of one conversation share a large common
+    part, so the raw cosine says little and how far a unit stands above the rest says more. Returns
+    ``lexical`` unchanged when ``weight`` is 0, there are no vectors, or the query has no vector.
+
+    Tuned on LoCoMo conversations 0–4 at 2,000 tokens (recall of the default policy, lexical 0.821): raw
+    cosine at ``w`` = 0.3 / 0.5 / 0.7 gave 0.842 / 0.835 / 0.802, centred cosine at 0.3 / 0.5 / 0.6 / 0.7
+    gave 0.844 / 0.848 / 0.837 / 0.824.
+    """
+    if weight <= 0 or vectors is None or not query or len(lexical) == 0:
+        return lexical
+    embedder = default_embedder()
+    if embedder is None or embedder.model_id != vectors.model_id:
+        return lexical
+    q = embedder.embed([query])[0]
+    if not q.any():
+        return lexical
+    cos = vectors.scores(q, len(lexical), centred=True)
+    if len(cos) < len(lexical):  # units past the vectors (should not happen): no semantic part
+        cos = np.concatenate([cos, np.zeros(len(lexical) - len(cos))])
+    top_lex = float(lexical.max())
+    lex = lexical / top_lex if top_lex > 0 else lexical
+    floor, top = float(cos.mean()), float(cos.max())
+    sem = np.clip((cos - floor) / (top - floor), 0.0, None) if top > floor else np.zeros_like(cos)
+    return (1.0 - weight) * lex + weight * sem
+
+
+def relevance_name(vectors: VectorIndex | None, weight: float) -> str:
+    """Which relevance an assembly used, as its manifest records it: ``"bm25"`` or ``"bm25+<model id>"``."""
+    if weight <= 0 or vectors is None:
+        return LEXICAL
+    embedder = default_embedder()
+    if embedder is None or embedder.model_id != vectors.model_id:
+        return LEXICAL
+    return f"{LEXICAL}+{vectors.model_id}"
 
 
 _QUESTION_START = re.compile(

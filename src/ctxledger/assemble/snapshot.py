@@ -18,14 +18,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ctxledger.assemble.reach import ReachIndex
 from ctxledger.assemble.relevance import IncrementalBM25, tokenize
+from ctxledger.assemble.semantic import StaticEmbedder, VectorIndex, default_embedder, dequantize, unit_vector
 from ctxledger.errors import RecordNotFound
 from ctxledger.facts import RecordFacts, compute_facts
-from ctxledger.units import BLOB_MISMATCH, BLOB_MISSING, Unit, build_units
 from ctxledger.records import Record, ToolArtifact, ToolCall
 from ctxledger.retention.state import TRANSFORM as RETAINED
 from ctxledger.store.base import GraphStore, LineageHop
+from ctxledger.units import BLOB_MISMATCH, BLOB_MISSING, Unit, build_units
 
 
 @dataclass(slots=True)
@@ -35,6 +38,8 @@ class Snapshot:
     Attributes:
         records: candidate records in ``seq`` order.
         units: atomic units in ``seq`` order; ``index`` holds one BM25 document per unit.
+        vectors: one semantic unit vector per unit (from the records' stored vectors), or ``None`` when no
+            embedding model is installed (:mod:`ctxledger.assemble.semantic`).
         tool_schemas: tool schemas of the newest SkillState.
         costs: coster id → verbatim token cost per unit (aligned with ``units``).
         token_sums: coster id → running sums of ``costs`` (``token_sums[c][i]`` = tokens of units ``0 … i-1``).
@@ -59,6 +64,7 @@ class Snapshot:
     units: list[Unit]
     tool_schemas: tuple[Mapping[str, Any], ...]
     index: IncrementalBM25
+    vectors: VectorIndex | None = None
     costs: dict[str, list[int]] = field(default_factory=dict)
     token_sums: dict[str, list[int]] = field(default_factory=dict)
     reach_index: ReachIndex = field(default_factory=ReachIndex)
@@ -129,6 +135,9 @@ class SnapshotLoader:
         index = IncrementalBM25()
         snap = Snapshot(tenant_id, conversation_id, branch_id, seq, lineage, records, units, tools, index)
         snap.reach_index.extend(units, 0, records)
+        embedder = default_embedder()
+        if embedder is not None:
+            snap.vectors = VectorIndex(embedder.dim, embedder.model_id)
         pending: dict[str, RecordFacts] = {}
         next_unit = 0
         for start in range(0, len(records), FACTS_WINDOW):
@@ -142,11 +151,13 @@ class SnapshotLoader:
             while done < len(units) and units[done].last_seq <= window[-1].seq:
                 done += 1
             _index_units(index, units[next_unit:done], pending)
+            _index_vectors(snap.vectors, units[next_unit:done], pending)
             for unit in units[next_unit:done]:
                 for rid in unit.record_ids:
                     pending.pop(rid, None)
             next_unit = done
         _index_units(index, units[next_unit:], pending)
+        _index_vectors(snap.vectors, units[next_unit:], pending)
         return snap
 
     def _refresh(self, snap: Snapshot, target: int) -> None:
@@ -170,6 +181,8 @@ class SnapshotLoader:
         snap.reach_index.truncate(snap.units, first_unit, rebuilt[0].seq if rebuilt else target + 1)
         del snap.units[first_unit:]
         snap.index.truncate(first_unit)
+        if snap.vectors is not None:
+            snap.vectors.truncate(first_unit)
         for costs in snap.costs.values():
             del costs[first_unit:]
         for sums in snap.token_sums.values():
@@ -177,6 +190,7 @@ class SnapshotLoader:
         snap.reach_index.extend(units, first_unit, rebuilt)
         snap.units.extend(units)
         _index_units(snap.index, units, facts)
+        _index_vectors(snap.vectors, units, facts)
         snap.facts.update({rid: f.without_terms() for rid, f in facts.items()})
         if tools:
             snap.tool_schemas = tools
@@ -262,6 +276,40 @@ def _index_units(index: IncrementalBM25, units: Sequence[Unit], facts: Mapping[s
             index.add(next(tokenized))
         else:
             index.add_counts(*doc)
+
+
+def unit_stored_vector(unit: Unit, facts: Mapping[str, RecordFacts]) -> np.ndarray | None:
+    """The semantic vector of ``unit`` from its records' stored vectors (their re-normalised sum).
+
+    ``None`` when the stored facts cannot stand for the unit's text (the cases of :func:`unit_terms`): embed
+    ``unit.text`` instead.
+    """
+    if unit_terms(unit, facts) is None:
+        return None
+    parts = [facts[rid].vector for rid in unit.record_ids]
+    vectors = [dequantize(v) for v in parts if v]
+    if not vectors:
+        return None if unit.text.strip() else np.zeros(0, dtype=np.float32)
+    return unit_vector(vectors)
+
+
+def _index_vectors(index: VectorIndex | None, units: Sequence[Unit], facts: Mapping[str, RecordFacts]) -> None:
+    """Add each unit's vector to ``index`` in unit order (stored vectors; the unit's text embedded where none are)."""
+    if index is None or not units:
+        return
+    rows = np.zeros((len(units), index.dim), dtype=np.float32)
+    missing: list[int] = []
+    for i, unit in enumerate(units):
+        vec = unit_stored_vector(unit, facts)
+        if vec is None:
+            missing.append(i)
+        elif len(vec):
+            rows[i] = vec
+    if missing:
+        embedder: StaticEmbedder | None = default_embedder()
+        if embedder is not None:
+            rows[missing] = embedder.embed([units[i].text for i in missing])
+    index.add_many(rows)
 
 
 def _first_touched_unit(units: Sequence[Unit], new: Sequence[Record]) -> int:

@@ -312,7 +312,12 @@ def eval_caching(
     ],
     selector: Annotated[
         list[str] | None,
-        typer.Option("--selector", "-s", help="Selector (repeatable). Default: ctxledger-default, newest-fit, bm25."),
+        typer.Option(
+            "--selector",
+            "-s",
+            help="Selector (repeatable). Default: ctxledger-default, ctxledger-stable (prefix-stable selection), "
+            "newest-fit, bm25.",
+        ),
     ] = None,
     budget: Annotated[int, typer.Option("--budget", "-b", help="Input budget of every call in tokens.")] = 8000,
     data_dir: Annotated[
@@ -339,7 +344,9 @@ def eval_caching(
     with _handled():
         register()
         counter = get_counter("cl100k_base")
-        selectors = make_selectors(selector or ["ctxledger-default", "newest-fit", "bm25"], counter)
+        selectors = make_selectors(
+            selector or ["ctxledger-default", "ctxledger-stable", "newest-fit", "bm25"], counter
+        )
         table = Table(title=f"Cost per call with prompt caching at {budget:,} tokens", title_justify="left")
         for name in ("dataset", "selector", "provider", "calls", "input", "shared prefix", "$/1k calls",
                      "replay $/1k calls", "ratio"):  # fmt: skip

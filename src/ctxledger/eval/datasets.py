@@ -34,6 +34,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -211,10 +212,42 @@ def _locomo_memories(
                     text=text,
                     seq=len(out),
                     tokens=chat_tokens(counter, "user", text),
-                    meta={"session": number, "kind": "memory", "covers": covers},
+                    meta={
+                        "session": number,
+                        "kind": "memory",
+                        "covers": covers,
+                        "session_date": dates.get(number, ""),
+                        "written_at": _written_at(dates.get(number, ""), 10_000 + k),
+                    },
                 )
             )
     return tuple(out)
+
+
+_SESSION_DATE = re.compile(
+    r"^\s*(?P<hour>\d{1,2}):(?P<minute>\d{2})\s*(?P<half>am|pm)\s+on\s+(?P<day>\d{1,2})\s+(?P<month>[A-Za-z]+),?\s+"
+    r"(?P<year>\d{4})\s*$",
+    re.IGNORECASE,
+)
+
+
+def session_time(text: str) -> datetime | None:
+    """A LoCoMo ``session_<n>_date_time`` (``"1:56 pm on 8 May, 2023"``) as a UTC datetime; ``None`` if unreadable."""
+    match = _SESSION_DATE.match(text or "")
+    if match is None:
+        return None
+    try:
+        month = datetime.strptime(match["month"][:3], "%b").month
+        hour = int(match["hour"]) % 12 + (12 if match["half"].lower() == "pm" else 0)
+        return datetime(int(match["year"]), month, int(match["day"]), hour, int(match["minute"]), tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def _written_at(session_date: str, position: int) -> str | None:
+    """When a session's item was written: the session's time plus ``position`` seconds, ISO 8601 (or ``None``)."""
+    start = session_time(session_date)
+    return (start + timedelta(seconds=position)).isoformat() if start is not None else None
 
 
 def _locomo_items(conv: Mapping[str, Any], counter: TokenCounter, source: Path, index: int) -> tuple[EvalItem, ...]:
@@ -239,7 +272,12 @@ def _locomo_items(conv: Mapping[str, Any], counter: TokenCounter, source: Path, 
                     text=text,
                     seq=len(items),
                     tokens=chat_tokens(counter, role, text),
-                    meta={"session": number, "session_date": date, "speaker": turn["speaker"]},
+                    meta={
+                        "session": number,
+                        "session_date": date,
+                        "written_at": _written_at(date, t_index),
+                        "speaker": turn["speaker"],
+                    },
                 )
             )
     return tuple(items)

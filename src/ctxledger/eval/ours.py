@@ -59,7 +59,7 @@ from ctxledger.store.memory import MemoryStore
 from ctxledger.tokens import TokenCounter
 from ctxledger.units import content_text
 
-__all__ = ["EVAL_NOW", "ItemCoster", "PolicySelector", "register"]
+__all__ = ["EVAL_NOW", "STABLE", "ItemCoster", "PolicySelector", "register", "stable_policy"]
 
 EVAL_NOW = datetime(2026, 1, 1, tzinfo=UTC)
 """The request clock of every evaluation assembly (freshness rules see the same time in every run)."""
@@ -240,7 +240,7 @@ def _records(history: _History, item: EvalItem) -> list[Record]:
         "tenant_id": "default",
         "conversation_id": history.conversation_id,
         "branch_id": f"{history.conversation_id}/main",
-        "created_at": _BASE_TIME + timedelta(seconds=seq),
+        "created_at": _written_at(item, seq),
         "external_id": item.id,
     }
     if item.role == "tool":
@@ -267,6 +267,17 @@ def _records(history: _History, item: EvalItem) -> list[Record]:
         history.open_calls[call.call_id] = record
         out.append(record)
     return out
+
+
+def _written_at(item: EvalItem, seq: int) -> datetime:
+    """When the item was written: its ``meta["written_at"]`` (LoCoMo's session times), else one second per seq."""
+    found = item.meta.get("written_at")
+    if isinstance(found, str):
+        try:
+            return datetime.fromisoformat(found)
+        except ValueError:
+            pass
+    return _BASE_TIME + timedelta(seconds=seq)
 
 
 def _remember(history: _History, rid: str, item: EvalItem) -> None:
@@ -356,8 +367,23 @@ def _sent_texts(asm: Assembly, history: _History) -> dict[str, str]:
     return out
 
 
+STABLE = "ctxledger-stable"
+"""The default policy with prefix-stable selection on (``selection.stable_prefix``), for ``eval caching``."""
+
+
+def stable_policy() -> Policy:
+    """The default policy with ``selection.stable_prefix`` on (:mod:`ctxledger.assemble.stability`)."""
+    import dataclasses
+
+    from ctxledger.policy.default import default_policy
+
+    base = default_policy()
+    return dataclasses.replace(base, selection=dataclasses.replace(base.selection, stable_prefix=True))
+
+
 def register(*, replace: bool = True) -> None:
-    """Register :class:`PolicySelector` with the harness as :data:`ctxledger.eval.harness.OURS`."""
+    """Register :class:`PolicySelector` with the harness as :data:`ctxledger.eval.harness.OURS` and :data:`STABLE`."""
     from ctxledger.eval.harness import OURS, register_selector
 
     register_selector(OURS, lambda counter: PolicySelector(counter, name=OURS), replace=replace)
+    register_selector(STABLE, lambda counter: PolicySelector(counter, stable_policy(), name=STABLE), replace=replace)

@@ -54,7 +54,9 @@ class SelectionParams:
 
     ``utility = w_relevance·relevance + w_recency·recency + w_kind·kind_prior`` with each term in
     [0, 1]; recency halves every ``recency_half_life`` units counted back from the newest. Relevance is
-    BM25 on stemmed terms, each unit's score plus its neighbours' (``neighbour_decay`` per unit of
+    BM25 on stemmed terms — mixed with the query's semantic similarity (``semantic_weight``) when the
+    ``semantic`` extra is installed, and counted ``1 + date_boost`` times for units written on a date the query
+    names — each unit's score plus its neighbours' (``neighbour_decay`` per unit of
     distance, up to ``neighbour_window`` units away; :func:`ctxledger.assemble.relevance.spread`),
     normalised to [0, 1].
 
@@ -74,7 +76,9 @@ class SelectionParams:
             ``class_caps`` with a key that is not a context class (``conversation``, ``operational``,
             ``epistemic``, ``provenance``, ``policy``, ``recovery``, ``planning``) or a value outside (0, 1];
             ``question_weights`` not three weights; ``neighbour_decay`` outside [0, 1];
-            ``neighbour_window`` not an integer >= 0; ``ladder`` not a boolean.
+            ``neighbour_window`` not an integer >= 0; ``semantic_weight`` outside [0, 1]; ``date_boost``
+            negative; ``stable_prefix`` not a boolean; ``stable_headroom`` outside [0, 0.9]; ``stable_keep``
+            outside [0, 1]; ``ladder`` not a boolean.
     """
 
     w_relevance: float = 0.4
@@ -91,6 +95,21 @@ class SelectionParams:
     """Share of a neighbour's relevance a unit adds per unit of distance (0 = own score only)."""
     neighbour_window: int = 3
     """How many units on each side count as neighbours."""
+    semantic_weight: float = 0.5
+    """Share of semantic similarity in relevance when an embedding model is installed (the ``semantic`` extra;
+    :func:`ctxledger.assemble.relevance.with_semantic`); 0 = lexical only."""
+    stable_prefix: bool = False
+    """Grow the previous call's selection by what was written since, while it fits, instead of re-choosing it
+    (:mod:`ctxledger.assemble.stability`): consecutive payloads then share their prefix with the provider's cache."""
+    stable_headroom: float = 0.5
+    """Share of ``B_dynamic`` a re-chosen selection leaves free for the next calls to grow into (with
+    ``stable_prefix``, after the first call of a conversation)."""
+    stable_keep: float = 0.7
+    """With ``stable_prefix``, the share of a re-chosen selection's budget that keeps the previous payload's
+    leading units unchanged (their cached prefix); 0 = re-choose from scratch."""
+    date_boost: float = 1.0
+    """How much more a unit written on a date the query names counts (relevance × (1 + date_boost);
+    :func:`ctxledger.assemble.dates.with_dates`); 0 = dates ignored."""
 
     def __post_init__(self) -> None:
         """Validate every setting (see the class docstring)."""
@@ -109,6 +128,11 @@ class SelectionParams:
             object.__setattr__(self, "question_weights", tuple(qw))
         number(self.neighbour_decay, "selection", "neighbour_decay", low=0.0, high=1.0)
         number(self.neighbour_window, "selection", "neighbour_window", low=0, integer=True)
+        number(self.semantic_weight, "selection", "semantic_weight", low=0.0, high=1.0)
+        number(self.date_boost, "selection", "date_boost", low=0.0)
+        flag(self.stable_prefix, "selection", "stable_prefix")
+        number(self.stable_headroom, "selection", "stable_headroom", low=0.0, high=0.9)
+        number(self.stable_keep, "selection", "stable_keep", low=0.0, high=1.0)
 
     def weights(self, question: bool) -> tuple[float, float, float]:
         """``(w_relevance, w_recency, w_kind)`` for a request whose query is (or is not) a question (see above)."""
@@ -128,6 +152,11 @@ class SelectionParams:
             "question_weights": list(self.question_weights) if self.question_weights is not None else None,
             "neighbour_decay": self.neighbour_decay,
             "neighbour_window": self.neighbour_window,
+            "semantic_weight": self.semantic_weight,
+            "date_boost": self.date_boost,
+            "stable_prefix": self.stable_prefix,
+            "stable_headroom": self.stable_headroom,
+            "stable_keep": self.stable_keep,
         }
 
 

@@ -54,6 +54,7 @@ from typing import Any
 
 from ctxledger.errors import NOTHING_TO_SEND, NothingToSend, ProviderContractError
 from ctxledger.hashing import canonical_json
+from ctxledger.serialize.anthropic_cache import check_breakpoints
 from ctxledger.serialize._turns import at, check_turns, content_parts, function_definitions, speaker_label
 from ctxledger.serialize.base import Turn
 from ctxledger.serialize.call_ids import unique_call_ids
@@ -270,7 +271,8 @@ class AnthropicMessagesSerializer:
         Rules: ``system`` is top-level, never a message role; the first message is from the user; roles
         alternate; content is never empty and text blocks are never blank; block types fit the role;
         every ``tool_use`` is answered by a ``tool_result`` in the next (user) message, results first;
-        no ``tool_result`` without its ``tool_use`` right before it; ``tool_use`` ids are unique; every
+        no ``tool_result`` without its ``tool_use`` right before it; ``tool_use`` ids are unique; at most four
+        ``cache_control`` breakpoints, none on a thinking block (:mod:`ctxledger.serialize.anthropic_cache`); every
         tool and ``tool_use`` name matches ``^[a-zA-Z0-9_-]{1,64}$`` (:mod:`ctxledger.serialize.tool_names`;
         :meth:`build` maps recorded names to such names, so this only guards against a bug).
 
@@ -278,6 +280,7 @@ class AnthropicMessagesSerializer:
             ProviderContractError: with ``index`` (message position) and ``rule``.
         """
         _check_system(payload.get("system"))
+        check_breakpoints(payload)
         messages = payload.get("messages")
         if not isinstance(messages, list) or not messages:
             raise NothingToSend(NOTHING_TO_SEND, rule="no_messages")

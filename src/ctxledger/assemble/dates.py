@@ -1,0 +1,143 @@
+"""Dates a query names, matched against the dates units were written.
+
+A question such as "When did Melanie go camping in June?" or "What did she paint on October 13, 2023?" names
+a time; the turn that answers it seldom repeats the date (it says "yesterday"), but it was written then. So
+:func:`query_dates` reads the calendar dates a query names (a day, a month of a year, a month of any year, a
+year), and :func:`date_match` marks the units whose first record's ``created_at`` falls inside one of them.
+Relative expressions ("last week") are not read: they need the question's own date, which a query does not
+carry.
+
+Recognised forms (English month names and three-letter abbreviations, case-insensitive): ``13 October 2023``,
+``October 13, 2023``, ``13 Oct, 2023``, ``October 2023``, ``October`` (any year), ``2023`` (a year from 1900 to
+2099, as a word of its own), ISO ``2023-10-13``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+
+import numpy as np
+
+from ctxledger.units import Unit
+
+_MONTHS = {
+    name: number
+    for number, names in enumerate(
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ),
+        start=1,
+    )
+    for name in names
+}
+_MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_YEAR = r"(?P<year>(?:19|20)\d\d)"
+_DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+_FORMS = [
+    re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE),
+    re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.IGNORECASE),
+    re.compile(r"\b(?P<year>(?:19|20)\d\d)-(?P<mnum>[01]\d)-(?P<day>[0-3]\d)\b"),
+    re.compile(rf"\b{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE),
+    re.compile(rf"\b{_MONTH}\b", re.IGNORECASE),
+    re.compile(rf"\b{_YEAR}\b"),
+]
+_MAY_AS_VERB = re.compile(r"\bmay\s+(?:i|we|you|he|she|they|it|be|have|not)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class DateSpan:
+    """A calendar span a query names: ``year``/``month``/``day`` are ``None`` where the query leaves them open."""
+
+    year: int | None
+    month: int | None
+    day: int | None
+
+    def contains(self, years: np.ndarray, months: np.ndarray, days: np.ndarray) -> np.ndarray:
+        """Which of the given dates (parallel arrays) fall inside the span."""
+        hit = np.ones(len(years), dtype=bool)
+        for wanted, values in ((self.year, years), (self.month, months), (self.day, days)):
+            if wanted is not None:
+                hit &= values == wanted
+        return hit
+
+
+def query_dates(query: str) -> tuple[DateSpan, ...]:
+    """The calendar spans ``query`` names (module docstring), most specific first, each text span read once."""
+    spans: list[DateSpan] = []
+    taken: list[tuple[int, int]] = []
+    for form in _FORMS:
+        for match in form.finditer(query):
+            start, end = match.span()
+            if any(start < e and s < end for s, e in taken):
+                continue
+            span = _span(match, query)
+            if span is not None:
+                spans.append(span)
+                taken.append((start, end))
+    return tuple(dict.fromkeys(spans))
+
+
+def _span(match: re.Match[str], query: str) -> DateSpan | None:
+    groups = match.groupdict()
+    year = int(groups["year"]) if groups.get("year") else None
+    if groups.get("mnum"):
+        month: int | None = int(groups["mnum"])
+    elif groups.get("month"):
+        month = _MONTHS[groups["month"].lower().rstrip(".")]
+        if groups["month"].lower() == "may" and year is None and _MAY_AS_VERB.match(query, match.start()):
+            return None  # "may I", "may be": the verb, not the month
+    else:
+        month = None
+    day = int(groups["day"]) if groups.get("day") else None
+    if day is not None and month is not None and year is not None:
+        try:
+            date(year, month, day)
+        except ValueError:
+            return None
+    return DateSpan(year, month, day)
+
+
+def date_match(spans: Sequence[DateSpan], dates: Sequence[date]) -> np.ndarray:
+    """1.0 for each date inside any of ``spans``, else 0.0 (all 0 when there are no spans)."""
+    out = np.zeros(len(dates), dtype=np.float64)
+    if not spans or not dates:
+        return out
+    years = np.fromiter((d.year for d in dates), dtype=np.int64, count=len(dates))
+    months = np.fromiter((d.month for d in dates), dtype=np.int64, count=len(dates))
+    days = np.fromiter((d.day for d in dates), dtype=np.int64, count=len(dates))
+    hit = np.zeros(len(dates), dtype=bool)
+    for span in spans:
+        hit |= span.contains(years, months, days)
+    out[hit] = 1.0
+    return out
+
+
+def with_dates(scores: np.ndarray, query: str, units: Sequence[Unit], boost: float) -> np.ndarray:
+    """``scores · (1 + boost·match)``: units written on a date the query names count ``1 + boost`` times.
+
+    Multiplicative, so a date alone never makes an unrelated unit relevant; it ranks the relevant units of the
+    named time above the same kind of unit from another time. Returns ``scores`` unchanged when ``boost`` is 0
+    or the query names no date. ``units`` are aligned with ``scores``; a unit's date is its first record's
+    ``created_at`` (UTC), read only when the query names a date.
+    """
+    if boost <= 0 or not query:
+        return scores
+    spans = query_dates(query)
+    if not spans:
+        return scores
+    dates = [u.records[0].created_at.date() if u.records else date.min for u in units[: len(scores)]]
+    return scores * (1.0 + boost * date_match(spans, dates))

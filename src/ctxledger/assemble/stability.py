@@ -1,0 +1,236 @@
+"""Prefix-stable selection: grow the previous call's selection instead of re-choosing it.
+
+Providers bill a prompt prefix they saw on a recent call at a fraction of the input price (OpenAI: half,
+Anthropic: a tenth on a cache read). A selection re-chosen on every call reshuffles old turns, so its payload
+shares only its head with the previous one and pays full price for the rest. When the history has grown since
+the previous assembly of the same branch and budget, :func:`grow` keeps every unit the previous payload carried,
+in the same form, and adds every unit written since (and every unit the policy requires); if that fits
+``B_dynamic`` and the class caps, it is the selection, and the new payload extends the previous one. When it
+does not fit, the selection is chosen afresh — the compaction point — under :func:`target_budget`, which leaves
+``stable_headroom`` of ``B_dynamic`` free so that the following calls can grow again.
+
+Nothing the policy requires is lost: required units are in a grown selection or it is not used, and so are the
+:data:`ESSENTIAL` highest-utility units of a fresh selection (a recent failure, the turn a question is about).
+Otherwise a grown selection does not re-rank: an old unit of lower rank waits for the next compaction point.
+A question asked of an unchanged history (no unit written since) is always chosen afresh.
+
+The previous assembly is kept in memory with the snapshot (:attr:`~ctxledger.assemble.snapshot.Snapshot.memo`,
+namespace :data:`NAMESPACE`), per requested input budget and per snapshot ``seq``: a call at ``seq`` grows from
+the first assembly stored at the largest ``seq`` below it, so the same call made twice gives the same payload.
+A new process has no previous assembly and chooses afresh (a replay in another process therefore differs from a
+grown assembly, and explains it as a replay mismatch).
+
+:func:`shared_prefix_tokens` measures, for the manifest, how many tokens of leading turns the payload shares with
+the previous assembly's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ctxledger.assemble.select import Option, SelectionItem, SelectionResult
+from ctxledger.budget import BudgetLedger
+from ctxledger.policy.base import ReasonCode
+from ctxledger.units import Unit
+
+NAMESPACE = "prefix_stability"
+"""The snapshot memo namespace holding previous assemblies."""
+
+KEEP = 4
+"""Previous assemblies kept per requested budget (the newest ``seq`` values)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PreviousAssembly:
+    """What the next call needs of one assembly.
+
+    Attributes:
+        assembly_id: its id.
+        seq: the snapshot ``seq`` it was assembled at.
+        chosen: unit id → the option it was sent as (every dynamic unit of the payload).
+        turns: the payload's parts in order (:func:`payload_parts`), instructions included.
+        messages: the provider payload's messages (for the cache breakpoint on the shared part).
+    """
+
+    assembly_id: str
+    seq: int
+    chosen: Mapping[str, Option]
+    turns: tuple[tuple[Any, int], ...]
+    messages: tuple[Any, ...] = ()
+
+
+def _store(memo: dict[Any, dict[Any, Any]], budget_key: Any) -> dict[int, PreviousAssembly]:
+    space = memo.setdefault(NAMESPACE, {})
+    found = space.get(budget_key)
+    if found is None:
+        found = space[budget_key] = (None, {})
+    return found[1]
+
+
+def previous(memo: dict[Any, dict[Any, Any]], budget_key: Any, seq: int) -> PreviousAssembly | None:
+    """The assembly a call at ``seq`` grows from: the one stored at the largest ``seq`` below it, or ``None``."""
+    stored = _store(memo, budget_key)
+    earlier = [s for s in stored if s < seq]
+    return stored[max(earlier)] if earlier else None
+
+
+def remember(memo: dict[Any, dict[Any, Any]], budget_key: Any, assembly: PreviousAssembly) -> None:
+    """Keep ``assembly`` for later calls (the first one stored at its ``seq`` stays; :data:`KEEP` per budget)."""
+    stored = _store(memo, budget_key)
+    stored.setdefault(assembly.seq, assembly)
+    for old in sorted(stored)[:-KEEP]:
+        del stored[old]
+
+
+def target_budget(dynamic: int, headroom: float, prev: PreviousAssembly | None) -> int:
+    """The budget a fresh selection fills: all of ``B_dynamic`` on a first call, ``(1 − headroom)`` of it after."""
+    if prev is None or headroom <= 0:
+        return dynamic
+    return max(0, int(dynamic * (1.0 - headroom)))
+
+
+def _same_option(item: SelectionItem, sent: Option) -> Option | None:
+    for option in item.options:
+        if option.representation == sent.representation and option.tokens == sent.tokens and option.turns == sent.turns:
+            return option
+    return None
+
+
+ESSENTIAL = 3
+"""The fresh selection's highest-utility optional units that a grown or prefix-keeping selection must carry too."""
+
+
+def essentials(items: Sequence[SelectionItem], fresh: SelectionResult, k: int = ESSENTIAL) -> frozenset[str]:
+    """Ids of the ``k`` highest-utility optional units the fresh selection chose (the evidence it ranks first)."""
+    ranked = sorted(
+        (i for i in items if not i.required and i.unit_id in fresh.chosen),
+        key=lambda i: (-fresh.chosen[i.unit_id].utility, -i.seq, i.unit_id),
+    )
+    return frozenset(i.unit_id for i in ranked[:k])
+
+
+def grow(
+    prev: PreviousAssembly | None,
+    items: Sequence[SelectionItem],
+    fresh: SelectionResult,
+    dynamic: int,
+    class_caps: Mapping[str, float],
+) -> tuple[SelectionResult, BudgetLedger] | None:
+    """The previous selection grown by the units written since, or ``None`` when it must be chosen afresh.
+
+    ``None`` when there is no previous assembly, nothing was written since, a unit it sent is no longer offered
+    in the same form (omitted, changed, rebuilt), or the grown selection exceeds ``dynamic`` tokens or a class
+    cap. New units, required units and the fresh selection's :func:`essentials` enter as the fresh selection
+    chose them, else at their first (verbatim) option.
+
+    Returns:
+        The selection (units left out are omitted for ``budget``) and its budget ledger.
+    """
+    if prev is None or not any(i.seq > prev.seq for i in items):
+        return None
+    by_id = {i.unit_id: i for i in items}
+    chosen: dict[str, Option] = {}
+    for uid, sent in prev.chosen.items():
+        item = by_id.get(uid)
+        option = _same_option(item, sent) if item is not None else None
+        if option is None:
+            return None
+        chosen[uid] = option
+    first = essentials(items, fresh)
+    for item in items:
+        if item.unit_id not in chosen and (item.required or item.seq > prev.seq or item.unit_id in first):
+            chosen[item.unit_id] = fresh.chosen.get(item.unit_id) or item.options[0]
+    total = sum(o.tokens for o in chosen.values())
+    if total > dynamic:
+        return None
+    ledger = BudgetLedger(dynamic, class_caps)
+    for item in items:
+        option = chosen.get(item.unit_id)
+        if option is None:
+            continue
+        if not item.required and not ledger.fits_cap(item.context_class, option.tokens):
+            return None
+        ledger.charge(item.context_class, option.tokens, required=item.required)
+    result = SelectionResult(chosen=chosen, used_tokens=total)
+    result.omitted = {i.unit_id: ReasonCode.BUDGET for i in items if i.unit_id not in chosen}
+    return result, ledger
+
+
+def keep_prefix(
+    prev: PreviousAssembly | None,
+    items: Sequence[SelectionItem],
+    target: int,
+    share: float,
+    first: frozenset[str] = frozenset(),
+) -> tuple[list[SelectionItem], frozenset[str]] | None:
+    """Items for a re-chosen selection that keeps the previous payload's leading units (its cached prefix).
+
+    The previous payload's units are taken oldest first while they are still offered in the same form and their
+    tokens stay within ``share · target``; they become required at that form. Of the other units, only those
+    newer than the last kept one, required ones and ``first`` (:func:`essentials`) are offered, so the re-chosen
+    payload starts with the kept units unchanged. ``None`` when nothing can be kept.
+
+    Returns:
+        The items to select from, and the ids of the units left out so that the prefix stays whole.
+    """
+    if prev is None or share <= 0:
+        return None
+    by_id = {i.unit_id: i for i in items}
+    kept: dict[str, Option] = {}
+    used = 0
+    boundary = -1
+    for uid in sorted(prev.chosen, key=lambda u: by_id[u].seq if u in by_id else -1):
+        item = by_id.get(uid)
+        option = _same_option(item, prev.chosen[uid]) if item is not None else None
+        if option is None or used + option.tokens > share * target:
+            break
+        kept[uid] = option
+        used += option.tokens
+        boundary = item.seq  # type: ignore[union-attr]
+    if not kept:
+        return None
+    offered: list[SelectionItem] = []
+    left_out: set[str] = set()
+    for item in items:
+        if item.unit_id in kept:
+            offered.append(replace(item, options=[kept[item.unit_id]], required=True))
+        elif item.required or item.seq > boundary or item.unit_id in first:
+            offered.append(item)
+        else:
+            left_out.add(item.unit_id)
+    return offered, frozenset(left_out)
+
+
+def payload_parts(
+    fixed: Sequence[Unit], chosen: Sequence[Unit], options: Mapping[str, Option], costs: Mapping[str, int]
+) -> tuple[tuple[Any, int], ...]:
+    """The payload's units in payload order as ``(what was sent, tokens)``: instructions, then the chosen units."""
+    parts: list[tuple[Any, int]] = [((u.id, u.turns), costs[u.id]) for u in sorted(fixed, key=lambda u: u.seq)]
+    parts += [((u.id, options[u.id].turns), options[u.id].tokens) for u in sorted(chosen, key=lambda u: u.seq)]
+    return tuple(parts)
+
+
+def shared_prefix_tokens(prev: PreviousAssembly | None, turns: Sequence[tuple[Any, int]]) -> int:
+    """Tokens of the leading payload parts (:func:`payload_parts`) equal to the previous assembly's (0 without one)."""
+    if prev is None:
+        return 0
+    total = 0
+    for a, b in zip(prev.turns, turns, strict=False):
+        if a != b:
+            break
+        total += b[1]
+    return total
+
+
+def shared_messages(prev: PreviousAssembly | None, messages: Sequence[Any]) -> int:
+    """How many leading provider messages equal the previous payload's (0 without one)."""
+    if prev is None:
+        return 0
+    count = 0
+    for a, b in zip(prev.messages, messages, strict=False):
+        if a != b:
+            break
+        count += 1
+    return count

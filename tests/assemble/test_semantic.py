@@ -1,0 +1,201 @@
+"""Semantic relevance: the static embedder, the quantised vectors, the vector index and the mix with BM25."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from ctxledger.assemble import relevance, semantic
+from ctxledger.assemble.semantic import StaticEmbedder, VectorIndex, dequantize, quantize, unit_vector
+
+finite = st.floats(-1.0, 1.0, allow_nan=False, width=32)
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    n = np.linalg.norm(v)
+    return (v / n).astype(np.float32) if n > 0 else v.astype(np.float32)
+
+
+@settings(max_examples=50, deadline=None)
+@given(hnp.arrays(np.float32, 16, elements=finite))
+def test_quantize_keeps_each_component_within_half_a_step(raw: np.ndarray) -> None:
+    vec = _unit(raw)
+    data = quantize(vec)
+    if not vec.any():
+        assert data == b""
+        return
+    assert len(data) == 16
+    assert np.max(np.abs(dequantize(data) - vec)) <= 0.5 / 127 + 1e-6
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(hnp.arrays(np.float32, 8, elements=finite), min_size=1, max_size=12), st.integers(0, 12))
+def test_vector_index_scores_are_the_cosines_and_truncate_forgets(rows: list[np.ndarray], cut: int) -> None:
+    vectors = np.stack([_unit(r) for r in rows])
+    index = VectorIndex(8, "m")
+    index.add_many(vectors[: len(vectors) // 2])
+    index.add_many(vectors[len(vectors) // 2 :])
+    query = _unit(np.arange(1, 9, dtype=np.float32))
+    assert np.allclose(index.scores(query), vectors @ query, atol=1e-5)
+    mean = vectors.mean(axis=0)
+    centred = vectors - mean
+    q = query - mean
+    norms = np.linalg.norm(centred, axis=1) * np.linalg.norm(q)
+    expected = np.where(norms > 1e-9, (centred @ q) / np.where(norms > 1e-9, norms, 1), 0.0)
+    got = index.scores(query, centred=True)
+    assert np.allclose(got[norms > 1e-4], expected[norms > 1e-4], atol=1e-4)
+    index.truncate(cut)
+    assert len(index) == min(cut, len(vectors))
+    assert len(index.scores(query)) == len(index)
+
+
+def test_unit_vector_is_the_normalised_sum() -> None:
+    a, b = np.array([1, 0, 0], np.float32), np.array([0, 1, 0], np.float32)
+    assert np.allclose(unit_vector([a, b]), np.array([1, 1, 0]) / np.sqrt(2))
+    assert not unit_vector([np.zeros(3, np.float32)]).any()
+
+
+def _word_embedder() -> StaticEmbedder:
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from tokenizers.pre_tokenizers import Whitespace
+
+    vocab = {"[UNK]": 0, "dog": 1, "puppy": 2, "tax": 3, "barks": 4}
+    tok = Tokenizer(WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = Whitespace()
+    table = np.array([[0, 0, 0, 1], [1, 0.1, 0, 0], [0.9, 0.2, 0, 0], [0, 0, 1, 0], [0.5, 0.5, 0, 0]], np.float32)
+    return StaticEmbedder(table, tok, "words@test")
+
+
+def test_embed_is_the_normalised_mean_of_token_rows() -> None:
+    pytest.importorskip("tokenizers")
+    emb = _word_embedder()
+    out = emb.embed(["dog barks", "", "tax"])
+    expected = _unit(np.array([1.5, 0.6, 0, 0], np.float32) / 2)
+    assert np.allclose(out[0], expected, atol=1e-6)
+    assert not out[1].any()
+    assert np.allclose(out[2], [0, 0, 1, 0])
+
+
+def test_with_semantic_mixes_and_falls_back_to_lexical(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("tokenizers")
+    emb = _word_embedder()
+    monkeypatch.setattr(semantic, "_LOADED", {"default": emb})
+    monkeypatch.setattr(relevance, "default_embedder", lambda: emb)
+    index = VectorIndex(4, emb.model_id)
+    index.add_many(emb.embed(["tax", "puppy", "tax tax", "dog"]))
+    lexical = np.array([2.0, 0.0, 1.0, 0.0])
+    mixed = relevance.with_semantic(lexical, "dog", index, 0.5)
+    assert mixed[3] == pytest.approx(0.5) and mixed[0] == pytest.approx(0.5)  # the best of each half
+    assert mixed[1] > mixed[2]  # the puppy, close to the dog, beats the weaker lexical hit
+    assert np.all(mixed >= 0) and np.all(mixed <= 1.0 + 1e-9)
+    assert np.array_equal(relevance.with_semantic(lexical, "dog", index, 0.0), lexical)
+    assert np.array_equal(relevance.with_semantic(lexical, "dog", None, 0.5), lexical)
+    assert relevance.relevance_name(index, 0.5) == "bm25+words@test"
+    assert relevance.relevance_name(index, 0.0) == "bm25"
+    other = VectorIndex(4, "another-model")
+    assert relevance.relevance_name(other, 0.5) == "bm25"  # vectors of another model are not mixed with this one's
+    assert np.array_equal(relevance.with_semantic(lexical, "dog", other, 0.5), lexical)
+
+
+needs_model = pytest.mark.skipif(semantic.default_embedder() is None, reason="the semantic extra is not installed")
+
+
+@needs_model
+def test_the_packaged_model_places_paraphrases_closer_than_unrelated_text() -> None:
+    emb = semantic.default_embedder()
+    assert emb is not None and emb.model_id.startswith("wordllama-l2_supercat-256@")
+    a, b, c = emb.embed(["my dog keeps barking at night", "the puppy barks loudly", "file the quarterly tax return"])
+    assert float(a @ b) > float(a @ c)
+
+
+def _ledger(policy: Any = None) -> Any:
+    from ctxledger.ledger import Ledger
+    from ctxledger.records import Branch, Conversation, Message, Role
+    from ctxledger.store.memory import MemoryStore
+
+    ledger = Ledger(MemoryStore(), policy=policy)
+    env = {"tenant_id": "default", "conversation_id": "c", "branch_id": "c/main"}
+    turns = [
+        "Yesterday I finally went running along the river and then painted for an hour; it calms me down.",
+        "Our landlord raised the rent again, so we are looking at flats across town.",
+        "I replaced the bike chain and the gears shift smoothly now.",
+        "The train to the coast was late, but the sea was worth it.",
+        "We planted tomatoes and basil on the balcony this spring.",
+        "My sister's wedding is in June and I still need a suit.",
+    ]
+    records: list[Any] = [Conversation(id="c", **env), Branch(id="c/main", name="main", **env)]
+    records += [
+        Message(id=f"m{i}", role=Role.USER if i % 2 == 0 else Role.ASSISTANT, content=t, **env)
+        for i, t in enumerate(turns)
+    ]
+    ledger.append(records)
+    return ledger
+
+
+@needs_model
+def test_the_manifest_says_which_relevance_the_assembly_used() -> None:
+    from ctxledger.policy.default import default_policy
+
+    query = "What does she do to relax and destress?"
+    asm = _ledger().assemble("c", query=query, window_tokens=4000, output_tokens=0, margin_tokens=0, persist=False)
+    assert asm.manifest["policy"]["relevance"] == f"bm25+{semantic.model_id()}"
+    base = default_policy()
+    lexical = dataclasses.replace(base, selection=dataclasses.replace(base.selection, semantic_weight=0.0))
+    asm = _ledger(lexical).assemble(
+        "c", query=query, window_tokens=4000, output_tokens=0, margin_tokens=0, persist=False
+    )
+    assert asm.manifest["policy"]["relevance"] == "bm25"
+
+
+@needs_model
+@pytest.mark.parametrize(
+    ("query", "answer"),
+    [
+        ("Which hobbies does she enjoy, like jogging or art?", "m0"),
+        ("Where do they want to move house?", "m1"),
+        ("What vegetables are they growing?", "m4"),
+        ("Which family event is coming up?", "m5"),
+    ],
+)
+def test_semantic_relevance_ranks_the_answer_that_shares_no_stem_with_the_question(query: str, answer: str) -> None:
+    from ctxledger.assemble.assembler import AssemblyRequest, _relevance_by_id
+    from ctxledger.policy.default import default_policy
+
+    snap = _ledger().snapshots.load("default", "c", "c/main")
+    request = AssemblyRequest(tenant_id="default", conversation_id="c", query=query)
+    assert not snap.index.scores(relevance.tokenize([query])[0]).any()  # BM25 alone has nothing to rank by
+    ranked = _relevance_by_id(request, snap, default_policy())
+    assert max(ranked, key=ranked.__getitem__) == answer
+
+
+def test_without_the_model_relevance_is_lexical(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ctxledger.facts import compute_facts
+    from ctxledger.records import Message
+
+    monkeypatch.setattr(semantic, "_LOADED", {"default": None})
+    [facts] = compute_facts(
+        [Message(id="m", content="hello there", tenant_id="t", conversation_id="c", branch_id="b")], bytes
+    )
+    assert facts.vector == b""
+    asm = _ledger().assemble("c", query="relax?", window_tokens=4000, output_tokens=0, margin_tokens=0, persist=False)
+    assert asm.manifest["policy"]["relevance"] == "bm25"
+
+
+@needs_model
+def test_a_replay_without_the_model_says_the_relevance_differs(monkeypatch: pytest.MonkeyPatch) -> None:
+    ledger = _ledger()
+    asm = ledger.assemble("c", query="What vegetables are they growing?", window_tokens=70, output_tokens=0,
+                          margin_tokens=0)  # fmt: skip
+    left_out = next(m for m in ("m0", "m1", "m2", "m3", "m4", "m5") if m not in asm.turn_refs)
+    assert asm.manifest["policy"]["relevance"].startswith("bm25+wordllama")
+    monkeypatch.setattr(semantic, "_LOADED", {"default": None})
+    answer = ledger.explain(asm.id, left_out)
+    assert answer["status"] == "unknown" and answer["reason"] == "replay_mismatch"
+    assert "relevance bm25+wordllama" in answer["detail"] and "bm25 now" in answer["detail"]
