@@ -15,8 +15,8 @@ map); the assembler reads it instead of rescanning:
   result; a memory, compaction, checkpoint or summary message; a retrieved or untrusted message), or ``None``.
   Other records' text is never searched for one (they are instructions or conversation, not data).
 * **lexical terms** (:attr:`RecordFacts.terms`, :attr:`RecordFacts.length`): the stemmed BM25 terms of its
-  relevance text (:func:`ctxledger.assemble.relevance.tokenize`) as term → frequency, so the lexical index is
-  built from stored counts.
+  relevance text with every line holding a secret redacted (:func:`ctxledger.assemble.relevance.tokenize`) as
+  term → frequency, so the lexical index is built from stored counts and never holds a secret's value.
 * **semantic vector** (:attr:`RecordFacts.vector`): the unit vector of its relevance text under the packaged static
   embedding model (:mod:`ctxledger.assemble.semantic`), int8-quantised; empty without the ``semantic`` extra.
 * **derived restrictions** (:attr:`RecordFacts.sources`): every record whose restrictions a derived record
@@ -72,8 +72,8 @@ from ctxledger.records import (
 )
 from ctxledger.retention.state import retained
 
-FACTS_FORMAT = "1"
-"""Version of the stored facts' shape (part of :data:`DETECTOR_STAMP`)."""
+FACTS_FORMAT = "2"
+"""Version of the stored facts' shape and derivation (part of :data:`DETECTOR_STAMP`)."""
 
 Finding = secrets.Finding
 """A secret finding as the scanner reports it (line number and type; never the value)."""
@@ -325,8 +325,9 @@ def compute_facts(
     for start in range(0, len(records), CHUNK):
         chunk = records[start : start + CHUNK]
         texts = [_texts(r, read_blob) for r in chunk]
-        tokens = relevance.tokenize([t.relevance for t in texts])
-        vectors = _vectors([t.relevance for t in texts])
+        searchable = [secrets.redact_text(t.relevance) for t in texts]  # no secret enters the stored index
+        tokens = relevance.tokenize(searchable)
+        vectors = _vectors(searchable)
         out += [
             _facts(rec, text, terms, vector, lookup)
             for rec, text, terms, vector in zip(chunk, texts, tokens, vectors, strict=True)

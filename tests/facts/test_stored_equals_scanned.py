@@ -22,7 +22,7 @@ from ctxledger.eval.cases import load_case, run_case
 from ctxledger.ledger import Ledger
 from ctxledger.policy.base import StageContext
 from ctxledger.policy.derivation import restricting_sources
-from ctxledger.policy.secrets import default_scanner
+from ctxledger.policy.secrets import default_scanner, redact_text
 from ctxledger.policy.stages.secrets import findings_from_facts, name_findings, unit_findings
 from ctxledger.policy.stages.trust import TrustStage
 from ctxledger.scenarios._graph import GraphBuilder
@@ -53,7 +53,7 @@ def _check(store: GraphStore, conversation_id: str, branch_id: str) -> int:
             unit_findings(unit, scanner),
         ), unit.id
         assert trust._decide(unit, snap.facts) == trust._decide(unit, {}), unit.id
-        tokens = tokenize([unit.text])[0]
+        tokens = tokenize([redact_text(unit.text)])[0]  # no secret enters the index
         doc = unit_terms(unit, stored_terms)
         if doc is None:  # tokenized at load: a result shown as a reference, a notice or content parts
             assert unit.transforms or any(not isinstance(t.content, str) for t in unit.turns if t.role == "tool")

@@ -25,6 +25,7 @@ from ctxledger.assemble.relevance import IncrementalBM25, tokenize
 from ctxledger.assemble.semantic import StaticEmbedder, VectorIndex, default_embedder, dequantize, unit_vector
 from ctxledger.errors import RecordNotFound
 from ctxledger.facts import RecordFacts, compute_facts
+from ctxledger.policy.secrets import redact_text
 from ctxledger.records import Record, ToolArtifact, ToolCall
 from ctxledger.retention.state import TRANSFORM as RETAINED
 from ctxledger.store.base import GraphStore, LineageHop
@@ -269,7 +270,7 @@ def unit_terms(unit: Unit, facts: Mapping[str, RecordFacts]) -> tuple[Mapping[st
 def _index_units(index: IncrementalBM25, units: Sequence[Unit], facts: Mapping[str, RecordFacts]) -> None:
     """Add each unit's document to ``index`` in unit order (stored terms; tokenized text where none are stored)."""
     docs = [unit_terms(u, facts) for u in units]
-    missing = [u.text for u, d in zip(units, docs, strict=True) if d is None]
+    missing = [redact_text(u.text) for u, d in zip(units, docs, strict=True) if d is None]  # as the stored terms
     tokenized = iter(tokenize(missing))
     for doc in docs:
         if doc is None:
@@ -308,7 +309,7 @@ def _index_vectors(index: VectorIndex | None, units: Sequence[Unit], facts: Mapp
     if missing:
         embedder: StaticEmbedder | None = default_embedder()
         if embedder is not None:
-            rows[missing] = embedder.embed([units[i].text for i in missing])
+            rows[missing] = embedder.embed([redact_text(units[i].text) for i in missing])
     index.add_many(rows)
 
 
