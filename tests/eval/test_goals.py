@@ -62,3 +62,26 @@ def test_markdown_lists_goals_scenarios_and_cases() -> None:
     assert "## Goals" in text and "| branch-isolation | 10 | 4 | 2/2 | pass |" in text
     assert "| B15 | empty | refused | **fail**: payload is empty |" in text
     assert "_not run_" in checks_markdown([], [], [])
+
+
+def _locomo(dataset, budget, recall, categories, cpu_p50):
+    return {
+        **_agg("ctxledger-default", dataset, budget, recall=recall),
+        "recall_by_category": categories,
+        "latency_ms": {"p50": 30.0, "cpu_p50": cpu_p50},
+    }
+
+
+def test_held_out_goals_check_recall_every_category_and_cpu_time() -> None:
+    """0.86 at 2k meets 0.85, 0.94 at 8k misses 0.95; a category under 0.70 and 12 ms of CPU fail, adversarial aside."""
+    cats = {"1-multi-hop": 0.65, "4-single-hop": 0.95, "5-adversarial": 0.1}
+    from ctxledger.eval.goals import held_out_checks
+
+    checks = held_out_checks(
+        [_locomo("locomo", 2000, 0.86, cats, 12.0), _locomo("locomo-memory", 8000, 0.94, {"4-single-hop": 0.99}, 8.0)]
+    )
+    assert [c.met for c in checks] == [True, False, False, False]
+    assert "locomo-memory 0.940" in checks[1].measured
+    assert "1-multi-hop 0.650" in checks[2].measured and "adversarial" not in checks[2].measured
+    assert "locomo at 2000: 12.0 ms" in checks[3].measured
+    assert [c.met for c in held_out_checks([])] == [None, None, None, None]

@@ -207,7 +207,7 @@ def eval_run(
     Example:
     [bold]ctxledger eval run -d locomo -d tau-bench -s ctxledger-default -s bm25 -b 2000 -b 8000 --out rep[/bold]
     """
-    from ctxledger.eval.goals import checks_markdown, goal_checks
+    from ctxledger.eval.goals import checks_markdown, goal_checks, held_out_checks
     from ctxledger.eval.harness import rich_progress, run_named
     from ctxledger.eval.ours import register
 
@@ -233,7 +233,7 @@ def eval_run(
                 determinism_every=determinism_every, plots=plots,
             )  # fmt: skip
         scenarios, cases = _run_checks(cases_dir) if checks else ([], [])
-        goals = goal_checks(results.aggregates)
+        goals = goal_checks(results.aggregates) + held_out_checks(results.aggregates)
         report = out / "report.md"
         report.write_text(report.read_text(encoding="utf-8") + "\n" + checks_markdown(goals, scenarios, cases))
     console.print(_headline_table(results))

@@ -14,10 +14,29 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["GOAL_RECALL", "LATENCY_PEER", "GoalCheck", "checks_markdown", "goal_checks"]
+__all__ = [
+    "GOAL_CATEGORY",
+    "GOAL_CPU_MS",
+    "GOAL_RECALL",
+    "GOAL_RECALL_HELD_OUT",
+    "LATENCY_PEER",
+    "GoalCheck",
+    "checks_markdown",
+    "goal_checks",
+    "held_out_checks",
+]
 
 GOAL_RECALL: Mapping[int, float] = {2000: 0.80, 8000: 0.90}
 """LoCoMo evidence recall our default policy must reach (non-adversarial questions), by budget in tokens."""
+
+GOAL_RECALL_HELD_OUT: Mapping[int, float] = {2000: 0.85, 8000: 0.95}
+"""Recall goals on LoCoMo conversations nobody tuned to (non-adversarial), by budget in tokens."""
+
+GOAL_CATEGORY = (2000, 0.70)
+"""``(budget, recall)``: every non-adversarial LoCoMo category must reach this recall at this budget."""
+
+GOAL_CPU_MS = 10.0
+"""The default policy's p50 CPU time per call on a LoCoMo conversation must not exceed this (ms)."""
 
 LATENCY_PEER = "langchain-trim-exact"
 """The peer whose selector latency ours must not exceed (langchain-core ``trim_messages``, exact counter)."""
@@ -92,6 +111,51 @@ def goal_checks(aggregates: Sequence[Mapping[str, Any]], ours: str = "ctxledger-
         )
     )
     checks.append(_latency_goal(aggregates, ours))
+    return checks
+
+
+def _locomo_cells(aggregates: Sequence[Mapping[str, Any]], ours: str) -> list[Mapping[str, Any]]:
+    return [a for a in _cells(aggregates, ours) if a["dataset"] in ("locomo", "locomo-memory")]
+
+
+def held_out_checks(aggregates: Sequence[Mapping[str, Any]], ours: str = "ctxledger-default") -> list[GoalCheck]:
+    """Check LoCoMo results against the held-out goals, for ``locomo`` and ``locomo-memory`` alike.
+
+    Goals: recall (:data:`GOAL_RECALL_HELD_OUT`), every non-adversarial category at :data:`GOAL_CATEGORY`, and a
+    p50 CPU time per call of at most :data:`GOAL_CPU_MS` on every LoCoMo dataset and budget of the run. A goal
+    whose dataset or budget was not run is "not in this run".
+    """
+    cells = _locomo_cells(aggregates, ours)
+    checks = []
+    for budget, target in GOAL_RECALL_HELD_OUT.items():
+        goal = f"held-out goal: LoCoMo recall ≥ {target:.2f} at {budget} tokens"
+        found = [a for a in cells if a["budget"] == budget and a["recall"] is not None]
+        if not found:
+            checks.append(GoalCheck(goal, "not in this run", None))
+            continue
+        measured = ", ".join(f"{a['dataset']} {a['recall']:.3f}" for a in found)
+        checks.append(GoalCheck(goal, measured, all(a["recall"] >= target for a in found)))
+    budget, target = GOAL_CATEGORY
+    goal = f"held-out goal: every LoCoMo category ≥ {target:.2f} at {budget} tokens (adversarial excluded)"
+    found = [a for a in cells if a["budget"] == budget]
+    if not found:
+        checks.append(GoalCheck(goal, "not in this run", None))
+    else:
+        low = [
+            (a["dataset"], k, v)
+            for a in found
+            for k, v in a["recall_by_category"].items()
+            if v is not None and "adversarial" not in k and v < target
+        ]
+        measured = "; ".join(f"{d} {k} {v:.3f}" for d, k, v in low) if low else "every category reaches it"
+        checks.append(GoalCheck(goal, measured, not low))
+    goal = f"held-out goal: selector p50 ≤ {GOAL_CPU_MS:.0f} ms CPU per call on LoCoMo"
+    timed = [a for a in cells if a["latency_ms"].get("cpu_p50") is not None]
+    if not timed:
+        checks.append(GoalCheck(goal, "not in this run", None))
+    else:
+        measured = ", ".join(f"{a['dataset']} at {a['budget']}: {a['latency_ms']['cpu_p50']:.1f} ms" for a in timed)
+        checks.append(GoalCheck(goal, measured, all(a["latency_ms"]["cpu_p50"] <= GOAL_CPU_MS for a in timed)))
     return checks
 
 
