@@ -16,6 +16,7 @@ The libraries are optional (``pip install 'ctxledger[bench]'``) and imported onl
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -118,7 +119,6 @@ class LlamaIndexMemory:
         """Import llama-index-core; ``counter`` is its tokenizer. Raises ConfigurationError when missing."""
         self._memory = _require("llama_index.core.memory")
         self._types = _require("llama_index.core.base.llms.types")
-        self._run = _require("llama_index.core.async_utils").asyncio_run
         self._engine = _require("sqlalchemy.ext.asyncio").create_async_engine
         self._counter = counter
 
@@ -140,8 +140,12 @@ class LlamaIndexMemory:
     def _remember(self, messages: list[Any], limit: int) -> list[Any]:
         """Put ``messages`` into a fresh Memory on the default in-memory SQLite store; return ``get()``.
 
-        The store's engine is created here (the URI Memory uses by default) so it can be disposed after.
+        The store's engine is created here (the URI Memory uses by default) so it can be disposed after. Memory's
+        synchronous methods run their coroutines on the thread's event loop, creating one if none is set; the
+        loop set here is closed afterwards, so none is left open.
         """
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
         engine = self._engine("sqlite+aiosqlite:///:memory:")
         try:
             memory = self._memory.Memory.from_defaults(
@@ -150,7 +154,9 @@ class LlamaIndexMemory:
             memory.put_messages(messages)
             return list(memory.get())
         finally:
-            self._run(engine.dispose())
+            loop.run_until_complete(engine.dispose())
+            asyncio.set_event_loop(None)
+            loop.close()
 
     def select(self, task: SelectionTask) -> Selection:
         """Put the non-system turns and the current user turn into a fresh ``Memory``; send what ``get()`` returns."""
