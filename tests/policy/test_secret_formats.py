@@ -10,7 +10,7 @@ import json
 import re
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ctxledger.policy.secrets import (
@@ -42,6 +42,7 @@ def _format_matches() -> st.SearchStrategy[tuple[str, str]]:
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(case=_format_matches(), escape=st.sampled_from(["plain", "json", "double_json"]))
+@example(case=("NpmDetector", "//0/:_authToken=\rnpm_0"), escape="json")  # an escaped \r inside the match
 def test_every_plugin_format_passes_the_prefilter(case, escape):
     """A match of any plugin's format regex holds one of the plugin's anchors, and what the plugin finds on a
     line the scanner finds too: plain, and inside a JSON string after an escape (no word boundary before it)."""

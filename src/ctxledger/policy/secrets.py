@@ -165,7 +165,7 @@ _ESCAPES = re.compile(r"\\|%[0-9A-Fa-f]{2}|&(?:#\d+|#x[0-9A-Fa-f]+|[A-Za-z]+);")
 _BACKSLASH = re.compile(
     r"\\(u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|.)", re.DOTALL
 )
-_SIMPLE = {"n": "\n", "r": "\n", "t": "\t", "b": " ", "f": " ", "v": " ", "0": " ", "a": " "}
+_SIMPLE = {"n": "\n", "r": "\r", "t": "\t", "b": " ", "f": " ", "v": " ", "0": " ", "a": " "}
 
 
 def _unescape_once(text: str) -> str:
