@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from service_helpers import Served, serve_store
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
+
+from postgres_db import fresh_database
 
 POSTGRES_URL = os.environ.get("CTXLEDGER_TEST_POSTGRES_URL")
 
@@ -27,13 +26,5 @@ def store_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if not POSTGRES_URL:
         yield f"sqlite:///{tmp_path_factory.mktemp('store') / 'store.db'}"
         return
-    name = f"ctxledger_svc_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with fresh_database(POSTGRES_URL, "ctxledger_svc") as url:
+        yield url

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.resources import files
+from pathlib import Path
 
+import httpx
 import uvicorn
 from fastapi.testclient import TestClient
 
@@ -70,3 +75,25 @@ def live_server(url: str) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def serve_process(url: str, port: int, log: Path) -> subprocess.Popen:
+    """``ctxledger serve`` on ``port`` for the store at ``url``, in a process of its own; stderr goes to ``log``."""
+    with log.open("wb") as sink:
+        return subprocess.Popen(
+            [sys.executable, "-m", "ctxledger", "serve", "--port", str(port), "--log-level", "warning"],
+            env={**os.environ, "CTXLEDGER_URL": url}, stdout=subprocess.DEVNULL, stderr=sink,
+        )  # fmt: skip
+
+
+def wait_until_up(base: str, proc: subprocess.Popen, log: Path) -> None:
+    """Return once ``base/healthz`` answers 200; fail with the server's log if it exits or never answers."""
+    for _ in range(300):
+        if proc.poll() is not None:
+            raise AssertionError(log.read_text())
+        try:
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise AssertionError(f"{base} did not come up")

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from service_helpers import Served, free_port
+from service_helpers import Served, free_port, serve_process, wait_until_up
 from sqlalchemy import create_engine, text
 
 from ctxledger.ledger import Ledger
@@ -104,26 +101,6 @@ def test_inspect_errors_are_html_for_a_browser_and_problem_json_otherwise(served
 POSTGRES_URL = os.environ.get("CTXLEDGER_TEST_POSTGRES_URL")
 
 
-def _serve(url: str, port: int, log: Path) -> subprocess.Popen:
-    with log.open("wb") as sink:
-        return subprocess.Popen(
-            [sys.executable, "-m", "ctxledger", "serve", "--port", str(port), "--log-level", "warning"],
-            env={**os.environ, "CTXLEDGER_URL": url}, stdout=subprocess.DEVNULL, stderr=sink,
-        )  # fmt: skip
-
-
-def _up(base: str, proc: subprocess.Popen, log: Path) -> None:
-    for _ in range(300):
-        if proc.poll() is not None:
-            raise AssertionError(log.read_text())
-        try:
-            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise AssertionError(f"{base} did not come up")
-
-
 @pytest.mark.postgres
 @pytest.mark.skipif(not POSTGRES_URL, reason="needs CTXLEDGER_TEST_POSTGRES_URL")
 def test_a_session_opened_on_one_process_works_on_another_until_logout(store_url: str, tmp_path: Path) -> None:
@@ -131,11 +108,11 @@ def test_a_session_opened_on_one_process_works_on_another_until_logout(store_url
         key = create_key(ledger.store, "acme")[0]
     ports = [free_port(), free_port()]
     logs = [tmp_path / f"serve-{p}.log" for p in ports]
-    procs = [_serve(store_url, p, log) for p, log in zip(ports, logs, strict=True)]
+    procs = [serve_process(store_url, p, log) for p, log in zip(ports, logs, strict=True)]
     try:
         one, two = (f"http://127.0.0.1:{p}" for p in ports)
         for base, proc, log in zip((one, two), procs, logs, strict=True):
-            _up(base, proc, log)
+            wait_until_up(base, proc, log)
         login = httpx.post(f"{one}/inspect/login", data={"key": key})
         token = login.cookies[SESSION_COOKIE]
         assert token != key

@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import subprocess
-import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +19,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from service_helpers import free_port
+from service_helpers import free_port, serve_process, wait_until_up
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
@@ -46,27 +44,6 @@ def database() -> str:
     with admin.connect() as conn:
         conn.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
     admin.dispose()
-
-
-def _start(url: str, port: int, log: Path) -> subprocess.Popen:
-    env = {**os.environ, "CTXLEDGER_URL": url}
-    with log.open("wb") as sink:
-        return subprocess.Popen(
-            [sys.executable, "-m", "ctxledger", "serve", "--port", str(port), "--log-level", "warning"],
-            env=env, stdout=subprocess.DEVNULL, stderr=sink,
-        )  # fmt: skip
-
-
-def _wait(base: str, proc: subprocess.Popen, log: Path) -> None:
-    for _ in range(300):
-        if proc.poll() is not None:
-            raise AssertionError(log.read_text())
-        try:
-            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise AssertionError(f"{base} did not come up")
 
 
 def _client(bases: list[str], key: str, c: int) -> dict[str, list[float]]:
@@ -100,11 +77,11 @@ def test_two_servers_one_store_lose_duplicate_or_reorder_nothing(database: str, 
         key = create_key(ledger.store, "load")[0]
     ports = [free_port(), free_port()]
     logs = [tmp_path / f"server-{port}.log" for port in ports]
-    procs = [_start(database, port, log) for port, log in zip(ports, logs, strict=True)]
+    procs = [serve_process(database, port, log) for port, log in zip(ports, logs, strict=True)]
     try:
         bases = [f"http://127.0.0.1:{port}" for port in ports]
         for base, proc, log in zip(bases, procs, logs, strict=True):
-            _wait(base, proc, log)
+            wait_until_up(base, proc, log)
         cpu = time.process_time()
         wall = time.perf_counter()
         with ThreadPoolExecutor(CLIENTS) as pool:

@@ -16,22 +16,15 @@ from store_backends import BACKENDS, POSTGRES_URL
 from ctxledger.store import open_store
 from ctxledger.store.base import GraphStore
 from ctxledger.store.schema import metadata
+from postgres_db import fresh_database
 
 
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """A fresh PostgreSQL database for this session (``ctxledger_test_<random>``), dropped afterwards."""
     assert POSTGRES_URL, "CTXLEDGER_TEST_POSTGRES_URL is not set"
-    name = f"ctxledger_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with fresh_database(POSTGRES_URL, "ctxledger_test") as url:
+        yield url
 
 
 def _truncate(url: str) -> None:
