@@ -436,7 +436,7 @@ class Ledger:
         fields = {**self.request_defaults, **fields}
         check_request_types({"tenant_id": tenant_id, "conversation_id": conversation_id, **fields})
         if fields.get("model") is None:  # the API contract's own model, so its payload names a model it accepts
-            fields["model"] = default_model(str(fields.get("api") or AssemblyRequest.api))
+            fields["model"] = default_model(str(fields.get("api") or "openai-chat"))
         try:
             return AssemblyRequest(tenant_id=tenant_id, conversation_id=conversation_id, **fields)
         except TypeError as exc:
