@@ -28,10 +28,20 @@ def test_a_command_that_reads_refuses_a_store_that_does_not_exist(tmp_path: Path
     assert not typo.exists() and not typo.parent.exists()
 
 
-def test_conversations_on_a_missing_store_says_how_to_start_and_creates_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("demo_ran", [False, True])
+def test_conversations_on_a_missing_store_says_how_to_start_and_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, demo_ran: bool
+) -> None:
+    """Nothing is created; the answer says how to start, and points at the demo's own store once it exists."""
+    monkeypatch.setenv("CTXLEDGER_CACHE_DIR", str(tmp_path / "cache"))
+    if demo_ran:
+        (tmp_path / "cache" / "demo").mkdir(parents=True)
+        (tmp_path / "cache" / "demo" / "demo.db").touch()
     missing = tmp_path / "nothing.db"
     result = CliRunner().invoke(app, ["--db", f"sqlite:///{missing}", "conversations"])
-    assert result.exit_code == 0 and "ctxledger import" in " ".join(result.output.split())
+    flat = "".join(result.output.split())
+    assert result.exit_code == 0 and "ctxledgerimport" in flat
+    assert ("demo/demo.dbconversations" in flat) is demo_ran
     assert not missing.exists()
 
 
