@@ -13,7 +13,7 @@ from ctxledger.represent.extract._truncated import envelope_response
         ('abc"}', "abc"),  # whole
         ("abc def", "abc def"),  # cut in plain text: every character kept
         ("caf\\u00e9 ok", "café ok"),  # an escape before the cut is decoded
-        ("caf\\u00", "caf"),  # a \\uXXXX escape cut short is dropped, nothing before it
+        ("caf\\u00", "caf"),  # a \\u escape cut before its fourth digit is dropped, nothing before it
         ("caf\\", "caf"),  # a dangling backslash is dropped
     ],
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from datetime import UTC, datetime
@@ -71,9 +72,7 @@ def test_a_directory_in_place_of_a_blob_is_moved_aside_by_put_and_is_not_found_o
 
 
 @pytest.mark.parametrize("obstacle", ["directory", "unreadable"])
-def test_an_unreadable_blob_is_a_reference_in_the_payload_not_a_crash(tmp_path: Path, obstacle: str):
-    if obstacle == "unreadable" and os.geteuid() == 0:
-        pytest.skip("root reads files whatever their mode")
+def test_an_unreadable_blob_is_a_reference_in_the_payload_not_a_crash(tmp_path: Path, monkeypatch, obstacle: str):
     ledger = Ledger.open(f"sqlite:///{tmp_path / 'ctx.db'}")
     r = ledger.recorder("c", clock=T0)
     r.system("Be brief.")
@@ -87,18 +86,20 @@ def test_an_unreadable_blob_is_a_reference_in_the_payload_not_a_crash(tmp_path: 
         path.mkdir()
     else:
         path.chmod(0)
+        if os.geteuid() == 0:  # root reads whatever the mode: the file system's refusal is simulated
+            _refuse(monkeypatch, path)
     asm = ledger.assemble("c", window_tokens=8000, output_tokens=500, now=T0)
     assert "the file body" not in json.dumps(asm.payload)
     assert ex
     ledger.close()
 
 
-def test_a_read_only_blob_folder_is_a_store_error(tmp_path: Path):
-    if os.geteuid() == 0:
-        pytest.skip("root writes to read-only folders")
+def test_a_read_only_blob_folder_is_a_store_error(tmp_path: Path, monkeypatch):
     root = tmp_path / "blobs"
     root.mkdir()
     root.chmod(0o500)
+    if os.geteuid() == 0:  # root writes whatever the mode: the refusal to create a file there is simulated
+        monkeypatch.setattr("tempfile.mkstemp", _denied)
     try:
         with pytest.raises(StoreError, match="cannot write a blob"):
             LocalBlobStore(root).put(b"data")
@@ -119,6 +120,24 @@ def test_disk_full_and_read_only_file_systems_are_store_errors(tmp_path: Path, m
         blobs.put(b"some data")
     assert {"ENOSPC": "disk is full", "EROFS": "read-only", "EACCES": "ermission"}[errno_name] in str(caught.value)
     assert not [p for p in tmp_path.rglob("*.tmp")]
+
+
+def _denied(*args, **kwargs):
+    raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+
+
+def _refuse(monkeypatch, path: Path) -> None:
+    """Make reading ``path`` fail as a mode-0 file does for a user who is not root."""
+    read_bytes, open_ = Path.read_bytes, Path.open
+
+    def refused_read(self, *args, **kwargs):
+        return _denied() if self == path else read_bytes(self, *args, **kwargs)
+
+    def refused_open(self, *args, **kwargs):
+        return _denied() if self == path else open_(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_bytes", refused_read)
+    monkeypatch.setattr(Path, "open", refused_open)
 
 
 class _Refusing:

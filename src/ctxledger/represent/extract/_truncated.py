@@ -50,7 +50,7 @@ def close_truncated(text: str) -> str | None:
 
 
 _CUT_ESCAPE = 5
-"""Longest tail a cut ``\\uXXXX`` escape leaves (a backslash, ``u`` and up to three hex digits)."""
+"""Longest tail a cut ``\\u`` escape (four hex digits when whole) leaves: a backslash, ``u``, up to three digits."""
 
 
 def envelope_response(text: str) -> tuple[str, str] | None:
@@ -72,7 +72,7 @@ def envelope_response(text: str) -> tuple[str, str] | None:
         raw = raw[:-1]
     candidates = [raw]
     cut = raw.rfind("\\")
-    if cut != -1 and len(raw) - cut <= _CUT_ESCAPE:  # a \uXXXX escape cut short ("\u", "\u0" … "\u00e")
+    if cut != -1 and len(raw) - cut <= _CUT_ESCAPE:  # a \u escape cut short: "\u", "\u0" … "\u00e"
         candidates.append(raw[:cut])
     for candidate in candidates:
         try:
