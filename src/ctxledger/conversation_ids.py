@@ -21,8 +21,9 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-from ctxledger.errors import InputError, RecordNotFound
+from ctxledger.errors import InputError
 from ctxledger.records import Conversation, Record
+from ctxledger.store._rules import get_or_none
 
 
 def id_problem(value: Any) -> str | None:
@@ -69,7 +70,7 @@ def conflict(
         known: conversation ids created earlier in the same append.
         stored: the tenant's conversation ids if already read (``store.conversations``), else read here.
     """
-    existing = _get(store, tenant_id, conversation_id)
+    existing = get_or_none(store, tenant_id, conversation_id)
     if isinstance(existing, Conversation):
         return f"conversation {conversation_id!r} is already in tenant {tenant_id!r} (re-import of the same source)"
     if existing is not None:
@@ -80,7 +81,7 @@ def conflict(
     parts = conversation_id.split("/")
     for k in range(1, len(parts)):
         outer = "/".join(parts[:k])
-        if outer in known or isinstance(_get(store, tenant_id, outer), Conversation):
+        if outer in known or isinstance(get_or_none(store, tenant_id, outer), Conversation):
             return (
                 f"{conversation_id!r} would nest inside conversation {outer!r}, whose records are named "
                 f"{outer}/<name>; conversation ids in one tenant never nest"
@@ -123,11 +124,3 @@ def check_new_conversations(store: Any, records: Sequence[Record], *, source: st
             text = f"{problem}; {hint}" if hint else problem
             raise InputError(text, source=source, index=index, field="conversation_id")
         known.append(record.conversation_id)
-
-
-def _get(store: Any, tenant_id: str, record_id: str) -> Record | None:
-    try:
-        found: Record = store.get(tenant_id, record_id)
-    except RecordNotFound:
-        return None
-    return found

@@ -25,8 +25,8 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ctxledger.errors import RecordNotFound
 from ctxledger.records import Message, Record, ToolArtifact, ToolCall
+from ctxledger.store._rules import get_or_none, visible_at
 from ctxledger.store.base import GraphStore, LineageHop
 
 WRITTEN_WITH_CALL = "written_with_call"
@@ -73,7 +73,7 @@ def exchange_cut(
     following = store.records(tenant_id, conversation_id, lineage=lineage, after_seq=seq, as_of_seq=seq + 1)
     nxt = following[0] if following else None
     if isinstance(nxt, ToolCall):
-        message = _get(store, tenant_id, nxt.message_id)
+        message = get_or_none(store, tenant_id, nxt.message_id)
         if isinstance(message, Message) and message.seq <= seq:
             return _cut(store, message, lineage, "its tool calls come after it")
     protected = getattr(store, "protected", None)
@@ -82,13 +82,13 @@ def exchange_cut(
     for entry in protected(tenant_id, conversation_id, lineage=lineage, as_of_seq=seq):
         if entry.state != "call" or entry.closed_by is None or entry.closed_seq is None:
             continue
-        if not _visible(entry.closed_branch_id, entry.closed_seq, lineage):
+        if not visible_at(entry.closed_branch_id, entry.closed_seq, lineage):
             continue
-        result = _get(store, tenant_id, entry.closed_by)
+        result = get_or_none(store, tenant_id, entry.closed_by)
         if not isinstance(result, ToolArtifact) or not result.meta.get(WRITTEN_WITH_CALL):
             continue
-        call = _get(store, tenant_id, entry.record_id)
-        message = _get(store, tenant_id, call.message_id) if isinstance(call, ToolCall) else None
+        call = get_or_none(store, tenant_id, entry.record_id)
+        message = get_or_none(store, tenant_id, call.message_id) if isinstance(call, ToolCall) else None
         what = f"call {entry.record_id} was written with its result {result.id}"
         if isinstance(message, Message):
             return _cut(store, message, lineage, what, end=result.seq)
@@ -121,14 +121,3 @@ def _cut(store: GraphStore, message: Message, lineage: Sequence[LineageHop], wha
         if not page:
             return ExchangeCut(message.id, message.seq, end, what)
         after = page[-1].seq
-
-
-def _visible(branch_id: str | None, seq: int, lineage: Sequence[LineageHop]) -> bool:
-    return any(h.branch_id == branch_id and (h.max_seq is None or seq <= h.max_seq) for h in lineage)
-
-
-def _get(store: GraphStore, tenant_id: str, record_id: str) -> Record | None:
-    try:
-        return store.get(tenant_id, record_id)
-    except RecordNotFound:
-        return None

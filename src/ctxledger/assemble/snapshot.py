@@ -23,11 +23,11 @@ import numpy as np
 from ctxledger.assemble.reach import ReachIndex
 from ctxledger.assemble.relevance import IncrementalBM25, tokenize
 from ctxledger.assemble.semantic import StaticEmbedder, VectorIndex, default_embedder, dequantize, unit_vector
-from ctxledger.errors import RecordNotFound
 from ctxledger.facts import RecordFacts, compute_facts
 from ctxledger.policy.secrets import redact_text
 from ctxledger.records import Record, ToolArtifact, ToolCall
 from ctxledger.retention.state import TRANSFORM as RETAINED
+from ctxledger.store._rules import get_or_none
 from ctxledger.store.base import GraphStore, LineageHop
 from ctxledger.units import BLOB_MISMATCH, BLOB_MISSING, Unit, build_units
 
@@ -227,10 +227,7 @@ class SnapshotLoader:
         return stored
 
     def _find(self, tenant_id: str, record_id: str) -> Record | None:
-        try:
-            return self.store.get(tenant_id, record_id)
-        except RecordNotFound:
-            return None
+        return get_or_none(self.store, tenant_id, record_id)
 
 
 def _stale(rec: Record, facts: RecordFacts | None) -> bool:

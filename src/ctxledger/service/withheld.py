@@ -21,7 +21,8 @@ from ctxledger.assemble.inputs import resolve_participant
 from ctxledger.errors import RecordNotFound
 from ctxledger.policy.rehydration import hard_omission
 from ctxledger.policy.secrets import SecretScanner, default_scanner, redact_text
-from ctxledger.records import Conversation, Record, Visibility
+from ctxledger.records import Conversation, Visibility
+from ctxledger.store._rules import get_or_none
 from ctxledger.units import build_units
 
 
@@ -86,17 +87,10 @@ def withheld(
         records=records,
         units=units,
         find_artifacts=lambda sha: ledger.store.artifacts_by_sha256(tenant_id, sha),
-        find_record=lambda rid: _find(ledger, tenant_id, rid),
+        find_record=lambda rid: get_or_none(ledger.store, tenant_id, rid),
     )
     hard = hard_omission(plan.omitted, plan.decisions)
     return {r.id: found for r in records if (found := hard(r.id)) is not None}
-
-
-def _find(ledger: Any, tenant_id: str, record_id: str) -> Record | None:
-    try:
-        return ledger.store.get(tenant_id, record_id)
-    except RecordNotFound:
-        return None
 
 
 def scanner_of(ledger: Any) -> SecretScanner:

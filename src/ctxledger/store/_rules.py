@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ctxledger.errors import DuplicateRecordId, InputError, RecordNotFound, StoreError
 from ctxledger.records import Branch, Conversation, Record, ToolArtifact
@@ -236,7 +237,21 @@ def walk_lineage(
 
 def in_lineage(record: Record, hops: Sequence[LineageHop]) -> bool:
     """Whether ``record`` is visible through ``hops`` (its branch listed, within that hop's ``max_seq``)."""
+    return visible_at(record.branch_id, record.seq, hops)
+
+
+def visible_at(branch_id: str | None, seq: int, hops: Sequence[LineageHop]) -> bool:
+    """Whether a record of ``branch_id`` at ``seq`` is visible through ``hops`` (see :func:`in_lineage`)."""
     for hop in hops:
-        if hop.branch_id == record.branch_id:
-            return hop.max_seq is None or record.seq <= hop.max_seq
+        if hop.branch_id == branch_id:
+            return hop.max_seq is None or seq <= hop.max_seq
     return False
+
+
+def get_or_none(store: Any, tenant_id: str, record_id: str) -> Record | None:
+    """``store.get(tenant_id, record_id)``, or ``None`` when the tenant holds no such record."""
+    try:
+        found: Record = store.get(tenant_id, record_id)
+    except RecordNotFound:
+        return None
+    return found
