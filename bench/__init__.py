@@ -1,4 +1,4 @@
-"""The ctxledger benchmark (issue 2, item 11 and its "Targets"): a script, not a test.
+"""The ctxledger benchmark: a script, not a test.
 
 Run ``python bench/run.py --help`` (or ``python -m bench.run``). Modules:
 
@@ -11,7 +11,8 @@ Run ``python bench/run.py --help`` (or ``python -m bench.run``). Modules:
 * :mod:`bench.measure`: one workload on one backend, and the peers beside it, as result rows;
 * :mod:`bench.peers`: the same-run comparisons (newest-messages-that-fit, langchain-core ``trim_messages``);
 * :mod:`bench.quality`: token reduction against full replay on tau-bench at an 8k input budget;
-* :mod:`bench.targets`: the issue's targets checked against a run;
+* :mod:`bench.first_call`: the first call of a new process, in a child process (CPU time, peak memory);
+* :mod:`bench.targets`: the benchmark's targets checked against a run;
 * :mod:`bench.report`: the printed tables;
 * :mod:`bench.profiling`: ``--profile DIR``, one extra cProfile'd run of each scenario.
 """

@@ -1,4 +1,4 @@
-"""Measured effect of the representation ladder (ctxledger issue 4, item 8): ladder on versus off.
+"""Measured effect of the representation ladder: ladder on versus off.
 
 A script, not a test. On the real trajectories of ``../shared/data`` (tau-bench airline, mini-swe-agent,
 SWE-agent demonstrations, ToolBench), at input budgets of 4k, 8k and 16k tokens, each sampled model call
@@ -306,7 +306,7 @@ def _pct(a: int, b: int) -> str:
 
 
 def render(rows: Sequence[dict[str, Any]]) -> str:
-    """The Markdown table of item 8."""
+    """The Markdown table: one row per dataset, budget and ladder setting."""
     head = (
         "| dataset | budget | ladder | calls | ok | tokens (mean) | req kept | units (mean) | non-verbatim "
         "| evidence kept | saved by transform (tokens) | s/call |"

@@ -1,6 +1,6 @@
 """ctxledger itself: import throughput and assembly latency, through the public :class:`Ledger` API.
 
-Scenarios (ctxledger issue 2, "Targets"), all with ``persist=True`` (the manifest is written, as in use):
+Scenarios, all with ``persist=True`` (the manifest is written, as in use):
 
 * **import**: ``Ledger.import_file(path, "openai-chat", count_tokens_for=model)`` into a fresh store:
   parse, blobs, one append transaction, and the token counts of every turn counted and stored.

@@ -1,4 +1,4 @@
-"""How long each measurement may run, so that a whole run stays bounded (issue 2: "under ~15 minutes").
+"""How long each measurement may run, so that a whole run stays bounded (a whole run within about 15 minutes).
 
 * :func:`repeats_for`: how many samples each scenario takes at a size (fewer for bigger conversations);
   each scenario also stops taking new samples after ``scenario_seconds`` (at least one is taken).

@@ -10,7 +10,7 @@ same count the demo reports. A trajectory whose replay already fits is reported 
 "No required item lost" is checked twice: every unit the policy marked ``require`` is in the payload,
 and, independently of the policy code, the records a user would call required are in it: the system
 instructions, the latest user turn, every pending or deferred call, and every failed call not followed
-by a success of the same tool (issue 2 item 6). A ``RequiredBlocksDoNotFit`` error counts as a failure
+by a success of the same tool. A ``RequiredBlocksDoNotFit`` error counts as a failure
 to assemble and is reported, never hidden.
 """
 

@@ -16,10 +16,10 @@ Row = Sequence[str]
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """One issue target, its measured value and whether it is met.
+    """One target, its measured value and whether it is met.
 
     Attributes:
-        name: the target as the issue states it.
+        name: the target, stated.
         measured: the measured value, formatted.
         met: ``None`` when it was not measured in this run.
     """
@@ -107,7 +107,7 @@ def latency_table(latency: Sequence[Mapping[str, Any]]) -> str:
 def growth_table(latency: Sequence[Mapping[str, Any]]) -> str:
     """Per backend and scenario, the synthetic workloads' median CPU time and manifest size over the smallest's.
 
-    The issue's target is a ratio of at most 1.5 between 100,000 and 1,000 events (warm, append-one, and
+    The target is a ratio of at most 1.5 between 100,000 and 1,000 events (warm, append-one, and
     the manifest size).
     """
     synthetic = [r for r in latency if str(r["workload"]).startswith("synthetic") and r["timing"] is not None]
@@ -133,6 +133,36 @@ def growth_table(latency: Sequence[Mapping[str, Any]]) -> str:
                 )
             )
     return table(("backend", "scenario", "events", "CPU time ratio", "manifest size ratio"), rows)
+
+
+def first_call_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The first call of a new process per synthetic size (:mod:`bench.first_call`): CPU, wall, memory."""
+    cells = [
+        (
+            r["workload"],
+            f"{r['events']:,}",
+            r["backend"],
+            ms(r["call_cpu_ms"]),
+            ms(r["call_wall_ms"]),
+            ms(r["tokenizer_ms"]),
+            ms(r["process_cpu_ms"]),
+            f"{r['rss_before_mb']:,.0f}",
+            f"{r['peak_rss_mb']:,.0f}",
+        )
+        for r in rows
+    ]
+    headers = (
+        "workload",
+        "events",
+        "backend",
+        "call CPU ms",
+        "call wall ms",
+        "tokenizer load CPU ms",
+        "process CPU ms",
+        "RSS before MB",
+        "peak RSS MB",
+    )
+    return table(headers, cells)
 
 
 def import_table(imports: Sequence[Mapping[str, Any]]) -> str:
@@ -256,6 +286,6 @@ def quality_table(quality: Mapping[str, Any]) -> str:
 
 
 def targets_table(targets: Sequence[Target]) -> str:
-    """Each issue target beside what was measured."""
+    """Each target beside what was measured."""
     verdict = {True: "met", False: "MISSED", None: "not measured"}
     return table(("target", "measured", "verdict"), [(t.name, t.measured, verdict[t.met]) for t in targets])

@@ -1,6 +1,6 @@
 """ctxledger benchmark: assembly latency, import throughput and same-run ratios against peers.
 
-A script, not a test (ctxledger issue 2, item 11 and its "Targets"). It measures, on this machine:
+A script, not a test. It measures, on this machine:
 
 * assembly latency (median, p95) of synthetic conversations of 1,000 / 10,000 / 100,000 events and of
   real chained trajectories (tau-bench, mini-swe-agent), on SQLite and PostgreSQL, cold / restart /
@@ -10,7 +10,7 @@ A script, not a test (ctxledger issue 2, item 11 and its "Targets"). It measures
   ``trim_messages`` with an exact tiktoken counter on the same messages (:mod:`bench.peers`);
 * the token reduction against full replay on tau-bench at an 8k input budget (:mod:`bench.quality`);
 
-then prints Markdown tables and the issue's targets beside the measurements, and writes everything as
+then prints Markdown tables and the targets beside the measurements, and writes everything as
 JSON with ``--json``. Examples::
 
     python bench/run.py --quick                       # 1k and 10k, fewer repeats (~5 min)
@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 if __package__ in (None, ""):  # run as a script: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import measure, ours, peers, plan, profiling, quality, report, targets
+from bench import first_call, measure, ours, peers, plan, profiling, quality, report, targets
 from bench.backends import DEFAULT_POSTGRES_DB, DEFAULT_POSTGRES_URL, Backend, postgres_backend, sqlite_backend
 from bench.stats import time_ms
 from bench.workloads import Workload, mini_swe_agent, shared_dir, synthetic, tau_bench
@@ -245,6 +245,20 @@ def measure_workload(
             log(f"  {backend.name}: profiles written: {', '.join(p.name for p in done)}")
         if measured["import"]:
             results["import"].append(measured["import"])
+        cid = measured["conversation_id"]
+        if cid and wl.kind == "synthetic":
+            row = guarded(
+                results,
+                f"{wl.name} first call on {name}",
+                log,
+                lambda backend=backend, cid=cid: first_call_row(wl, backend, cid, params, limits),
+            )
+            if row is not None:
+                results["first_call"].append(row)
+                log(
+                    f"  {name}: first call of a new process {row['call_cpu_ms']:,.0f} ms CPU, "
+                    f"peak RSS {row['peak_rss_mb']:,.0f} MB"
+                )
         results["latency"].extend(measured["latency"])
     if "sqlite" in args.backends:
         trim = not args.no_trim and wl.events <= args.trim_max_events and peers.langchain_available()
@@ -256,6 +270,14 @@ def measure_workload(
         )
         if row is not None:
             results["peers"].append(row)
+
+
+def first_call_row(
+    wl: Workload, backend: Backend, conversation: str, params: ours.AssemblyParams, limits: plan.Limits
+) -> dict[str, Any]:
+    """One first call of a new process on ``wl``'s populated store (:mod:`bench.first_call`), as a result row."""
+    figures = first_call.measure(backend, conversation, params.model, params.window_tokens, limits.max_call_seconds)
+    return {"workload": wl.name, "kind": wl.kind, "events": wl.events, "backend": backend.name} | figures
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -276,6 +298,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "import": [],
         "latency": [],
         "peers": [],
+        "first_call": [],
     }
     with work_folder(args.work_dir) as work, ExitStack() as stack:
         pg = None
@@ -314,12 +337,14 @@ def render(results: dict[str, Any]) -> str:
         f"{env['load_average_at_end'][0]} at end",
         f"Requests: model {results['params']['model']}, W {results['params']['window_tokens']:,}, "
         f"B_input {results['params']['input_tokens']:,} tokens; manifests persisted.",
-        "## Targets (issue 2)",
+        "## Targets",
         report.targets_table(targets.check_targets(results)),
         "## Assembly CPU time",
         report.latency_table(results["latency"]),
         "## Growth with the history (largest synthetic size over the smallest; target ≤ 1.5×)",
         report.growth_table(results["latency"]),
+        "## First call of a new process (a child process: store opened, snapshot read, assembled, persisted)",
+        report.first_call_table(results.get("first_call", [])),
         "## Import (counting tokens on the way)",
         report.import_table(results["import"]),
         "## Same run, same messages: ctxledger (SQLite) vs peers (ms; ratio = peer ÷ ours, > 1 means ours is faster)",
