@@ -81,4 +81,4 @@ def test_parse_byte_range_for_the_cli():
     for bad in ("480", "a:b", "10:2", "-1:4"):
         with pytest.raises(InputError) as info:
             parse_byte_range(bad)
-        assert info.value.field == "bytes"
+        assert info.value.field == "byte_range"

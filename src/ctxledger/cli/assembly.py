@@ -224,8 +224,8 @@ def assemble(
 
     The payload JSON (the provider request body) goes to stdout, the report to stderr; with --out the
     payload goes to the file and the report to stdout (--out - keeps the payload on stdout). If the
-    required blocks alone exceed B_input,
-    they are listed with their tokens and the command exits with code 2.
+    required blocks alone exceed B_input, they are listed with their tokens and the command exits with
+    code 2.
 
     Example:
     [bold]ctxledger assemble tau-bench-airline-task2-trial1 --window 8000 --out payload.json --show omitted[/bold]

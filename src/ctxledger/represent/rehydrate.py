@@ -27,10 +27,10 @@ def parse_byte_range(text: str, *, source: str = "<api>") -> tuple[int, int]:
     """
     start, sep, end = text.partition(":")
     if not sep or not start.strip().isdigit() or not end.strip().isdigit():
-        raise InputError(f"byte range must look like START:END, got {text!r}", source=source, field="bytes")
+        raise InputError(f"byte range must look like START:END, got {text!r}", source=source, field="byte_range")
     a, b = int(start), int(end)
     if a > b:
-        raise InputError(f"byte range start {a} is after end {b}", source=source, field="bytes")
+        raise InputError(f"byte range start {a} is after end {b}", source=source, field="byte_range")
     return a, b
 
 
