@@ -85,7 +85,7 @@ class Ledger:
         self.ladder = Ladder(store.blobs.get)
         """The representation ladder (its option cache lives as long as the ledger)."""
         self._costers: dict[tuple[str, str], Coster] = {}
-        self._conversations: OrderedDict[tuple[str, str], tuple[int, dict[str, list[Record]]]] = OrderedDict()
+        self._conversations: OrderedDict[tuple[Any, ...], tuple[int, list[Record]]] = OrderedDict()
         self._policies: OrderedDict[str, Policy] = OrderedDict()
         """Policies assembled with in this process, by the hash their manifests record (for replays)."""
 
@@ -409,24 +409,25 @@ class Ledger:
         """Records of the conversation outside the snapshot's lineage, up to its ``seq`` (cached incrementally).
 
         They let the policy record branch exclusions and let conversation-visible records of other
-        branches fill remaining room.
+        branches fill remaining room. Only they are read (``GraphStore.records(outside_lineage=True)``),
+        and each call reads only those written since the previous one.
         """
-        key = (snap.tenant_id, snap.conversation_id)
-        seen, by_branch = self._conversations.pop(key, (0, {}))
+        key = (snap.tenant_id, snap.conversation_id, tuple((h.branch_id, h.max_seq) for h in snap.lineage))
+        seen, found = self._conversations.pop(key, (0, []))
         if seen < snap.seq:
-            for rec in self.store.records(snap.tenant_id, snap.conversation_id, as_of_seq=snap.seq, after_seq=seen):
-                by_branch.setdefault(rec.branch_id, []).append(rec)
+            found = found + self.store.records(
+                snap.tenant_id,
+                snap.conversation_id,
+                lineage=snap.lineage,
+                outside_lineage=True,
+                as_of_seq=snap.seq,
+                after_seq=seen,
+            )
             seen = snap.seq
-        self._conversations[key] = (seen, by_branch)
+        self._conversations[key] = (seen, found)
         while len(self._conversations) > 32:
             self._conversations.popitem(last=False)
-        hops = {h.branch_id: h.max_seq for h in snap.lineage}
-        out: list[Record] = []
-        for branch, found in by_branch.items():
-            if branch in hops and hops[branch] is None:
-                continue  # the lineage's own branch up to the snapshot: nothing of it is off the lineage
-            out += [r for r in found[_first_after(found, hops.get(branch) or 0) :] if r.seq <= snap.seq]
-        return sorted(out, key=lambda r: r.seq)
+        return [r for r in found if r.seq <= snap.seq]
 
     def _request(
         self, conversation_id: str | AssemblyRequest, tenant_id: str, fields: Mapping[str, Any]
@@ -964,15 +965,3 @@ def record_usage(
 ) -> None:
     """Module-level form of :meth:`Ledger.record_usage` (default tenant)."""
     ledger.record_usage(assembly, input_tokens, output_tokens, overwrite=overwrite)
-
-
-def _first_after(records: Sequence[Record], seq: int) -> int:
-    """Position of the first record (``seq`` ascending) whose ``seq`` is above ``seq`` (a binary search)."""
-    lo, hi = 0, len(records)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if records[mid].seq <= seq:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxledger.assemble.relevance import IncrementalBM25
+from ctxledger.assemble.lexical_index import IncrementalBM25
 
 
 @settings(max_examples=40, deadline=None)
@@ -28,3 +28,36 @@ def test_truncating_the_index_scores_as_an_index_built_from_the_kept_documents(d
         fresh.add(doc)
     assert len(grown) == len(fresh)
     assert grown.scores(query).tolist() == fresh.scores(query).tolist()
+
+
+_TERMS = st.sampled_from(["alpha", "beta", "gamma", "delta", "eps"])
+_DOC_PARTS = st.lists(st.lists(_TERMS, max_size=5), min_size=1, max_size=3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    docs=st.lists(_DOC_PARTS, max_size=60),
+    steps=st.lists(st.tuples(st.integers(0, 60), st.integers(0, 60)), min_size=1, max_size=6),
+    query=st.lists(st.sampled_from(["alpha", "beta", "gamma", "zeta"]), min_size=1, max_size=3),
+)
+def test_postings_built_between_appends_and_cuts_score_as_a_fresh_index(docs, steps, query):
+    """Queries cache a term's postings; appends, cuts and documents made of several parts keep them exact."""
+    from collections import Counter
+
+    grown = IncrementalBM25()
+    kept: list[list[list[str]]] = []
+    for add, cut in steps:
+        for parts in docs[:add]:
+            grown.add_parts([Counter(p) for p in parts], sum(len(p) for p in parts))
+            kept.append(parts)
+        grown.scores(query)  # builds (or extends) the cached postings of the query's terms
+        grown.truncate(cut)
+        del kept[cut:]
+        grown.scores(query, min(len(kept), cut))
+    fresh = IncrementalBM25()
+    for parts in kept:
+        fresh.add([t for p in parts for t in p])
+    assert len(grown) == len(fresh)
+    assert grown.scores(query).tolist() == fresh.scores(query).tolist()
+    for n in range(len(kept) + 1):
+        assert grown.scores(query, n).tolist() == fresh.scores(query, n).tolist()

@@ -6,7 +6,8 @@ import bm25s
 import numpy as np
 import pytest
 
-from ctxledger.assemble.relevance import IncrementalBM25, stemmer, tokenize
+from ctxledger.assemble.lexical_index import IncrementalBM25
+from ctxledger.assemble.relevance import stemmer, tokenize
 from ctxledger.assemble.select import Option, SelectionItem, select
 from ctxledger.assemble.snapshot import SnapshotLoader
 from ctxledger.budget import Budget, BudgetLedger

@@ -45,7 +45,7 @@ def _check(store: GraphStore, conversation_id: str, branch_id: str) -> int:
     scanner = default_scanner()
     trust = TrustStage()
     assert set(snap.facts) == {r.id for r in snap.records}
-    assert all(f.current and not f.terms for f in snap.facts.values())
+    assert all(f.current for f in snap.facts.values())
     stored_terms = store.record_facts("default", conversation_id)
     for position, unit in enumerate(snap.units):
         assert findings_from_facts(unit, snap.facts, scanner) == (
@@ -122,7 +122,7 @@ def test_facts_of_an_older_detector_are_recomputed_and_stored_again() -> None:
     store.put_facts("default", forged)
     assert not any(f.current for f in store.record_facts("default", conv).values())
     snap = SnapshotLoader(store).load("default", conv, branch)
-    assert snap.facts == {rid: f.without_terms() for rid, f in good.items()}
+    assert snap.facts == good
     assert store.record_facts("default", conv) == good
 
 

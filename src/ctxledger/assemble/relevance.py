@@ -2,9 +2,9 @@
 
 Why not rebuild a ``bm25s`` index per model call: a bm25s index is static, and building it over 10,000
 turns took about 0.8 s on this 2-core machine, far above a per-call budget. History is append-only, so
-the index can be too: :class:`IncrementalBM25` keeps postings and document lengths, and adding a unit
-costs only that unit's terms. Text is tokenized with ``bm25s.tokenize`` (lower-casing, English stop
-words, the same splitter) and each term is reduced to its Snowball English stem (PyStemmer, the stemmer
+the index can be too (:mod:`ctxledger.assemble.lexical_index`: adding a unit keeps its term counts, a term's
+postings are built when a query first needs it). Text is tokenized with ``bm25s.tokenize`` (lower-casing,
+English stop words, the same splitter) and each term is reduced to its Snowball English stem (PyStemmer, the stemmer
 bm25s documents), so "adopting" in a question finds "adoption" in a turn; scores follow the Lucene BM25
 variant that ``bm25s.BM25`` uses by default (``k1 = 1.5``, ``b = 0.75``; Kamphuis et al., ECIR 2020), so
 that a test can check our scores against ``bm25s.BM25.get_scores`` on the same corpus.
@@ -24,11 +24,9 @@ with its cosine to the query before the neighbour spread.
 
 from __future__ import annotations
 
-import math
 import re
 import threading
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 
 import bm25s
 import numpy as np
@@ -126,152 +124,3 @@ def is_question(text: str) -> bool:
     """Whether ``text`` asks a question: it ends with ``?`` or opens with an interrogative or auxiliary word."""
     stripped = text.strip()
     return stripped.endswith("?") or bool(_QUESTION_START.match(stripped))
-
-
-RECENT_DOCS = 64
-"""Newest documents whose terms :class:`IncrementalBM25` remembers, so that rebuilding one of them (a late tool
-result completes its exchange) touches only their terms' postings, not the whole vocabulary."""
-
-
-class IncrementalBM25:
-    """An append-only BM25 index over documents identified by their insertion position.
-
-    Postings are kept per term as growing ``docs`` / ``tfs`` lists (documents in insertion order, so
-    sorted) with a numpy copy made lazily when a query needs the term, so scoring a query costs one
-    vectorised pass per query term instead of a Python loop over its postings. Each document's score
-    is computed with the same floating-point operations in the same order as the scalar formula
-    (query terms in the same order), so the scores are bit-for-bit those of a per-posting loop.
-
-    Args:
-        k1: term-frequency saturation (bm25s default 1.5).
-        b: length normalisation (bm25s default 0.75).
-    """
-
-    def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
-        self.k1 = k1
-        self.b = b
-        self._postings: dict[str, tuple[list[int], list[int]]] = {}
-        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._lengths: list[int] = []
-        self._length_array = np.zeros(0, dtype=np.int64)
-        self._total_length = 0
-        self._recent: list[tuple[int, tuple[str, ...]]] = []  # (doc, its terms) of the newest RECENT_DOCS docs
-
-    def _remember(self, doc: int, terms: Iterable[str]) -> None:
-        self._recent.append((doc, tuple(terms)))
-        if len(self._recent) > 2 * RECENT_DOCS:
-            del self._recent[:-RECENT_DOCS]
-
-    def __len__(self) -> int:
-        """Number of documents indexed."""
-        return len(self._lengths)
-
-    def add(self, tokens: Sequence[str]) -> int:
-        """Index one document's tokens and return its position."""
-        doc = len(self._lengths)
-        counts = Counter(tokens)
-        for term, tf in counts.items():
-            docs, tfs = self._postings.setdefault(term, ([], []))
-            docs.append(doc)
-            tfs.append(tf)
-        self._remember(doc, counts)
-        self._lengths.append(len(tokens))
-        self._total_length += len(tokens)
-        return doc
-
-    def add_counts(self, counts: Mapping[str, int], length: int) -> int:
-        """Index one document given as term → frequency and its length in terms (stored lexical terms).
-
-        The same as :meth:`add` on any token list with those counts: postings depend only on the counts.
-        """
-        doc = len(self._lengths)
-        postings = self._postings
-        for term, tf in counts.items():
-            entry = postings.get(term)
-            if entry is None:
-                postings[term] = ([doc], [tf])
-            else:
-                entry[0].append(doc)
-                entry[1].append(tf)
-        self._remember(doc, counts)
-        self._lengths.append(length)
-        self._total_length += length
-        return doc
-
-    def _term_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
-        """``(docs, tfs)`` of a term as numpy arrays (cached until the term's postings change)."""
-        postings = self._postings.get(term)
-        if postings is None:
-            return None
-        cached = self._arrays.get(term)
-        docs, tfs = postings
-        if cached is None or len(cached[0]) > len(docs):
-            cached = (np.asarray(docs, dtype=np.int64), np.asarray(tfs, dtype=np.int64))
-            self._arrays[term] = cached
-        elif len(cached[0]) < len(docs):  # postings only grow at the end (a truncation drops the arrays)
-            start = len(cached[0])
-            cached = (
-                np.concatenate((cached[0], np.asarray(docs[start:], dtype=np.int64))),
-                np.concatenate((cached[1], np.asarray(tfs[start:], dtype=np.int64))),
-            )
-            self._arrays[term] = cached
-        return cached
-
-    def _lengths_upto(self, n: int) -> np.ndarray:
-        if len(self._length_array) != len(self._lengths):
-            self._length_array = np.asarray(self._lengths, dtype=np.int64)
-        return self._length_array[:n]
-
-    def scores(self, query_tokens: Sequence[str], n_docs: int | None = None) -> np.ndarray:
-        """BM25 scores of the first ``n_docs`` documents (default: all) for a tokenized query.
-
-        Statistics (document count, average length, document frequencies) are those of the first
-        ``n_docs`` documents, so a snapshot scores the same whatever was appended after it.
-
-        Returns:
-            A float array of length ``n_docs``; zero where no query term occurs.
-        """
-        n = len(self._lengths) if n_docs is None else n_docs
-        out = np.zeros(n, dtype=np.float64)
-        if n == 0:
-            return out
-        total = self._total_length if n == len(self._lengths) else sum(self._lengths[:n])
-        avgdl = total / n if total else 1.0
-        lengths = self._lengths_upto(n)
-        for term in set(query_tokens):
-            arrays = self._term_arrays(term)
-            if arrays is None:
-                continue
-            docs, tfs = arrays
-            df = int(np.searchsorted(docs, n)) if docs[-1] >= n else len(docs)
-            if df == 0:
-                continue
-            docs, tfs = docs[:df], tfs[:df]
-            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-            norm = tfs + self.k1 * (1 - self.b + self.b * lengths[docs] / avgdl)
-            out[docs] += idf * tfs / norm
-        return out
-
-    def truncate(self, n_docs: int) -> None:
-        """Forget every document at position ``>= n_docs`` (used when the newest units are rebuilt)."""
-        if n_docs >= len(self._lengths):
-            return
-        recent = self._recent
-        if recent and recent[0][0] <= n_docs:  # the removed docs are all remembered: touch only their terms
-            terms = {t for doc, found in recent if doc >= n_docs for t in found}
-            self._recent = [(doc, found) for doc, found in recent if doc < n_docs]
-        else:
-            terms = set(self._postings)
-            self._recent = []
-        for term in terms:
-            if term not in self._postings:
-                continue
-            docs, tfs = self._postings[term]
-            while docs and docs[-1] >= n_docs:
-                docs.pop()
-                tfs.pop()
-            self._arrays.pop(term, None)
-            if not docs:
-                del self._postings[term]
-        self._total_length -= sum(self._lengths[n_docs:])
-        del self._lengths[n_docs:]

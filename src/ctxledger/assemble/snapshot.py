@@ -20,8 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from ctxledger.assemble.lexical_index import IncrementalBM25
 from ctxledger.assemble.reach import ReachIndex
-from ctxledger.assemble.relevance import IncrementalBM25, tokenize
+from ctxledger.assemble.relevance import tokenize
 from ctxledger.assemble.semantic import StaticEmbedder, VectorIndex, default_embedder, dequantize, unit_vector
 from ctxledger.facts import RecordFacts, compute_facts
 from ctxledger.policy.secrets import redact_text
@@ -47,8 +48,8 @@ class Snapshot:
         reach_index: positions that find an assembly's reach without a walk (:mod:`.reach`).
         graph_ms: milliseconds spent reading the store for this snapshot.
         facts: record id → the record's write-path facts (:class:`~ctxledger.facts.RecordFacts`: secret
-            findings, instruction-like phrase, inherited restrictions; the lexical terms are already in
-            ``index`` and left out here), read from the store, recomputed (and stored again) only when the
+            findings, instruction-like phrase, inherited restrictions, lexical terms (which ``index`` holds
+            by reference) and vector), read from the store, recomputed (and stored again) only when the
             detectors changed since they were written.
         memo: facts that depend on one unit or record alone (secret findings, tags, stage verdicts,
             rendered units, manifest entries), kept across assemblies as ``namespace → key → entry``; an
@@ -147,18 +148,16 @@ class SnapshotLoader:
                 tenant_id, conversation_id, lineage, window, as_of_seq=window[-1].seq, after_seq=window[0].seq - 1
             )
             pending.update(facts)
-            snap.facts.update({rid: f.without_terms() for rid, f in facts.items()})
+            snap.facts.update(facts)
             done = next_unit
             while done < len(units) and units[done].last_seq <= window[-1].seq:
                 done += 1
-            _index_units(index, units[next_unit:done], pending)
-            _index_vectors(snap.vectors, units[next_unit:done], pending)
+            _index_units(index, snap.vectors, units[next_unit:done], pending)
             for unit in units[next_unit:done]:
                 for rid in unit.record_ids:
                     pending.pop(rid, None)
             next_unit = done
-        _index_units(index, units[next_unit:], pending)
-        _index_vectors(snap.vectors, units[next_unit:], pending)
+        _index_units(index, snap.vectors, units[next_unit:], pending)
         return snap
 
     def _refresh(self, snap: Snapshot, target: int) -> None:
@@ -190,9 +189,8 @@ class SnapshotLoader:
             del sums[first_unit + 1 :]
         snap.reach_index.extend(units, first_unit, rebuilt)
         snap.units.extend(units)
-        _index_units(snap.index, units, facts)
-        _index_vectors(snap.vectors, units, facts)
-        snap.facts.update({rid: f.without_terms() for rid, f in facts.items()})
+        _index_units(snap.index, snap.vectors, units, facts)
+        snap.facts.update(facts)
         if tools:
             snap.tool_schemas = tools
 
@@ -239,12 +237,13 @@ def _stale(rec: Record, facts: RecordFacts | None) -> bool:
 _UNREADABLE = (BLOB_MISSING, BLOB_MISMATCH, RETAINED)
 
 
-def unit_terms(unit: Unit, facts: Mapping[str, RecordFacts]) -> tuple[Mapping[str, int], int] | None:
-    """The BM25 document of ``unit`` from its records' stored lexical terms: ``(term → frequency, length)``.
+def unit_facts(unit: Unit, facts: Mapping[str, RecordFacts]) -> list[RecordFacts] | None:
+    """The stored facts of ``unit``'s records, in record order, when they can stand for the unit's text.
 
     A unit's relevance text is its records' relevance texts joined by newlines, in record order, and terms never
-    span a newline, so its terms are the sum of theirs. ``None`` when a record has no stored terms to use (no
-    facts, or a tool result rendered as an unavailable-bytes reference): tokenize ``unit.text`` instead.
+    span a newline, so its terms are the sum of theirs (its vector their re-normalised sum). ``None`` when a
+    record has no stored facts to use (none, or a tool result rendered as an unavailable-bytes reference, or a
+    result shown as content parts): tokenize and embed ``unit.text`` instead.
     """
     if any(t in _UNREADABLE for t in unit.transforms.values()):
         return None
@@ -253,61 +252,67 @@ def unit_terms(unit: Unit, facts: Mapping[str, RecordFacts]) -> tuple[Mapping[st
     parts = [facts.get(rid) for rid in unit.record_ids]
     if any(f is None or not f.raw_readable for f in parts):
         return None
-    if len(parts) == 1:
-        return parts[0].terms, parts[0].length  # type: ignore[union-attr]
+    return parts  # type: ignore[return-value]
+
+
+def unit_terms(unit: Unit, facts: Mapping[str, RecordFacts]) -> tuple[Mapping[str, int], int] | None:
+    """The BM25 document of ``unit`` from its records' stored lexical terms: ``(term → frequency, length)``.
+
+    ``None`` in the cases of :func:`unit_facts`.
+    """
+    parts = unit_facts(unit, facts)
+    if parts is None:
+        return None
     counts: dict[str, int] = {}
-    length = 0
     for found in parts:
-        for term, tf in found.terms.items():  # type: ignore[union-attr]
+        for term, tf in found.terms.items():
             counts[term] = counts.get(term, 0) + tf
-        length += found.length  # type: ignore[union-attr]
-    return counts, length
+    return counts, sum(f.length for f in parts)
 
 
-def _index_units(index: IncrementalBM25, units: Sequence[Unit], facts: Mapping[str, RecordFacts]) -> None:
-    """Add each unit's document to ``index`` in unit order (stored terms; tokenized text where none are stored)."""
-    docs = [unit_terms(u, facts) for u in units]
-    missing = [redact_text(u.text) for u, d in zip(units, docs, strict=True) if d is None]  # as the stored terms
+def _index_units(
+    index: IncrementalBM25, vectors: VectorIndex | None, units: Sequence[Unit], facts: Mapping[str, RecordFacts]
+) -> None:
+    """Add each unit's document to ``index`` and its vector to ``vectors``, in unit order.
+
+    Stored terms and vectors are used where :func:`unit_facts` allows; elsewhere the unit's text (secrets
+    redacted, as the stored terms are) is tokenized and embedded.
+    """
+    stored = [unit_facts(u, facts) for u in units]
+    missing = [redact_text(u.text) for u, parts in zip(units, stored, strict=True) if parts is None]
     tokenized = iter(tokenize(missing))
-    for doc in docs:
-        if doc is None:
+    for parts in stored:
+        if parts is None:
             index.add(next(tokenized))
         else:
-            index.add_counts(*doc)
+            index.add_parts([f.terms for f in parts], sum(f.length for f in parts))
+    if vectors is not None and units:
+        vectors.add_many(_unit_vectors(units, stored, missing, vectors.dim))
 
 
-def unit_stored_vector(unit: Unit, facts: Mapping[str, RecordFacts]) -> np.ndarray | None:
-    """The semantic vector of ``unit`` from its records' stored vectors (their re-normalised sum).
+def _unit_vectors(
+    units: Sequence[Unit], stored: Sequence[list[RecordFacts] | None], missing: Sequence[str], dim: int
+) -> np.ndarray:
+    """The ``(len(units), dim)`` float32 unit vectors: their records' stored vectors, summed and re-normalised.
 
-    ``None`` when the stored facts cannot stand for the unit's text (the cases of :func:`unit_terms`): embed
-    ``unit.text`` instead.
+    ``missing`` are the redacted texts of the units without usable facts, in unit order; they, and units with
+    text but no stored vector, are embedded here. A unit with neither gets zeros.
     """
-    if unit_terms(unit, facts) is None:
-        return None
-    parts = [facts[rid].vector for rid in unit.record_ids]
-    vectors = [dequantize(v) for v in parts if v]
-    if not vectors:
-        return None if unit.text.strip() else np.zeros(0, dtype=np.float32)
-    return unit_vector(vectors)
-
-
-def _index_vectors(index: VectorIndex | None, units: Sequence[Unit], facts: Mapping[str, RecordFacts]) -> None:
-    """Add each unit's vector to ``index`` in unit order (stored vectors; the unit's text embedded where none are)."""
-    if index is None or not units:
-        return
-    rows = np.zeros((len(units), index.dim), dtype=np.float32)
-    missing: list[int] = []
-    for i, unit in enumerate(units):
-        vec = unit_stored_vector(unit, facts)
-        if vec is None:
-            missing.append(i)
-        elif len(vec):
-            rows[i] = vec
-    if missing:
-        embedder: StaticEmbedder | None = default_embedder()
-        if embedder is not None:
-            rows[missing] = embedder.embed([redact_text(units[i].text) for i in missing])
-    index.add_many(rows)
+    rows = np.zeros((len(units), dim), dtype=np.float32)
+    texts = iter(missing)
+    todo: list[tuple[int, str]] = []
+    for i, (unit, parts) in enumerate(zip(units, stored, strict=True)):
+        found = [f.vector for f in parts if f.vector] if parts is not None else []
+        if parts is None:
+            todo.append((i, next(texts)))
+        elif found:
+            rows[i] = unit_vector([dequantize(v) for v in found])
+        elif unit.text.strip():
+            todo.append((i, redact_text(unit.text)))
+    embedder: StaticEmbedder | None = default_embedder() if todo else None
+    if embedder is not None:
+        rows[[i for i, _ in todo]] = embedder.embed([t for _, t in todo])
+    return rows
 
 
 def _first_touched_unit(units: Sequence[Unit], new: Sequence[Record]) -> int:

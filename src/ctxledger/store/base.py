@@ -214,11 +214,13 @@ class GraphStore(Protocol):
         lineage: Sequence[LineageHop] | None = None,
         as_of_seq: int | None = None,
         after_seq: int = 0,
+        outside_lineage: bool = False,
     ) -> list[Record]:
         """Records of one conversation in ``seq`` order with ``after_seq < seq <= as_of_seq``.
 
-        With ``lineage``, only records on those branches within each hop's ``max_seq``; without it,
-        every branch of the conversation (callers filter by visibility).
+        With ``lineage``, only records on those branches within each hop's ``max_seq``; with ``lineage`` and
+        ``outside_lineage``, only the others (other branches, and a hop's branch past its ``max_seq``); without
+        ``lineage``, every branch of the conversation (callers filter by visibility).
         """
         ...
 

@@ -314,6 +314,7 @@ class MemoryStore:
         lineage: Sequence[LineageHop] | None = None,
         as_of_seq: int | None = None,
         after_seq: int = 0,
+        outside_lineage: bool = False,
     ) -> list[Record]:
         """Records with ``after_seq < seq <= as_of_seq`` in ``seq`` order (see ``GraphStore.records``)."""
         with self._lock:
@@ -323,7 +324,7 @@ class MemoryStore:
             for r in rows
             if r.seq > after_seq
             and (as_of_seq is None or r.seq <= as_of_seq)
-            and (lineage is None or _rules.in_lineage(r, lineage))
+            and (lineage is None or _rules.in_lineage(r, lineage) != outside_lineage)
         ]
 
     def conversations(self, tenant_id: str) -> list[str]:

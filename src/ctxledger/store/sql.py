@@ -511,12 +511,14 @@ class SqlStore:
         lineage: Sequence[LineageHop] | None = None,
         as_of_seq: int | None = None,
         after_seq: int = 0,
+        outside_lineage: bool = False,
     ) -> list[Record]:
         """Records of one conversation in ``seq`` order with ``after_seq < seq <= as_of_seq``.
 
-        With ``lineage``, only records on those branches within each hop's ``max_seq`` (inclusive).
+        With ``lineage``, only records on those branches within each hop's ``max_seq`` (inclusive); with
+        ``outside_lineage`` too, only the records not on it.
         """
-        if lineage is not None and not lineage:
+        if lineage is not None and not lineage and not outside_lineage:
             return []
         stmt = select(*_READ).where(
             records.c.tenant_id == tenant_id,
@@ -525,8 +527,9 @@ class SqlStore:
         )
         if as_of_seq is not None:
             stmt = stmt.where(records.c.seq <= as_of_seq)
-        if lineage is not None:
-            stmt = stmt.where(_lineage_filter(lineage))
+        if lineage:
+            on = _lineage_filter(lineage)
+            stmt = stmt.where(not_(on) if outside_lineage else on)
         with self._read() as conn:
             rows = conn.execute(stmt.order_by(records.c.seq)).all()
         return [decode_row(row) for row in rows]

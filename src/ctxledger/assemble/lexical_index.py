@@ -1,0 +1,146 @@
+"""The snapshot's lexical index: append-only BM25 whose postings are built only for the terms queries ask for.
+
+A snapshot in a new process indexes every unit of the history, and a query names a dozen terms. Building the
+postings of every term up front costs one Python operation per (unit, distinct term) pair, two million at
+10,000 events; building them for a term when a query first needs it costs one dictionary lookup per unit for
+that term, and later calls only look at the units appended since. So adding a document keeps a reference to
+its term counts (the stored write-path terms of its records, or a tokenized text), and
+:meth:`IncrementalBM25.scores` builds and caches ``(docs, tfs)`` arrays per query term.
+
+Scores follow the Lucene BM25 variant that ``bm25s.BM25`` uses by default (``k1 = 1.5``, ``b = 0.75``;
+Kamphuis et al., ECIR 2020). A document's score is computed with the same floating-point operations in the same
+order as the scalar formula (query terms in the same order), so the scores are bit-for-bit those of a
+per-posting loop whatever order the postings were built in.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+CACHED_TERMS = 8192
+"""Query terms whose postings arrays are kept between calls (the oldest built is dropped beyond this)."""
+
+
+class IncrementalBM25:
+    """An append-only BM25 index over documents identified by their insertion position.
+
+    A document is one or more *parts*, each a term → frequency mapping (a unit's records' stored terms); its
+    term frequency is the sum over its parts. The index keeps the parts by reference, so the caller must not
+    change a mapping after adding it.
+
+    Args:
+        k1: term-frequency saturation (bm25s default 1.5).
+        b: length normalisation (bm25s default 0.75).
+    """
+
+    def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
+        self.k1 = k1
+        self.b = b
+        self._parts: list[Mapping[str, int]] = []
+        self._part_doc: list[int] = []  # document of each part, non-decreasing
+        self._lengths: list[int] = []
+        self._length_array = np.zeros(0, dtype=np.int64)
+        self._total_length = 0
+        # term -> (docs, tfs, parts scanned): postings of the first ``parts scanned`` parts
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}
+
+    def __len__(self) -> int:
+        """Number of documents indexed."""
+        return len(self._lengths)
+
+    def add(self, tokens: Sequence[str]) -> int:
+        """Index one document's tokens and return its position."""
+        return self.add_parts((Counter(tokens),), len(tokens))
+
+    def add_counts(self, counts: Mapping[str, int], length: int) -> int:
+        """Index one document given as term → frequency and its length in terms (stored lexical terms).
+
+        The same as :meth:`add` on any token list with those counts: postings depend only on the counts.
+        """
+        return self.add_parts((counts,), length)
+
+    def add_parts(self, parts: Sequence[Mapping[str, int]], length: int) -> int:
+        """Index one document made of ``parts`` (its terms are their summed counts) of ``length`` terms in all."""
+        doc = len(self._lengths)
+        for part in parts:
+            if part:
+                self._parts.append(part)
+                self._part_doc.append(doc)
+        self._lengths.append(length)
+        self._total_length += length
+        return doc
+
+    def _term_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(docs, tfs)`` of a term over every indexed document (docs ascending), built on first use."""
+        cached = self._arrays.pop(term, None)
+        if cached is None:
+            docs, tfs, scanned = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 0
+        else:
+            docs, tfs, scanned = cached
+        if scanned < len(self._parts):
+            found = np.fromiter((p.get(term, 0) for p in self._parts[scanned:]), dtype=np.int64)
+            hits = np.flatnonzero(found)
+            if len(hits):
+                owners = np.asarray(self._part_doc[scanned:], dtype=np.int64)[hits]
+                new_docs, first = np.unique(owners, return_index=True)  # a document's parts are adjacent, never split
+                new_tfs = np.add.reduceat(found[hits], first)
+                docs, tfs = np.concatenate((docs, new_docs)), np.concatenate((tfs, new_tfs))
+            scanned = len(self._parts)
+        self._arrays[term] = (docs, tfs, scanned)
+        while len(self._arrays) > CACHED_TERMS:
+            del self._arrays[next(iter(self._arrays))]
+        return docs, tfs
+
+    def _lengths_upto(self, n: int) -> np.ndarray:
+        if len(self._length_array) != len(self._lengths):
+            self._length_array = np.asarray(self._lengths, dtype=np.int64)
+        return self._length_array[:n]
+
+    def scores(self, query_tokens: Sequence[str], n_docs: int | None = None) -> np.ndarray:
+        """BM25 scores of the first ``n_docs`` documents (default: all) for a tokenized query.
+
+        Statistics (document count, average length, document frequencies) are those of the first
+        ``n_docs`` documents, so a snapshot scores the same whatever was appended after it.
+
+        Returns:
+            A float array of length ``n_docs``; zero where no query term occurs.
+        """
+        n = len(self._lengths) if n_docs is None else n_docs
+        out = np.zeros(n, dtype=np.float64)
+        if n == 0:
+            return out
+        total = self._total_length if n == len(self._lengths) else sum(self._lengths[:n])
+        avgdl = total / n if total else 1.0
+        lengths = self._lengths_upto(n)
+        for term in set(query_tokens):
+            docs, tfs = self._term_arrays(term)
+            if not len(docs):
+                continue
+            df = int(np.searchsorted(docs, n)) if docs[-1] >= n else len(docs)
+            if df == 0:
+                continue
+            docs, tfs = docs[:df], tfs[:df]
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            norm = tfs + self.k1 * (1 - self.b + self.b * lengths[docs] / avgdl)
+            out[docs] += idf * tfs / norm
+        return out
+
+    def truncate(self, n_docs: int) -> None:
+        """Forget every document at position ``>= n_docs`` (used when the newest units are rebuilt)."""
+        if n_docs >= len(self._lengths):
+            return
+        cut = bisect.bisect_left(self._part_doc, n_docs)
+        del self._parts[cut:]
+        del self._part_doc[cut:]
+        for term, (docs, tfs, scanned) in list(self._arrays.items()):
+            if scanned <= cut:
+                continue
+            keep = int(np.searchsorted(docs, n_docs))
+            self._arrays[term] = (docs[:keep], tfs[:keep], cut)
+        self._total_length -= sum(self._lengths[n_docs:])
+        del self._lengths[n_docs:]
