@@ -53,9 +53,9 @@ import msgspec
 
 import ctxledger.assemble.relevance as relevance
 import ctxledger.assemble.semantic as semantic
-import ctxledger.units as units
 import ctxledger.policy.injection as injection
 import ctxledger.policy.secrets as secrets
+import ctxledger.units as units
 from ctxledger.errors import BlobNotFound, InputError, IntegrityError
 from ctxledger.records import (
     Branch,
@@ -368,10 +368,6 @@ def _finding_dict(finding: Finding) -> dict[str, Any]:
     return dataclasses.asdict(finding)
 
 
-def _findings(values: Iterable[Mapping[str, Any]]) -> tuple[Finding, ...]:
-    return tuple(Finding(**v) for v in values)
-
-
 def encode_facts(facts: RecordFacts) -> bytes:
     """The stored JSON of ``facts`` (without ``record_id`` and ``stamp``, which are columns)."""
     body: dict[str, Any] = {}
@@ -398,24 +394,47 @@ def encode_facts(facts: RecordFacts) -> bytes:
 
 
 _ENCODER = msgspec.json.Encoder()
-_DECODER = msgspec.json.Decoder()
+
+
+class _StoredFacts(msgspec.Struct, omit_defaults=True):
+    """The shape :func:`encode_facts` writes (typed, so decoding builds the findings directly)."""
+
+    texts: tuple[tuple[Finding, ...], ...] = ()
+    block: tuple[Finding, ...] | None = None
+    name: tuple[Finding, ...] = ()
+    instruction: str | None = None
+    terms: dict[str, int] = msgspec.field(default_factory=dict)
+    length: int = 0
+    vector: str = ""
+    sources: tuple[str, ...] = ()
+    sources_complete: bool = True
+    raw_readable: bool = True
+
+
+_DECODER = msgspec.json.Decoder(_StoredFacts)
 
 
 def decode_facts(record_id: str, stamp: str, body: str | bytes, *, terms: bool = True) -> RecordFacts:
-    """Rebuild facts from :func:`encode_facts`'s JSON; ``terms=False`` leaves the lexical terms and vector out."""
-    values = _DECODER.decode(body)
-    block = values.get("block")
+    """Rebuild facts from :func:`encode_facts`'s JSON; ``terms=False`` leaves the lexical terms and vector out.
+
+    A body of another shape (written by another version) gives empty facts that are not
+    :attr:`~RecordFacts.current`, so readers recompute them.
+    """
+    try:
+        values = _DECODER.decode(body)
+    except msgspec.ValidationError:
+        return RecordFacts(record_id=record_id, stamp=f"unreadable {stamp}")
     return RecordFacts(
         record_id=record_id,
         stamp=stamp,
-        texts=tuple(_findings(part) for part in values.get("texts", ())),
-        block=_findings(block) if block is not None else None,
-        name=_findings(values.get("name", ())),
-        instruction=values.get("instruction"),
-        terms=values.get("terms", {}) if terms else {},
-        length=int(values.get("length", 0)),
-        vector=base64.b64decode(values["vector"]) if terms and "vector" in values else b"",
-        sources=tuple(values.get("sources", ())),
-        sources_complete=bool(values.get("sources_complete", True)),
-        raw_readable=bool(values.get("raw_readable", True)),
+        texts=values.texts,
+        block=values.block,
+        name=values.name,
+        instruction=values.instruction,
+        terms=values.terms if terms else {},
+        length=values.length,
+        vector=base64.b64decode(values.vector) if terms and values.vector else b"",
+        sources=values.sources,
+        sources_complete=values.sources_complete,
+        raw_readable=values.raw_readable,
     )

@@ -37,7 +37,8 @@ MIN_BARE_BASE64 = 256
 
 _DATA_URL_RE = re.compile(r"data:(image/[\w.+-]+);base64,([A-Za-z0-9+/]+={0,2})")
 _BASE64_RE = re.compile(r"[A-Za-z0-9+/\s]+={0,2}")
-_LONG_BASE64_RE = re.compile(rf"[A-Za-z0-9+/]{{{MIN_BARE_BASE64},}}")
+_LONG_BASE64_RE = re.compile(rf"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{{{MIN_BARE_BASE64}}}")
+"""A run of at least ``MIN_BARE_BASE64`` base64 characters (tried only where a run starts, so one pass)."""
 _SIGNATURES = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
     (b"\xff\xd8\xff", "image/jpeg"),
