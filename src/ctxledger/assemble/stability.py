@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ctxledger.assemble.room import error_lines
 from ctxledger.assemble.select import Option, SelectionItem, SelectionResult
 from ctxledger.budget import BudgetLedger
 from ctxledger.policy.base import ReasonCode
@@ -91,10 +92,31 @@ def target_budget(dynamic: int, headroom: float, prev: PreviousAssembly | None) 
     return max(0, int(dynamic * (1.0 - headroom)))
 
 
+def _sources(option: Option) -> dict[str, Any] | None:
+    """Record id → sha256 of the content a derived option was made from (``None`` when it does not say)."""
+    records = option.detail.get("records")
+    if not isinstance(records, Mapping) or not records:
+        return None
+    return {rid: v.get("sha256") if isinstance(v, Mapping) else None for rid, v in records.items()}
+
+
 def _same_option(item: SelectionItem, sent: Option) -> Option | None:
+    """The option of ``item`` equal to ``sent``, or ``sent`` itself when it is still a faithful derivation.
+
+    A derived form (excerpt, extraction …) may be cut differently on a later call (its length follows the
+    budget and the query); when ``item`` still offers that representation made from the same content (same
+    records, same sha256), the form sent before is as true as the new one and is kept, so the payload does not
+    change. ``None`` when neither holds (the unit changed or is offered in other forms only).
+    """
     for option in item.options:
         if option.representation == sent.representation and option.tokens == sent.tokens and option.turns == sent.turns:
             return option
+    sources = _sources(sent)
+    if sent.representation == "verbatim" or sources is None:
+        return None
+    for option in item.options:
+        if option.representation == sent.representation and _sources(option) == sources:
+            return sent
     return None
 
 
@@ -108,7 +130,9 @@ def essentials(items: Sequence[SelectionItem], fresh: SelectionResult, k: int = 
         (i for i in items if not i.required and i.unit_id in fresh.chosen),
         key=lambda i: (-fresh.chosen[i.unit_id].utility, -i.seq, i.unit_id),
     )
-    return frozenset(i.unit_id for i in ranked[:k])
+    failing = [i for i in items if not i.required and any(error_lines(o)[0] for o in i.options)]
+    latest = [max(failing, key=lambda i: (i.seq, i.unit_id)).unit_id] if failing else []
+    return frozenset([*(i.unit_id for i in ranked[:k]), *latest])
 
 
 def grow(
@@ -134,7 +158,9 @@ def grow(
     chosen: dict[str, Option] = {}
     for uid, sent in prev.chosen.items():
         item = by_id.get(uid)
-        option = _same_option(item, sent) if item is not None else None
+        if item is None:
+            continue  # the policy no longer offers it (superseded, redundant …): it leaves the payload
+        option = _same_option(item, sent)
         if option is None:
             return None
         chosen[uid] = option
@@ -178,13 +204,16 @@ def keep_prefix(
     if prev is None or share <= 0:
         return None
     by_id = {i.unit_id: i for i in items}
+    # a unit entering before the end of the kept run would split it: the run stops at the oldest of them
+    entering = [i.seq for i in items if i.unit_id not in prev.chosen and (i.required or i.unit_id in first)]
+    stop = min(entering, default=None)
     kept: dict[str, Option] = {}
     used = 0
     boundary = -1
     for uid in sorted(prev.chosen, key=lambda u: by_id[u].seq if u in by_id else -1):
         item = by_id.get(uid)
         option = _same_option(item, prev.chosen[uid]) if item is not None else None
-        if option is None or used + option.tokens > share * target:
+        if option is None or used + option.tokens > share * target or (stop is not None and item.seq > stop):
             break
         kept[uid] = option
         used += option.tokens
