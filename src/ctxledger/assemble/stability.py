@@ -10,7 +10,8 @@ does not fit, the selection is chosen afresh — the compaction point — under 
 ``stable_headroom`` of ``B_dynamic`` free so that the following calls can grow again.
 
 Nothing the policy requires is lost: required units are in a grown selection or it is not used, and so are the
-:data:`ESSENTIAL` highest-utility units of a fresh selection (a recent failure, the turn a question is about).
+:func:`essentials`: the :data:`ESSENTIAL` highest-utility units of a fresh selection (the turn a question is
+about) and the newest failure.
 Otherwise a grown selection does not re-rank: an old unit of lower rank waits for the next compaction point.
 A question asked of an unchanged history (no unit written since) is always chosen afresh.
 
@@ -124,14 +125,32 @@ ESSENTIAL = 3
 """The fresh selection's highest-utility optional units that a grown or prefix-keeping selection must carry too."""
 
 
+def _failed_call(item: SelectionItem) -> bool:
+    """Whether the unit holds a tool result marked as an error."""
+    return any(t.is_error for o in item.options[:1] for t in o.turns)
+
+
+def _error_lines(item: SelectionItem) -> bool:
+    """Whether an option of the unit reports error lines in its output."""
+    return any(error_lines(o)[0] for o in item.options)
+
+
 def essentials(items: Sequence[SelectionItem], fresh: SelectionResult, k: int = ESSENTIAL) -> frozenset[str]:
-    """Ids of the ``k`` highest-utility optional units the fresh selection chose (the evidence it ranks first)."""
+    """Ids of the units a grown or prefix-keeping selection must carry, whatever it kept before.
+
+    The ``k`` highest-utility optional units the fresh selection chose (the evidence it ranks first), the newest
+    unit holding a failed tool call and the newest unit whose output shows error lines (the failure the next step
+    must see, even when the fresh selection ranked it lower).
+    """
     ranked = sorted(
         (i for i in items if not i.required and i.unit_id in fresh.chosen),
         key=lambda i: (-fresh.chosen[i.unit_id].utility, -i.seq, i.unit_id),
     )
-    failing = [i for i in items if not i.required and any(error_lines(o)[0] for o in i.options)]
-    latest = [max(failing, key=lambda i: (i.seq, i.unit_id)).unit_id] if failing else []
+    latest = []
+    for fails in (_failed_call, _error_lines):  # the newest failed call, and the newest output showing errors
+        failing = [i for i in items if not i.required and fails(i)]
+        if failing:
+            latest.append(max(failing, key=lambda i: (i.seq, i.unit_id)).unit_id)
     return frozenset([*(i.unit_id for i in ranked[:k]), *latest])
 
 
@@ -225,7 +244,9 @@ def keep_prefix(
     for item in items:
         if item.unit_id in kept:
             offered.append(replace(item, options=[kept[item.unit_id]], required=True))
-        elif item.required or item.seq > boundary or item.unit_id in first:
+        elif item.unit_id in first:
+            offered.append(replace(item, required=True))  # the fresh choice's best evidence enters for sure
+        elif item.required or item.seq > boundary:
             offered.append(item)
         else:
             left_out.add(item.unit_id)
