@@ -26,9 +26,10 @@ $0.30 cache read per million tokens).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ctxledger.eval.base import EvalCase, EvalDataset, Selection, SelectionTask, Selector
+from ctxledger.eval.metrics import recovery_preservation
 from ctxledger.tokens import TokenCounter
 
 
@@ -92,6 +93,9 @@ class CachingRow:
         mean_cost: mean priced cost per call (dollars).
         replay_cost: the same for full history replay with caching.
         ratio: ``mean_cost / replay_cost`` (the goal is at most 0.5).
+        recovery: per recovery kind (``goal``, ``latest_error``, ``system`` …), the share of the measured calls
+            whose payload carried all of it (:func:`ctxledger.eval.metrics.recovery_preservation`; kinds
+            absent at a call are not counted).
     """
 
     dataset: str
@@ -104,6 +108,7 @@ class CachingRow:
     mean_cost: float
     replay_cost: float
     ratio: float | None
+    recovery: dict[str, float] = field(default_factory=dict)
 
 
 def _runs(cases: Iterable[EvalCase]) -> list[list[EvalCase]]:
@@ -143,8 +148,10 @@ def caching_costs(
     """
     runs = _runs(dataset.cases)
     payloads: dict[str, list[list[tuple[str, int]]]] = {}
+    kept: dict[str, list[dict[str, bool] | None]] = {}
     for selector in selectors:
-        per_run = []
+        per_run: list[list[tuple[str, int]]] = []
+        preserved: list[dict[str, bool] | None] = []
         for run in runs:
             for case in run:
                 task = SelectionTask(case.items, case.query, budget, counter, case.query_tokens)
@@ -152,15 +159,18 @@ def caching_costs(
                 included = set(sel.included_ids) if sel.fits else set()
                 sent = dict(sel.details.get("sent_texts") or {})
                 per_run.append(_payload(case, included, sent, counter))
+                preserved.append(recovery_preservation(included, case.recovery))
             per_run.append([])  # a run boundary: the next run's first call shares nothing
+            preserved.append(None)
         payloads[selector.name] = per_run
+        kept[selector.name] = preserved
     replay = []
     for run in runs:
         replay += [[(item.id + ":", item.tokens) for item in case.items] for case in run] + [[]]
     rows = []
     for name, calls in payloads.items():
         for p in prices:
-            rows.append(_row(dataset.name, name, budget, p, calls, replay))
+            rows.append(_row(dataset.name, name, budget, p, calls, replay, kept[name]))
     return rows
 
 
@@ -168,11 +178,16 @@ def _mean(xs: Sequence[float]) -> float:
     return sum(xs) / len(xs) if xs else 0.0
 
 
-def _row(dataset: str, name: str, budget: int, prices: CachePrices, calls: list, replay: list) -> CachingRow:
+def _row(
+    dataset: str, name: str, budget: int, prices: CachePrices, calls: list, replay: list, preserved: list
+) -> CachingRow:
     costs, shared, inputs, replay_costs = [], [], [], []
+    held: dict[str, list[bool]] = {}
     for k in range(1, len(calls)):
         if not calls[k] or not calls[k - 1] or not replay[k] or not replay[k - 1]:
             continue
+        for kind, ok in (preserved[k] or {}).items():
+            held.setdefault(kind, []).append(ok)
         tokens = sum(t for _, t in calls[k])
         prefix = shared_prefix(calls[k - 1], calls[k])
         inputs.append(tokens)
@@ -182,5 +197,6 @@ def _row(dataset: str, name: str, budget: int, prices: CachePrices, calls: list,
         replay_costs.append(call_cost(rt, shared_prefix(replay[k - 1], replay[k]), prices))
     n = len(costs)
     ratio = _mean(costs) / _mean(replay_costs) if n and _mean(replay_costs) else None
+    recovery = {kind: sum(v) / len(v) for kind, v in sorted(held.items())}
     return CachingRow(dataset, name, budget, prices.name, n, _mean(inputs), _mean(shared), _mean(costs),
-                      _mean(replay_costs), ratio)  # fmt: skip
+                      _mean(replay_costs), ratio, recovery)  # fmt: skip
