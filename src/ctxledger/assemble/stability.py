@@ -18,8 +18,9 @@ A question asked of an unchanged history (no unit written since) is always chose
 The previous assembly is kept in memory with the snapshot (:attr:`~ctxledger.assemble.snapshot.Snapshot.memo`,
 namespace :data:`NAMESPACE`), per requested input budget and per snapshot ``seq``: a call at ``seq`` grows from
 the first assembly stored at the largest ``seq`` below it, so the same call made twice gives the same payload.
-A new process has no previous assembly and chooses afresh (a replay in another process therefore differs from a
-grown assembly, and explains it as a replay mismatch).
+A process that assembled nothing before ``seq`` on that branch and budget rebuilds the previous assembly from the
+latest stored manifest (:func:`latest_stored`, :func:`from_manifest`): a new process, or ``explain`` by replay,
+grows the same selection as the process that persisted it.
 
 :func:`shared_prefix_tokens` measures, for the manifest, how many tokens of leading turns the payload shares with
 the previous assembly's.
@@ -84,6 +85,55 @@ def remember(memo: dict[Any, dict[Any, Any]], budget_key: Any, assembly: Previou
     stored.setdefault(assembly.seq, assembly)
     for old in sorted(stored)[:-KEEP]:
         del stored[old]
+
+
+def latest_stored(manifests: Sequence[Mapping[str, Any]], branch_id: str, budget_key: Any, seq: int
+                  ) -> Mapping[str, Any] | None:  # fmt: skip
+    """The stored manifest a call at ``seq`` grows from when this process assembled nothing before it.
+
+    Among ``manifests`` (oldest first) of ``branch_id`` with the same ``(api, requested input tokens)``: the first
+    stored at the largest snapshot ``seq`` below ``seq`` (what :func:`previous` picks in memory), or ``None``.
+    """
+    best: Mapping[str, Any] | None = None
+    for m in manifests:
+        requested = (m.get("budget") or {}).get("requested") or {}
+        if m.get("branch_id") != branch_id or (m.get("api"), requested.get("input")) != tuple(budget_key):
+            continue
+        at = m.get("snapshot_seq")
+        if isinstance(at, int) and at < seq and (best is None or at > best["snapshot_seq"]):
+            best = m
+    return best
+
+
+def from_manifest(manifest: Mapping[str, Any] | None, items: Sequence[SelectionItem]) -> PreviousAssembly | None:
+    """The previous assembly rebuilt from its stored manifest, for a process that did not make it.
+
+    Each included unit is matched to the option ``items`` offers in the representation the manifest records
+    (the one of the same tokens, else of the same transform); instructions (not selection items) and units no
+    longer offered are left out, as :func:`grow` leaves them. ``turns`` and ``messages`` are not stored, so the
+    manifest's ``prefix`` of the next call reports no shared tokens; the selection is the same.
+
+    Returns:
+        ``None`` without a manifest.
+    """
+    if not manifest:
+        return None
+    sent: dict[str, tuple[str, int, Any]] = {}
+    for entry in manifest.get("included") or ():
+        uid = entry.get("unit")
+        if uid is None:
+            continue
+        rep, tokens, transform = sent.get(uid, (entry.get("representation"), 0, entry.get("transform")))
+        sent[uid] = (rep, tokens + int(entry.get("tokens") or 0), transform)
+    by_id = {i.unit_id: i for i in items}
+    chosen: dict[str, Option] = {}
+    for uid, (rep, tokens, transform) in sent.items():
+        item = by_id.get(uid)
+        same = [o for o in item.options if o.representation == rep] if item is not None else []
+        found = [o for o in same if o.tokens == tokens] or [o for o in same if o.transform == transform]
+        if found:
+            chosen[uid] = found[0]
+    return PreviousAssembly(str(manifest.get("id")), int(manifest["snapshot_seq"]), chosen, ())
 
 
 def target_budget(dynamic: int, headroom: float, prev: PreviousAssembly | None) -> int:
