@@ -330,7 +330,8 @@ def eval_caching(
     Over the consecutive calls of each trajectory: the tokens each payload shares as a prefix with the
     previous one, and the priced input per call with cached input at the provider's published rate
     (OpenAI gpt-4o: cached input at half price from 1,024 tokens; Anthropic Claude Sonnet 4: cache reads at
-    0.1x, writes at 1.25x). The ratio column is cost / full replay with caching (the goal is at most 0.5);
+    0.1x, writes at 1.25x; the "breakpoints" rows find the cache only where an earlier call set a breakpoint).
+    The ratio column is cost / full replay with caching (the goal is at most 0.5);
     "latest error kept" is the share of calls after an error result whose payload carried the latest one.
 
     Example: [bold]ctxledger eval caching -d tau-bench -d mini-swe-agent -b 8000 --limit 5[/bold]

@@ -15,6 +15,9 @@ input is priced. :func:`caching_costs` measures it over the consecutive calls of
   automatically, at half the input price, with no write premium; Anthropic reads a cached prefix at 0.1×
   and writes a cache entry at 1.25× (5-minute lifetime) from a ``cache_control`` breakpoint, here placed
   at the end of every payload, with a 1,024-token minimum;
+* with :data:`ANTHROPIC_SONNET_4_BREAKPOINTS` a prefix counts as cached only where an earlier call set a
+  breakpoint (:func:`breakpoint_hits`): a payload that shares a prefix with the previous one but diverges before
+  its end finds no cache entry there;
 * **full replay with caching** sends every turn before the call, whatever the budget (no overflow check:
   it is the reference a caller without a selector pays).
 
