@@ -24,6 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ctxledger.assemble import stability
 from ctxledger.assemble.assembler import Assembly, AssemblyRequest, assemble, unit_turn_costs
 from ctxledger.assemble.costing import Coster, SerializerCoster
 from ctxledger.assemble.represent import Ladder, reach
@@ -389,6 +390,9 @@ class Ledger:
             find_artifacts=lambda sha: self.store.artifacts_by_sha256(req.tenant_id, sha),
             find_record=lambda rid: self._find_record(req.tenant_id, rid),
             trace=trace,
+            stored_previous=lambda key, seq: stability.latest_stored(
+                self.store.list_assemblies(req.tenant_id, req.conversation_id), branch, key, seq
+            ),
         )
         self._policies[asm.manifest["policy"]["hash"]] = policy
         self._policies.move_to_end(asm.manifest["policy"]["hash"])

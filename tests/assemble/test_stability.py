@@ -180,3 +180,53 @@ def test_breakpoint_rules_are_checked() -> None:
     marked = with_breakpoints({"messages": [last]}, stable_messages=0, stable_tokens=0, input_tokens=5000)
     assert "cache_control" in marked["messages"][0]["content"][0]  # the last block that may carry it
     assert "cache_control" not in marked["messages"][0]["content"][1]
+
+
+def _stable_policy() -> Any:
+    from ctxledger.policy.default import default_policy
+
+    base = default_policy()
+    return dataclasses.replace(base, selection=dataclasses.replace(base.selection, stable_prefix=True))
+
+
+@pytest.mark.parametrize("api", ["openai-chat", "anthropic-messages"])
+def test_a_new_process_grows_the_selection_the_store_recorded(api: str) -> None:
+    from ctxledger.ledger import Ledger
+    from ctxledger.records import Branch, Conversation, Message, Role
+    from ctxledger.store.memory import MemoryStore
+
+    policy = _stable_policy()
+    store = MemoryStore()
+    env = {"tenant_id": "default", "conversation_id": "c", "branch_id": "c/main"}
+    first = Ledger(store, policy=policy)
+    first.append([Conversation(id="c", **env), Branch(id="c/main", name="main", **env)])
+    ask = {"window_tokens": 1500, "output_tokens": 0, "margin_tokens": 0, "api": api, "model": "claude-sonnet-4"}
+    same, grown = [], 0
+    for k in range(24):
+        role = Role.USER if k % 2 == 0 else Role.ASSISTANT
+        text = f"Step {k}: " + " ".join(f"word{k}-{j}" for j in range(40))
+        first.append([Message(id=f"m{k}", role=role, content=text, **env)])
+        if role is Role.USER:
+            kept = first.assemble("c", persist=True, **ask)
+            # a process that never assembled: it reads the previous selection from the stored manifests
+            fresh = Ledger(store, policy=policy).assemble("c", persist=False, **ask)
+            assert fresh.manifest["prefix"]["previous"] == kept.manifest["prefix"]["previous"]
+            assert fresh.manifest["prefix"]["grown"] == kept.manifest["prefix"]["grown"]
+            same.append(fresh.turn_refs == kept.turn_refs)
+            grown += kept.manifest["prefix"]["grown"]
+    assert grown >= 3, "no call grew the previous selection"
+    assert all(same)
+
+
+def test_latest_stored_picks_the_first_manifest_at_the_largest_seq_below_the_call() -> None:
+    def m(i: str, seq: int, branch: str = "b", api: str = "openai-chat", asked: int = 100) -> dict[str, Any]:
+        requested = {"requested": {"input": asked}}
+        return {"id": i, "snapshot_seq": seq, "branch_id": branch, "api": api, "budget": requested}
+
+    stored = [m("a", 3), m("b", 5), m("c", 5), m("d", 7), m("e", 4, branch="x"), m("f", 6, asked=200),
+              m("g", 6, api="anthropic-messages")]  # fmt: skip
+    key = ("openai-chat", 100)
+    assert stability.latest_stored(stored, "b", key, 7)["id"] == "b"  # type: ignore[index]
+    assert stability.latest_stored(stored, "b", key, 8)["id"] == "d"  # type: ignore[index]
+    assert stability.latest_stored(stored, "b", key, 3) is None
+    assert stability.latest_stored(stored, "x", key, 5)["id"] == "e"  # type: ignore[index]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -10,7 +12,9 @@ from ctxledger.eval.base import EvalCase, EvalDataset, EvalItem
 from ctxledger.eval.baselines import FullReplay, NewestThatFits
 from ctxledger.eval.caching import (
     ANTHROPIC_SONNET_4,
+    ANTHROPIC_SONNET_4_BREAKPOINTS,
     OPENAI_GPT_4O,
+    breakpoint_hits,
     cached_tokens,
     caching_costs,
     call_cost,
@@ -63,4 +67,34 @@ def test_full_replay_costs_what_replay_costs_and_a_sliding_window_shares_only_it
     for row in window:
         assert row.calls == len(dataset.cases) - 1
         assert row.mean_shared < row.mean_input
-    assert {r.provider for r in window} == {OPENAI_GPT_4O.name, ANTHROPIC_SONNET_4.name}
+    assert {r.provider for r in window} == {OPENAI_GPT_4O.name, ANTHROPIC_SONNET_4.name,
+                                            ANTHROPIC_SONNET_4_BREAKPOINTS.name}  # fmt: skip
+
+
+def _turns(*spec: str) -> list[tuple[str, int]]:
+    return [(name, 600) for name in spec]
+
+
+def test_the_cache_is_found_only_where_an_earlier_call_set_a_breakpoint():
+    calls = [
+        _turns("s", "a", "b"),  # breakpoint after b (1,800 tokens)
+        _turns("s", "a", "b", "c"),  # appends: reads s..b, marks s..b and s..c
+        _turns("s", "a", "x", "y"),  # diverges after a: no earlier call marked s..a, nothing is read; marks s..a
+        _turns("s", "a", "x", "y", "z"),  # reads s..y (the previous call's end)
+        _turns("s", "a", "b", "c", "w"),  # the second call marked s..c, two turns before this call's end
+    ]
+    prices = ANTHROPIC_SONNET_4_BREAKPOINTS
+    assert breakpoint_hits(calls, prices) == [0, 1800, 0, 2400, 2400]
+    # without looking back, the last call finds only the entry at its own shared end (s..a, marked by the third)
+    assert breakpoint_hits(calls, dataclasses.replace(prices, lookback=0)) == [0, 1800, 0, 2400, 1200]
+
+
+@given(st.lists(st.lists(st.sampled_from("abcd"), min_size=1, max_size=8), min_size=1, max_size=8))
+def test_breakpoint_hits_never_exceed_the_shared_prefix_of_some_earlier_call(runs):
+    calls = [[(x, 300) for x in run] for run in runs]
+    hits = breakpoint_hits(calls, ANTHROPIC_SONNET_4_BREAKPOINTS)
+    assert hits[0] == 0
+    for k in range(1, len(calls)):
+        best = max(shared_prefix(calls[j], calls[k]) for j in range(k))
+        assert hits[k] <= best
+        assert hits[k] == 0 or hits[k] >= 1024

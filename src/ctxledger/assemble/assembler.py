@@ -278,6 +278,7 @@ def assemble(
     find_artifacts: Callable[[str], Sequence[ToolArtifact]] | None = None,
     find_record: Callable[[str], Record | None] | None = None,
     trace: str = "summary",
+    stored_previous: Callable[[Any, int], Mapping[str, Any] | None] | None = None,
 ) -> Assembly:
     """Assemble the context of the next model call.
 
@@ -310,6 +311,8 @@ def assemble(
             sources of a derived record that are no candidates with it; without it such sources do not restrict.
         trace: ``"summary"`` (the manifest record keeps the included items and summarised omissions) or
             ``"full"`` (it also keeps every omitted candidate, decision and mark, and the payload).
+        stored_previous: ``((api, requested input tokens), seq) -> manifest | None``, the stored assembly a
+            prefix-stable selection grows from when none was made in this process (:mod:`.stability`).
 
     Returns:
         The :class:`Assembly`; its manifest is complete but not yet persisted.
@@ -409,6 +412,8 @@ def assemble(
         )
         stable_key = (request.api, requested.input_tokens)
         prev = stability.previous(snap.memo, stable_key, snap.seq)
+        if prev is None and policy.selection.stable_prefix and stored_previous is not None:
+            prev = stability.from_manifest(stored_previous(stable_key, snap.seq), items)
         stable = prev if policy.selection.stable_prefix else None
         target = stability.target_budget(dynamic, policy.selection.stable_headroom, stable)
         result = select(items, target, ledger)

@@ -10,15 +10,17 @@ does not fit, the selection is chosen afresh — the compaction point — under 
 ``stable_headroom`` of ``B_dynamic`` free so that the following calls can grow again.
 
 Nothing the policy requires is lost: required units are in a grown selection or it is not used, and so are the
-:data:`ESSENTIAL` highest-utility units of a fresh selection (a recent failure, the turn a question is about).
+:func:`essentials`: the :data:`ESSENTIAL` highest-utility units of a fresh selection (the turn a question is
+about) and the newest failure.
 Otherwise a grown selection does not re-rank: an old unit of lower rank waits for the next compaction point.
 A question asked of an unchanged history (no unit written since) is always chosen afresh.
 
 The previous assembly is kept in memory with the snapshot (:attr:`~ctxledger.assemble.snapshot.Snapshot.memo`,
 namespace :data:`NAMESPACE`), per requested input budget and per snapshot ``seq``: a call at ``seq`` grows from
 the first assembly stored at the largest ``seq`` below it, so the same call made twice gives the same payload.
-A new process has no previous assembly and chooses afresh (a replay in another process therefore differs from a
-grown assembly, and explains it as a replay mismatch).
+A process that assembled nothing before ``seq`` on that branch and budget rebuilds the previous assembly from the
+latest stored manifest (:func:`latest_stored`, :func:`from_manifest`): a new process, or ``explain`` by replay,
+grows the same selection as the process that persisted it.
 
 :func:`shared_prefix_tokens` measures, for the manifest, how many tokens of leading turns the payload shares with
 the previous assembly's.
@@ -30,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ctxledger.assemble.room import error_lines
 from ctxledger.assemble.select import Option, SelectionItem, SelectionResult
 from ctxledger.budget import BudgetLedger
 from ctxledger.policy.base import ReasonCode
@@ -84,6 +87,55 @@ def remember(memo: dict[Any, dict[Any, Any]], budget_key: Any, assembly: Previou
         del stored[old]
 
 
+def latest_stored(manifests: Sequence[Mapping[str, Any]], branch_id: str, budget_key: Any, seq: int
+                  ) -> Mapping[str, Any] | None:  # fmt: skip
+    """The stored manifest a call at ``seq`` grows from when this process assembled nothing before it.
+
+    Among ``manifests`` (oldest first) of ``branch_id`` with the same ``(api, requested input tokens)``: the first
+    stored at the largest snapshot ``seq`` below ``seq`` (what :func:`previous` picks in memory), or ``None``.
+    """
+    best: Mapping[str, Any] | None = None
+    for m in manifests:
+        requested = (m.get("budget") or {}).get("requested") or {}
+        if m.get("branch_id") != branch_id or (m.get("api"), requested.get("input")) != tuple(budget_key):
+            continue
+        at = m.get("snapshot_seq")
+        if isinstance(at, int) and at < seq and (best is None or at > best["snapshot_seq"]):
+            best = m
+    return best
+
+
+def from_manifest(manifest: Mapping[str, Any] | None, items: Sequence[SelectionItem]) -> PreviousAssembly | None:
+    """The previous assembly rebuilt from its stored manifest, for a process that did not make it.
+
+    Each included unit is matched to the option ``items`` offers in the representation the manifest records
+    (the one of the same tokens, else of the same transform); instructions (not selection items) and units no
+    longer offered are left out, as :func:`grow` leaves them. ``turns`` and ``messages`` are not stored, so the
+    manifest's ``prefix`` of the next call reports no shared tokens; the selection is the same.
+
+    Returns:
+        ``None`` without a manifest.
+    """
+    if not manifest:
+        return None
+    sent: dict[str, tuple[str, int, Any]] = {}
+    for entry in manifest.get("included") or ():
+        uid = entry.get("unit")
+        if uid is None:
+            continue
+        rep, tokens, transform = sent.get(uid, (entry.get("representation"), 0, entry.get("transform")))
+        sent[uid] = (rep, tokens + int(entry.get("tokens") or 0), transform)
+    by_id = {i.unit_id: i for i in items}
+    chosen: dict[str, Option] = {}
+    for uid, (rep, tokens, transform) in sent.items():
+        item = by_id.get(uid)
+        same = [o for o in item.options if o.representation == rep] if item is not None else []
+        found = [o for o in same if o.tokens == tokens] or [o for o in same if o.transform == transform]
+        if found:
+            chosen[uid] = found[0]
+    return PreviousAssembly(str(manifest.get("id")), int(manifest["snapshot_seq"]), chosen, ())
+
+
 def target_budget(dynamic: int, headroom: float, prev: PreviousAssembly | None) -> int:
     """The budget a fresh selection fills: all of ``B_dynamic`` on a first call, ``(1 − headroom)`` of it after."""
     if prev is None or headroom <= 0:
@@ -91,10 +143,31 @@ def target_budget(dynamic: int, headroom: float, prev: PreviousAssembly | None) 
     return max(0, int(dynamic * (1.0 - headroom)))
 
 
+def _sources(option: Option) -> dict[str, Any] | None:
+    """Record id → sha256 of the content a derived option was made from (``None`` when it does not say)."""
+    records = option.detail.get("records")
+    if not isinstance(records, Mapping) or not records:
+        return None
+    return {rid: v.get("sha256") if isinstance(v, Mapping) else None for rid, v in records.items()}
+
+
 def _same_option(item: SelectionItem, sent: Option) -> Option | None:
+    """The option of ``item`` equal to ``sent``, or ``sent`` itself when it is still a faithful derivation.
+
+    A derived form (excerpt, extraction …) may be cut differently on a later call (its length follows the
+    budget and the query); when ``item`` still offers that representation made from the same content (same
+    records, same sha256), the form sent before is as true as the new one and is kept, so the payload does not
+    change. ``None`` when neither holds (the unit changed or is offered in other forms only).
+    """
     for option in item.options:
         if option.representation == sent.representation and option.tokens == sent.tokens and option.turns == sent.turns:
             return option
+    sources = _sources(sent)
+    if sent.representation == "verbatim" or sources is None:
+        return None
+    for option in item.options:
+        if option.representation == sent.representation and _sources(option) == sources:
+            return sent
     return None
 
 
@@ -102,13 +175,33 @@ ESSENTIAL = 3
 """The fresh selection's highest-utility optional units that a grown or prefix-keeping selection must carry too."""
 
 
+def _failed_call(item: SelectionItem) -> bool:
+    """Whether the unit holds a tool result marked as an error."""
+    return any(t.is_error for o in item.options[:1] for t in o.turns)
+
+
+def _error_lines(item: SelectionItem) -> bool:
+    """Whether an option of the unit reports error lines in its output."""
+    return any(error_lines(o)[0] for o in item.options)
+
+
 def essentials(items: Sequence[SelectionItem], fresh: SelectionResult, k: int = ESSENTIAL) -> frozenset[str]:
-    """Ids of the ``k`` highest-utility optional units the fresh selection chose (the evidence it ranks first)."""
+    """Ids of the units a grown or prefix-keeping selection must carry, whatever it kept before.
+
+    The ``k`` highest-utility optional units the fresh selection chose (the evidence it ranks first), the newest
+    unit holding a failed tool call and the newest unit whose output shows error lines (the failure the next step
+    must see, even when the fresh selection ranked it lower).
+    """
     ranked = sorted(
         (i for i in items if not i.required and i.unit_id in fresh.chosen),
         key=lambda i: (-fresh.chosen[i.unit_id].utility, -i.seq, i.unit_id),
     )
-    return frozenset(i.unit_id for i in ranked[:k])
+    latest = []
+    for fails in (_failed_call, _error_lines):  # the newest failed call, and the newest output showing errors
+        failing = [i for i in items if not i.required and fails(i)]
+        if failing:
+            latest.append(max(failing, key=lambda i: (i.seq, i.unit_id)).unit_id)
+    return frozenset([*(i.unit_id for i in ranked[:k]), *latest])
 
 
 def grow(
@@ -134,7 +227,9 @@ def grow(
     chosen: dict[str, Option] = {}
     for uid, sent in prev.chosen.items():
         item = by_id.get(uid)
-        option = _same_option(item, sent) if item is not None else None
+        if item is None:
+            continue  # the policy no longer offers it (superseded, redundant …): it leaves the payload
+        option = _same_option(item, sent)
         if option is None:
             return None
         chosen[uid] = option
@@ -178,13 +273,16 @@ def keep_prefix(
     if prev is None or share <= 0:
         return None
     by_id = {i.unit_id: i for i in items}
+    # a unit entering before the end of the kept run would split it: the run stops at the oldest of them
+    entering = [i.seq for i in items if i.unit_id not in prev.chosen and (i.required or i.unit_id in first)]
+    stop = min(entering, default=None)
     kept: dict[str, Option] = {}
     used = 0
     boundary = -1
     for uid in sorted(prev.chosen, key=lambda u: by_id[u].seq if u in by_id else -1):
         item = by_id.get(uid)
         option = _same_option(item, prev.chosen[uid]) if item is not None else None
-        if option is None or used + option.tokens > share * target:
+        if option is None or used + option.tokens > share * target or (stop is not None and item.seq > stop):
             break
         kept[uid] = option
         used += option.tokens
@@ -196,7 +294,9 @@ def keep_prefix(
     for item in items:
         if item.unit_id in kept:
             offered.append(replace(item, options=[kept[item.unit_id]], required=True))
-        elif item.required or item.seq > boundary or item.unit_id in first:
+        elif item.unit_id in first:
+            offered.append(replace(item, required=True))  # the fresh choice's best evidence enters for sure
+        elif item.required or item.seq > boundary:
             offered.append(item)
         else:
             left_out.add(item.unit_id)

@@ -330,7 +330,9 @@ def eval_caching(
     Over the consecutive calls of each trajectory: the tokens each payload shares as a prefix with the
     previous one, and the priced input per call with cached input at the provider's published rate
     (OpenAI gpt-4o: cached input at half price from 1,024 tokens; Anthropic Claude Sonnet 4: cache reads at
-    0.1x, writes at 1.25x). The ratio column is cost / full replay with caching (the goal is at most 0.5).
+    0.1x, writes at 1.25x; the "breakpoints" rows find the cache only where an earlier call set a breakpoint).
+    The ratio column is cost / full replay with caching (the goal is at most 0.5);
+    "latest error kept" is the share of calls after an error result whose payload carried the latest one.
 
     Example: [bold]ctxledger eval caching -d tau-bench -d mini-swe-agent -b 8000 --limit 5[/bold]
     """
@@ -344,12 +346,10 @@ def eval_caching(
     with _handled():
         register()
         counter = get_counter("cl100k_base")
-        selectors = make_selectors(
-            selector or ["ctxledger-default", "ctxledger-stable", "newest-fit", "bm25"], counter
-        )
+        selectors = make_selectors(selector or ["ctxledger-default", "ctxledger-stable", "newest-fit", "bm25"], counter)
         table = Table(title=f"Cost per call with prompt caching at {budget:,} tokens", title_justify="left")
         for name in ("dataset", "selector", "provider", "calls", "input", "shared prefix", "$/1k calls",
-                     "replay $/1k calls", "ratio"):  # fmt: skip
+                     "replay $/1k calls", "ratio", "latest error kept"):  # fmt: skip
             table.add_column(name, justify="left" if name in ("dataset", "selector", "provider") else "right")
         for name in _dataset_list(dataset):
             loaded = (
@@ -362,7 +362,9 @@ def eval_caching(
                     raise ConfigurationError(f"{ds.name} is not a trajectory dataset (consecutive calls)")
                 for r in caching_costs(ds, selectors, budget, counter):
                     ratio = "n/a" if r.ratio is None else f"{r.ratio:.3f}"
+                    error = r.recovery.get("latest_error")
+                    error_kept = "n/a" if error is None else f"{error:.1%}"
                     table.add_row(r.dataset, r.selector, r.provider, str(r.calls), f"{r.mean_input:,.0f}",
                                   f"{r.mean_shared:,.0f}", f"{r.mean_cost * 1000:.3f}", f"{r.replay_cost * 1000:.3f}",
-                                  ratio)  # fmt: skip
+                                  ratio, error_kept)  # fmt: skip
     console.print(table)

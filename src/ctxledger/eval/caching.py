@@ -15,6 +15,9 @@ input is priced. :func:`caching_costs` measures it over the consecutive calls of
   automatically, at half the input price, with no write premium; Anthropic reads a cached prefix at 0.1×
   and writes a cache entry at 1.25× (5-minute lifetime) from a ``cache_control`` breakpoint, here placed
   at the end of every payload, with a 1,024-token minimum;
+* with :data:`ANTHROPIC_SONNET_4_BREAKPOINTS` a prefix counts as cached only where an earlier call set a
+  breakpoint (:func:`breakpoint_hits`): a payload that shares a prefix with the previous one but diverges before
+  its end finds no cache entry there;
 * **full replay with caching** sends every turn before the call, whatever the budget (no overflow check:
   it is the reference a caller without a selector pays).
 
@@ -26,9 +29,10 @@ $0.30 cache read per million tokens).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ctxledger.eval.base import EvalCase, EvalDataset, Selection, SelectionTask, Selector
+from ctxledger.eval.metrics import recovery_preservation
 from ctxledger.tokens import TokenCounter
 
 
@@ -43,6 +47,9 @@ class CachePrices:
         write: multiplier for input tokens written to the cache (1.0: no premium).
         min_tokens: shortest prefix the provider caches (tokens).
         step: cached prefixes count in multiples of this many tokens.
+        lookback: ``None``: every prefix shared with the previous call is cached. A number: a prefix is cached
+            only where an earlier call of the run set a breakpoint (:func:`breakpoint_hits`), found from a
+            breakpoint of this call at most this many turns back (Anthropic's rule, about 20 blocks).
     """
 
     name: str
@@ -51,10 +58,14 @@ class CachePrices:
     write: float
     min_tokens: int
     step: int
+    lookback: int | None = None
 
 
 OPENAI_GPT_4O = CachePrices("openai gpt-4o", 2.50, 0.5, 1.0, 1024, 128)
 ANTHROPIC_SONNET_4 = CachePrices("anthropic claude-sonnet-4", 3.00, 0.1, 1.25, 1024, 1)
+ANTHROPIC_SONNET_4_BREAKPOINTS = CachePrices("anthropic claude-sonnet-4, breakpoints", 3.00, 0.1, 1.25, 1024, 1, 20)
+"""Anthropic's prices with the cache found only at breakpoints: the end of the part shared with the previous call
+and the end of the payload, as :func:`ctxledger.serialize.anthropic_cache.with_breakpoints` places them."""
 
 
 def cached_tokens(shared: int, prices: CachePrices) -> int:
@@ -81,6 +92,47 @@ def shared_prefix(previous: Sequence[tuple[str, int]], current: Sequence[tuple[s
     return total
 
 
+def breakpoint_hits(calls: Sequence[Sequence[tuple[str, int]]], prices: CachePrices) -> list[int]:
+    """Cached tokens of each call of one run when the cache is written and found only at breakpoints.
+
+    Each call sets a breakpoint after the turns it shares with the previous call (when they reach
+    ``min_tokens`` and more turns follow) and after its last turn (when the payload reaches ``min_tokens``);
+    each breakpoint writes a cache entry for the prefix before it. A call reads the longest entry of an earlier
+    call that is a prefix of its payload and ends at most ``prices.lookback`` turns before one of its own
+    breakpoints. Entries do not expire (consecutive calls of an agent run are minutes apart at most).
+
+    Args:
+        calls: the payloads in call order, each ``(id, tokens)`` turns.
+        prices: the rule (``lookback`` must be set).
+
+    Returns:
+        Cached tokens per call (0 for the first).
+    """
+    lookback = prices.lookback if prices.lookback is not None else 0
+    entries: set[tuple[str, ...]] = set()
+    out: list[int] = []
+    previous: Sequence[tuple[str, int]] = ()
+    for payload in calls:
+        ids = tuple(i for i, _ in payload)
+        ends = [0]
+        for _, t in payload:
+            ends.append(ends[-1] + t)
+        same = 0
+        while same < min(len(previous), len(payload)) and previous[same] == payload[same]:
+            same += 1
+        marks = sorted({n for n in (same, len(payload)) if n > 0 and ends[n] >= prices.min_tokens})
+        hit = 0
+        for mark in marks:
+            for n in range(mark, max(0, mark - lookback) - 1, -1):
+                if n > hit and ids[:n] in entries:
+                    hit = n
+                    break
+        out.append(ends[hit])
+        entries.update(ids[:n] for n in marks)
+        previous = payload
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class CachingRow:
     """One selector on one dataset at one budget under one provider's prices.
@@ -88,10 +140,14 @@ class CachingRow:
     Attributes:
         calls: consecutive calls measured (the first call of each trajectory has no previous one).
         mean_input: mean payload tokens per call.
-        mean_shared: mean tokens shared as a prefix with the previous call.
+        mean_shared: mean tokens shared as a prefix with the previous call (with ``lookback`` pricing: the
+            tokens found in the cache).
         mean_cost: mean priced cost per call (dollars).
         replay_cost: the same for full history replay with caching.
         ratio: ``mean_cost / replay_cost`` (the goal is at most 0.5).
+        recovery: per recovery kind (``goal``, ``latest_error``, ``system`` …), the share of the measured calls
+            whose payload carried all of it (:func:`ctxledger.eval.metrics.recovery_preservation`; kinds
+            absent at a call are not counted).
     """
 
     dataset: str
@@ -104,6 +160,7 @@ class CachingRow:
     mean_cost: float
     replay_cost: float
     ratio: float | None
+    recovery: dict[str, float] = field(default_factory=dict)
 
 
 def _runs(cases: Iterable[EvalCase]) -> list[list[EvalCase]]:
@@ -130,7 +187,7 @@ def caching_costs(
     selectors: Sequence[Selector],
     budget: int,
     counter: TokenCounter,
-    prices: Sequence[CachePrices] = (OPENAI_GPT_4O, ANTHROPIC_SONNET_4),
+    prices: Sequence[CachePrices] = (OPENAI_GPT_4O, ANTHROPIC_SONNET_4, ANTHROPIC_SONNET_4_BREAKPOINTS),
 ) -> list[CachingRow]:
     """Shared-prefix tokens and priced cost per call of each selector against full replay with caching.
 
@@ -143,8 +200,10 @@ def caching_costs(
     """
     runs = _runs(dataset.cases)
     payloads: dict[str, list[list[tuple[str, int]]]] = {}
+    kept: dict[str, list[dict[str, bool] | None]] = {}
     for selector in selectors:
-        per_run = []
+        per_run: list[list[tuple[str, int]]] = []
+        preserved: list[dict[str, bool] | None] = []
         for run in runs:
             for case in run:
                 task = SelectionTask(case.items, case.query, budget, counter, case.query_tokens)
@@ -152,35 +211,61 @@ def caching_costs(
                 included = set(sel.included_ids) if sel.fits else set()
                 sent = dict(sel.details.get("sent_texts") or {})
                 per_run.append(_payload(case, included, sent, counter))
+                preserved.append(recovery_preservation(included, case.recovery))
             per_run.append([])  # a run boundary: the next run's first call shares nothing
+            preserved.append(None)
         payloads[selector.name] = per_run
+        kept[selector.name] = preserved
     replay = []
     for run in runs:
         replay += [[(item.id + ":", item.tokens) for item in case.items] for case in run] + [[]]
     rows = []
     for name, calls in payloads.items():
         for p in prices:
-            rows.append(_row(dataset.name, name, budget, p, calls, replay))
+            rows.append(_row(dataset.name, name, budget, p, calls, replay, kept[name]))
     return rows
+
+
+def _hits(calls: Sequence[Sequence[tuple[str, int]]], prices: CachePrices) -> list[int]:
+    """:func:`breakpoint_hits` over calls of several runs separated by empty payloads (aligned with ``calls``)."""
+    out: list[int] = []
+    run: list[Sequence[tuple[str, int]]] = []
+    for payload in [*calls, []]:
+        if payload:
+            run.append(payload)
+            continue
+        out += breakpoint_hits(run, prices)
+        out.append(0)
+        run = []
+    return out[: len(calls)]
 
 
 def _mean(xs: Sequence[float]) -> float:
     return sum(xs) / len(xs) if xs else 0.0
 
 
-def _row(dataset: str, name: str, budget: int, prices: CachePrices, calls: list, replay: list) -> CachingRow:
+def _row(
+    dataset: str, name: str, budget: int, prices: CachePrices, calls: list, replay: list, preserved: list
+) -> CachingRow:
     costs, shared, inputs, replay_costs = [], [], [], []
+    held: dict[str, list[bool]] = {}
+    hits = _hits(calls, prices) if prices.lookback is not None else None
+    replay_hits = _hits(replay, prices) if prices.lookback is not None else None
     for k in range(1, len(calls)):
         if not calls[k] or not calls[k - 1] or not replay[k] or not replay[k - 1]:
             continue
+        for kind, ok in (preserved[k] or {}).items():
+            held.setdefault(kind, []).append(ok)
         tokens = sum(t for _, t in calls[k])
-        prefix = shared_prefix(calls[k - 1], calls[k])
+        prefix = shared_prefix(calls[k - 1], calls[k]) if hits is None else hits[k]
         inputs.append(tokens)
         shared.append(prefix)
         costs.append(call_cost(tokens, prefix, prices))
         rt = sum(t for _, t in replay[k])
-        replay_costs.append(call_cost(rt, shared_prefix(replay[k - 1], replay[k]), prices))
+        replayed = shared_prefix(replay[k - 1], replay[k]) if replay_hits is None else replay_hits[k]
+        replay_costs.append(call_cost(rt, replayed, prices))
     n = len(costs)
     ratio = _mean(costs) / _mean(replay_costs) if n and _mean(replay_costs) else None
+    recovery = {kind: sum(v) / len(v) for kind, v in sorted(held.items())}
     return CachingRow(dataset, name, budget, prices.name, n, _mean(inputs), _mean(shared), _mean(costs),
-                      _mean(replay_costs), ratio)  # fmt: skip
+                      _mean(replay_costs), ratio, recovery)  # fmt: skip
