@@ -72,7 +72,7 @@ from ctxledger.records import (
 )
 from ctxledger.retention.state import retained
 
-FACTS_FORMAT = "2"
+FACTS_FORMAT = "3"
 """Version of the stored facts' shape and derivation (part of :data:`DETECTOR_STAMP`)."""
 
 Finding = secrets.Finding
