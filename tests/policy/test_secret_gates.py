@@ -12,14 +12,25 @@ from __future__ import annotations
 import base64
 import json
 import random
+import re
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from secret_corpus import FORMATS as CORPUS
 from secret_corpus import draw
 
-from ctxledger.policy.secrets import DEFAULT_PLUGINS, SecretScanner, base64_key_id, plugin_formats, redact
+from ctxledger.policy.secrets import (
+    _ESCAPES,
+    DEFAULT_PLUGINS,
+    FORMAT_GATES,
+    KEYWORD_GATE,
+    OWN_GATE,
+    SecretScanner,
+    base64_key_id,
+    plugin_formats,
+    redact,
+)
 
 PLUGIN_FORMATS = {name: patterns for name, patterns in plugin_formats(DEFAULT_PLUGINS)}
 
@@ -167,5 +178,40 @@ def test_each_plugin_format_among_noise_is_found_by_the_gated_scan(plugin, data,
     line = data.draw(st.from_regex(pattern, fullmatch=True).filter(lambda s: "\n" not in s))
     text = "\n".join([*noise, line, *noise])
     text = json.dumps({"log": text}) if escaped else text
+    scanner = SecretScanner()
+    assert scanner.scan(text) == scanner.scan_full(text)
+
+
+GATES = sorted({*FORMAT_GATES.values(), KEYWORD_GATE, OWN_GATE, _ESCAPES.pattern})
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(
+    data=st.data(),
+    before=st.lists(st.sampled_from(NOISE), max_size=3),
+    after=st.lists(st.sampled_from(NOISE), max_size=3),
+    crlf=st.booleans(),
+)
+def test_the_whole_text_search_marks_every_line_a_gate_matches_in(data, before, after, crlf):
+    """What a gate matches (the gates are split into literal-led searches of the whole text) is never skipped."""
+    gate = data.draw(st.sampled_from(GATES))
+    line = data.draw(st.from_regex(gate, fullmatch=False).filter(lambda s: not s.splitlines()[1:]))
+    line = line.splitlines()[0] if line.splitlines() else line
+    assume(re.search(gate, line))
+    text = ("\r\n" if crlf else "\n").join([*before, line, *after])
+    assert len(before) in SecretScanner()._candidates(text), (gate, line)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "pa\u017fsword = 'hunter22x'",  # long s
+        'api_\u212aey: "abcd1234efgh"',  # Kelvin sign
+        "AWS_SECRET_ACCESS_\u212aEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "\u0130 token = 'abcdefgh12345678'\nsecond line",  # lower-casing changes the length
+        "to\u0131ken=abcd1234efgh",
+    ],
+)
+def test_letters_that_match_ascii_only_ignoring_case_do_not_slip_past_the_gates(text):
     scanner = SecretScanner()
     assert scanner.scan(text) == scanner.scan_full(text)

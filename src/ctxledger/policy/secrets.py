@@ -226,9 +226,6 @@ class SecretScanner:
         self._plugin_gate = re.compile("|".join(gates) if gates else "(?!)")
         self._own_gate = re.compile(OWN_GATE)
         self._keyword_gate = re.compile(KEYWORD_GATE)
-        self._line_gate = re.compile(
-            "|".join([*gates, *([KEYWORD_GATE] if self._keyword else []), OWN_GATE, _ESCAPES.pattern])
-        )
 
     def scan(self, text: str) -> tuple[Finding, ...]:
         """Findings in ``text`` (line numbers 1-based, as ``str.splitlines`` numbers them), cached by the text.
@@ -282,23 +279,39 @@ class SecretScanner:
             yield from self._paired_secret_keys(text, lines, gated)
 
     def _candidates(self, text: str) -> list[int]:
-        """0-based indexes of the lines (``str.splitlines``) a gate matches in or that hold an escape.
+        """0-based indexes of the lines (``str.splitlines``) a gate may match in or that hold an escape.
 
-        One search of the whole text per such line: after a match, the search goes on at the next line.
+        Each of :data:`TEXT_GATES`, :data:`TEXT_LITERALS` and :data:`FOLDED_LITERALS` is searched in the whole
+        text once per line it matches in (after a match, the search goes on at the next line).
         """
-        match = self._line_gate.search(text)
-        if match is None:
-            return []
-        starts = [0, *itertools.accumulate(map(len, text.splitlines(keepends=True)))]
-        out: list[int] = []
-        while match is not None:
-            first = bisect.bisect_right(starts, match.start()) - 1
-            last = bisect.bisect_right(starts, max(match.end() - 1, match.start())) - 1
-            out.extend(range(max(first, out[-1] + 1) if out else first, last + 1))
-            if last + 1 >= len(starts) - 1:
-                break
-            match = self._line_gate.search(text, starts[last + 1])
-        return out
+        folded = _folded(text)
+        starts: list[int] | None = None
+        lines: set[int] = set()
+
+        def mark(start: int, end: int) -> int:
+            """Mark the lines of ``text[start:end]``; the offset of the next line (``-1``: none)."""
+            nonlocal starts
+            if starts is None:
+                starts = [0, *itertools.accumulate(map(len, text.splitlines(keepends=True)))]
+            first = bisect.bisect_right(starts, start) - 1
+            last = bisect.bisect_right(starts, max(end - 1, start)) - 1
+            lines.update(range(first, last + 1))
+            return starts[last + 1] if last + 2 < len(starts) else -1
+
+        for rx in _TEXT_GATES:
+            match = rx.search(text)
+            while match is not None:
+                pos = mark(match.start(), match.end())
+                match = rx.search(text, pos) if pos >= 0 else None
+        for source, literals in ((text, TEXT_LITERALS), (folded, FOLDED_LITERALS)):
+            if source is None:  # lower-casing moved offsets: every line may hold a case-insensitive match
+                return list(range(len(text.splitlines())))
+            for literal in literals:
+                at = source.find(literal)
+                while at >= 0:
+                    pos = mark(at, at + len(literal))
+                    at = source.find(literal, pos) if pos >= 0 else -1
+        return sorted(lines)
 
     def _paired_secret_keys(self, text: str, lines: Sequence[str], gated: bool) -> Iterable[Finding]:
         """``AWS Secret Access Key`` on each line holding :data:`AWS_PAIRED_SECRET` (the text holds a key id)."""
@@ -515,6 +528,53 @@ OWN_GATE = "|".join(
 """A regex that matches in every string this module's own detectors find something in (the default extra
 patterns, a private key's first line, :data:`ASSIGNMENT`, :data:`AWS_SECRET_KEY`, :func:`base64_key_id`)."""
 
+TEXT_GATES = (
+    r"AKC[a-zA-Z0-9]{10}",
+    r"AP[\dABCDEF][a-zA-Z0-9]{8}",
+    r"A(?:3T[A-Z0-9]|BIA|CCA|KIA|SIA)[0-9A-Z]{16}",
+    r"\.[a-zA-Z\d_-]{6}\.[a-zA-Z\d_-]{27}",
+    r"gh[pousr]_[A-Za-z0-9_]{36}",
+    r"gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-",
+    r"eyJ[A-Za-z0-9-_=]+\.",
+    r"-us[0-9]",
+    r"SG\.[a-zA-Z0-9_-]{22}\.",
+    r":[0-9A-Za-z_-]{35}",
+    r"AC[a-z0-9]{32}",
+    r"SK[a-z0-9]{32}",
+    r"%[0-9A-Fa-f]{2}",
+    r"&(?:#\d+|#x[0-9A-Fa-f]+|[A-Za-z]+);",
+)
+"""Regexes, each starting at a literal (so a whole text is searched for it at C speed), one of which (or one of
+:data:`TEXT_LITERALS`, :data:`FOLDED_LITERALS`) matches in every line a gate (:data:`FORMAT_GATES`,
+:data:`KEYWORD_GATE`, :data:`OWN_GATE`) matches in or that holds an escape. A long alternation is searched
+character by character by Python's ``re``, so the gates are split into these."""
+
+TEXT_LITERALS = (
+    "AccountKey=", "://", "GR1348941", "/:_authToken=", "T3BlbkFJ", "BEGIN", "PuTTY-User-Key-File-", "pypi-AgE",
+    "sq0csp-", "k_live_", "sk-", "github_pat_", "AIza", "hf_", "npm_", "\\",
+    *BASE64_KEY_ID_GATE.split("|"),
+)  # fmt: skip
+"""Case-sensitive substrings of the same purpose as :data:`TEXT_GATES` (found with ``str.find``)."""
+
+FOLDED_LITERALS = ("key", "pass", "pw", "secret", "token", "credential", "contrase", "aws", "xox", "hooks.slack.com")
+"""Lower-case substrings, searched in the case-folded text, one of which every match of a case-insensitive gate
+holds (the keyword plugin's words, the assignment names, the IBM, Cloudant, Softlayer, Slack and AWS contexts)."""
+
+_FOLD = str.maketrans({"\u0131": "i", "\u017f": "s"})
+"""Characters ``re.IGNORECASE`` matches to an ASCII letter that ``str.lower`` leaves as they are (dotless i,
+long s; the Kelvin sign lowers to ``k``)."""
+
+
+def _folded(text: str) -> str | None:
+    """``text`` lower-cased so that a case-insensitive match of an ASCII word is a substring at its offset.
+
+    ``None`` when lower-casing changes the length (``İ``).
+    """
+    if text.isascii():
+        return text.lower()
+    lowered = text.lower()
+    return lowered.translate(_FOLD) if len(lowered) == len(text) else None
+
 
 @functools.cache
 def plugin_formats(plugins: tuple[str, ...]) -> tuple[tuple[str, tuple[re.Pattern[str], ...]], ...]:
@@ -673,3 +733,6 @@ def check_identifiers(records: Sequence[Any], *, source: str = "<api>", scanner:
                     index=index,
                     field=field,
                 )
+
+
+_TEXT_GATES = tuple(re.compile(p) for p in TEXT_GATES)
