@@ -217,15 +217,16 @@ class SecretScanner:
         self.cache_size = cache_size
         self._cache: OrderedDict[str, tuple[Finding, ...]] = OrderedDict()  # text -> findings
         self._lock = threading.Lock()
-        gates = [FORMAT_GATES[p] for p in self.plugins if p in FORMAT_GATES]
         # a configured plugin or extra pattern without a gate is run on every line
         self._ungated = any(p not in FORMAT_GATES and p != "KeywordDetector" for p in self.plugins) or any(
             EXTRA_PATTERNS.get(k) != rx.pattern for k, rx in self.extra.items()
         )
         self._keyword = "KeywordDetector" in self.plugins
-        self._plugin_gate = re.compile("|".join(gates) if gates else "(?!)")
-        self._own_gate = re.compile(OWN_GATE)
-        self._keyword_gate = re.compile(KEYWORD_GATE)
+        self._plugin_parts = tuple(
+            part for p in self.plugins if p in FORMAT_GATES for part in _parts(FORMAT_GATES[p], GATE_WORDS.get(p, ()))
+        )
+        self._keyword_parts = _parts(KEYWORD_GATE, GATE_WORDS["KeywordDetector"])
+        self._own_parts = _parts(OWN_GATE, OWN_WORDS)
 
     def scan(self, text: str) -> tuple[Finding, ...]:
         """Findings in ``text`` (line numbers 1-based, as ``str.splitlines`` numbers them), cached by the text.
@@ -346,14 +347,15 @@ class SecretScanner:
         ``gated``: skip the detectors whose gate does not match (they would find nothing).
         """
         types: set[str] = set()
+        folded = _folded(piece) if gated and not self._ungated else None
         if (
             not gated
             or self._ungated
-            or self._plugin_gate.search(piece)
-            or (self._keyword and self._keyword_gate.search(piece) and _QUOTE.search(piece))
+            or _matches(self._plugin_parts, piece, folded)
+            or (self._keyword and _QUOTE.search(piece) and _matches(self._keyword_parts, piece, folded))
         ):
             types = {s.type for s in self._detector()(piece)}
-        if not gated or self._ungated or self._own_gate.search(piece):
+        if not gated or self._ungated or _matches(self._own_parts, piece, folded):
             types |= {name for name, rx in self.extra.items() if rx.search(piece)}
             if PRIVATE_KEY_BEGIN.search(piece):
                 types.add("Private Key")
@@ -520,13 +522,77 @@ OWN_GATE = "|".join(
     (
         r"sk-|github_pat_|AIza|hf_|npm_|://",  # the default extra patterns
         r"BEGIN|PuTTY-User-Key-File-",  # a private key's first line
-        r"(?i:" + _SECRET_WORD + r")",  # an assignment's name
-        r"(?i:aws|secret[_\-. ]?access)",  # an AWS secret key's context
+        r"(?i:" + _SECRET_WORD + r"|aws|secret[_\-. ]?access)",  # an assignment's name, an AWS secret key's context
         BASE64_KEY_ID_GATE,
     )
 )
 """A regex that matches in every string this module's own detectors find something in (the default extra
 patterns, a private key's first line, :data:`ASSIGNMENT`, :data:`AWS_SECRET_KEY`, :func:`base64_key_id`)."""
+
+GATE_WORDS: Mapping[str, tuple[str, ...]] = {
+    "AWSKeyDetector": ("aws",),
+    "CloudantDetector": ("key", "pw", "pass", "token"),
+    "IbmCloudIamDetector": ("key", "pw", "pass", "token"),
+    "IbmCosHmacDetector": ("secret",),
+    "SlackDetector": ("xox", "hooks.slack.com"),
+    "SoftlayerDetector": ("key", "pw", "pass", "token"),
+    "KeywordDetector": ("key", "pass", "pw", "secret", "contrase"),
+}
+"""Plugin → lower-case words one of which every match of its gate's case-insensitive ``(?i:…)`` part holds:
+that part is searched only in a line whose case-folded form holds one (a case-insensitive alternation is slow)."""
+
+_LITERAL = re.compile(r"[A-Za-z0-9_=:/\-]+")
+_Part = tuple[tuple[str, ...], "str | re.Pattern[str]"]
+
+
+def _alternatives(pattern: str) -> list[str]:
+    """The top-level alternatives of ``pattern`` (split at ``|`` outside groups and classes)."""
+    out, depth, start, i, in_class = [], 0, 0, 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            out.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    return [*out, pattern[start:]]
+
+
+def _parts(pattern: str, words: tuple[str, ...] = ()) -> tuple[_Part, ...]:
+    """``pattern`` as ``(words, test)`` parts: a literal (tested with ``in``) or a regex.
+
+    ``words`` (given to a ``(?i:…)`` alternative) must be in the case-folded line for its test to run.
+    """
+    out: list[_Part] = []
+    for alt in _alternatives(pattern):
+        folded = words if alt.startswith("(?i:") else ()
+        out.append((folded, alt if _LITERAL.fullmatch(alt) else re.compile(alt)))
+    return tuple(out)
+
+
+def _matches(parts: Sequence[_Part], piece: str, folded: str | None) -> bool:
+    """Whether a part matches in ``piece`` (``folded``: :func:`_folded` of it; ``None``: run every part)."""
+    for words, test in parts:
+        if words and folded is not None and not any(w in folded for w in words):
+            continue
+        if test in piece if isinstance(test, str) else test.search(piece):
+            return True
+    return False
+
+
+OWN_WORDS = ("pass", "pw", "secret", "token", "key", "credential", "aws")
+"""Lower-case words one of which every match of :data:`OWN_GATE`'s case-insensitive parts holds."""
+
 
 TEXT_GATES = (
     r"AKC[a-zA-Z0-9]{10}",
