@@ -348,14 +348,15 @@ class SecretScanner:
         """
         types: set[str] = set()
         folded = _folded(piece) if gated and not self._ungated else None
+        present = None if folded is None else frozenset(w for w in _ALL_WORDS if w in folded)
         if (
             not gated
             or self._ungated
-            or _matches(self._plugin_parts, piece, folded)
-            or (self._keyword and _QUOTE.search(piece) and _matches(self._keyword_parts, piece, folded))
+            or _matches(self._plugin_parts, piece, present)
+            or (self._keyword and _QUOTE.search(piece) and _matches(self._keyword_parts, piece, present))
         ):
             types = {s.type for s in self._detector()(piece)}
-        if not gated or self._ungated or _matches(self._own_parts, piece, folded):
+        if not gated or self._ungated or _matches(self._own_parts, piece, present):
             types |= {name for name, rx in self.extra.items() if rx.search(piece)}
             if PRIVATE_KEY_BEGIN.search(piece):
                 types.add("Private Key")
@@ -400,7 +401,7 @@ def _private_key_blocks(lines: Sequence[str]) -> Iterable[Finding]:
 
 FORMAT_GATES: Mapping[str, str] = {
     "ArtifactoryDetector": r"AKC[a-zA-Z0-9]{10}|AP[\dABCDEF][a-zA-Z0-9]{8}",
-    "AWSKeyDetector": r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}|(?i:aws)",
+    "AWSKeyDetector": r"A(?:3T[A-Z0-9]|BIA|CCA|KIA|SIA)[0-9A-Z]{16}|(?i:aws)",
     "AzureStorageKeyDetector": r"AccountKey=",
     "BasicAuthDetector": r"://",
     "CloudantDetector": r"(?i:(?:cloudant|cl|clou)(?:_|-|)(?:api|)(?:key|pwd|pw|password|pass|token))|://",
@@ -424,12 +425,12 @@ FORMAT_GATES: Mapping[str, str] = {
     "SquareOAuthDetector": r"sq0csp-",
     "StripeDetector": r"k_live_",
     "TelegramBotTokenDetector": r":[0-9A-Za-z_-]{35}",
-    "TwilioKeyDetector": r"(?:AC|SK)[a-z0-9]{32}",
+    "TwilioKeyDetector": r"AC[a-z0-9]{32}|SK[a-z0-9]{32}",
 }
 """Plugin → *gate*: a regex that matches somewhere in every string one of the plugin's format regexes (its
 ``denylist``) matches in, with the same case sensitivity, but starts at a literal so a long text is searched
 for it quickly (``\\.`` + six token characters + ``\\.`` for Discord's three-part token rather than any dot,
-``(?:AC|SK)`` + 32 characters for Twilio). No gate matches a line break, so searching a whole text finds every
+``AC`` or ``SK`` + 32 characters for Twilio). No gate matches a line break, so searching a whole text finds every
 line a gate matches in. The test suite generates matches of every format regex and checks that the gate
 matches each; a configured plugin missing here (an entropy plugin) runs on every line."""
 
@@ -542,7 +543,8 @@ GATE_WORDS: Mapping[str, tuple[str, ...]] = {
 that part is searched only in a line whose case-folded form holds one (a case-insensitive alternation is slow)."""
 
 _LITERAL = re.compile(r"[A-Za-z0-9_=:/\-]+")
-_Part = tuple[tuple[str, ...], "str | re.Pattern[str]"]
+_PREFIX = re.compile(r"(?:[A-Za-z0-9_=:/\-]|\\\.)*")
+_Part = tuple[frozenset[str], str, "re.Pattern[str] | None"]
 
 
 def _alternatives(pattern: str) -> list[str]:
@@ -569,23 +571,31 @@ def _alternatives(pattern: str) -> list[str]:
 
 
 def _parts(pattern: str, words: tuple[str, ...] = ()) -> tuple[_Part, ...]:
-    """``pattern`` as ``(words, test)`` parts: a literal (tested with ``in``) or a regex.
+    """``pattern`` as ``(words, prefix, regex)`` parts, one per top-level alternative.
 
-    ``words`` (given to a ``(?i:…)`` alternative) must be in the case-folded line for its test to run.
+    ``prefix`` is the literal the alternative starts with (``"eyJ"``, ``"."``; the whole of a literal
+    alternative, whose ``regex`` is ``None``); a part's regex is searched only in a line holding its prefix
+    and, for a ``(?i:…)`` alternative given ``words``, whose case-folded form holds one of them.
     """
     out: list[_Part] = []
     for alt in _alternatives(pattern):
-        folded = words if alt.startswith("(?i:") else ()
-        out.append((folded, alt if _LITERAL.fullmatch(alt) else re.compile(alt)))
+        folded = frozenset(words if alt.startswith("(?i:") else ())
+        if _LITERAL.fullmatch(alt):
+            out.append((folded, alt, None))
+        else:
+            prefix = "" if folded else _PREFIX.match(alt).group().replace("\\.", ".")  # type: ignore[union-attr]
+            out.append((folded, prefix, re.compile(alt)))
     return tuple(out)
 
 
-def _matches(parts: Sequence[_Part], piece: str, folded: str | None) -> bool:
-    """Whether a part matches in ``piece`` (``folded``: :func:`_folded` of it; ``None``: run every part)."""
-    for words, test in parts:
-        if words and folded is not None and not any(w in folded for w in words):
+def _matches(parts: Sequence[_Part], piece: str, present: frozenset[str] | None) -> bool:
+    """Whether a part matches in ``piece`` (``present``: the words in its folded form; ``None``: unknown)."""
+    for words, prefix, regex in parts:
+        if words and present is not None and words.isdisjoint(present):
             continue
-        if test in piece if isinstance(test, str) else test.search(piece):
+        if prefix and prefix not in piece:
+            continue
+        if regex is None or regex.search(piece):
             return True
     return False
 
@@ -802,3 +812,4 @@ def check_identifiers(records: Sequence[Any], *, source: str = "<api>", scanner:
 
 
 _TEXT_GATES = tuple(re.compile(p) for p in TEXT_GATES)
+_ALL_WORDS = tuple(sorted({w for words in (*GATE_WORDS.values(), OWN_WORDS) for w in words}))
