@@ -86,9 +86,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     before = module_at(args.rev)
-    print(
-        f"| dataset | texts | MB | {args.rev} CPU s (median) | now CPU s (median) | ratio | findings differ in |"
-    )
+    print(f"| dataset | texts | MB | {args.rev} CPU s (median) | now CPU s (median) | ratio | findings differ in |")
     print("|---|---|---|---|---|---|---|")
     for name in args.data:
         texts = dataset_texts(name)
