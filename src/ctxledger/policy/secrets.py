@@ -19,11 +19,18 @@ API keys, Hugging Face and npm tokens, passwords in URLs that its Basic Auth rul
   FOO_API_KEY=…``), credentials files (``aws_secret_access_key = …``), YAML (``token: …``) whose name has
   a secret word as one of its parts and whose value is not a placeholder, a number or a path.
 
-Speed: detect-secrets costs about a millisecond per line, so only *candidate* lines are scanned: lines
-that a cheap prefilter says could hold a credential: a keyword such as ``password`` or ``token`` with
-something shaped like a value (:data:`PREFILTER`, :data:`VALUE_HINT`), or a match of one of the configured
-plugins' own format regexes (their ``denylist``, so no plugin's format is filtered out before the plugin
-sees it). Results are cached by the text itself, so a history is scanned once, not once per model call.
+AWS credentials beyond detect-secrets' quoted form: a 40-character secret access key after a context word,
+quoted or not (:data:`AWS_SECRET_KEY`), or beside an access key id in the same text
+(:data:`AWS_PAIRED_SECRET`), and an access key id hidden in base64 (:func:`base64_key_id`).
+
+Speed: detect-secrets costs about a millisecond per line, so only lines that could hold a credential are
+looked at. Every detector has a *gate*, a regex that matches wherever the detector could find something
+(:data:`FORMAT_GATES` for the plugins, :data:`KEYWORD_GATE`, :data:`OWN_GATE`). A text is first searched
+whole for literal-led pieces of the gates (:data:`TEXT_GATES`, :data:`TEXT_LITERALS`, and
+:data:`FOLDED_LITERALS` in the case-folded text) and for escapes; only the lines they hit are split into
+pieces, and a piece goes to detect-secrets only if a plugin gate matches it. :meth:`SecretScanner.scan_full`
+gives every piece to every detector; the test suite checks on generated texts that both find the same.
+Results are cached by the text itself, so a history is scanned once, not once per model call.
 
 Findings carry the line number and the secret *type*, never the secret itself; :func:`redact` replaces
 each affected line whole (detect-secrets does not always report the full secret span, so cutting only
