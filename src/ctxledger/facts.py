@@ -72,7 +72,7 @@ from ctxledger.records import (
 )
 from ctxledger.retention.state import retained
 
-FACTS_FORMAT = "2"
+FACTS_FORMAT = "3"
 """Version of the stored facts' shape and derivation (part of :data:`DETECTOR_STAMP`)."""
 
 Finding = secrets.Finding
@@ -325,14 +325,26 @@ def compute_facts(
     for start in range(0, len(records), CHUNK):
         chunk = records[start : start + CHUNK]
         texts = [_texts(r, read_blob) for r in chunk]
-        searchable = [secrets.redact_text(t.relevance) for t in texts]  # no secret enters the stored index
+        scan = _Findings()
+        # no secret enters the stored index: lines with findings are redacted before tokenizing
+        searchable = [secrets.redact(t.relevance, scan(t.relevance)) for t in texts]
         tokens = relevance.tokenize(searchable)
         vectors = _vectors(searchable)
         out += [
-            _facts(rec, text, terms, vector, lookup)
+            _facts(rec, text, terms, vector, lookup, scan)
             for rec, text, terms, vector in zip(chunk, texts, tokens, vectors, strict=True)
         ]
     return out
+
+
+class _Findings(dict[str, tuple[Finding, ...]]):
+    """The secret findings of each distinct text of a chunk, scanned once (relevance and plain texts repeat)."""
+
+    def __call__(self, text: str) -> tuple[Finding, ...]:
+        found = self.get(text)
+        if found is None:
+            found = self[text] = secrets.default_scanner().scan(text) if text else ()
+        return found
 
 
 def _vectors(texts: Sequence[str]) -> list[bytes]:
@@ -343,17 +355,18 @@ def _vectors(texts: Sequence[str]) -> list[bytes]:
     return [semantic.quantize(v) if text else b"" for text, v in zip(texts, embedder.embed(texts), strict=True)]
 
 
-def _facts(rec: Record, text: _Texts, terms: Sequence[str], vector: bytes, lookup: StoredLookup) -> RecordFacts:
-    scanner = secrets.default_scanner()
+def _facts(
+    rec: Record, text: _Texts, terms: Sequence[str], vector: bytes, lookup: StoredLookup, scan: _Findings
+) -> RecordFacts:
     sources, complete = ((), True)
     if direct_sources(rec):
         sources, complete = restricting_sources(rec, lambda rid: lookup(rec.tenant_id, rid))
     return RecordFacts(
         record_id=rec.id,
         stamp=DETECTOR_STAMP,
-        texts=tuple(scanner.scan(t) for t in text.plain),
-        block=scanner.scan(text.block) if text.block is not None else None,
-        name=scanner.scan(text.name) if text.name else (),
+        texts=tuple(scan(t) for t in text.plain),
+        block=scan(text.block) if text.block is not None else None,
+        name=scan(text.name) if text.name else (),
         instruction=injection.instruction_like(text.instruction) if text.instruction else None,
         terms=dict(Counter(terms)),
         length=len(terms),

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from ctxledger.policy.secrets import (
     DEFAULT_PLUGINS,
-    FORMAT_ANCHORS,
+    FORMAT_GATES,
     SecretScanner,
     default_scanner,
     describe,
@@ -44,11 +44,10 @@ def _format_matches() -> st.SearchStrategy[tuple[str, str]]:
 @given(case=_format_matches(), escape=st.sampled_from(["plain", "json", "double_json"]))
 @example(case=("NpmDetector", "//0/:_authToken=\rnpm_0"), escape="json")  # an escaped \r inside the match
 def test_every_plugin_format_passes_the_prefilter(case, escape):
-    """A match of any plugin's format regex holds one of the plugin's anchors, and what the plugin finds on a
-    line the scanner finds too: plain, and inside a JSON string after an escape (no word boundary before it)."""
+    """The plugin's gate matches in every match of its format regexes, and what the plugin finds on a line the
+    scanner finds too: plain, and inside a JSON string after an escape (no word boundary before it)."""
     plugin, found = case
-    cased, folded = FORMAT_ANCHORS[plugin]
-    assert any(a in found for a in cased) or any(a in found.lower() for a in folded), (plugin, found)
+    assert re.search(FORMAT_GATES[plugin], found), (plugin, found)
     if _plugin_finds(found):
         text = {
             "plain": found,
@@ -58,9 +57,10 @@ def test_every_plugin_format_passes_the_prefilter(case, escape):
         assert SecretScanner().scan(text), (plugin, text)
 
 
-def test_every_default_plugin_with_formats_has_anchors():
-    """A plugin missing from the anchor table would still be searched, but always: keep the table whole."""
-    assert {name for name, _ in plugin_formats(DEFAULT_PLUGINS)} <= set(FORMAT_ANCHORS)
+def test_every_default_plugin_with_formats_has_a_gate():
+    """A plugin missing from the gate table would run on every line: keep the table whole."""
+    assert {name for name, _ in plugin_formats(DEFAULT_PLUGINS)} <= set(FORMAT_GATES)
+    assert not SecretScanner()._ungated
 
 
 B64 = st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", min_size=8, max_size=64)

@@ -19,11 +19,18 @@ API keys, Hugging Face and npm tokens, passwords in URLs that its Basic Auth rul
   FOO_API_KEY=…``), credentials files (``aws_secret_access_key = …``), YAML (``token: …``) whose name has
   a secret word as one of its parts and whose value is not a placeholder, a number or a path.
 
-Speed: detect-secrets costs about a millisecond per line, so only *candidate* lines are scanned: lines
-that a cheap prefilter says could hold a credential: a keyword such as ``password`` or ``token`` with
-something shaped like a value (:data:`PREFILTER`, :data:`VALUE_HINT`), or a match of one of the configured
-plugins' own format regexes (their ``denylist``, so no plugin's format is filtered out before the plugin
-sees it). Results are cached by the text itself, so a history is scanned once, not once per model call.
+AWS credentials beyond detect-secrets' quoted form: a 40-character secret access key after a context word,
+quoted or not (:data:`AWS_SECRET_KEY`), or beside an access key id in the same text
+(:data:`AWS_PAIRED_SECRET`), and an access key id hidden in base64 (:func:`base64_key_id`).
+
+Speed: detect-secrets costs about a millisecond per line, so only lines that could hold a credential are
+looked at. Every detector has a *gate*, a regex that matches wherever the detector could find something
+(:data:`FORMAT_GATES` for the plugins, :data:`KEYWORD_GATE`, :data:`OWN_GATE`). A text is first searched
+whole for literal-led pieces of the gates (:data:`TEXT_GATES`, :data:`TEXT_LITERALS`, and
+:data:`FOLDED_LITERALS` in the case-folded text) and for escapes; only the lines they hit are split into
+pieces, and a piece goes to detect-secrets only if a plugin gate matches it. :meth:`SecretScanner.scan_full`
+gives every piece to every detector; the test suite checks on generated texts that both find the same.
+Results are cached by the text itself, so a history is scanned once, not once per model call.
 
 Findings carry the line number and the secret *type*, never the secret itself; :func:`redact` replaces
 each affected line whole (detect-secrets does not always report the full secret span, so cutting only
@@ -32,7 +39,11 @@ the reported value could leave part of it behind).
 
 from __future__ import annotations
 
+import base64
+import binascii
+import bisect
 import functools
+import itertools
 import re
 import threading
 from collections import OrderedDict
@@ -131,34 +142,6 @@ PRIVATE_KEY_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----
 PRIVATE_KEY_END = re.compile(r"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|Private-MAC:")
 """Its last line; a block without one runs to the end of the text."""
 
-PREFILTER = re.compile(
-    r"(?i)(pass(?:word|wd|phrase)?|\bpwd\b|secret|token|api[_-]?key|apikey|\bauth(?:orization)?\b|bearer"
-    r"|credential|private[_ -]?key|access[_-]?key|AKIA|gh[pousr]_|github_pat_|glpat-|xox[abposr]-|sk_live"
-    r"|rk_live|\bsk-|AIza|eyJ|\bhf_|\bnpm_|-----BEGIN|://[^/\s:@]*:[^/\s]+@)"
-)
-"""Keyword test for lines that could hold a credential (the plugins' own formats are tested besides)."""
-
-VALUE_HINT = re.compile(
-    r"(?i)(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|apikey|auth\w*|credentials?|private[_ -]?key"
-    r"|access[_-]?key)[\"']?\s*[:=]\s*\S"
-    r"|bearer\s+\S{8,}"
-    r"|[\w\-+/=]{24,}"
-    r"|AKIA|gh[pousr]_|github_pat_|glpat-|xox[abposr]-|sk_live|rk_live|\bsk-|AIza|eyJ|\bhf_|\bnpm_|-----BEGIN"
-    r"|://[^/\s:@]*:[^/\s]+@"
-)
-"""Second gate: a prefiltered line must also carry something shaped like a credential (a keyword with an
-assigned value, a bearer token, a run of 24 or more token characters, or a known key prefix). Prose that
-merely mentions "token" or "auth" stops here; on a synthetic 3,000-message trace this cut the lines sent to
-detect-secrets from 5,804 to a handful."""
-
-KEYWORDS = (
-    "pass", "pwd", "secret", "token", "api_key", "api-key", "apikey", "auth", "bearer",
-    "credential", "private", "access_key", "access-key", "akia", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
-    "github_pat_", "glpat-", "xox", "sk_live", "rk_live", "hf_", "npm_",
-    "sk-", "aiza", "eyj", "-----begin", "://",
-)  # fmt: skip
-"""Lower-case substrings one of which every :data:`PREFILTER` match contains (a C-speed first gate)."""
-
 _SEPARATORS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 """Line boundaries of ``str.splitlines`` besides ``\n``."""
 _ESCAPES = re.compile(r"\\|%[0-9A-Fa-f]{2}|&(?:#\d+|#x[0-9A-Fa-f]+|[A-Za-z]+);")
@@ -210,11 +193,6 @@ def decoded_forms(line: str) -> list[str]:
     return [f for f in dict.fromkeys(forms) if f != line]
 
 
-def _maybe(text: str) -> bool:
-    lowered = text.lower()
-    return any(k in lowered for k in KEYWORDS)
-
-
 @dataclass(frozen=True, slots=True)
 class Finding:
     """One secret found: 1-based ``line`` number and its ``type`` (e.g. ``"AWS Access Key"``); no value."""
@@ -246,9 +224,16 @@ class SecretScanner:
         self.cache_size = cache_size
         self._cache: OrderedDict[str, tuple[Finding, ...]] = OrderedDict()  # text -> findings
         self._lock = threading.Lock()
-        self._formats: tuple[tuple[str, tuple[re.Pattern[str], ...]], ...] | None = None
-        # the default extra patterns all start at a keyword the keyword gate knows; others are searched always
-        self._unanchored_extra = tuple(rx for k, rx in self.extra.items() if EXTRA_PATTERNS.get(k) != rx.pattern)
+        # a configured plugin or extra pattern without a gate is run on every line
+        self._ungated = any(p not in FORMAT_GATES and p != "KeywordDetector" for p in self.plugins) or any(
+            EXTRA_PATTERNS.get(k) != rx.pattern for k, rx in self.extra.items()
+        )
+        self._keyword = "KeywordDetector" in self.plugins
+        self._plugin_parts = tuple(
+            part for p in self.plugins if p in FORMAT_GATES for part in _parts(FORMAT_GATES[p], GATE_WORDS.get(p, ()))
+        )
+        self._keyword_parts = _parts(KEYWORD_GATE, GATE_WORDS["KeywordDetector"])
+        self._own_parts = _parts(OWN_GATE, OWN_WORDS)
 
     def scan(self, text: str) -> tuple[Finding, ...]:
         """Findings in ``text`` (line numbers 1-based, as ``str.splitlines`` numbers them), cached by the text.
@@ -256,6 +241,8 @@ class SecretScanner:
         The cache is keyed by the string (Python keeps a string's hash on the object), so scanning the
         same unit text again on the next assembly costs one dictionary lookup. Every line of a private key
         block is a finding; a line whose decoded form (:func:`decoded_forms`) holds a secret is one too.
+        Only the lines a gate matches in (:data:`FORMAT_GATES`, :data:`KEYWORD_GATE`, :data:`OWN_GATE`) or
+        that hold an escape are looked at; the findings are those of :meth:`scan_full`.
         """
         if not text:
             return ()
@@ -264,59 +251,91 @@ class SecretScanner:
             if hit is not None:
                 self._cache.move_to_end(text)
                 return hit
-        found: tuple[Finding, ...] = ()
-        if self._could_hold(text) or any(self._could_hold(f) for f in decoded_forms(text)):
-            with _SCAN_LOCK:  # detect-secrets keeps its plugin settings in a process-wide singleton
-                found = tuple(sorted(set(self._scan_lines(text)), key=lambda f: (f.line, f.type)))
+        found = self._scan(text, gated=True)
         with self._lock:
             self._cache[text] = found
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
         return found
 
-    def _could_hold(self, text: str) -> bool:
-        """The cheap gate for a whole text: a keyword, or a match of a configured format."""
-        return _maybe(text) or self._format_in(text)
+    def scan_full(self, text: str) -> tuple[Finding, ...]:
+        """The findings of :meth:`scan`, with every line and decoded piece given to every detector (slow; uncached).
 
-    def _format_in(self, text: str) -> bool:
-        """Whether a configured plugin's format (its ``denylist``) or an extra pattern matches in ``text``.
-
-        A plugin listed in :data:`FORMAT_ANCHORS` is searched only where one of its anchors occurs (a
-        substring every match of its formats holds, a C-speed test); any other plugin is always searched.
+        The reference the gates are checked against: a gate may only skip what finds nothing.
         """
-        return any(rx.search(text) is not None for rx in self._formats_for(text))
+        return self._scan(text, gated=False) if text else ()
 
-    def _formats_for(self, text: str) -> Iterable[re.Pattern[str]]:
-        if self._formats is None:
-            self._formats = plugin_formats(self.plugins)
-        lowered = None
-        for name, patterns in self._formats:
-            anchors = FORMAT_ANCHORS.get(name)
-            if anchors is not None:
-                cased, folded = anchors
-                if not any(a in text for a in cased):
-                    if not folded:
-                        continue
-                    lowered = text.lower() if lowered is None else lowered
-                    if not any(a in lowered for a in folded):
-                        continue
-            yield from patterns
-        yield from self._unanchored_extra
+    def _scan(self, text: str, gated: bool) -> tuple[Finding, ...]:
+        with _SCAN_LOCK:  # detect-secrets keeps its plugin settings in a process-wide singleton
+            return tuple(sorted(set(self._scan_lines(text, gated)), key=lambda f: (f.line, f.type)))
 
-    def _scan_lines(self, text: str) -> Iterable[Finding]:
+    def _scan_lines(self, text: str, gated: bool) -> Iterable[Finding]:
         lines = text.splitlines()
-        yield from _private_key_blocks(lines)
-        escaped = _ESCAPES.search(text) is not None
-        formats = self._format_in(text) or (escaped and any(self._format_in(f) for f in decoded_forms(text)))
-        for number, line in enumerate(lines, 1):
-            pieces = [line, *(p for form in decoded_forms(line) for p in _pieces(form))] if escaped else [line]
-            for piece in pieces:
-                for t in self._piece_types(piece, formats):
-                    yield Finding(number, t)
+        if not gated or PRIVATE_KEY_BEGIN.search(text):
+            yield from _private_key_blocks(lines)
+        numbers = self._candidates(text) if gated and not self._ungated else range(len(lines))
+        key_id = False
+        for index in numbers:
+            line = lines[index]
+            for piece in [line, *(p for form in decoded_forms(line) for p in _pieces(form))]:
+                for t in self._piece_types(piece, gated):
+                    key_id = key_id or t == "AWS Access Key"
+                    yield Finding(index + 1, t)
         if _SEPARATORS.search(text):
-            yield from self._across_separators(text, formats)
+            yield from self._across_separators(text, gated)
+        if key_id:
+            yield from self._paired_secret_keys(text, lines, gated)
 
-    def _across_separators(self, text: str, formats: bool) -> Iterable[Finding]:
+    def _candidates(self, text: str) -> list[int]:
+        """0-based indexes of the lines (``str.splitlines``) a gate may match in or that hold an escape.
+
+        Each of :data:`TEXT_GATES`, :data:`TEXT_LITERALS` and :data:`FOLDED_LITERALS` is searched in the whole
+        text once per line it matches in (after a match, the search goes on at the next line).
+        """
+        folded = _folded(text)
+        starts: list[int] | None = None
+        lines: set[int] = set()
+
+        def mark(start: int, end: int) -> int:
+            """Mark the lines of ``text[start:end]``; the offset of the next line (``-1``: none)."""
+            nonlocal starts
+            if starts is None:
+                starts = [0, *itertools.accumulate(map(len, text.splitlines(keepends=True)))]
+            first = bisect.bisect_right(starts, start) - 1
+            last = bisect.bisect_right(starts, max(end - 1, start)) - 1
+            lines.update(range(first, last + 1))
+            return starts[last + 1] if last + 2 < len(starts) else -1
+
+        for rx in _TEXT_GATES:
+            match = rx.search(text)
+            while match is not None:
+                pos = mark(match.start(), match.end())
+                match = rx.search(text, pos) if pos >= 0 else None
+        for source, literals in ((text, TEXT_LITERALS), (folded, FOLDED_LITERALS)):
+            if source is None:  # lower-casing moved offsets: every line may hold a case-insensitive match
+                return list(range(len(text.splitlines())))
+            for literal in literals:
+                at = source.find(literal)
+                while at >= 0:
+                    pos = mark(at, at + len(literal))
+                    at = source.find(literal, pos) if pos >= 0 else -1
+        return sorted(lines)
+
+    def _paired_secret_keys(self, text: str, lines: Sequence[str], gated: bool) -> Iterable[Finding]:
+        """``AWS Secret Access Key`` on each line holding :data:`AWS_PAIRED_SECRET` (the text holds a key id)."""
+        if not gated:
+            for number, line in enumerate(lines, 1):
+                if any(_secret_key_shaped(m.group("value")) for m in AWS_PAIRED_SECRET.finditer(line)):
+                    yield Finding(number, "AWS Secret Access Key")
+            return
+        starts = None
+        for m in AWS_PAIRED_SECRET.finditer(text):
+            if _secret_key_shaped(m.group("value")):
+                if starts is None:
+                    starts = [0, *itertools.accumulate(map(len, text.splitlines(keepends=True)))]
+                yield Finding(bisect.bisect_right(starts, m.start()), "AWS Secret Access Key")
+
+    def _across_separators(self, text: str, gated: bool) -> Iterable[Finding]:
         r"""Findings in ``\n``-delimited lines that ``str.splitlines`` cuts further (at ``\x1e``, ``\u2028`` …).
 
         A plugin given such a line whole would find what the pieces hide, so every piece of it is a finding.
@@ -325,21 +344,35 @@ class SecretScanner:
         for chunk in text.split("\n"):
             count = max(1, len(chunk.splitlines()))
             if _SEPARATORS.search(chunk):
-                for t in self._piece_types(chunk, formats):
+                for t in self._piece_types(chunk, gated):
                     yield from (Finding(n, t) for n in range(first, first + count))
             first += count
 
-    def _piece_types(self, piece: str, formats: bool = True) -> set[str]:
-        """The secret types in one line (or one decoded piece of a line); ``formats``: a format may match."""
-        keyword = _maybe(piece)
+    def _piece_types(self, piece: str, gated: bool = True) -> set[str]:
+        """The secret types in one line (or one decoded piece of a line).
+
+        ``gated``: skip the detectors whose gate does not match (they would find nothing).
+        """
         types: set[str] = set()
-        if (keyword and PREFILTER.search(piece) and VALUE_HINT.search(piece)) or (formats and self._format_in(piece)):
+        folded = _folded(piece) if gated and not self._ungated else None
+        present = None if folded is None else frozenset(w for w in _ALL_WORDS if w in folded)
+        if (
+            not gated
+            or self._ungated
+            or _matches(self._plugin_parts, piece, present)
+            or (self._keyword and _QUOTE.search(piece) and _matches(self._keyword_parts, piece, present))
+        ):
             types = {s.type for s in self._detector()(piece)}
+        if not gated or self._ungated or _matches(self._own_parts, piece, present):
             types |= {name for name, rx in self.extra.items() if rx.search(piece)}
             if PRIVATE_KEY_BEGIN.search(piece):
                 types.add("Private Key")
-        if keyword and ("=" in piece or ":" in piece) and _assigned_secret(piece):
-            types.add("Secret Assignment")
+            if _assigned_secret(piece):
+                types.add("Secret Assignment")
+            if _aws_secret_key(piece):
+                types.add("AWS Secret Access Key")
+            if base64_key_id(piece):
+                types.add("AWS Access Key")
         return types
 
     def _detector(self) -> Any:
@@ -373,35 +406,257 @@ def _private_key_blocks(lines: Sequence[str]) -> Iterable[Finding]:
                 inside = False
 
 
-FORMAT_ANCHORS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "ArtifactoryDetector": (("AKC", "AP"), ()),
-    "AWSKeyDetector": (("A3T", "ABIA", "ACCA", "AKIA", "ASIA"), ("aws",)),
-    "AzureStorageKeyDetector": (("AccountKey=",), ()),
-    "BasicAuthDetector": (("://",), ()),
-    "CloudantDetector": ((), ("key", "pw", "pass", "token", "cloudant")),
-    "DiscordBotTokenDetector": ((".",), ()),
-    "GitHubTokenDetector": (("gh",), ()),
-    "GitLabTokenDetector": (("gl", "GR1348941"), ()),
-    "IbmCloudIamDetector": ((), ("key", "pwd", "pass", "token")),
-    "IbmCosHmacDetector": ((), ("secret",)),
-    "JwtTokenDetector": (("eyJ",), ()),
-    "MailchimpDetector": (("-us",), ()),
-    "NpmDetector": (("/:_authToken=",), ()),
-    "OpenAIDetector": (("T3BlbkFJ",), ()),
-    "PrivateKeyDetector": (("BEGIN", "PuTTY-User-Key-File-2"), ()),
-    "PypiTokenDetector": (("pypi-",), ()),
-    "SendGridDetector": (("SG.",), ()),
-    "SlackDetector": ((), ("xox", "hooks.slack.com")),
-    "SoftlayerDetector": ((), ("key", "pwd", "pass", "token", "softlayer")),
-    "SquareOAuthDetector": (("sq0csp-",), ()),
-    "StripeDetector": (("k_live_",), ()),
-    "TelegramBotTokenDetector": ((":",), ()),
-    "TwilioKeyDetector": (("AC", "SK"), ()),
+FORMAT_GATES: Mapping[str, str] = {
+    "ArtifactoryDetector": r"AKC[a-zA-Z0-9]{10}|AP[\dABCDEF][a-zA-Z0-9]{8}",
+    "AWSKeyDetector": r"A(?:3T[A-Z0-9]|BIA|CCA|KIA|SIA)[0-9A-Z]{16}|(?i:aws)",
+    "AzureStorageKeyDetector": r"AccountKey=",
+    "BasicAuthDetector": r"://",
+    "CloudantDetector": r"(?i:(?:cloudant|cl|clou)(?:_|-|)(?:api|)(?:key|pwd|pw|password|pass|token))|://",
+    "DiscordBotTokenDetector": r"\.[a-zA-Z\d_-]{6}\.[a-zA-Z\d_-]{27}",
+    "GitHubTokenDetector": r"gh[pousr]_[A-Za-z0-9_]{36}",
+    "GitLabTokenDetector": r"gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-|GR1348941",
+    "IbmCloudIamDetector": (
+        r"(?i:(?:key|pwd|password|pass|token)(?:\"|'|)(?:\]|)(?: *)(?:=|:|:=|=>| +|::)(?: *)(?:\"|'|)"
+        r"[a-zA-Z0-9_\-]{44})"
+    ),
+    "IbmCosHmacDetector": r"(?i:secret[-_]?(?:access)?[-_]?key)",
+    "JwtTokenDetector": r"eyJ[A-Za-z0-9-_=]+\.",
+    "MailchimpDetector": r"-us[0-9]",
+    "NpmDetector": r"/:_authToken=",
+    "OpenAIDetector": r"T3BlbkFJ",
+    "PrivateKeyDetector": r"BEGIN|PuTTY-User-Key-File-2",
+    "PypiTokenDetector": r"pypi-AgE",
+    "SendGridDetector": r"SG\.[a-zA-Z0-9_-]{22}\.",
+    "SlackDetector": r"(?i:xox[abposr]-|hooks\.slack\.com)",
+    "SoftlayerDetector": r"(?i:(?:softlayer|sl)(?:_|-|)(?:api|)(?:_|-|)(?:key|pwd|password|pass|token))|://",
+    "SquareOAuthDetector": r"sq0csp-",
+    "StripeDetector": r"k_live_",
+    "TelegramBotTokenDetector": r":[0-9A-Za-z_-]{35}",
+    "TwilioKeyDetector": r"AC[a-z0-9]{32}|SK[a-z0-9]{32}",
 }
-"""Plugin → ``(case-sensitive anchors, lower-case anchors)``: substrings one of which every match of the
-plugin's format regexes holds, so a text holding none is not searched with them. The test suite generates
-matches of every format regex and checks that each holds an anchor (a plugin missing here is always
-searched)."""
+"""Plugin → *gate*: a regex that matches somewhere in every string one of the plugin's format regexes (its
+``denylist``) matches in, with the same case sensitivity, but starts at a literal so a long text is searched
+for it quickly (``\\.`` + six token characters + ``\\.`` for Discord's three-part token rather than any dot,
+``AC`` or ``SK`` + 32 characters for Twilio). No gate matches a line break, so searching a whole text finds every
+line a gate matches in. The test suite generates matches of every format regex and checks that the gate
+matches each; a configured plugin missing here (an entropy plugin) runs on every line."""
+
+KEYWORD_GATE = (
+    r"(?i:api_?key|auth_?key|service_?key|account_?key|db_?key|database_?key|priv_?key|private_?key|client_?key"
+    r"|db_?pass|database_?pass|key_?pass|password|passwd|pwd|secret|contraseña|contrasena)"
+)
+"""The words detect-secrets' keyword plugin looks for (its ``DENYLIST``, case-insensitive as it searches them);
+each of its ad-hoc patterns also needs a quote (``'``, ``"`` or a backtick) on the line."""
+
+_QUOTE = re.compile("['\"`]")
+
+AWS_KEY_ID = r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}"
+"""An AWS access key id, as detect-secrets' AWS plugin matches one (unanchored)."""
+
+AWS_SECRET_KEY = re.compile(
+    r"(?i)(?:aws.{0,20}?(?:secret|key|pwd|pw|password|pass|token)|secret[_\-. ]?access[_\-. ]?key)"
+    r".{0,20}?(?<![A-Za-z0-9/+])(?P<value>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+)
+"""A 40-character AWS secret access key within 20 characters after a context word, quoted or not:
+``AWS_SECRET_ACCESS_KEY=…``, ``"SecretAccessKey": "…"`` (``aws sts`` output), ``AWS Secret Access Key [None]: …``.
+detect-secrets' AWS plugin finds only the quoted form after ``aws…key``. The value must hold both an upper and
+a lower-case letter, so a git commit id or a hex digest (40 hex digits, one case) is not taken for one."""
+
+AWS_PAIRED_SECRET = re.compile(r"[=,(:] *[\"']?(?P<value>[A-Za-z0-9+/]{40})(?![A-Za-z0-9+/=])")
+"""A 40-character value after ``=``, ``,``, ``(`` or ``:``: where the same text holds an AWS access key id,
+this is its secret key as detect-secrets' AWS plugin collects candidates for one
+(``boto3.client("s3", "AKIA…", "…")``, ``key_id = AKIA…`` / ``key = …``); same value shape as
+:data:`AWS_SECRET_KEY`."""
+
+_UPPER = re.compile("[A-Z]")
+_LOWER = re.compile("[a-z]")
+
+
+def _secret_key_shaped(value: str) -> bool:
+    return _UPPER.search(value) is not None and _LOWER.search(value) is not None
+
+
+def _b64_fragments(prefix: bytes) -> list[str]:
+    """The base64 characters fixed by ``prefix`` at each of the three byte alignments it can start at."""
+    out = []
+    for shift in range(3):
+        encoded = base64.b64encode(b"\0" * shift + prefix + b"\0" * 3).decode("ascii")
+        first, last = 8 * shift, 8 * (shift + len(prefix))
+        fixed = [i for i in range(len(encoded)) if 6 * i >= first and 6 * i + 6 <= last]
+        out.append(encoded[fixed[0] : fixed[-1] + 1])
+    return out
+
+
+BASE64_KEY_ID_GATE = "|".join(
+    dict.fromkeys(f for p in (b"AKIA", b"ASIA", b"ABIA", b"ACCA", b"A3T") for f in _b64_fragments(p))
+)
+"""Base64 characters one of which every base64 encoding of an AWS access key id holds (``QUtJQ`` for ``AKIA`` at
+the start, ``FLSU`` and ``BS0lB`` one and two bytes in); padding-free and the same in the URL-safe alphabet."""
+
+_B64_RUN = re.compile(r"[A-Za-z0-9+/_\-]{24,}")
+_B64_GATE = re.compile(BASE64_KEY_ID_GATE)
+_AWS_KEY_ID_BYTES = re.compile(AWS_KEY_ID.encode("ascii"))
+_URLSAFE = str.maketrans("-_", "+/")
+
+
+def base64_key_id(piece: str) -> bool:
+    """Whether a run of base64 characters in ``piece`` decodes to bytes holding an AWS access key id.
+
+    The run is decoded from each of its first four characters (the encoded value may start anywhere in it,
+    ``data:QUtJQ…`` or ``id=QUtJQ…``), in the standard or the URL-safe alphabet; a Kubernetes secret's
+    ``AWS_ACCESS_KEY_ID: QUtJQ…`` or a basic-auth header of ``AKIA…:secret`` is found.
+    """
+    for m in _B64_RUN.finditer(piece):
+        run = m.group().translate(_URLSAFE)
+        if not _B64_GATE.search(run):
+            continue
+        for start in range(4):
+            chunk = run[start:]
+            chunk = chunk[:-1] if len(chunk) % 4 == 1 else chunk + "=" * (-len(chunk) % 4)
+            try:
+                data = base64.b64decode(chunk, validate=True)
+            except binascii.Error:
+                continue
+            if _AWS_KEY_ID_BYTES.search(data):
+                return True
+    return False
+
+
+def _aws_secret_key(piece: str) -> bool:
+    return any(_secret_key_shaped(m.group("value")) for m in AWS_SECRET_KEY.finditer(piece))
+
+
+OWN_GATE = "|".join(
+    (
+        r"sk-|github_pat_|AIza|hf_|npm_|://",  # the default extra patterns
+        r"BEGIN|PuTTY-User-Key-File-",  # a private key's first line
+        r"(?i:" + _SECRET_WORD + r"|aws|secret[_\-. ]?access)",  # an assignment's name, an AWS secret key's context
+        BASE64_KEY_ID_GATE,
+    )
+)
+"""A regex that matches in every string this module's own detectors find something in (the default extra
+patterns, a private key's first line, :data:`ASSIGNMENT`, :data:`AWS_SECRET_KEY`, :func:`base64_key_id`)."""
+
+GATE_WORDS: Mapping[str, tuple[str, ...]] = {
+    "AWSKeyDetector": ("aws",),
+    "CloudantDetector": ("key", "pw", "pass", "token"),
+    "IbmCloudIamDetector": ("key", "pw", "pass", "token"),
+    "IbmCosHmacDetector": ("secret",),
+    "SlackDetector": ("xox", "hooks.slack.com"),
+    "SoftlayerDetector": ("key", "pw", "pass", "token"),
+    "KeywordDetector": ("key", "pass", "pw", "secret", "contrase"),
+}
+"""Plugin → lower-case words one of which every match of its gate's case-insensitive ``(?i:…)`` part holds:
+that part is searched only in a line whose case-folded form holds one (a case-insensitive alternation is slow)."""
+
+_LITERAL = re.compile(r"[A-Za-z0-9_=:/\-]+")
+_PREFIX = re.compile(r"(?:[A-Za-z0-9_=:/\-]|\\\.)*")
+_Part = tuple[frozenset[str], str, "re.Pattern[str] | None"]
+
+
+def _alternatives(pattern: str) -> list[str]:
+    """The top-level alternatives of ``pattern`` (split at ``|`` outside groups and classes)."""
+    out, depth, start, i, in_class = [], 0, 0, 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            out.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    return [*out, pattern[start:]]
+
+
+def _parts(pattern: str, words: tuple[str, ...] = ()) -> tuple[_Part, ...]:
+    """``pattern`` as ``(words, prefix, regex)`` parts, one per top-level alternative.
+
+    ``prefix`` is the literal the alternative starts with (``"eyJ"``, ``"."``; the whole of a literal
+    alternative, whose ``regex`` is ``None``); a part's regex is searched only in a line holding its prefix
+    and, for a ``(?i:…)`` alternative given ``words``, whose case-folded form holds one of them.
+    """
+    out: list[_Part] = []
+    for alt in _alternatives(pattern):
+        folded = frozenset(words if alt.startswith("(?i:") else ())
+        if _LITERAL.fullmatch(alt):
+            out.append((folded, alt, None))
+        else:
+            prefix = "" if folded else _PREFIX.match(alt).group().replace("\\.", ".")  # type: ignore[union-attr]
+            out.append((folded, prefix, re.compile(alt)))
+    return tuple(out)
+
+
+def _matches(parts: Sequence[_Part], piece: str, present: frozenset[str] | None) -> bool:
+    """Whether a part matches in ``piece`` (``present``: the words in its folded form; ``None``: unknown)."""
+    for words, prefix, regex in parts:
+        if words and present is not None and words.isdisjoint(present):
+            continue
+        if prefix and prefix not in piece:
+            continue
+        if regex is None or regex.search(piece):
+            return True
+    return False
+
+
+OWN_WORDS = ("pass", "pw", "secret", "token", "key", "credential", "aws")
+"""Lower-case words one of which every match of :data:`OWN_GATE`'s case-insensitive parts holds."""
+
+
+TEXT_GATES = (
+    r"AKC[a-zA-Z0-9]{10}",
+    r"AP[\dABCDEF][a-zA-Z0-9]{8}",
+    r"A(?:3T[A-Z0-9]|BIA|CCA|KIA|SIA)[0-9A-Z]{16}",
+    r"\.[a-zA-Z\d_-]{6}\.[a-zA-Z\d_-]{27}",
+    r"gh[pousr]_[A-Za-z0-9_]{36}",
+    r"gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-",
+    r"eyJ[A-Za-z0-9-_=]+\.",
+    r"-us[0-9]",
+    r"SG\.[a-zA-Z0-9_-]{22}\.",
+    r":[0-9A-Za-z_-]{35}",
+    r"AC[a-z0-9]{32}",
+    r"SK[a-z0-9]{32}",
+    r"%[0-9A-Fa-f]{2}",
+    r"&(?:#\d+|#x[0-9A-Fa-f]+|[A-Za-z]+);",
+)
+"""Regexes, each starting at a literal (so a whole text is searched for it at C speed), one of which (or one of
+:data:`TEXT_LITERALS`, :data:`FOLDED_LITERALS`) matches in every line a gate (:data:`FORMAT_GATES`,
+:data:`KEYWORD_GATE`, :data:`OWN_GATE`) matches in or that holds an escape. A long alternation is searched
+character by character by Python's ``re``, so the gates are split into these."""
+
+TEXT_LITERALS = (
+    "AccountKey=", "://", "GR1348941", "/:_authToken=", "T3BlbkFJ", "BEGIN", "PuTTY-User-Key-File-", "pypi-AgE",
+    "sq0csp-", "k_live_", "sk-", "github_pat_", "AIza", "hf_", "npm_", "\\",
+    *BASE64_KEY_ID_GATE.split("|"),
+)  # fmt: skip
+"""Case-sensitive substrings of the same purpose as :data:`TEXT_GATES` (found with ``str.find``)."""
+
+FOLDED_LITERALS = ("key", "pass", "pw", "secret", "token", "credential", "contrase", "aws", "xox", "hooks.slack.com")
+"""Lower-case substrings, searched in the case-folded text, one of which every match of a case-insensitive gate
+holds (the keyword plugin's words, the assignment names, the IBM, Cloudant, Softlayer, Slack and AWS contexts)."""
+
+_FOLD = str.maketrans({"\u0131": "i", "\u017f": "s"})
+"""Characters ``re.IGNORECASE`` matches to an ASCII letter that ``str.lower`` leaves as they are (dotless i,
+long s; the Kelvin sign lowers to ``k``)."""
+
+
+def _folded(text: str) -> str | None:
+    """``text`` lower-cased so that a case-insensitive match of an ASCII word is a substring at its offset.
+
+    ``None`` when lower-casing changes the length (``İ``).
+    """
+    if text.isascii():
+        return text.lower()
+    lowered = text.lower()
+    return lowered.translate(_FOLD) if len(lowered) == len(text) else None
 
 
 @functools.cache
@@ -561,3 +816,7 @@ def check_identifiers(records: Sequence[Any], *, source: str = "<api>", scanner:
                     index=index,
                     field=field,
                 )
+
+
+_TEXT_GATES = tuple(re.compile(p) for p in TEXT_GATES)
+_ALL_WORDS = tuple(sorted({w for words in (*GATE_WORDS.values(), OWN_WORDS) for w in words}))
