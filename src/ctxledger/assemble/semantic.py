@@ -280,6 +280,11 @@ def quantize(vector: np.ndarray) -> bytes:
     return np.clip(np.rint(vector * 127.0), -127, 127).astype(np.int8).tobytes()
 
 
+def quantize_rows(vectors: np.ndarray) -> np.ndarray:
+    """Int8 ``(n, dim)``: each row of ``vectors`` as :func:`quantize` rounds it (a zero row stays zero)."""
+    return np.clip(np.rint(vectors * 127.0), -127, 127).astype(np.int8)
+
+
 def dequantize(data: bytes) -> np.ndarray:
     """The float32 vector of :func:`quantize`'s bytes (scale 1/127; not re-normalised)."""
     return np.frombuffer(data, dtype=np.int8).astype(np.float32) / 127.0
