@@ -352,7 +352,11 @@ def _vectors(texts: Sequence[str]) -> list[bytes]:
     embedder = semantic.default_embedder()
     if embedder is None:
         return [b""] * len(texts)
-    return [semantic.quantize(v) if text else b"" for text, v in zip(texts, embedder.embed(texts), strict=True)]
+    vectors = embedder.embed(texts)
+    rows = semantic.quantize_rows(vectors)
+    return [
+        row.tobytes() if text and vector.any() else b"" for text, vector, row in zip(texts, vectors, rows, strict=True)
+    ]
 
 
 def _facts(

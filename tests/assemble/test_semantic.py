@@ -199,3 +199,73 @@ def test_a_replay_without_the_model_says_the_relevance_differs(monkeypatch: pyte
     answer = ledger.explain(asm.id, left_out)
     assert answer["status"] == "unknown" and answer["reason"] == "replay_mismatch"
     assert "relevance bm25+wordllama" in answer["detail"] and "bm25 now" in answer["detail"]
+
+
+_PIECES_ALPHABET = st.sampled_from(
+    [
+        " ",
+        "  ",
+        "\n",
+        "\t",
+        "a",
+        "é",
+        "日",
+        "😀",
+        "\u2581",
+        "<s>",
+        "</s>",
+        "<unk>",
+        "x=1",
+        "0x7f",
+        "the",
+        "ing",
+        "{",
+        '"',
+    ]
+)
+
+
+def _reference(embedder: StaticEmbedder, texts: list[str]) -> np.ndarray:
+    """The vectors of whole-text tokenization: the mean of every token's row, normalised."""
+    out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+    for i, enc in enumerate(embedder._tokenizer.encode_batch(texts, add_special_tokens=False)):
+        if enc.ids:
+            out[i] = unit_vector([embedder.table[enc.ids].astype(np.float32).mean(axis=0)])
+    return out
+
+
+@pytest.mark.skipif(semantic.default_embedder() is None, reason="the semantic extra is not installed")
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(_PIECES_ALPHABET, max_size=30).map("".join), min_size=1, max_size=6))
+def test_word_pieces_give_the_vectors_of_whole_text_tokenization(texts: list[str]) -> None:
+    embedder = semantic.default_embedder()
+    assert embedder is not None and semantic.splits_at_words(embedder._tokenizer)
+    assert np.allclose(embedder.embed(texts), _reference(embedder, texts), atol=1e-5)
+
+
+@pytest.mark.skipif(semantic.default_embedder() is None, reason="the semantic extra is not installed")
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_PIECES_ALPHABET, min_size=1, max_size=40).map("".join))
+def test_word_pieces_hold_exactly_the_tokens_of_the_whole_text(text: str) -> None:
+    embedder = semantic.default_embedder()
+    assert embedder is not None
+    if any(special in text for special in ("<s>", "</s>", "<unk>")):
+        text = text.replace("<", "")  # the tokenizer cuts at added tokens; those texts are tokenized whole
+    whole = embedder._tokenizer.encode(text, add_special_tokens=False).ids
+    pieces = semantic._PIECE.findall(semantic.SPACE + text.replace(" ", semantic.SPACE))
+    ids = embedder._piece_ids(pieces)
+    assert [int(i) for part in ids for i in part] == whole
+
+
+def test_a_tokenizer_that_does_not_cut_at_words_is_tokenized_whole() -> None:
+    pytest.importorskip("tokenizers")
+    emb = _word_embedder()
+    assert not semantic.splits_at_words(emb._tokenizer)
+    assert not emb._by_piece
+
+
+@given(hnp.arrays(np.float32, (5, 8), elements=st.floats(-1, 1, width=32)))
+def test_quantize_rows_rounds_each_row_as_quantize_does(rows: np.ndarray) -> None:
+    out = semantic.quantize_rows(rows)
+    for row, q in zip(rows, out, strict=True):
+        assert (q.tobytes() if row.any() else b"") == quantize(row)

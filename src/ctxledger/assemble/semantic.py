@@ -19,7 +19,9 @@ Without the package :func:`default_embedder` returns ``None`` and relevance is l
 from __future__ import annotations
 
 import importlib.util
+import re
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
@@ -41,13 +43,61 @@ LEXICAL = "bm25"
 """The name of lexical relevance (stemmed BM25 plus neighbours) in the manifest."""
 
 
+SPACE = "\u2581"
+"""The sentencepiece word marker the model's normaliser writes for a space (and before the text)."""
+
+_PIECE = re.compile(f"{SPACE}*[^{SPACE}]+|{SPACE}+")
+"""A normalised text cut before every marker that follows another character: a run of markers and the word after it."""
+
+PIECE_CACHE = 100_000
+"""Pieces whose token ids one embedder keeps (about 10 MB); the cache is emptied when it is full."""
+
+JOINED_CHARS = 4096
+"""Characters of new pieces tokenized in one string (one tokenizer item per piece costs more than its merging)."""
+
+PIECE_CACHED_CHARS = 64
+"""Longer pieces are tokenized every time (they rarely recur and would fill the cache)."""
+
+
+def splits_at_words(tokenizer: Any) -> bool:
+    """Whether ``tokenizer`` gives the same ids for a text as for its pieces one by one (:class:`StaticEmbedder`).
+
+    True for a sentencepiece-style BPE whose only normalisation is "prepend ``▁``, spaces to ``▁``", that has no
+    pre-tokenizer, and whose vocabulary holds no token with a ``▁`` after another character: no merge can then
+    join two pieces, so byte-pair merging a whole text and merging each piece give the same tokens.
+    """
+    import json
+
+    try:
+        config = json.loads(tokenizer.to_str())
+    except (AttributeError, TypeError, ValueError):
+        return False
+    model, normalizer = config.get("model") or {}, config.get("normalizer") or {}
+    steps = normalizer.get("normalizers") if normalizer.get("type") == "Sequence" else None
+    expected = [
+        {"type": "Prepend", "prepend": SPACE},
+        {"type": "Replace", "pattern": {"String": " "}, "content": SPACE},
+    ]
+    if model.get("type") != "BPE" or config.get("pre_tokenizer") is not None or steps != expected:
+        return False
+    if model.get("dropout") is not None or model.get("continuing_subword_prefix") or model.get("end_of_word_suffix"):
+        return False
+    vocab = model.get("vocab") or {}
+    return not any(re.search(f"[^{SPACE}]{SPACE}", token) for token in vocab)
+
+
 class StaticEmbedder:
     """Mean-pooled static token embeddings (see the module docstring).
 
     Args:
-        table: the token embedding table, ``(vocabulary, dim)``, any float precision (rows are averaged in float32).
+        table: the token embedding table, ``(vocabulary, dim)``, any float precision (rows are summed in float32).
         tokenizer: a ``tokenizers.Tokenizer`` for that vocabulary.
         model_id: the name recorded in stamps and manifests, e.g. ``"wordllama-l2_supercat-256@0.4.0.post1"``.
+
+    When the tokenizer cuts texts at words (:func:`splits_at_words`: the packaged model's), a text is cut into
+    pieces (a word with the markers before it), each distinct piece is tokenized once and its token ids kept,
+    and the text's vector is the count-weighted sum of its pieces' row sums: the same tokens as tokenizing the
+    whole text, without byte-pair merging every repeated word again.
     """
 
     def __init__(self, table: np.ndarray, tokenizer: Any, model_id: str) -> None:
@@ -56,25 +106,118 @@ class StaticEmbedder:
         self.model_id = model_id
         self._tokenizer = tokenizer
         self._lock = threading.Lock()
+        self._by_piece = splits_at_words(tokenizer)
+        self._specials = (
+            tuple(t.content for t in tokenizer.get_added_tokens_decoder().values()) if self._by_piece else ()
+        )
+        self._pieces: dict[str, np.ndarray] = {}
+        self._raw: Any = None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors of ``texts``: float32 ``(len(texts), dim)``; a text without tokens gets the zero vector."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        with self._lock:  # a Tokenizer with padding settings is not meant to be shared across threads mid-call
-            encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        last = self.table.shape[0] - 1
-        for i, enc in enumerate(encodings):
-            ids = enc.ids
-            if not ids:
-                continue
-            rows = self.table[np.clip(np.asarray(ids, dtype=np.int64), 0, last)].astype(np.float32)
-            vec = rows.mean(axis=0)
-            norm = float(np.linalg.norm(vec))
-            if norm > 0:
-                out[i] = vec / norm
+        whole = list(range(len(texts)))
+        if self._by_piece:  # a text naming an added token (``<s>`` …) is cut there by the tokenizer: tokenize it whole
+            whole = [i for i, t in enumerate(texts) if t and any(s in t for s in self._specials)]
+            self._embed_pieces(texts, set(whole), out)
+        if whole:
+            with self._lock:  # a Tokenizer with padding settings is not meant to be shared across threads mid-call
+                encodings = self._tokenizer.encode_batch([texts[i] for i in whole], add_special_tokens=False)
+            for i, enc in zip(whole, encodings, strict=True):
+                if enc.ids:
+                    out[i] = _unit(self._rows(np.asarray(enc.ids, dtype=np.int64)).sum(axis=0))
         return out
+
+    def _rows(self, ids: np.ndarray) -> np.ndarray:
+        """Float32 rows of token ``ids`` (ids past the table are clipped to its last row)."""
+        return self.table[np.clip(ids, 0, self.table.shape[0] - 1)].astype(np.float32)
+
+    def _embed_pieces(self, texts: Sequence[str], skip: set[int], out: np.ndarray) -> None:
+        position: dict[str, int] = {}
+        bags: list[tuple[int, list[int], np.ndarray]] = []
+        for i, text in enumerate(texts):
+            if not text or i in skip:
+                continue
+            counts = Counter(_PIECE.findall(SPACE + text.replace(" ", SPACE)))
+            index = [position.setdefault(piece, len(position)) for piece in counts]
+            bags.append((i, index, np.fromiter(counts.values(), dtype=np.float32, count=len(counts))))
+        if not bags:
+            return
+        sums = self._sums(self._piece_ids(list(position)))
+        for i, index, counts in bags:
+            out[i] = _unit(counts @ sums[index])
+
+    def _sums(self, ids: list[np.ndarray]) -> np.ndarray:
+        """Float32 ``(len(ids), dim)``: each id list's rows summed (lists of one length are summed together)."""
+        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+        starts = np.zeros(len(ids), dtype=np.int64)
+        np.cumsum(lengths[:-1], out=starts[1:])
+        flat = np.clip(np.concatenate(ids), 0, self.table.shape[0] - 1)
+        out = np.empty((len(ids), self.dim), dtype=np.float32)
+        for length in np.unique(lengths):
+            which = np.flatnonzero(lengths == length)
+            at = (starts[which][:, None] + np.arange(length)).ravel()
+            rows = self.table[flat[at]].reshape(len(which), int(length), self.dim)
+            out[which] = rows.sum(axis=1, dtype=np.float32)
+        return out
+
+    def _piece_ids(self, pieces: list[str]) -> list[np.ndarray]:
+        """Token ids of each normalised piece, from the cache or the tokenizer's model."""
+        with self._lock:
+            cache = self._pieces
+            if len(cache) + len(pieces) > PIECE_CACHE:
+                cache.clear()
+            out = [cache.get(piece) for piece in pieces]
+            missing = [i for i, ids in enumerate(out) if ids is None]
+            if self._raw is None:  # the model alone: no normalisation again, no added-token split
+                from tokenizers import Tokenizer
+
+                self._raw = Tokenizer(self._tokenizer.model)
+            for i, ids in zip(missing, self._encode_pieces([pieces[i] for i in missing]), strict=True):
+                out[i] = ids
+                if len(pieces[i]) <= PIECE_CACHED_CHARS:
+                    cache[pieces[i]] = ids
+            return out  # type: ignore[return-value]
+
+    def _encode_pieces(self, pieces: list[str]) -> list[np.ndarray]:
+        """Token ids of each piece, the pieces tokenized joined in runs of about :data:`JOINED_CHARS` characters.
+
+        Joined pieces meet where a marker follows another character, where no token spans, so a run's tokens are
+        its pieces' tokens in order; each token is given to the piece its start offset falls in. A piece of
+        markers only is tokenized alone (two markers may merge).
+        """
+        runs: list[list[int]] = []
+        size = JOINED_CHARS
+        for i, piece in enumerate(pieces):
+            if not piece.strip(SPACE):
+                runs.append([i])
+                size = JOINED_CHARS
+                continue
+            if size + len(piece) > JOINED_CHARS:
+                runs.append([])
+                size = 0
+            runs[-1].append(i)
+            size += len(piece)
+        encodings = self._raw.encode_batch(["".join(pieces[i] for i in run) for run in runs], add_special_tokens=False)
+        out: list[np.ndarray] = [np.zeros(0, dtype=np.int64)] * len(pieces)
+        for run, enc in zip(runs, encodings, strict=True):
+            ids = np.array(enc.ids, dtype=np.int64)
+            if len(run) == 1:
+                out[run[0]] = ids
+                continue
+            bounds = np.cumsum([len(pieces[i]) for i in run[:-1]])
+            first = np.array([start for start, _ in enc.offsets], dtype=np.int64)
+            for i, part in zip(run, np.split(ids, np.searchsorted(first, bounds)), strict=True):
+                out[i] = part
+        return out
+
+
+def _unit(vec: np.ndarray) -> np.ndarray:
+    """``vec`` scaled to length 1 (the zero vector stays zero)."""
+    norm = float(np.linalg.norm(vec))
+    return vec / norm if norm > 0 else vec
 
 
 def package_root() -> Path | None:
@@ -135,6 +278,11 @@ def quantize(vector: np.ndarray) -> bytes:
     if not np.any(vector):
         return b""
     return np.clip(np.rint(vector * 127.0), -127, 127).astype(np.int8).tobytes()
+
+
+def quantize_rows(vectors: np.ndarray) -> np.ndarray:
+    """Int8 ``(n, dim)``: each row of ``vectors`` as :func:`quantize` rounds it (a zero row stays zero)."""
+    return np.clip(np.rint(vectors * 127.0), -127, 127).astype(np.int8)
 
 
 def dequantize(data: bytes) -> np.ndarray:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -80,9 +81,17 @@ def _touch(path: Path, blob: bytes) -> bool:
 
     Returns whether ``path`` is a file holding exactly ``blob``; ``False`` (to be rewritten) when it is
     missing, differs (corruption), or is not a readable file. Whatever is in the way is moved aside.
+    A missing blob costs one ``stat``.
     """
     try:
-        intact = path.is_file() and path.stat().st_size == len(blob) and path.read_bytes() == blob
+        info = path.stat()
+    except OSError:
+        return False  # nothing there (or nothing readable): written anew
+    if stat.S_ISDIR(info.st_mode):  # never delete what a person put there: keep it beside the blob
+        path.rename(path.with_name(f"{path.name}.displaced-{os.getpid()}-{id(blob):x}"))
+        return False
+    try:
+        intact = stat.S_ISREG(info.st_mode) and info.st_size == len(blob) and path.read_bytes() == blob
     except OSError:
         intact = False
     if intact:
@@ -91,8 +100,6 @@ def _touch(path: Path, blob: bytes) -> bool:
         except OSError:
             return False
         return True
-    if path.is_dir():  # never delete what a person put there: keep it beside the blob
-        path.rename(path.with_name(f"{path.name}.displaced-{os.getpid()}-{id(blob):x}"))
     return False
 
 
@@ -148,26 +155,31 @@ class LocalBlobStore:
         """
         refs = []
         wrote = False
+        folders: set[Path] = set()  # made once per batch, not once per blob
         for data, media_type in items:
             blob = bytes(data)
             sha = sha256_hex(blob)
             target = self.path(sha)
             if not _touch(target, blob):
-                self._write_atomically(target, blob, fsync=False)
+                self._write_atomically(target, blob, fsync=False, made=target.parent in folders)
+                folders.add(target.parent)
                 wrote = True
             refs.append(BlobRef(sha256=sha, size_bytes=len(blob), media_type=media_type))
         if wrote:
             os.sync()
         return refs
 
-    def _write_atomically(self, target: Path, blob: bytes, *, fsync: bool = True) -> None:
+    def _write_atomically(self, target: Path, blob: bytes, *, fsync: bool = True, made: bool = False) -> None:
         """Write ``blob`` to a temporary file beside ``target`` and rename it into place.
+
+        ``made``: the folder is known to exist (created earlier in the same batch).
 
         Raises:
             StoreError: the file system refused (disk full, read-only folder, no permission …).
         """
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            if not made:
+                target.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         except OSError as exc:
             raise _write_error(self.root, exc) from exc
