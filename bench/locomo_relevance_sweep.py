@@ -42,13 +42,14 @@ from ctxledger.tokens import get_counter
 
 
 def _capture() -> dict[str, Any]:
-    """Keep the snapshot each assembly scores (the assembler's own relevance is left as it is)."""
+    """Keep the snapshot and the scores of each assembly's relevance (the assembler's own, left as it is)."""
     seen: dict[str, Any] = {}
     original = assembler._relevance
 
     def wrapped(request: Any, snap: Any, policy: Any = None) -> np.ndarray:
         seen["snap"] = snap
-        return original(request, snap, policy)
+        seen["scores"] = scores = original(request, snap, policy)
+        return scores
 
     assembler._relevance = wrapped  # type: ignore[assignment]
     return seen
@@ -101,8 +102,12 @@ def relevance(conv: dict[str, Any], q: dict[str, Any], p: dict[str, Any]) -> np.
     return s / s.max() if s.max() > 0 else s
 
 
-def load(path: Path, indices: list[int], memories: bool) -> list[dict[str, Any]]:
-    """Per conversation: unit costs, vectors, sessions, speakers and per-question BM25, query vector, dates."""
+def load(path: Path, indices: list[int], memories: bool, *, check: int = 0) -> list[dict[str, Any]]:
+    """Per conversation: unit costs, vectors, sessions, speakers and per-question BM25, query vector, dates.
+
+    ``check``: assemble the first ``check`` questions of each conversation too and keep the assembler's own
+    relevance of each (``question["assembled"]``), to compare with :func:`relevance` of the empty variant.
+    """
     counter = get_counter("cl100k_base")
     seen = _capture()
     embedder = default_embedder()
@@ -123,11 +128,17 @@ def load(path: Path, indices: list[int], memories: bool) -> list[dict[str, Any]]
         conversation = records[index]["conversation"]
         dates = [u.records[0].created_at.date() for u in snap.units]
         questions = []
+        selector = PolicySelector(counter)
         for case in dataset.cases:
             if case.category in HEADLINE_EXCLUDED or not case.required_ids:
                 continue
+            assembled = None
+            if len(questions) < check:
+                selector.select(SelectionTask(case.items, case.query, 2000, counter, case.query_tokens))
+                assembled = seen["scores"]
             questions.append(
                 {
+                    "assembled": assembled,
                     "text": case.query,
                     "category": case.category.split("-", 1)[1],
                     "required": case.required_ids,
