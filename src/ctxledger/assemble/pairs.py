@@ -8,6 +8,10 @@ other is admitted in its cheapest representation when the room left allows it. W
 stays split and the manifest says why: a warning ``answer_left_out`` / ``question_left_out`` naming both
 records and the tokens needed and left. At most :data:`NAMED_SPLITS` split pairs are named (the newest); when
 more stay split, one more warning ``pairs_split`` gives their number, so the manifest stays bounded.
+
+The assembler runs :func:`keep_pairs` right after selection and again on the final inclusion set (after the
+role-order repair and fill, which change what is included and the room left); the manifest carries the
+warnings of that final pass, so they describe the pairs of the payload as sent.
 """
 
 from __future__ import annotations
