@@ -47,7 +47,7 @@ from ctxledger.assemble.costing import Coster
 from ctxledger.assemble.dates import with_dates
 from ctxledger.assemble.fill import fill_budget
 from ctxledger.assemble.inputs import resolve_participant, unknown_inputs, unserved_exact_evidence
-from ctxledger.assemble.pairs import keep_pairs
+from ctxledger.assemble.pairs import keep_pairs, partners
 from ctxledger.assemble.preamble import keep_preamble
 from ctxledger.assemble.reach import (
     REACH_BUDGETS,
@@ -1035,8 +1035,8 @@ def _fill(
     """The fill phase (:func:`~ctxledger.assemble.fill.fill_budget`) after role order: the chosen units, grown.
 
     Only units after the first chosen one may enter: the payload still opens with the same user turn, and
-    no unit the role-order repair dropped is left stranded behind an older one. The admitted units' records
-    leave the omissions.
+    no unit the role-order repair dropped is left stranded behind an older one. Half of a question/answer
+    pair enters only with the other half. The admitted units' records leave the omissions.
     """
     lead = chosen[0].seq if chosen else None
     admitted = fill_budget(
@@ -1047,6 +1047,7 @@ def _fill(
         lambda i: options_for(by_id[i.unit_id], i.options[0], coster, required=True),
         FILL_TARGET,
         allowed=lambda i: lead is not None and i.seq > lead,
+        partners=partners(list(by_id.values())),
     )
     for uid in admitted:
         for rid in by_id[uid].record_ids:
