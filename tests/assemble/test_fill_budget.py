@@ -13,7 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxledger.assemble.assembler import FILL_TARGET
+from ctxledger.assemble.fill import fill_budget
+from ctxledger.assemble.select import Option, SelectionItem, SelectionResult
+from ctxledger.budget import BudgetLedger
 from ctxledger.ledger import Ledger
+from ctxledger.policy.base import ReasonCode
 from ctxledger.scenarios._graph import GraphBuilder
 from ctxledger.testing import MemoryStore
 
@@ -72,3 +76,38 @@ def test_old_large_outputs_enter_at_a_cheaper_rung_when_the_budget_would_stay_em
     assert m["omitted_by_reason"].get("budget", 0) > 0
     assert used >= FILL_TARGET * m["ledger"]["dynamic_tokens"] or m["budget"]["fill"]
     assert representations - {"verbatim"}, "some output entered at a cheaper rung"
+
+
+def _item(uid: str, seq: int, tokens: int, utility: float, cheaper: int | None) -> SelectionItem:
+    options = [Option("verbatim", tokens, utility, ())]
+    if cheaper is not None and cheaper < tokens:
+        options.append(Option("excerpt", cheaper, utility / 2, ()))
+    return SelectionItem(uid, seq, "conversation", options)
+
+
+SIZE = st.tuples(st.integers(1, 300), st.floats(0.05, 1.0), st.none() | st.integers(1, 300))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    pairs=st.lists(st.tuples(SIZE, SIZE), min_size=1, max_size=6),
+    loose=st.lists(SIZE, max_size=4),
+    used=st.integers(0, 400),
+    dynamic=st.integers(50, 1_200),
+)
+def test_fill_admits_half_of_a_question_answer_pair_only_with_the_other_half(pairs, loose, used, dynamic):
+    items, partners = [], {}
+    for k, (q, a) in enumerate(pairs):
+        items += [_item(f"q{k}", 2 * k, *q), _item(f"a{k}", 2 * k + 1, *a)]
+        partners[f"q{k}"], partners[f"a{k}"] = f"a{k}", f"q{k}"
+    items += [_item(f"x{k}", 100 + k, *size) for k, size in enumerate(loose)]
+    result = SelectionResult({"lead": Option("verbatim", used, 1.0, ())}, {i.unit_id: ReasonCode.BUDGET for i in items})
+    ledger = BudgetLedger(dynamic)
+    admitted = fill_budget(items, result, dynamic, ledger, lambda i: (), FILL_TARGET, partners=partners)
+    for k in range(len(pairs)):
+        assert (f"q{k}" in result.chosen) == (f"a{k}" in result.chosen), (k, admitted)
+    assert sum(o.tokens for o in result.chosen.values()) <= max(dynamic, used)
+    if len(pairs) == 1 and not loose and used < FILL_TARGET * dynamic:
+        (q, a) = pairs[0]
+        cheapest = min(q[0], q[2] or q[0]) + min(a[0], a[2] or a[0])
+        assert ("q0" in result.chosen) == (cheapest <= dynamic - used)

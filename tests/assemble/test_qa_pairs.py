@@ -2,12 +2,13 @@
 
 Generated conversations: alternating user questions and assistant answers of random lengths, assembled at random
 windows; for every adjacent question/answer pair exactly one half may be in the payload only when the manifest
-carries an ``answer_left_out`` / ``question_left_out`` warning naming it.
+carries an ``answer_left_out`` / ``question_left_out`` warning naming it. The pinned examples are conversations
+where the role-order repair freed room after the pair check and fill then admitted one half of a pair alone.
 """
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ctxledger.assemble.pairs import NAMED_SPLITS
@@ -23,6 +24,36 @@ _WORDS = st.sampled_from(["invoice", "refund", "shipping", "warranty", "address"
     turns=st.lists(st.tuples(_WORDS, st.integers(1, 60), st.integers(1, 120)), min_size=2, max_size=10),
     window=st.integers(1_400, 3_000),
     api=st.sampled_from(["openai-chat", "anthropic-messages"]),
+)
+@example(
+    turns=[
+        ("invoice", 1, 16),
+        ("shipping", 1, 115),
+        ("invoice", 1, 1),
+        ("refund", 1, 1),
+        ("shipping", 1, 1),
+        ("invoice", 2, 110),
+        ("shipping", 60, 120),
+        ("invoice", 60, 120),
+    ],
+    window=1_400,
+    api="openai-chat",
+)
+@example(
+    turns=[
+        ("discount", 59, 94),
+        ("order", 59, 25),
+        ("invoice", 1, 2),
+        ("address", 1, 73),
+        ("order", 1, 119),
+        ("delay", 2, 74),
+        ("order", 2, 110),
+        ("refund", 1, 1),
+        ("refund", 2, 2),
+        ("address", 60, 2),
+    ],
+    window=1_400,
+    api="anthropic-messages",
 )
 def test_pairs_enter_together_or_the_manifest_says_why(turns, window, api):
     ledger = Ledger(MemoryStore())

@@ -47,7 +47,7 @@ from ctxledger.assemble.costing import Coster
 from ctxledger.assemble.dates import with_dates
 from ctxledger.assemble.fill import fill_budget
 from ctxledger.assemble.inputs import resolve_participant, unknown_inputs, unserved_exact_evidence
-from ctxledger.assemble.pairs import keep_pairs
+from ctxledger.assemble.pairs import keep_pairs, partners
 from ctxledger.assemble.preamble import keep_preamble
 from ctxledger.assemble.reach import (
     REACH_BUDGETS,
@@ -429,9 +429,7 @@ def assemble(
         if options_for is not None:
             make_room_for_errors(items, result, dynamic, ledger)
             anchor_user_turn(items, result, dynamic, ledger, {u.id: u.role for u in units})
-        split_pairs = keep_pairs(units, items, result, dynamic, ledger)
-        if plan.ctx is not None:
-            plan.ctx.warnings += split_pairs
+        keep_pairs(units, items, result, dynamic, ledger)  # the manifest's pair warnings: _keep_final_pairs
         for uid, reason in result.omitted.items():
             _omit_unit(plan, by_id[uid], reason, "selection")
         chosen_units = [u for u in units if u.id in result.chosen]
@@ -452,10 +450,13 @@ def assemble(
         if options_for is not None and stable is None:
             chosen_units = _fill(items, result, chosen_units, by_id, plan, target, ledger, options_for, coster)
             chosen_units = _fix_role_order(chosen_units, plan, result.chosen, [*required_units, *lead], ledger)
+        chosen_units, split_pairs = _keep_final_pairs(units, items, result, chosen_units, plan, dynamic, ledger)
         used = sum(o.tokens for o in result.chosen.values())
         left = any(r is ReasonCode.BUDGET for r in result.omitted.values())
         short = used < FILL_TARGET * dynamic and not left  # all it visited entered, and room is left
         reach_budgets = widened(rch, reach_budgets) if short else None
+    if plan.ctx is not None:
+        plan.ctx.warnings += split_pairs
     charge_savings(ledger.saved, result.chosen, costs)
     _rehydrate(request, policy, plan, chosen_units, result, coster, read_blob, dynamic, ledger)
     if plan.ctx is not None:
@@ -1034,8 +1035,8 @@ def _fill(
     """The fill phase (:func:`~ctxledger.assemble.fill.fill_budget`) after role order: the chosen units, grown.
 
     Only units after the first chosen one may enter: the payload still opens with the same user turn, and
-    no unit the role-order repair dropped is left stranded behind an older one. The admitted units' records
-    leave the omissions.
+    no unit the role-order repair dropped is left stranded behind an older one. Half of a question/answer
+    pair enters only with the other half. The admitted units' records leave the omissions.
     """
     lead = chosen[0].seq if chosen else None
     admitted = fill_budget(
@@ -1046,11 +1047,42 @@ def _fill(
         lambda i: options_for(by_id[i.unit_id], i.options[0], coster, required=True),
         FILL_TARGET,
         allowed=lambda i: lead is not None and i.seq > lead,
+        partners=partners(list(by_id.values())),
     )
     for uid in admitted:
         for rid in by_id[uid].record_ids:
             plan.omitted.pop(rid, None)
     return sorted([*chosen, *(by_id[uid] for uid in admitted)], key=lambda u: u.seq)
+
+
+def _keep_final_pairs(
+    units: Sequence[Unit],
+    items: Sequence[SelectionItem],
+    result: Any,
+    chosen: list[Unit],
+    plan: _Plan,
+    dynamic: int,
+    ledger: BudgetLedger,
+) -> tuple[list[Unit], list[dict[str, str]]]:
+    """The pair rule (:func:`~ctxledger.assemble.pairs.keep_pairs`) on the final inclusion set.
+
+    Preamble carrying, role-order repair, the required lead's anchor and fill all run after the first pair
+    pass and change what is included, so the pairs are checked again on what the payload carries: a missing
+    half that fits the room left enters (its records leave the omissions), and the warnings name the pairs
+    that stay split. Admitting a question or an answer keeps the payload's first turn a user turn.
+
+    Returns:
+        ``(the chosen units in seq order, the pair warnings)``.
+    """
+    before = set(result.chosen)
+    warnings = keep_pairs(units, items, result, dynamic, ledger)
+    admitted = [u for u in units if u.id in result.chosen and u.id not in before]
+    if not admitted:
+        return chosen, warnings
+    for unit in admitted:
+        for rid in unit.record_ids:
+            plan.omitted.pop(rid, None)
+    return sorted([*chosen, *admitted], key=lambda u: u.seq), warnings
 
 
 def _anchor_required_lead(

@@ -8,6 +8,11 @@ other is admitted in its cheapest representation when the room left allows it. W
 stays split and the manifest says why: a warning ``answer_left_out`` / ``question_left_out`` naming both
 records and the tokens needed and left. At most :data:`NAMED_SPLITS` split pairs are named (the newest); when
 more stay split, one more warning ``pairs_split`` gives their number, so the manifest stays bounded.
+
+The assembler runs :func:`keep_pairs` right after selection and again on the final inclusion set (after the
+role-order repair and fill, which change what is included and the room left); the manifest carries the
+warnings of that final pass, so they describe the pairs of the payload as sent. Fill itself admits half of a
+pair only together with the other half (:func:`partners`).
 """
 
 from __future__ import annotations
@@ -27,6 +32,15 @@ def _pairs(units: Sequence[Unit]) -> list[tuple[Unit, Unit]]:
     """Adjacent ``(question, answer)`` message units: a user message, then the assistant message after it."""
     messages = [u for u in units if u.kind is UnitKind.MESSAGE]
     return [(q, a) for q, a in itertools.pairwise(messages) if q.role == "user" and a.role == "assistant"]
+
+
+def partners(units: Sequence[Unit]) -> dict[str, str]:
+    """Unit id → the other half of its adjacent question/answer pair, both ways."""
+    out: dict[str, str] = {}
+    for question, answer in _pairs(units):
+        out[question.id] = answer.id
+        out[answer.id] = question.id
+    return out
 
 
 def keep_pairs(
