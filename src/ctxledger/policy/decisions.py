@@ -214,7 +214,9 @@ class StageContext:
         table[obj.id] = (obj, value)
         return value
 
-    def scan(self, namespace: Any, items: Sequence[Any], compute: Callable[[Any], Any]) -> list[tuple[Any, Any]]:
+    def scan(
+        self, namespace: Any, items: Sequence[Any], compute: Callable[[Any], Any], *, slot: str | None = None
+    ) -> list[tuple[Any, Any]]:
         """``(item, compute(item))`` for every item of ``items`` whose value is truthy, in order.
 
         For a stage whose verdict on one record (or unit) depends on that item and on what ``namespace``
@@ -223,9 +225,19 @@ class StageContext:
         call computes only the items no earlier call saw, whichever subset of the history it visits; when
         ``items`` is the list of the previous call grown at its end, the verdicts on its prefix are reused
         without looking them up one by one.
+
+        ``slot``: the memo keeps the verdicts of one namespace per slot, dropping the previous namespace's when
+        another is asked for (for namespaces that name request values which change from call to call, such
+        as what is promoted to the caller), so the memo does not grow with the number of distinct requests.
         """
         if self.memo is None:
             return [(item, value) for item in items if (value := compute(item))]
+        if slot is not None:
+            previous = self.memo.get(("slot", slot))
+            if previous is not None and previous[1] != namespace:
+                self.memo.pop(("scan", previous[1]), None)
+                self.memo.pop(("scan items", previous[1]), None)
+            self.memo[("slot", slot)] = (slot, namespace)  # type: ignore[assignment]
         table = self.memo.setdefault(("scan", namespace), {})
         per_item = self.memo.setdefault(("scan items", namespace), {})
         hit = table.get("")
