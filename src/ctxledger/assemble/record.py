@@ -402,14 +402,14 @@ def _chosen_entry(
     """:func:`_entry` of a chosen unit, built once per (unit, option, stage, reason) and copied for each manifest.
 
     A long history sends mostly the same units in the same form from one call to the next; the entries depend on
-    the unit, the option's fields and the scanner only, so they are cached on the snapshot.
+    the unit, the option's fields and the scanner only, so they are cached on the snapshot (all but the utility,
+    which changes as the unit ages and is set on each copy).
     """
     key = (
         stage,
         reason,
         option.representation,
         option.tokens,
-        option.utility,
         option.transform,
         option.turn_tokens,
     )
@@ -423,15 +423,18 @@ def _chosen_entry(
             and (detail is option.detail or (not detail and not option.detail))
             and old_scanner is scanner
         ):
-            return [_copied(e) for e in entries]
+            return [_copied(e, option.utility) for e in entries]
     entries = _entry(unit, option, stage, reason, option.turn_tokens or None, coster, scanner)
     cache[unit.id] = (unit, (key, option.turns, option.detail, scanner, entries))
-    return [_copied(e) for e in entries]
+    return [_copied(e, option.utility) for e in entries]
 
 
-def _copied(entry: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a manifest entry whose lists and dicts are copies too (a manifest may be edited by its reader)."""
-    out = dict(entry)
+def _copied(entry: dict[str, Any], utility: float) -> dict[str, Any]:
+    """A copy of a manifest entry with this call's ``utility`` (it changes with the unit's age).
+
+    Its lists and dicts are copies too: a manifest may be edited by its reader.
+    """
+    out = dict(entry, utility=utility)
     for name, value in entry.items():
         if isinstance(value, list):
             out[name] = [dict(v) if isinstance(v, dict) else v for v in value]
