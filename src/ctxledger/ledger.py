@@ -692,6 +692,8 @@ class Ledger:
         """The persisted manifest, with observed usage and the estimate's error once recorded.
 
         Args:
+            assembly_id: the assembly (manifest) id.
+            tenant_id: the tenant it belongs to.
             full: for a summary manifest, re-derive the full trace (every omitted record, decision and
                 mark) and the payload by :meth:`replay`; the stored ``id``, ``created_at``, ``timings`` and
                 ``tokens`` are kept. A manifest stored with ``trace="full"`` is returned as stored.
@@ -735,8 +737,12 @@ class Ledger:
         instead of guessing.
 
         Args:
-            coster, policy: what the assembly was made with, when not the ledger's defaults (a
-                ``FixedCoster``, a policy passed to :meth:`assemble`).
+            assembly_id: the assembly (manifest) id.
+            ref: a record id or external id.
+            tenant_id: the tenant the assembly belongs to.
+            coster: what the assembly was counted with, when not the ledger's default (a ``FixedCoster``).
+            policy: the policy the assembly used, when not the ledger's default (a policy passed to
+                :meth:`assemble`).
 
         Raises:
             RecordNotFound: no such assembly, or ``ref`` was no candidate of it.

@@ -222,12 +222,14 @@ class ManifestView(dict[str, Any]):
             self.update(built)
 
     def __missing__(self, key: str) -> Any:
+        """A trace key (loaded on first use), else ``KeyError``."""
         if key in TRACE_KEYS and self._trace is not None:
             self._load()
             return self[key]
         raise KeyError(key)
 
     def __getitem__(self, key: str) -> Any:
+        """``view[key]``; ``decisions`` and ``marks`` load the trace first."""
         if key in ("decisions", "marks") and self._trace is not None:
             self._load()
         return super().__getitem__(key)
@@ -246,6 +248,7 @@ class ManifestView(dict[str, Any]):
             return default
 
     def __contains__(self, key: object) -> bool:
+        """Whether the record has ``key``, or the trace will (its keys count before it is loaded)."""
         return super().__contains__(key) or (key in TRACE_KEYS and self._trace is not None)
 
     def persisted(self) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -568,17 +569,30 @@ def _mark_retained(plan: _Plan, units: Sequence[Unit]) -> None:
 
     The detail is the sentence explanations show: "redacted by retention rule R at T".
     """
+    memo = plan.ctx.memo if plan.ctx is not None else None
+    table = memo.setdefault("retention marks", {}) if memo is not None else {}
     for unit in units:
         for rec in unit.records:
-            marks = [(f"retention_{state.action}", state.sentence)] if (state := retained(rec)) is not None else []
-            marks += [
-                ("source_retained", f"source artifact {aid} {src.sentence}")
-                for aid, src in sorted(retained_sources(rec).items())
-            ]
+            hit = table.get(rec.id)
+            if hit is not None and hit[0] is rec:
+                marks = hit[1]
+            else:
+                marks = _retention_marks(rec)
+                table[rec.id] = (rec, marks)
             for reason, detail in marks:
                 decision = PolicyDecision(rec.id, "retention", Outcome.MARK, reason, detail)
                 plan.decisions.append(decision)
                 plan.marks.setdefault(rec.id, []).append(decision)
+
+
+def _retention_marks(rec: Record) -> tuple[tuple[str, str], ...]:
+    """``(reason, detail)`` of each retention mark of ``rec``: what a rule did to it, and to its sources."""
+    own = [(f"retention_{state.action}", state.sentence)] if (state := retained(rec)) is not None else []
+    sources = [
+        ("source_retained", f"source artifact {aid} {src.sentence}")
+        for aid, src in sorted(retained_sources(rec).items())
+    ]
+    return (*own, *sources)
 
 
 def _mark_unavailable(plan: _Plan, units: Sequence[Unit]) -> None:
@@ -624,8 +638,7 @@ def _candidates(
     if rch.complete:
         own_records, own_units = snap.records, snap.units
     else:
-        own_units = visited_units(snap.units, rch)
-        own_records = visited_records(own_units, snap.reach_index.loose)
+        own_units, own_records = _visited(snap, rch)
     if not extra:
         return own_records, own_units
     records = sorted([*own_records, *extra], key=lambda r: r.seq)
@@ -634,6 +647,30 @@ def _candidates(
     if fill and read_blob is not None:
         units = sorted([*units, *build_units(fill, read_blob)[0]], key=lambda u: u.seq)
     return records, units
+
+
+def _visited(snap: Snapshot, rch: Reach) -> tuple[list[Unit], list[Record]]:
+    """The visited units and records of ``snap``: the very lists of the previous call when they are unchanged.
+
+    Returning the same list objects lets the stages' verdict caches (:meth:`StageContext.scan`) reuse a whole
+    earlier pass instead of looking each candidate up again.
+    """
+    units = visited_units(snap.units, rch)
+    loose = list(snap.reach_index.loose.values())
+    table = snap.memo.setdefault("visited", {})
+    hit = table.get("")
+    if hit is not None:
+        _, (old_units, old_loose, old_records) = hit
+        if _same(units, old_units) and _same(loose, old_loose):
+            return old_units, old_records
+    records = visited_records(units, snap.reach_index.loose)
+    table[""] = (None, (units, loose, records))
+    return units, records
+
+
+def _same(new: Sequence[Any], old: Sequence[Any]) -> bool:
+    """Whether two sequences hold the very same objects in the same order."""
+    return len(new) == len(old) and all(map(operator.is_, new, old))
 
 
 EMPTY_TURN_NOTE = "renders to nothing a provider accepts (no non-blank text, image or tool call); not sent"
@@ -931,11 +968,15 @@ def _selection_items(
     w_relevance, w_recency, w_kind = weights or params.weights(False)
     dynamic = [u for u in units if u.kind is not UnitKind.INSTRUCTION]
     items = []
+    priors = plan.ctx.memo.setdefault("kind prior", {}) if plan.ctx is not None and plan.ctx.memo is not None else {}
     for age, unit in enumerate(reversed(dynamic)):
         if unvisited_newer:
             age += unvisited_newer.get(unit.id, 0)
         recency = 0.5 ** (age / params.recency_half_life)
-        utility = w_relevance * relevance.get(unit.id, 0.0) + w_recency * recency + w_kind * _kind_prior(unit)
+        known = priors.get(unit.id)
+        if known is None or known[0] is not unit:
+            known = priors[unit.id] = (unit, _kind_prior(unit))
+        utility = w_relevance * relevance.get(unit.id, 0.0) + w_recency * recency + w_kind * known[1]
         if unit.id not in relevance:  # from another branch: it only fills what the lineage leaves
             utility *= FILL_FACTOR
         costs = turn_costs[unit.id]

@@ -65,6 +65,7 @@ def keep_pairs(
     """
     by_id = {i.unit_id: i for i in items}
     warnings: list[dict[str, str]] = []
+    used = sum(o.tokens for o in result.chosen.values())
     for question, answer in _pairs(units):
         q_in, a_in = question.id in result.chosen, answer.id in result.chosen
         if q_in == a_in:
@@ -74,9 +75,9 @@ def keep_pairs(
         if item is None or not item.options:
             continue
         option = min(item.options, key=lambda o: (o.tokens, -o.utility))
-        left = budget_tokens - sum(o.tokens for o in result.chosen.values())
-        if option.tokens <= left:
+        if option.tokens <= budget_tokens - used:
             result.chosen[missing.id] = option
+            used += option.tokens
             result.omitted.pop(missing.id, None)
             ledger.charge(missing.context_class.value, option.tokens)
             continue
@@ -87,7 +88,7 @@ def keep_pairs(
                 "input": "budget",
                 "value": missing.id,
                 "detail": f"question {question.id} and its answer {answer.id} were split: {missing.id} needs "
-                f"{option.tokens} tokens, {max(left, 0)} were left",
+                f"{option.tokens} tokens, {max(budget_tokens - used, 0)} were left",
             }
         )
     if len(warnings) <= NAMED_SPLITS:

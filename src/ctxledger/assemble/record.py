@@ -14,6 +14,7 @@ built once per distinct value and cached on the snapshot (:class:`~ctxledger.has
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -106,10 +107,11 @@ def build_manifest(inp: ManifestInputs) -> ManifestView:
     for u in inp.fixed:
         known = costs[position[u.id]] if u.id in position else None
         included += _entry(u, None, "fixed", "instruction", known, coster, scanner)
+    entries = snap.memo.setdefault("manifest entries", {})
     for unit, option in inp.chosen:
         required = plan.required.get(unit.id)
         stage, reason = ("protection", required) if required else ("selection", "selected")
-        included += _entry(unit, option, stage, reason, option.turn_tokens or None, coster, scanner)
+        included += _chosen_entry(entries, unit, option, stage, reason, coster, scanner)
     included_refs = {e["ref"] for e in included}
     rch = inp.reach
     partial = rch is not None and not rch.complete
@@ -386,6 +388,59 @@ def _candidate_records(snap: Snapshot) -> list[Any]:
     found = found + [r for r in snap.records[count:] if r.kind.value not in _STRUCTURAL]
     snap.memo.setdefault("manifest_candidates", {})[""] = (len(snap.records), found)
     return found
+
+
+def _chosen_entry(
+    cache: dict[str, tuple[Any, Any]],
+    unit: Unit,
+    option: Option,
+    stage: str,
+    reason: str,
+    coster: Coster,
+    scanner: SecretScanner | None,
+) -> list[dict[str, Any]]:
+    """:func:`_entry` of a chosen unit, built once per (unit, option, stage, reason) and copied for each manifest.
+
+    A long history sends mostly the same units in the same form from one call to the next; the entries depend on
+    the unit, the option's fields and the scanner only, so they are cached on the snapshot (all but the utility,
+    which changes as the unit ages and is set on each copy).
+    """
+    key = (
+        stage,
+        reason,
+        option.representation,
+        option.tokens,
+        option.transform,
+        option.turn_tokens,
+    )
+    hit = cache.get(unit.id)
+    if hit is not None:
+        owner, (old_key, turns, detail, old_scanner, entries) = hit
+        if (
+            owner is unit
+            and old_key == key
+            and turns is option.turns
+            and (detail is option.detail or (not detail and not option.detail))
+            and old_scanner is scanner
+        ):
+            return [_copied(e, option.utility) for e in entries]
+    entries = _entry(unit, option, stage, reason, option.turn_tokens or None, coster, scanner)
+    cache[unit.id] = (unit, (key, option.turns, option.detail, scanner, entries))
+    return [_copied(e, option.utility) for e in entries]
+
+
+def _copied(entry: dict[str, Any], utility: float) -> dict[str, Any]:
+    """A copy of a manifest entry with this call's ``utility`` (it changes with the unit's age).
+
+    Its lists and dicts are copies too: a manifest may be edited by its reader.
+    """
+    out = dict(entry, utility=utility)
+    for name, value in entry.items():
+        if isinstance(value, list):
+            out[name] = [dict(v) if isinstance(v, dict) else v for v in value]
+        elif isinstance(value, dict):
+            out[name] = copy.deepcopy(value)
+    return out
 
 
 def _entry(

@@ -314,10 +314,16 @@ class Ladder:
         """
         if self.reach is not None and unit.id not in self.reach and not required:
             return []
+        known = self._cache.get(("content key", unit.id))
+        if known is not None and known[0] is unit:
+            content = known[1]
+        else:
+            content = _content_key(unit)
+            self._cache[("content key", unit.id)] = (unit, content)
         key = (
             _tenant_of(unit),
             unit.id,
-            _content_key(unit),
+            content,
             coster.counter_id,
             self.focus,
             self.query,
@@ -564,12 +570,19 @@ class Ladder:
             and all(t == "delimited" for t in u.transforms.values())
             and (self.reach is None or u.id in self.reach)
         ]
-        pointers = {uid: Pointer(kept, True) for uid, kept in _repeated_calls(exchanges).items()}
+        pointers = {uid: Pointer(kept, True) for uid, kept in _repeated_calls(exchanges, self._call_key).items()}
         groups: dict[tuple[tuple[str, str], ...], list[tuple[str, str]]] = {}
         for u in exchanges:
-            text = _outputs(u)
-            if u.id not in pointers and len(text) >= REDUNDANT_MIN_CHARS:
-                groups.setdefault(_call_signature(u), []).append((u.id, text))
+            if u.id in pointers:
+                continue
+            known = self._cache.get(("outputs", u.id))  # the signature of a large enough output, else None
+            text = None
+            if known is None or known[0] is not u:
+                text = _outputs(u)
+                signature = _call_signature(u) if len(text) >= REDUNDANT_MIN_CHARS else None
+                known = self._cache[("outputs", u.id)] = (u, signature)
+            if known[1] is not None:
+                groups.setdefault(known[1], []).append((u.id, text if text is not None else _outputs(u)))
         for items in groups.values():  # near-duplicates only among outputs of the same call (a poll, a retry)
             if len(items) > 1:
                 pointers.update(self._near_duplicates(items))
@@ -582,6 +595,13 @@ class Ladder:
                 kept, exact = pointers[kept].kept, exact and pointers[kept].exact
             out[uid] = Pointer(kept, exact)
         return out
+
+    def _call_key(self, unit: Unit) -> tuple[Any, ...] | None:
+        """:func:`unit_call_key`, cached per unit object (records are immutable)."""
+        known = self._cache.get(("call key", unit.id))
+        if known is None or known[0] is not unit:
+            known = self._cache[("call key", unit.id)] = (unit, unit_call_key(unit))
+        return known[1]  # type: ignore[no-any-return]
 
     def _near_duplicates(self, items: Sequence[tuple[str, str]]) -> dict[str, Pointer]:
         """Older id → newest identical or similar id, as :func:`~ctxledger.represent.find_redundant` computes it.
@@ -792,21 +812,33 @@ def _outputs(unit: Unit) -> str:
     return "\n".join(data_block_body(str(t.content)) for t in unit.turns if t.role == "tool")
 
 
-def _repeated_calls(exchanges: Sequence[Unit]) -> dict[str, str]:
-    """Units whose calls (tool, canonical arguments, output sha256) all repeat in one newer unit."""
+def _repeated_calls(
+    exchanges: Sequence[Unit], keys: Callable[[Unit], tuple[Any, ...] | None] | None = None
+) -> dict[str, str]:
+    """Units whose calls (tool, canonical arguments, output sha256) all repeat in one newer unit.
+
+    ``keys``: a unit's :func:`unit_call_key` (a cached one; default computed).
+    """
     newest: dict[tuple[Any, ...], str] = {}
     out: dict[str, str] = {}
     for unit in reversed(exchanges):
-        calls = [r for r in unit.records if isinstance(r, ToolCall)]
-        arts = {r.tool_call_id: r for r in unit.records if isinstance(r, ToolArtifact)}
-        if not calls or any(c.id not in arts for c in calls):
+        key = (keys or unit_call_key)(unit)
+        if key is None:
             continue
-        key = tuple(call_key(c, arts[c.id]) for c in calls)
         if key in newest:
             out[unit.id] = newest[key]
         else:
             newest[key] = unit.id
     return out
+
+
+def unit_call_key(unit: Unit) -> tuple[Any, ...] | None:
+    """The :func:`call_key` of each call of a tool-exchange unit; ``None`` when a call has no result."""
+    calls = [r for r in unit.records if isinstance(r, ToolCall)]
+    arts = {r.tool_call_id: r for r in unit.records if isinstance(r, ToolArtifact)}
+    if not calls or any(c.id not in arts for c in calls):
+        return None
+    return tuple(call_key(c, arts[c.id]) for c in calls)
 
 
 def omit_redundant(

@@ -101,12 +101,14 @@ def make_room_for_errors(
     waiting.sort(key=lambda i: (-max(o.utility for o in i.options), -i.seq, i.unit_id))
     admitted = []
     moves: list[_Move] | None = None  # the downgrades of the current selection (it changes only on admission)
+    used = sum(o.tokens for o in result.chosen.values())  # tokens chosen (it changes only on admission)
     for item in waiting:
         if moves is None:
             moves = _downgrades(by_id, result, "")
-        if _admit(item, [m for m in moves if m.item.unit_id != item.unit_id], result, budget_tokens, ledger):
+        if _admit(item, [m for m in moves if m.item.unit_id != item.unit_id], result, budget_tokens - used, ledger):
             admitted.append(item.unit_id)
             moves = None
+            used = result.used_tokens
     return admitted
 
 
@@ -114,11 +116,12 @@ def _admit(
     item: SelectionItem,
     moves: Sequence[_Move],
     result: SelectionResult,
-    budget_tokens: int,
+    left: int,
     ledger: BudgetLedger,
 ) -> bool:
+    """Admit ``item`` at its evidence option, downgrading the first ``moves`` as needed (``left``: tokens free)."""
     target = _evidence_option(item)
-    remaining = budget_tokens - sum(o.tokens for o in result.chosen.values())
+    remaining = left
     plan: list[_Move] = []
     for move in moves:
         if remaining >= target.tokens:

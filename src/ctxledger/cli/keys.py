@@ -64,7 +64,9 @@ def list_(ctx: typer.Context) -> None:
         table.add_column(column)
     for r in rows:
         table.add_row(r.id, escape(r.name or ""), r.created_at, r.revoked_at or "")
-    _out().print(table if rows else f"no keys for tenant {escape(settings.tenant)} (another tenant's: keys list --tenant T)")
+    _out().print(
+        table if rows else f"no keys for tenant {escape(settings.tenant)} (another tenant's: keys list --tenant T)"
+    )
 
 
 @keys_app.command("revoke")

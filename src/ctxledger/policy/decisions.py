@@ -170,6 +170,7 @@ class StageContext:
     _by_id: dict[str, Record] | None = field(default=None, repr=False)
     _live: tuple[int, list[Unit]] | None = field(default=None, repr=False)
     _unit_of: dict[str, Unit] | None = field(default=None, repr=False)
+    _scanned: dict[int, tuple[Any, ...]] = field(default_factory=dict, repr=False)
 
     def record(self, record_id: str) -> Record | None:
         """The candidate record with that id, or ``None``."""
@@ -214,37 +215,55 @@ class StageContext:
         table[obj.id] = (obj, value)
         return value
 
-    def scan(self, namespace: Any, items: Sequence[Any], compute: Callable[[Any], Any]) -> list[tuple[Any, Any]]:
+    def scan(
+        self, namespace: Any, items: Sequence[Any], compute: Callable[[Any], Any], *, slot: str | None = None
+    ) -> list[tuple[Any, Any]]:
         """``(item, compute(item))`` for every item of ``items`` whose value is truthy, in order.
 
         For a stage whose verdict on one record (or unit) depends on that item and on what ``namespace``
         names (the stage's settings, the request fields it reads) but not on other candidates. Verdicts are
-        kept in :attr:`memo` per item (by ``id``, valid while the item is the very object asked about), so a
-        call computes only the items no earlier call saw, whichever subset of the history it visits; when
-        ``items`` is the list of the previous call grown at its end, the verdicts on its prefix are reused
-        without looking them up one by one.
+        kept in :attr:`memo` per item object (a unit the snapshot rebuilt is a new object and is computed
+        afresh), so a call computes only the items no earlier call saw, whichever subset of the history it
+        visits, and the set operations that find them and the truthy verdicts among ``items`` run in C: a call
+        costs the new items plus the truthy verdicts, not a Python step per candidate.
+
+        ``slot``: the memo keeps the verdicts of one namespace per slot, dropping the previous namespace's when
+        another is asked for (for namespaces that name request values which change from call to call, such
+        as what is promoted to the caller), so the memo does not grow with the number of distinct requests.
         """
         if self.memo is None:
             return [(item, value) for item in items if (value := compute(item))]
-        table = self.memo.setdefault(("scan", namespace), {})
-        per_item = self.memo.setdefault(("scan items", namespace), {})
-        hit = table.get("")
-        start, found = 0, []
-        if hit is not None:
-            seq, count, last, cached = hit
-            if seq is items and count <= len(items) and (count == 0 or items[count - 1] is last):
-                start, found = count, list(cached)
-        for item in items[start:]:
-            known = per_item.get(item.id)
-            if known is not None and known[0] is item:
-                value = known[1]
-            else:
-                value = compute(item)
-                per_item[item.id] = (item, value)
+        if slot is not None:
+            previous = self.memo.get(("slot", slot))
+            if previous is not None and previous[1] != namespace:
+                self.memo.pop(("scan", previous[1]), None)
+            self.memo[("slot", slot)] = (slot, namespace)  # type: ignore[assignment]
+        # seen: id(item) -> item for every item computed (holding the item keeps its id from being reused);
+        # truthy: id(item) -> (item, value) for those whose verdict is truthy; the last list asked and its answer
+        state = self.memo.setdefault(("scan", namespace), [{}, {}, None])  # type: ignore[arg-type]
+        seen, truthy, last = state
+        if last is not None and last[0] is items and last[1] == len(items):  # the very list of the last call
+            return list(last[2])
+        idset, pos = self._positions(items)
+        new = idset - seen.keys()
+        for k in sorted(pos[i] for i in new):
+            item = items[k]
+            value = compute(item)
+            seen[id(item)] = item
             if value:
-                found.append((item, value))
-        table[""] = (items, len(items), items[-1] if items else None, found)
+                truthy[id(item)] = (item, value)
+        present = truthy.keys() & idset
+        found = [truthy[i] for i in sorted(present, key=pos.__getitem__)]
+        state[2] = (items, len(items), found)
         return list(found)
+
+    def _positions(self, items: Sequence[Any]) -> tuple[set[int], dict[int, int]]:
+        """``(set of ids, id -> position)`` of a candidate list, computed once per list and call."""
+        hit = self._scanned.get(id(items))
+        if hit is None or hit[0] is not items:
+            ids = list(map(id, items))
+            hit = self._scanned[id(items)] = (items, set(ids), dict(zip(ids, range(len(ids)), strict=True)))
+        return hit[1], hit[2]
 
     def live_units(self) -> list[Unit]:
         """Units none of whose records were omitted so far (``omitted`` only grows, so its size dates the list)."""

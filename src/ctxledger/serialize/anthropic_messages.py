@@ -54,8 +54,8 @@ from typing import Any
 
 from ctxledger.errors import NOTHING_TO_SEND, NothingToSend, ProviderContractError
 from ctxledger.hashing import canonical_json
-from ctxledger.serialize.anthropic_cache import check_breakpoints
 from ctxledger.serialize._turns import at, check_turns, content_parts, function_definitions, speaker_label
+from ctxledger.serialize.anthropic_cache import check_breakpoints
 from ctxledger.serialize.base import Turn
 from ctxledger.serialize.call_ids import unique_call_ids
 from ctxledger.serialize.images import anthropic_image_tokens, image_size_from_base64, parse_data_url
@@ -169,10 +169,7 @@ class AnthropicMessagesSerializer:
         blocks = self._content_blocks(index, turn)
         if turn.name:
             blocks = _label(turn.name, blocks)
-        blocks += [
-            _tool_use(call.call_id, wire_tool_name(call.name), call.arguments)
-            for call in turn.tool_calls
-        ]
+        blocks += [_tool_use(call.call_id, wire_tool_name(call.name), call.arguments) for call in turn.tool_calls]
         thinking = [(pos, b) for pos, b in turn.thinking if b.get("type") in self.thinking_types]
         if turn.role == "assistant" and thinking:
             blocks = with_thinking(blocks, thinking)

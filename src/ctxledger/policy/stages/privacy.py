@@ -28,7 +28,7 @@ from ctxledger.errors import InvalidSetting
 from ctxledger.policy.checks import string_lists, strings
 from ctxledger.policy.decisions import PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.derivation import restricting_sources
-from ctxledger.policy.stages._common import omit, request_provider
+from ctxledger.policy.stages._common import omit, request_provider, stage_key
 from ctxledger.records import Branch, Conversation, Participant, Record
 
 DEFAULT_CLASSES = ("public", "internal", "confidential", "restricted", "secret")
@@ -102,14 +102,19 @@ class PrivacyStage:
     def __call__(self, ctx: StageContext) -> Iterable[PolicyDecision]:
         """Omit records the request's provider may not receive, by their own envelope or a source's."""
         provider = request_provider(ctx.request)
-        for rec in ctx.records:
-            if rec.id in ctx.omitted or isinstance(rec, Conversation | Branch | Participant):
-                continue
-            reason, detail = self.allows(rec, provider)
-            if reason is None:
-                reason, detail = self._inherited(ctx, rec, provider)
-            if reason is not None:
-                yield omit(self.name, rec.id, reason, detail)
+        # a verdict depends on the record, its sources (earlier, immutable records) and the provider only
+        key = stage_key(self, provider, ctx.find_record is not None)
+        for rec, decision in ctx.scan(key, ctx.records, lambda r: self._decide(ctx, r, provider)):
+            if rec.id not in ctx.omitted:
+                yield decision
+
+    def _decide(self, ctx: StageContext, rec: Record, provider: str | None) -> PolicyDecision | None:
+        if isinstance(rec, Conversation | Branch | Participant):
+            return None
+        reason, detail = self.allows(rec, provider)
+        if reason is None:
+            reason, detail = self._inherited(ctx, rec, provider)
+        return omit(self.name, rec.id, reason, detail) if reason is not None else None
 
     def _inherited(self, ctx: StageContext, rec: Record, provider: str | None) -> tuple[ReasonCode | None, str]:
         """The first restriction ``rec`` inherits from a source (nearest first), naming the source."""

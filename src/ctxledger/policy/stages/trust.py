@@ -27,13 +27,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from ctxledger.policy.decisions import PolicyDecision, ReasonCode, StageContext
-from ctxledger.units import BLOB_MISMATCH, BLOB_MISSING, Unit, UnitKind, content_text
 from ctxledger.policy.checks import flag, strings
+from ctxledger.policy.decisions import PolicyDecision, ReasonCode, StageContext
 from ctxledger.policy.injection import INSTRUCTION_LIKE, instruction_like
 from ctxledger.policy.stages._common import mark, omit_unit, stage_key, unit_tags
 from ctxledger.records import Record, ToolArtifact, ToolCall, Trust
 from ctxledger.retention.state import TRANSFORM as RETAINED
+from ctxledger.units import BLOB_MISMATCH, BLOB_MISSING, Unit, UnitKind, content_text
 
 _DELIMITED = (Trust.RETRIEVED, Trust.UNTRUSTED)
 _DATA_KINDS = (UnitKind.MEMORY, UnitKind.COMPACTION, UnitKind.CHECKPOINT)

@@ -61,18 +61,36 @@ class VisibilityStage:
         who = ctx.request.participant_id
         people = participants(ctx)
         promoted = promoted_records(ctx, who)
-        for rec in ctx.records:
-            if rec.id in ctx.omitted or isinstance(rec, Participant):
-                continue
-            if rec.visibility is Visibility.AUDIT_ONLY:  # promotion never publishes audit-only records
-                yield omit(self.name, rec.id, ReasonCode.AUDIT_ONLY, "kept for audit; never sent to a model")
-            elif not sees(rec, who, promoted):
-                yield self._private(rec, who, people)
-            else:
-                for src in restricting_sources(ctx, rec):
-                    if not sees(src, who, promoted):
-                        yield self._derived(rec, src, who, people)
-                        break
+        # a verdict depends on the record, its sources (earlier, immutable records), who asks, what is promoted
+        # to them and the participants' parent chains: all of them are in the memo key
+        chains = tuple(sorted((p.id, p.parent_participant_id or "") for p in people.values()))
+        key = (self.name, self.version, who, tuple(sorted(promoted.items())), chains, ctx.find_record is not None)
+
+        def decide(rec: Record) -> PolicyDecision | None:
+            return self._decide(ctx, rec, who, promoted, people)
+
+        for rec, decision in ctx.scan(key, ctx.records, decide, slot=f"{self.name} {who}"):
+            if rec.id not in ctx.omitted:
+                yield decision
+
+    def _decide(
+        self,
+        ctx: StageContext,
+        rec: Record,
+        who: str | None,
+        promoted: Mapping[str, str],
+        people: Mapping[str, Participant],
+    ) -> PolicyDecision | None:
+        if isinstance(rec, Participant):
+            return None
+        if rec.visibility is Visibility.AUDIT_ONLY:  # promotion never publishes audit-only records
+            return omit(self.name, rec.id, ReasonCode.AUDIT_ONLY, "kept for audit; never sent to a model")
+        if not sees(rec, who, promoted):
+            return self._private(rec, who, people)
+        for src in restricting_sources(ctx, rec):
+            if not sees(src, who, promoted):
+                return self._derived(rec, src, who, people)
+        return None
 
     def _private(self, rec: Record, who: str | None, people: Mapping[str, Participant]) -> PolicyDecision:
         owner = rec.owner_participant_id
