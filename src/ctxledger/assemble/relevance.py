@@ -32,7 +32,9 @@ import bm25s
 import numpy as np
 import Stemmer  # type: ignore[import-not-found]  # PyStemmer ships no type stubs
 
+from ctxledger.assemble.facets import UnitFacets
 from ctxledger.assemble.semantic import LEXICAL, VectorIndex, default_embedder
+from ctxledger.policy.base import SelectionParams
 
 STEMMER_LANGUAGE = "english"
 """The Snowball stemmer applied to every indexed and query term."""
@@ -103,14 +105,21 @@ def with_semantic(lexical: np.ndarray, query: str, vectors: VectorIndex | None, 
     return (1.0 - weight) * lex + weight * sem
 
 
-def relevance_name(vectors: VectorIndex | None, weight: float) -> str:
-    """Which relevance an assembly used, as its manifest records it: ``"bm25"`` or ``"bm25+<model id>"``."""
-    if weight <= 0 or vectors is None:
-        return LEXICAL
-    embedder = default_embedder()
-    if embedder is None or embedder.model_id != vectors.model_id:
-        return LEXICAL
-    return f"{LEXICAL}+{vectors.model_id}"
+def relevance_name(vectors: VectorIndex | None, selection: SelectionParams, facets: UnitFacets | None = None) -> str:
+    """Which relevance an assembly used, as its manifest records it.
+
+    ``"bm25"``, or ``"bm25+<model id>"`` when semantic similarity was mixed in, then ``"+<signal>"`` for each
+    further signal that acted on the snapshot's units (``speaker``, ``date``, ``session``, in that order;
+    :meth:`~ctxledger.assemble.facets.UnitFacets.signals`).
+    """
+    name = LEXICAL
+    embedder = default_embedder() if selection.semantic_weight > 0 and vectors is not None else None
+    if embedder is not None and vectors is not None and embedder.model_id == vectors.model_id:
+        name = f"{LEXICAL}+{vectors.model_id}"
+    if facets is None:
+        return name
+    signals = facets.signals(selection.speaker_boost, selection.date_boost, selection.session_boost)
+    return "+".join((name, *signals))
 
 
 _QUESTION_START = re.compile(

@@ -27,7 +27,10 @@ exactly as it was (same turns, same payload hash). Records are never changed; th
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Sequence
+import re
+from collections.abc import Collection, Mapping, Sequence
+
+import numpy as np
 
 from ctxledger.policy.secrets import SPEAKER_WITHHELD
 from ctxledger.records import Message, Participant, Record, Role
@@ -102,3 +105,50 @@ def _attributed(
     transforms = dict(unit.transforms)
     transforms[msg.id] = "+".join(filter(None, [transforms.get(msg.id), step]))
     return dataclasses.replace(unit, turns=(turn, *unit.turns[1:]), transforms=transforms)
+
+
+def unit_speaker(unit: Unit) -> tuple[str, str] | None:
+    """Who said ``unit``: ``("name", Message.name)``, else ``("participant", owner id)``, else ``None``.
+
+    Only a unit that opens with a message (a message, or the turn of a tool exchange) has a speaker. An owner
+    is kept by id so that its name can come from a :class:`Participant` record written later
+    (:func:`speaker_names`).
+    """
+    first = unit.records[0] if unit.records else None
+    if not isinstance(first, Message):
+        return None
+    if first.name:
+        return ("name", first.name)
+    if first.owner_participant_id:
+        return ("participant", first.owner_participant_id)
+    return None
+
+
+def speaker_names(keys: Sequence[tuple[str, str]], people: Mapping[str, str]) -> list[str]:
+    """The name of each :func:`unit_speaker` key: the message's name, the participant's name, else its id."""
+    return [value if kind == "name" else people.get(value) or value for kind, value in keys]
+
+
+def named_speaker(query: str, names: Sequence[str]) -> str | None:
+    """The one speaker name ``query`` names (a whole word, case as written), or ``None`` for none or several."""
+    found = {n for n in names if n and re.search(rf"(?<!\w){re.escape(n)}(?!\w)", query)}
+    return found.pop() if len(found) == 1 else None
+
+
+def with_speaker(
+    scores: np.ndarray, query: str, speakers: np.ndarray, names: Sequence[str], boost: float
+) -> np.ndarray:
+    """``scores · (1 + boost)`` for the units said by the one speaker the query names; else ``scores``.
+
+    "What did Melanie paint?" asks about Melanie's turns; the other speaker's turns about painting rank below
+    hers. ``speakers`` holds one code per unit (aligned with ``scores``; ``-1`` = no speaker) into ``names``.
+    Unchanged when ``boost`` is 0, the query names no speaker, or it names several (a question about two
+    people is about both).
+    """
+    if boost <= 0 or not query or not names or len(speakers) != len(scores):
+        return scores
+    named = named_speaker(query, names)
+    if named is None:
+        return scores
+    codes = [i for i, n in enumerate(names) if n == named]
+    return scores * (1.0 + boost * np.isin(speakers, codes))
