@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Sequence
+from typing import Protocol
 
 import bm25s
 import numpy as np
@@ -34,7 +35,6 @@ import Stemmer  # type: ignore[import-not-found]  # PyStemmer ships no type stub
 
 from ctxledger.assemble.facets import UnitFacets
 from ctxledger.assemble.semantic import LEXICAL, VectorIndex, default_embedder
-from ctxledger.policy.base import SelectionParams
 
 STEMMER_LANGUAGE = "english"
 """The Snowball stemmer applied to every indexed and query term."""
@@ -105,7 +105,16 @@ def with_semantic(lexical: np.ndarray, query: str, vectors: VectorIndex | None, 
     return (1.0 - weight) * lex + weight * sem
 
 
-def relevance_name(vectors: VectorIndex | None, selection: SelectionParams, facets: UnitFacets | None = None) -> str:
+class RelevanceWeights(Protocol):
+    """The relevance settings of :class:`~ctxledger.policy.base.SelectionParams` a manifest's name depends on."""
+
+    semantic_weight: float
+    speaker_boost: float
+    date_boost: float
+    session_boost: float
+
+
+def relevance_name(vectors: VectorIndex | None, selection: RelevanceWeights, facets: UnitFacets | None = None) -> str:
     """Which relevance an assembly used, as its manifest records it.
 
     ``"bm25"``, or ``"bm25+<model id>"`` when semantic similarity was mixed in, then ``"+<signal>"`` for each

@@ -94,7 +94,7 @@ class SelectionParams:
     """``(w_relevance, w_recency, w_kind)`` when the query is a question outside a tool loop."""
     neighbour_decay: float = 0.5
     """Share of a neighbour's relevance a unit adds per unit of distance (0 = own score only)."""
-    neighbour_window: int = 3
+    neighbour_window: int = 4
     """How many units on each side count as neighbours."""
     semantic_weight: float = 0.5
     """Share of semantic similarity in relevance when an embedding model is installed (the ``semantic`` extra;
@@ -114,7 +114,7 @@ class SelectionParams:
     speaker_boost: float = 0.5
     """How much more a unit said by the one speaker the query names counts (relevance × (1 + speaker_boost);
     :func:`ctxledger.assemble.speakers.with_speaker`); 0 = speakers ignored."""
-    session_boost: float = 0.3
+    session_boost: float = 0.2
     """How much a unit is lifted by the best relevance of the units written the same day (relevance ×
     (1 + session_boost · that day's best, over the maximum); :func:`ctxledger.assemble.dates.with_session`),
     after the neighbour spread; 0 = sessions ignored."""
