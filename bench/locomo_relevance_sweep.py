@@ -15,8 +15,9 @@ A variant is a JSON object; keys (absent = the default policy):
 vector space: the query vector plus ``prf`` × the mean centred vector of the ``prf_k`` best units, then
 re-scored), ``speaker`` (units said by the one participant the question names count ``1 + speaker`` times),
 ``session`` (each unit × ``1 + session ×`` its day's best score), ``diversity`` (a unit's score divided by
-``1 + diversity · r / 8``, ``r`` its rank among its day's units), ``unnamed`` (BM25 of the query without the
-one speaker name it names). Absent keys take the default policy's
+``1 + diversity · r / 8``, ``r`` its rank among its day's units), ``unnamed`` (BM25 of the query without the one
+speaker name it names), ``sem_named`` (the query vector with that name: the assembler leaves it out while the
+speaker boost is on). Absent keys take the default policy's
 settings, so ``{}`` is the assembler's relevance.
 """
 
@@ -84,17 +85,18 @@ def relevance(conv: dict[str, Any], q: dict[str, Any], p: dict[str, Any]) -> np.
     rows, mean = conv["rows"], conv["mean"]
     bm = q["bm25_unnamed"] if p.get("unnamed") else q["bm25"]
     lex = (bm / bm.max() if bm.max() > 0 else bm) ** p.get("lex_power", 1.0)
-    sem = _rescale(_centred_cos(rows, mean, q["vector"])) ** p.get("sem_power", 1.0)
+    speaker = p.get("speaker", DEFAULT.speaker_boost)
+    qv = q["vector_unnamed"] if speaker and not p.get("sem_named") else q["vector"]
+    sem = _rescale(_centred_cos(rows, mean, qv)) ** p.get("sem_power", 1.0)
     w = p.get("w", DEFAULT.semantic_weight)
     s = (1 - w) * lex + w * sem
     if p.get("prf"):
         top = np.argsort(-s)[: p.get("prf_k", 5)]
         fed = rows[top] - mean
         fed /= np.maximum(np.linalg.norm(fed, axis=1, keepdims=True), 1e-12)
-        qc = q["vector"] - mean
+        qc = qv - mean
         expanded = qc / max(float(np.linalg.norm(qc)), 1e-12) + p["prf"] * fed.mean(axis=0) + mean
         s = (1 - w) * lex + w * _rescale(_centred_cos(rows, mean, expanded))
-    speaker = p.get("speaker", DEFAULT.speaker_boost)
     named = named_speaker(q["text"], conv["names"]) if speaker else None
     if named is not None:
         s = s * (1 + speaker * (conv["speakers"] == named))
@@ -159,6 +161,7 @@ def load(path: Path, indices: list[int], memories: bool, *, check: int = 0) -> l
                     "bm25": snap.index.scores(tokenize([case.query])[0], len(snap.units)),
                     "bm25_unnamed": snap.index.scores(tokenize([_unnamed(case.query, names)])[0], len(snap.units)),
                     "vector": embedder.embed([case.query])[0].astype(np.float64),
+                    "vector_unnamed": embedder.embed([_unnamed(case.query, names)])[0].astype(np.float64),
                     "dates": days_match(query_dates(case.query), days),
                 }
             )

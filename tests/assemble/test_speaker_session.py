@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from ctxledger.assemble.dates import with_session
 from ctxledger.assemble.facets import UnitFacets
 from ctxledger.assemble.snapshot import SnapshotLoader
-from ctxledger.assemble.speakers import named_speaker, with_speaker
+from ctxledger.assemble.speakers import named_speaker, with_speaker, without_speaker
 from ctxledger.errors import InvalidSetting
 from ctxledger.ledger import Ledger
 from ctxledger.policy.base import SelectionParams
@@ -40,12 +40,20 @@ def test_with_speaker_scales_only_the_named_speakers_units(scores: list[float], 
     base = np.array(scores)
     codes = np.array(data.draw(st.lists(st.integers(-1, 2), min_size=len(base), max_size=len(base))))
     names = ["Ann", "Bob", "Ann"]  # two keys with one name (a message's name and a participant's)
-    out = with_speaker(base, "What did Ann cook?", codes, names, boost)
+    out = with_speaker(base, named_speaker("What did Ann cook?", names), codes, names, boost)
     ann = np.isin(codes, [0, 2])
     assert np.allclose(out[ann], base[ann] * (1 + boost))
     assert np.array_equal(out[~ann], base[~ann])
-    assert np.array_equal(with_speaker(base, "What did Ann and Bob cook?", codes, names, boost), base)
-    assert np.array_equal(with_speaker(base, "What did Ann cook?", codes, names, 0.0), base)
+    assert np.array_equal(with_speaker(base, named_speaker("Did Ann and Bob cook?", names), codes, names, boost), base)
+    assert np.array_equal(with_speaker(base, "Ann", codes, names, 0.0), base)
+
+
+def test_the_topic_part_of_a_query_leaves_out_the_named_speaker() -> None:
+    destress = without_speaker("What does Melanie do to destress?", "Melanie")
+    assert destress.split() == ["What", "does", "do", "to", "destress?"]
+    assert without_speaker("What is Caroline's identity?", "Caroline").split() == ["What", "is", "identity?"]
+    assert without_speaker("What did Melanie paint?", None) == "What did Melanie paint?"
+    assert without_speaker("Is Melanies dog big?", "Melanie") == "Is Melanies dog big?"  # another word
 
 
 @settings(max_examples=60, deadline=None)

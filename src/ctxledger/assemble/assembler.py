@@ -65,7 +65,7 @@ from ctxledger.assemble.represent import Pointer, charge_savings, omit_redundant
 from ctxledger.assemble.room import anchor_user_turn, make_room_for_errors
 from ctxledger.assemble.select import Option, SelectionItem, select
 from ctxledger.assemble.snapshot import Snapshot
-from ctxledger.assemble.speakers import attribute_speakers, with_speaker
+from ctxledger.assemble.speakers import attribute_speakers, named_speaker, with_speaker, without_speaker
 from ctxledger.assemble.version import ASSEMBLER_VERSION
 from ctxledger.budget import DEFAULT_BUDGET, Budget, BudgetLedger, contract_budget
 from ctxledger.errors import BudgetItem, ConfigurationError
@@ -968,8 +968,9 @@ def _relevance(request: AssemblyRequest, snap: Snapshot, policy: Policy | None =
     if policy is not None:
         sel = policy.selection
         speakers, days, sessions = snap.facets.arrays()
-        scores = with_semantic(scores, query, snap.vectors, sel.semantic_weight)
-        scores = with_speaker(scores, query, speakers, snap.facets.names, sel.speaker_boost)
+        named = named_speaker(query, snap.facets.names) if sel.speaker_boost > 0 and query else None
+        scores = with_semantic(scores, without_speaker(query, named), snap.vectors, sel.semantic_weight)
+        scores = with_speaker(scores, named, speakers, snap.facets.names, sel.speaker_boost)
         scores = with_dates(scores, query, days, sel.date_boost)
         scores = spread(scores, sel.neighbour_decay, sel.neighbour_window)
         scores = with_session(scores, sessions, sel.session_boost)

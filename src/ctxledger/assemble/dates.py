@@ -7,6 +7,10 @@ year), and :func:`date_match` marks the units whose first record's ``created_at`
 Relative expressions ("last week") are not read: they need the question's own date, which a query does not
 carry.
 
+Units written on the same calendar day form a session; :func:`with_session` lifts each unit by its session's
+best score. The day of every unit (:func:`unit_day`) is read once into the snapshot
+(:mod:`ctxledger.assemble.facets`), so neither signal reads the units per call.
+
 Recognised forms (English month names and three-letter abbreviations, case-insensitive): ``13 October 2023``,
 ``October 13, 2023``, ``13 Oct, 2023``, ``October 2023``, ``October`` (any year), ``2023`` (a year from 1900 to
 2099, as a word of its own), ISO ``2023-10-13``.

@@ -22,6 +22,11 @@ A participant whose name holds a secret (listed in ``withheld`` by the secrets s
 
 A conversation with a single assistant speaker, assembled for that speaker or for no participant, is left
 exactly as it was (same turns, same payload hash). Records are never changed; the unit's turns are.
+
+Speakers also steer relevance: a question that names one speaker ("What did Melanie paint?") asks about that
+speaker's turns, so those count more (:func:`with_speaker`) and the name is left out of the query's semantic part
+(:func:`without_speaker`). A unit's speaker (:func:`unit_speaker`) is read once per unit into the snapshot
+(:mod:`ctxledger.assemble.facets`).
 """
 
 from __future__ import annotations
@@ -135,20 +140,30 @@ def named_speaker(query: str, names: Sequence[str]) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
+def without_speaker(query: str, named: str | None) -> str:
+    """``query`` without the speaker name it names (and its ``'s``), for the parts of relevance that match topics.
+
+    Every turn of a speaker is about that speaker, so the name in "What does Melanie do to destress?" pulls the
+    query's vector towards all of Melanie's turns alike; :func:`with_speaker` carries the name instead.
+    """
+    if not named:
+        return query
+    return re.sub(rf"(?<!\w){re.escape(named)}(?:'s)?(?!\w)", " ", query)
+
+
 def with_speaker(
-    scores: np.ndarray, query: str, speakers: np.ndarray, names: Sequence[str], boost: float
+    scores: np.ndarray, named: str | None, speakers: np.ndarray, names: Sequence[str], boost: float
 ) -> np.ndarray:
-    """``scores · (1 + boost)`` for the units said by the one speaker the query names; else ``scores``.
+    """``scores · (1 + boost)`` for the units said by ``named``, the one speaker the query names.
+
+    ``named`` comes from :func:`named_speaker`.
 
     "What did Melanie paint?" asks about Melanie's turns; the other speaker's turns about painting rank below
     hers. ``speakers`` holds one code per unit (aligned with ``scores``; ``-1`` = no speaker) into ``names``.
-    Unchanged when ``boost`` is 0, the query names no speaker, or it names several (a question about two
-    people is about both).
+    Unchanged when ``boost`` is 0 or ``named`` is ``None`` (the query names no speaker, or several: a question
+    about two people is about both).
     """
-    if boost <= 0 or not query or not names or len(speakers) != len(scores):
-        return scores
-    named = named_speaker(query, names)
-    if named is None:
+    if boost <= 0 or named is None or len(speakers) != len(scores):
         return scores
     codes = [i for i, n in enumerate(names) if n == named]
     return scores * (1.0 + boost * np.isin(speakers, codes))
