@@ -4,8 +4,8 @@ A full run of ``bench/locomo_splits.py`` costs minutes per setting; this sweep r
 (as ``ctxledger eval run`` does), keeps the snapshot of its first assembly (BM25 index, unit vectors, dates),
 and then, per question and variant, recomputes relevance in numpy and fills the budget with units in the order
 of the selection's utility (``0.8·relevance + 0.1·recency``, the question weights). It is a proxy of the
-selector, not the selector: on conversations 0–4 at 2,000 tokens it gives 0.871 where the harness gives 0.867
-(8,000: 0.953 / 0.952); use it to rank variants, then confirm with ``bench/locomo_splits.py``.
+selector, not the selector: on conversations 0–4 at 2,000 tokens it gives 0.885 where the harness gives 0.885
+(8,000: 0.964 / 0.966); use it to rank variants, then confirm with ``bench/locomo_splits.py``.
 
     python bench/locomo_relevance_sweep.py --conversations 0-4 '{}' '{"prf": 1.0}' '{"speaker": 0.5}'
 
