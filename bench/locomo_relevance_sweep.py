@@ -4,8 +4,8 @@ A full run of ``bench/locomo_splits.py`` costs minutes per setting; this sweep r
 (as ``ctxledger eval run`` does), keeps the snapshot of its first assembly (BM25 index, unit vectors, dates),
 and then, per question and variant, recomputes relevance in numpy and fills the budget with units in the order
 of the selection's utility (``0.8·relevance + 0.1·recency``, the question weights). It is a proxy of the
-selector, not the selector: on conversations 0–4 at 2,000 tokens it gives 0.871 where the harness gives 0.867
-(8,000: 0.953 / 0.952); use it to rank variants, then confirm with ``bench/locomo_splits.py``.
+selector, not the selector: on conversations 0–4 at 2,000 tokens it gives 0.885 where the harness gives 0.885
+(8,000: 0.964 / 0.966); use it to rank variants, then confirm with ``bench/locomo_splits.py``.
 
     python bench/locomo_relevance_sweep.py --conversations 0-4 '{}' '{"prf": 1.0}' '{"speaker": 0.5}'
 
@@ -14,8 +14,11 @@ A variant is a JSON object; keys (absent = the default policy):
 ``lex_power`` (each normalised part raised to a power before the mix), ``prf`` / ``prf_k`` (Rocchio feedback in
 vector space: the query vector plus ``prf`` × the mean centred vector of the ``prf_k`` best units, then
 re-scored), ``speaker`` (units said by the one participant the question names count ``1 + speaker`` times),
-``session`` (each unit × ``1 + session ×`` its session's best score), ``diversity`` (a unit's score divided by
-``1 + diversity · r / 8``, ``r`` its rank among its session's units).
+``session`` (each unit × ``1 + session ×`` its day's best score), ``diversity`` (a unit's score divided by
+``1 + diversity · r / 8``, ``r`` its rank among its day's units), ``unnamed`` (BM25 of the query without the one
+speaker name it names), ``sem_named`` (the query vector with that name: the assembler leaves it out while the
+speaker boost is on). Absent keys take the default policy's
+settings, so ``{}`` is the assembler's relevance.
 """
 
 from __future__ import annotations
@@ -31,14 +34,18 @@ from typing import Any
 import numpy as np
 
 import ctxledger.assemble.assembler as assembler
-from ctxledger.assemble.dates import date_match, query_dates
+from ctxledger.assemble.dates import days_match, query_dates
 from ctxledger.assemble.relevance import spread, tokenize
 from ctxledger.assemble.semantic import default_embedder
+from ctxledger.assemble.speakers import named_speaker
 from ctxledger.eval.base import REQUEST_BASE_TOKENS, SelectionTask
 from ctxledger.eval.datasets import load_locomo
 from ctxledger.eval.harness import HEADLINE_EXCLUDED
 from ctxledger.eval.ours import PolicySelector
+from ctxledger.policy.default import default_policy
 from ctxledger.tokens import get_counter
+
+DEFAULT = default_policy().selection
 
 
 def _capture() -> dict[str, Any]:
@@ -67,32 +74,40 @@ def _rescale(cos: np.ndarray) -> np.ndarray:
     return np.clip((cos - floor) / (top - floor), 0.0, None) if top > floor else np.zeros_like(cos)
 
 
+def _unnamed(query: str, names: list[str]) -> str:
+    """The query without the one speaker name it names (the speaker signal carries it), else the query."""
+    named = named_speaker(query, names)
+    return re.sub(rf"(?<!\w){re.escape(named)}(?:'s)?(?!\w)", " ", query) if named else query
+
+
 def relevance(conv: dict[str, Any], q: dict[str, Any], p: dict[str, Any]) -> np.ndarray:
     """The variant's relevance of every unit of ``conv`` to question ``q``, normalised to max 1."""
     rows, mean = conv["rows"], conv["mean"]
-    bm = q["bm25"]
+    bm = q["bm25_unnamed"] if p.get("unnamed") else q["bm25"]
     lex = (bm / bm.max() if bm.max() > 0 else bm) ** p.get("lex_power", 1.0)
-    sem = _rescale(_centred_cos(rows, mean, q["vector"])) ** p.get("sem_power", 1.0)
-    w = p.get("w", 0.5)
+    speaker = p.get("speaker", DEFAULT.speaker_boost)
+    qv = q["vector_unnamed"] if speaker and not p.get("sem_named") else q["vector"]
+    sem = _rescale(_centred_cos(rows, mean, qv)) ** p.get("sem_power", 1.0)
+    w = p.get("w", DEFAULT.semantic_weight)
     s = (1 - w) * lex + w * sem
     if p.get("prf"):
         top = np.argsort(-s)[: p.get("prf_k", 5)]
         fed = rows[top] - mean
         fed /= np.maximum(np.linalg.norm(fed, axis=1, keepdims=True), 1e-12)
-        qc = q["vector"] - mean
+        qc = qv - mean
         expanded = qc / max(float(np.linalg.norm(qc)), 1e-12) + p["prf"] * fed.mean(axis=0) + mean
         s = (1 - w) * lex + w * _rescale(_centred_cos(rows, mean, expanded))
-    if p.get("speaker"):
-        named = [n for n in conv["names"] if re.search(rf"\b{re.escape(n)}\b", q["text"], re.IGNORECASE)]
-        if len(named) == 1:
-            s = s * (1 + p["speaker"] * (conv["speakers"] == named[0]))
-    s = s * (1 + p.get("date", 1.0) * q["dates"])
-    s = spread(s, p.get("decay", 0.5), p.get("window", 3))
+    named = named_speaker(q["text"], conv["names"]) if speaker else None
+    if named is not None:
+        s = s * (1 + speaker * (conv["speakers"] == named))
+    s = s * (1 + p.get("date", DEFAULT.date_boost) * q["dates"])
+    s = spread(s, p.get("decay", DEFAULT.neighbour_decay), p.get("window", DEFAULT.neighbour_window))
     sess = conv["sessions"]
-    if p.get("session"):
+    session = p.get("session", DEFAULT.session_boost)
+    if session and s.max() > 0:
         best = np.zeros(sess.max() + 1)
-        np.maximum.at(best, sess, s / max(float(s.max()), 1e-12))
-        s = s * (1 + p["session"] * best[sess])
+        np.maximum.at(best, sess, s / float(s.max()))
+        s = s * (1 + session * best[sess])
     if p.get("diversity"):
         rank, seen = np.zeros(len(s)), defaultdict(int)
         for i in np.argsort(-s, kind="stable"):
@@ -125,8 +140,8 @@ def load(path: Path, indices: list[int], memories: bool, *, check: int = 0) -> l
         by_id = {item.id: item for item in first.items}
         ext = [[r.external_id for r in u.records if r.external_id] for u in snap.units]
         rows = snap.vectors._rows[: len(snap.vectors)].astype(np.float64)
-        conversation = records[index]["conversation"]
-        dates = [u.records[0].created_at.date() for u in snap.units]
+        codes, days, sessions = snap.facets.arrays()
+        names = snap.facets.names
         questions = []
         selector = PolicySelector(counter)
         for case in dataset.cases:
@@ -144,8 +159,10 @@ def load(path: Path, indices: list[int], memories: bool, *, check: int = 0) -> l
                     "required": case.required_ids,
                     "tokens": case.query_tokens,
                     "bm25": snap.index.scores(tokenize([case.query])[0], len(snap.units)),
+                    "bm25_unnamed": snap.index.scores(tokenize([_unnamed(case.query, names)])[0], len(snap.units)),
                     "vector": embedder.embed([case.query])[0].astype(np.float64),
-                    "dates": date_match(query_dates(case.query), dates),
+                    "vector_unnamed": embedder.embed([_unnamed(case.query, names)])[0].astype(np.float64),
+                    "dates": days_match(query_dates(case.query), days),
                 }
             )
         out.append(
@@ -155,9 +172,9 @@ def load(path: Path, indices: list[int], memories: bool, *, check: int = 0) -> l
                 "rows": rows,
                 "mean": rows.mean(axis=0),
                 "covers": {i.id: tuple(i.meta.get("covers", ())) for i in first.items},
-                "sessions": np.array([int(by_id[ex[0]].meta["session"]) if ex else 0 for ex in ext]),
-                "speakers": np.array([by_id[ex[0]].meta.get("speaker", "") if ex else "" for ex in ext]),
-                "names": [conversation["speaker_a"], conversation["speaker_b"]],
+                "sessions": sessions,
+                "speakers": np.array([names[c] if c >= 0 else "" for c in codes]),
+                "names": names,
                 "questions": questions,
             }
         )

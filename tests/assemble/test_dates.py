@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import astuple
 from datetime import UTC, date, datetime
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxledger.assemble.dates import DateSpan, date_match, query_dates, with_dates
+from ctxledger.assemble.dates import DateSpan, date_match, days_match, query_dates, unit_day, with_dates
 from ctxledger.eval.datasets import session_time
 
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
@@ -70,11 +71,13 @@ def _units(days: list[date]) -> list[object]:
 def test_with_dates_only_scales_units_of_the_named_time(scores: list[float], boost: float) -> None:
     days = [date(2023, 6, 3), date(2023, 7, 9), date(2023, 6, 20), date(2023, 10, 13)]
     base = np.array(scores)
-    out = with_dates(base, "What did she do in June?", _units(days), boost)
+    ordinals = np.array([unit_day(u) for u in _units(days)])
+    assert list(ordinals) == [d.toordinal() for d in days]
+    out = with_dates(base, "What did she do in June?", ordinals, boost)
     assert np.allclose(out[[1, 3]], base[[1, 3]])  # other months untouched
     assert np.allclose(out[[0, 2]], base[[0, 2]] * (1 + boost))
-    assert np.array_equal(with_dates(base, "What did she do?", _units(days), boost), base)
-    assert np.array_equal(with_dates(base, "What did she do in June?", _units(days), 0.0), base)
+    assert np.array_equal(with_dates(base, "What did she do?", ordinals, boost), base)
+    assert np.array_equal(with_dates(base, "What did she do in June?", ordinals, 0.0), base)
 
 
 def test_locomo_session_times_are_read_as_utc() -> None:
@@ -93,3 +96,24 @@ def test_the_date_boost_is_a_validated_policy_setting() -> None:
     assert params.as_dict()["date_boost"] == 1.0
     with pytest.raises(InvalidSetting, match="date_boost"):
         dataclasses.replace(params, date_boost=-1.0)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.dates(min_value=date(1, 1, 1), max_value=date(9999, 12, 31)), min_size=1, max_size=20),
+    st.lists(
+        st.tuples(st.none() | st.integers(1900, 2099), st.none() | st.integers(1, 12), st.none() | st.integers(1, 31)),
+        max_size=3,
+    ),
+)
+def test_day_ordinals_match_the_spans_their_dates_fall_in(dates: list[date], spans: list[tuple]) -> None:
+    """The day-ordinal arrays a snapshot keeps match exactly the dates each span holds."""
+    wanted = [DateSpan(*s) for s in spans]
+    got = days_match(wanted, np.array([d.toordinal() for d in dates]))
+
+    def inside(s: DateSpan, d: date) -> bool:
+        return all(w is None or w == v for w, v in zip(astuple(s), (d.year, d.month, d.day), strict=True))
+
+    expected = [float(any(inside(s, d) for s in wanted)) for d in dates]
+    assert list(got) == expected
+    assert list(days_match(wanted, np.zeros(len(dates), dtype=np.int64))) == [0.0] * len(dates)  # no date

@@ -13,6 +13,7 @@ from hypothesis.extra import numpy as hnp
 
 from ctxledger.assemble import relevance, semantic
 from ctxledger.assemble.semantic import StaticEmbedder, VectorIndex, dequantize, quantize, unit_vector
+from ctxledger.policy.base import SelectionParams
 
 finite = st.floats(-1.0, 1.0, allow_nan=False, width=32)
 
@@ -97,10 +98,11 @@ def test_with_semantic_mixes_and_falls_back_to_lexical(monkeypatch: pytest.Monke
     assert np.all(mixed >= 0) and np.all(mixed <= 1.0 + 1e-9)
     assert np.array_equal(relevance.with_semantic(lexical, "dog", index, 0.0), lexical)
     assert np.array_equal(relevance.with_semantic(lexical, "dog", None, 0.5), lexical)
-    assert relevance.relevance_name(index, 0.5) == "bm25+words@test"
-    assert relevance.relevance_name(index, 0.0) == "bm25"
+    assert relevance.relevance_name(index, SelectionParams(semantic_weight=0.5)) == "bm25+words@test"
+    assert relevance.relevance_name(index, SelectionParams(semantic_weight=0.0)) == "bm25"
     other = VectorIndex(4, "another-model")
-    assert relevance.relevance_name(other, 0.5) == "bm25"  # vectors of another model are not mixed with this one's
+    # vectors of another model are not mixed with this one's
+    assert relevance.relevance_name(other, SelectionParams(semantic_weight=0.5)) == "bm25"
     assert np.array_equal(relevance.with_semantic(lexical, "dog", other, 0.5), lexical)
 
 

@@ -27,8 +27,12 @@ def test_every_observation_is_a_memory_after_its_session(data_dir, with_memories
     assert len(memories) == want
     assert [i.seq for i in items] == list(range(len(items)))
     turns = {i.id: i for i in items if i.meta.get("kind") != "memory"}
+    speakers = {s: set(map(tuple, (f[1] if isinstance(f[1], list) else [f[1]] for f in fs)))
+                for o in record["observation"].values() for s, fs in o.items()}  # fmt: skip
     for memory in memories:
         assert memory.text.startswith(MEMORY_PREFIX) and memory.meta["covers"]
+        assert memory.meta["speaker"] in (record["conversation"]["speaker_a"], record["conversation"]["speaker_b"])
+        assert memory.meta["speaker"] in speakers
         session_turns = [t for t in turns.values() if t.meta["session"] == memory.meta["session"]]
         assert memory.seq > max(t.seq for t in session_turns)
         assert all(c in turns or c not in {t.id for t in items} for c in memory.meta["covers"])

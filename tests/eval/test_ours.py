@@ -184,3 +184,14 @@ def test_register_makes_the_default_policy_a_harness_selector(monkeypatch, count
 def test_evaluation_clock_is_fixed() -> None:
     """Every evaluation assembly sees the same request time (freshness is reproducible)."""
     assert EVAL_NOW.isoformat() == "2026-01-01T00:00:00+00:00"
+
+
+def test_a_locomo_turn_is_recorded_under_its_speakers_name(locomo, counter) -> None:
+    """The speaker of each LoCoMo turn becomes its message's name, which relevance reads as the unit's speaker."""
+    case = locomo.cases[0]
+    selector = PolicySelector(counter)
+    selector.select(_task(case, 2000, counter))
+    _, records = _records(selector)
+    by_item = {i.id: i for i in case.items}
+    messages = [r for r in records if isinstance(r, Message)]
+    assert messages and all(r.name == by_item[r.external_id].meta["speaker"] for r in messages)

@@ -7,6 +7,10 @@ year), and :func:`date_match` marks the units whose first record's ``created_at`
 Relative expressions ("last week") are not read: they need the question's own date, which a query does not
 carry.
 
+Units written on the same calendar day form a session; :func:`with_session` lifts each unit by its session's
+best score. The day of every unit (:func:`unit_day`) is read once into the snapshot
+(:mod:`ctxledger.assemble.facets`), so neither signal reads the units per call.
+
 Recognised forms (English month names and three-letter abbreviations, case-insensitive): ``13 October 2023``,
 ``October 13, 2023``, ``13 Oct, 2023``, ``October 2023``, ``October`` (any year), ``2023`` (a year from 1900 to
 2099, as a word of its own), ISO ``2023-10-13``.
@@ -113,31 +117,67 @@ def _span(match: re.Match[str], query: str) -> DateSpan | None:
 
 def date_match(spans: Sequence[DateSpan], dates: Sequence[date]) -> np.ndarray:
     """1.0 for each date inside any of ``spans``, else 0.0 (all 0 when there are no spans)."""
-    out = np.zeros(len(dates), dtype=np.float64)
-    if not spans or not dates:
+    ordinals = np.fromiter((d.toordinal() for d in dates), dtype=np.int64, count=len(dates))
+    return days_match(spans, ordinals)
+
+
+_EPOCH = date(1970, 1, 1).toordinal()
+
+
+def days_match(spans: Sequence[DateSpan], days: np.ndarray) -> np.ndarray:
+    """:func:`date_match` on day ordinals (:meth:`date.toordinal`; 0 = no date, never inside a span)."""
+    out = np.zeros(len(days), dtype=np.float64)
+    if not spans or not len(days):
         return out
-    years = np.fromiter((d.year for d in dates), dtype=np.int64, count=len(dates))
-    months = np.fromiter((d.month for d in dates), dtype=np.int64, count=len(dates))
-    days = np.fromiter((d.day for d in dates), dtype=np.int64, count=len(dates))
-    hit = np.zeros(len(dates), dtype=bool)
+    stamps = (np.asarray(days, dtype=np.int64) - _EPOCH).astype("datetime64[D]")
+    month_start = stamps.astype("datetime64[M]")
+    years = stamps.astype("datetime64[Y]").astype(np.int64) + 1970
+    months = month_start.astype(np.int64) % 12 + 1
+    mdays = (stamps - month_start).astype(np.int64) + 1
+    hit = np.zeros(len(days), dtype=bool)
     for span in spans:
-        hit |= span.contains(years, months, days)
-    out[hit] = 1.0
+        hit |= span.contains(years, months, mdays)
+    out[hit & (np.asarray(days) > 0)] = 1.0
     return out
 
 
-def with_dates(scores: np.ndarray, query: str, units: Sequence[Unit], boost: float) -> np.ndarray:
+def unit_day(unit: Unit) -> int:
+    """The day ``unit`` was written: its first record's ``created_at`` date as an ordinal (0 when it has none)."""
+    return unit.records[0].created_at.date().toordinal() if unit.records else 0
+
+
+def with_dates(scores: np.ndarray, query: str, days: np.ndarray, boost: float) -> np.ndarray:
     """``scores · (1 + boost·match)``: units written on a date the query names count ``1 + boost`` times.
 
     Multiplicative, so a date alone never makes an unrelated unit relevant; it ranks the relevant units of the
     named time above the same kind of unit from another time. Returns ``scores`` unchanged when ``boost`` is 0
-    or the query names no date. ``units`` are aligned with ``scores``; a unit's date is its first record's
-    ``created_at`` (UTC), read only when the query names a date.
+    or the query names no date. ``days`` are the units' :func:`unit_day` ordinals, aligned with ``scores``
+    (kept with the snapshot, so no unit is read per call).
     """
-    if boost <= 0 or not query:
+    if boost <= 0 or not query or len(days) != len(scores):
         return scores
     spans = query_dates(query)
     if not spans:
         return scores
-    dates = [u.records[0].created_at.date() if u.records else date.min for u in units[: len(scores)]]
-    return scores * (1.0 + boost * date_match(spans, dates))
+    return scores * (1.0 + boost * days_match(spans, days))
+
+
+def with_session(scores: np.ndarray, sessions: np.ndarray, boost: float) -> np.ndarray:
+    """``scores · (1 + boost·best)``: each unit lifted by the best score of its session (the units of its day).
+
+    ``best`` is the highest score, over the maximum, of the units that share the unit's session number
+    (``sessions``: one small integer per unit, aligned with ``scores``; units written on the same calendar day
+    share one). A conversation that resumes on another day talks about that day's events, so the turns around
+    a strong hit (the question's answer is often a few turns before or after the turn that repeats its words)
+    rise together, and a session with no good hit does not. Every unit of a one-day history gets the same
+    factor, which leaves the ranking unchanged. Returns ``scores`` unchanged when ``boost`` is 0 or nothing
+    scores above 0.
+    """
+    if boost <= 0 or not len(scores) or len(sessions) != len(scores):
+        return scores
+    top = float(scores.max())
+    if top <= 0:
+        return scores
+    best = np.zeros(int(sessions.max()) + 1, dtype=np.float64)
+    np.maximum.at(best, sessions, scores / top)
+    return scores * (1.0 + boost * best[sessions])

@@ -164,7 +164,7 @@ def build_manifest(inp: ManifestInputs) -> ManifestView:
         snapshot_seq=snap.seq,
         created_at=datetime.now(UTC).isoformat(),
         trace=trace,
-        policy=_policy_block(policy, relevance_name(snap.vectors, policy.selection.semantic_weight)),
+        policy=_policy_block(policy, relevance_name(snap.vectors, policy.selection, snap.facets)),
         assembler_version=ASSEMBLER_VERSION,
         counter={"id": coster.counter_id, "is_estimate": coster.is_estimate},
         model=redact_text(request.model, scanner),

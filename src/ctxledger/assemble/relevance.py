@@ -20,6 +20,12 @@ Why semantic relevance too (:func:`with_semantic`): a question and the turn that
 stem at all ("What does Melanie do to destress?" — "I go running and paint"). With the ``semantic`` extra each
 unit also has a static-embedding vector (:mod:`ctxledger.assemble.semantic`), and its lexical score is mixed
 with its cosine to the query before the neighbour spread.
+
+Why speakers, dates and sessions: a question often names who ("What did Melanie paint?") or when ("in June
+2023"), and a conversation that resumes on another day talks about that day's events. The units said by the
+speaker the query names (:func:`~ctxledger.assemble.speakers.with_speaker`) and those written on a date it names
+(:func:`~ctxledger.assemble.dates.with_dates`) count more before the spread; after it, each unit is lifted by the
+best score of its day (:func:`~ctxledger.assemble.dates.with_session`). Measured on LoCoMo in the README.
 """
 
 from __future__ import annotations
@@ -27,11 +33,13 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Sequence
+from typing import Protocol
 
 import bm25s
 import numpy as np
 import Stemmer  # type: ignore[import-not-found]  # PyStemmer ships no type stubs
 
+from ctxledger.assemble.facets import UnitFacets
 from ctxledger.assemble.semantic import LEXICAL, VectorIndex, default_embedder
 
 STEMMER_LANGUAGE = "english"
@@ -103,14 +111,30 @@ def with_semantic(lexical: np.ndarray, query: str, vectors: VectorIndex | None, 
     return (1.0 - weight) * lex + weight * sem
 
 
-def relevance_name(vectors: VectorIndex | None, weight: float) -> str:
-    """Which relevance an assembly used, as its manifest records it: ``"bm25"`` or ``"bm25+<model id>"``."""
-    if weight <= 0 or vectors is None:
-        return LEXICAL
-    embedder = default_embedder()
-    if embedder is None or embedder.model_id != vectors.model_id:
-        return LEXICAL
-    return f"{LEXICAL}+{vectors.model_id}"
+class RelevanceWeights(Protocol):
+    """The relevance settings of :class:`~ctxledger.policy.base.SelectionParams` a manifest's name depends on."""
+
+    semantic_weight: float
+    speaker_boost: float
+    date_boost: float
+    session_boost: float
+
+
+def relevance_name(vectors: VectorIndex | None, selection: RelevanceWeights, facets: UnitFacets | None = None) -> str:
+    """Which relevance an assembly used, as its manifest records it.
+
+    ``"bm25"``, or ``"bm25+<model id>"`` when semantic similarity was mixed in, then ``"+<signal>"`` for each
+    further signal that acted on the snapshot's units (``speaker``, ``date``, ``session``, in that order;
+    :meth:`~ctxledger.assemble.facets.UnitFacets.signals`).
+    """
+    name = LEXICAL
+    embedder = default_embedder() if selection.semantic_weight > 0 and vectors is not None else None
+    if embedder is not None and vectors is not None and embedder.model_id == vectors.model_id:
+        name = f"{LEXICAL}+{vectors.model_id}"
+    if facets is None:
+        return name
+    signals = facets.signals(selection.speaker_boost, selection.date_boost, selection.session_boost)
+    return "+".join((name, *signals))
 
 
 _QUESTION_START = re.compile(

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ctxledger.assemble.facets import UnitFacets
 from ctxledger.assemble.lexical_index import IncrementalBM25
 from ctxledger.assemble.reach import ReachIndex
 from ctxledger.assemble.relevance import tokenize
@@ -46,6 +47,7 @@ class Snapshot:
         costs: coster id → verbatim token cost per unit (aligned with ``units``).
         token_sums: coster id → running sums of ``costs`` (``token_sums[c][i]`` = tokens of units ``0 … i-1``).
         reach_index: positions that find an assembly's reach without a walk (:mod:`.reach`).
+        facets: each unit's speaker and day, for relevance (:mod:`.facets`), read once per unit.
         graph_ms: milliseconds spent reading the store for this snapshot.
         facts: record id → the record's write-path facts (:class:`~ctxledger.facts.RecordFacts`: secret
             findings, instruction-like phrase, inherited restrictions, lexical terms (which ``index`` holds
@@ -70,6 +72,7 @@ class Snapshot:
     costs: dict[str, list[int]] = field(default_factory=dict)
     token_sums: dict[str, list[int]] = field(default_factory=dict)
     reach_index: ReachIndex = field(default_factory=ReachIndex)
+    facets: UnitFacets = field(default_factory=UnitFacets)
     facts: dict[str, RecordFacts] = field(default_factory=dict)
     graph_ms: float = 0.0
     memo: dict[Any, dict[str, tuple[Any, Any]]] = field(default_factory=dict)
@@ -137,6 +140,7 @@ class SnapshotLoader:
         index = IncrementalBM25()
         snap = Snapshot(tenant_id, conversation_id, branch_id, seq, lineage, records, units, tools, index)
         snap.reach_index.extend(units, 0, records)
+        snap.facets.extend(units, records)
         embedder = default_embedder()
         if embedder is not None:
             snap.vectors = VectorIndex(embedder.dim, embedder.model_id)
@@ -180,6 +184,7 @@ class SnapshotLoader:
         )
         snap.reach_index.truncate(snap.units, first_unit, rebuilt[0].seq if rebuilt else target + 1)
         del snap.units[first_unit:]
+        snap.facets.truncate(first_unit)
         snap.index.truncate(first_unit)
         if snap.vectors is not None:
             snap.vectors.truncate(first_unit)
@@ -189,6 +194,7 @@ class SnapshotLoader:
             del sums[first_unit + 1 :]
         snap.reach_index.extend(units, first_unit, rebuilt)
         snap.units.extend(units)
+        snap.facets.extend(units, new)
         _index_units(snap.index, snap.vectors, units, facts)
         snap.facts.update(facts)
         if tools:

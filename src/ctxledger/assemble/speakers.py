@@ -22,12 +22,20 @@ A participant whose name holds a secret (listed in ``withheld`` by the secrets s
 
 A conversation with a single assistant speaker, assembled for that speaker or for no participant, is left
 exactly as it was (same turns, same payload hash). Records are never changed; the unit's turns are.
+
+Speakers also steer relevance: a question that names one speaker ("What did Melanie paint?") asks about that
+speaker's turns, so those count more (:func:`with_speaker`) and the name is left out of the query's semantic part
+(:func:`without_speaker`). A unit's speaker (:func:`unit_speaker`) is read once per unit into the snapshot
+(:mod:`ctxledger.assemble.facets`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Sequence
+import re
+from collections.abc import Collection, Mapping, Sequence
+
+import numpy as np
 
 from ctxledger.policy.secrets import SPEAKER_WITHHELD
 from ctxledger.records import Message, Participant, Record, Role
@@ -102,3 +110,60 @@ def _attributed(
     transforms = dict(unit.transforms)
     transforms[msg.id] = "+".join(filter(None, [transforms.get(msg.id), step]))
     return dataclasses.replace(unit, turns=(turn, *unit.turns[1:]), transforms=transforms)
+
+
+def unit_speaker(unit: Unit) -> tuple[str, str] | None:
+    """Who said ``unit``: ``("name", Message.name)``, else ``("participant", owner id)``, else ``None``.
+
+    Only a unit that opens with a message (a message, or the turn of a tool exchange) has a speaker. An owner
+    is kept by id so that its name can come from a :class:`Participant` record written later
+    (:func:`speaker_names`).
+    """
+    first = unit.records[0] if unit.records else None
+    if not isinstance(first, Message):
+        return None
+    if first.name:
+        return ("name", first.name)
+    if first.owner_participant_id:
+        return ("participant", first.owner_participant_id)
+    return None
+
+
+def speaker_names(keys: Sequence[tuple[str, str]], people: Mapping[str, str]) -> list[str]:
+    """The name of each :func:`unit_speaker` key: the message's name, the participant's name, else its id."""
+    return [value if kind == "name" else people.get(value) or value for kind, value in keys]
+
+
+def named_speaker(query: str, names: Sequence[str]) -> str | None:
+    """The one speaker name ``query`` names (a whole word, case as written), or ``None`` for none or several."""
+    found = {n for n in names if n and re.search(rf"(?<!\w){re.escape(n)}(?!\w)", query)}
+    return found.pop() if len(found) == 1 else None
+
+
+def without_speaker(query: str, named: str | None) -> str:
+    """``query`` without the speaker name it names (and its ``'s``), for the parts of relevance that match topics.
+
+    Every turn of a speaker is about that speaker, so the name in "What does Melanie do to destress?" pulls the
+    query's vector towards all of Melanie's turns alike; :func:`with_speaker` carries the name instead.
+    """
+    if not named:
+        return query
+    return re.sub(rf"(?<!\w){re.escape(named)}(?:'s)?(?!\w)", " ", query)
+
+
+def with_speaker(
+    scores: np.ndarray, named: str | None, speakers: np.ndarray, names: Sequence[str], boost: float
+) -> np.ndarray:
+    """``scores · (1 + boost)`` for the units said by ``named``, the one speaker the query names.
+
+    ``named`` comes from :func:`named_speaker`.
+
+    "What did Melanie paint?" asks about Melanie's turns; the other speaker's turns about painting rank below
+    hers. ``speakers`` holds one code per unit (aligned with ``scores``; ``-1`` = no speaker) into ``names``.
+    Unchanged when ``boost`` is 0 or ``named`` is ``None`` (the query names no speaker, or several: a question
+    about two people is about both).
+    """
+    if boost <= 0 or named is None or len(speakers) != len(scores):
+        return scores
+    codes = [i for i, n in enumerate(names) if n == named]
+    return scores * (1.0 + boost * np.isin(speakers, codes))

@@ -177,29 +177,30 @@ def _locomo_memories(
 
     Each observation ``[fact, dia_id]`` becomes a ``user`` item ``"Memory (<session date>): <fact>"`` with
     ``meta["covers"]`` = the dia_ids it was derived from (its provenance; ``"D8:6; D9:17"`` is split) and
-    ``meta["kind"] = "memory"``. Items are renumbered so ``seq`` stays the conversation order.
+    ``meta["kind"] = "memory"`` and ``meta["speaker"]`` = the speaker whose observations list it (the speaker of
+    the turns it was drawn from). Items are renumbered so ``seq`` stays the conversation order.
     """
     observations = record.get("observation")
     if not isinstance(observations, Mapping):
         return tuple(turns)
-    by_session: dict[int, list[tuple[str, tuple[str, ...]]]] = {}
+    by_session: dict[int, list[tuple[str, tuple[str, ...], str]]] = {}
     for key, per_speaker in observations.items():
         match = re.fullmatch(r"session_(\d+)_observation", str(key))
         if not match or not isinstance(per_speaker, Mapping):
             continue
-        for facts in per_speaker.values():
+        for speaker, facts in per_speaker.items():
             for fact in facts if isinstance(facts, list) else ():
                 if isinstance(fact, list) and len(fact) == 2 and isinstance(fact[0], str):
                     ids = fact[1] if isinstance(fact[1], list) else [fact[1]]
                     covers = tuple(p.strip() for i in ids for p in str(i).split(";") if p.strip())
-                    by_session.setdefault(int(match.group(1)), []).append((fact[0], covers))
+                    by_session.setdefault(int(match.group(1)), []).append((fact[0], covers, str(speaker)))
     out: list[EvalItem] = []
     sessions = sorted({int(t.meta["session"]) for t in turns} | set(by_session))
     dates = {int(t.meta["session"]): t.meta.get("session_date", "") for t in turns}
     for number in sessions:
         for turn in (t for t in turns if t.meta["session"] == number):
             out.append(replace(turn, seq=len(out)))
-        for k, (fact, covers) in enumerate(by_session.get(number, ())):
+        for k, (fact, covers, speaker) in enumerate(by_session.get(number, ())):
             text = (
                 f"{MEMORY_PREFIX} ({dates.get(number, '')}): {fact}"
                 if dates.get(number)
@@ -216,6 +217,7 @@ def _locomo_memories(
                         "session": number,
                         "kind": "memory",
                         "covers": covers,
+                        "speaker": speaker,
                         "session_date": dates.get(number, ""),
                         "written_at": _written_at(dates.get(number, ""), 10_000 + k),
                     },

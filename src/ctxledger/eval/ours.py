@@ -10,7 +10,8 @@ the harness then judges the result like any other selector's.
 Mapping (one record per turn, ids ``<conversation>/<seq>``, ``external_id`` = the item id):
 
 * ``system`` / ``developer`` / ``user`` / ``assistant`` items become :class:`~ctxledger.records.Message`
-  records; an assistant item's calls become :class:`~ctxledger.records.ToolCall` records of it;
+  records (named ``meta["speaker"]`` when the item has one, as LoCoMo's turns do); an assistant item's calls
+  become :class:`~ctxledger.records.ToolCall` records of it;
 * a ``tool`` item becomes the :class:`~ctxledger.records.ToolArtifact` of the open call it answers (its
   text stored as the raw blob, ``failed`` when ``is_error``); a result whose call is not among the
   candidates cannot be sent validly and is not recorded (counted in ``details["orphan_results"]``).
@@ -246,8 +247,14 @@ def _records(history: _History, item: EvalItem) -> list[Record]:
     if item.role == "tool":
         return _result(history, item, rid, env)
     content = item.text if item.text or not item.tool_calls else None
+    speaker = item.meta.get("speaker")
     message = Message(
-        id=rid, role=_ROLES[item.role], content=content, trust=_TRUST.get(item.role, Trust.VERIFIED_INTERNAL), **env
+        id=rid,
+        role=_ROLES[item.role],
+        content=content,
+        name=speaker if isinstance(speaker, str) and speaker else None,
+        trust=_TRUST.get(item.role, Trust.VERIFIED_INTERNAL),
+        **env,
     )
     _remember(history, rid, item)
     history.coster.register(rid, content, item.tokens)

@@ -55,9 +55,10 @@ class SelectionParams:
     ``utility = w_relevance·relevance + w_recency·recency + w_kind·kind_prior`` with each term in
     [0, 1]; recency halves every ``recency_half_life`` units counted back from the newest. Relevance is
     BM25 on stemmed terms — mixed with the query's semantic similarity (``semantic_weight``) when the
-    ``semantic`` extra is installed, and counted ``1 + date_boost`` times for units written on a date the query
-    names — each unit's score plus its neighbours' (``neighbour_decay`` per unit of
-    distance, up to ``neighbour_window`` units away; :func:`ctxledger.assemble.relevance.spread`),
+    ``semantic`` extra is installed, counted ``1 + speaker_boost`` times for units said by the one speaker the
+    query names and ``1 + date_boost`` times for units written on a date the query names — each unit's score
+    plus its neighbours' (``neighbour_decay`` per unit of distance, up to ``neighbour_window`` units away;
+    :func:`ctxledger.assemble.relevance.spread`), then lifted by its session's best score (``session_boost``),
     normalised to [0, 1].
 
     Which weights apply (the rule, decided per request by the assembler):
@@ -76,9 +77,9 @@ class SelectionParams:
             ``class_caps`` with a key that is not a context class (``conversation``, ``operational``,
             ``epistemic``, ``provenance``, ``policy``, ``recovery``, ``planning``) or a value outside (0, 1];
             ``question_weights`` not three weights; ``neighbour_decay`` outside [0, 1];
-            ``neighbour_window`` not an integer >= 0; ``semantic_weight`` outside [0, 1]; ``date_boost``
-            negative; ``stable_prefix`` not a boolean; ``stable_headroom`` outside [0, 0.9]; ``stable_keep``
-            outside [0, 1]; ``ladder`` not a boolean.
+            ``neighbour_window`` not an integer >= 0; ``semantic_weight`` outside [0, 1]; ``date_boost``,
+            ``speaker_boost`` or ``session_boost`` negative; ``stable_prefix`` not a boolean; ``stable_headroom``
+            outside [0, 0.9]; ``stable_keep`` outside [0, 1]; ``ladder`` not a boolean.
     """
 
     w_relevance: float = 0.4
@@ -93,7 +94,7 @@ class SelectionParams:
     """``(w_relevance, w_recency, w_kind)`` when the query is a question outside a tool loop."""
     neighbour_decay: float = 0.5
     """Share of a neighbour's relevance a unit adds per unit of distance (0 = own score only)."""
-    neighbour_window: int = 3
+    neighbour_window: int = 4
     """How many units on each side count as neighbours."""
     semantic_weight: float = 0.5
     """Share of semantic similarity in relevance when an embedding model is installed (the ``semantic`` extra;
@@ -110,6 +111,14 @@ class SelectionParams:
     date_boost: float = 1.0
     """How much more a unit written on a date the query names counts (relevance × (1 + date_boost);
     :func:`ctxledger.assemble.dates.with_dates`); 0 = dates ignored."""
+    speaker_boost: float = 1.0
+    """How much more a unit said by the one speaker the query names counts (relevance × (1 + speaker_boost);
+    :func:`ctxledger.assemble.speakers.with_speaker`); while it is above 0, the query's semantic similarity is
+    taken without that name (:func:`ctxledger.assemble.speakers.without_speaker`); 0 = speakers ignored."""
+    session_boost: float = 0.2
+    """How much a unit is lifted by the best relevance of the units written the same day (relevance ×
+    (1 + session_boost · that day's best, over the maximum); :func:`ctxledger.assemble.dates.with_session`),
+    after the neighbour spread; 0 = sessions ignored."""
 
     def __post_init__(self) -> None:
         """Validate every setting (see the class docstring)."""
@@ -130,6 +139,8 @@ class SelectionParams:
         number(self.neighbour_window, "selection", "neighbour_window", low=0, integer=True)
         number(self.semantic_weight, "selection", "semantic_weight", low=0.0, high=1.0)
         number(self.date_boost, "selection", "date_boost", low=0.0)
+        number(self.speaker_boost, "selection", "speaker_boost", low=0.0)
+        number(self.session_boost, "selection", "session_boost", low=0.0)
         flag(self.stable_prefix, "selection", "stable_prefix")
         number(self.stable_headroom, "selection", "stable_headroom", low=0.0, high=0.9)
         number(self.stable_keep, "selection", "stable_keep", low=0.0, high=1.0)
@@ -154,6 +165,8 @@ class SelectionParams:
             "neighbour_window": self.neighbour_window,
             "semantic_weight": self.semantic_weight,
             "date_boost": self.date_boost,
+            "speaker_boost": self.speaker_boost,
+            "session_boost": self.session_boost,
             "stable_prefix": self.stable_prefix,
             "stable_headroom": self.stable_headroom,
             "stable_keep": self.stable_keep,
