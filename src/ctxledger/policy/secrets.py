@@ -406,12 +406,23 @@ def _private_key_blocks(lines: Sequence[str]) -> Iterable[Finding]:
                 inside = False
 
 
+URL_AUTHORITY_GATE = r"://[^\s/]*@"
+"""A URL whose authority holds an ``@`` (before any whitespace or ``/``): every match of detect-secrets' Basic
+Auth and Cloudant URL formats and of :data:`URL_CREDENTIALS` has one (their user and password hold neither a
+``/`` nor whitespace), a plain ``https://host/path`` link does not."""
+
+SOFTLAYER_URL_GATE = r"://(?i:api.softlayer.com/soap/v3)"
+"""The start of detect-secrets' Softlayer URL format after its scheme (case-insensitive, its dots any character, as
+the plugin matches it)."""
+
 FORMAT_GATES: Mapping[str, str] = {
     "ArtifactoryDetector": r"AKC[a-zA-Z0-9]{10}|AP[\dABCDEF][a-zA-Z0-9]{8}",
     "AWSKeyDetector": r"A(?:3T[A-Z0-9]|BIA|CCA|KIA|SIA)[0-9A-Z]{16}|(?i:aws)",
     "AzureStorageKeyDetector": r"AccountKey=",
-    "BasicAuthDetector": r"://",
-    "CloudantDetector": r"(?i:(?:cloudant|cl|clou)(?:_|-|)(?:api|)(?:key|pwd|pw|password|pass|token))|://",
+    "BasicAuthDetector": URL_AUTHORITY_GATE,
+    "CloudantDetector": (
+        r"(?i:(?:cloudant|cl|clou)(?:_|-|)(?:api|)(?:key|pwd|pw|password|pass|token))|" + URL_AUTHORITY_GATE
+    ),
     "DiscordBotTokenDetector": r"\.[a-zA-Z\d_-]{6}\.[a-zA-Z\d_-]{27}",
     "GitHubTokenDetector": r"gh[pousr]_[A-Za-z0-9_]{36}",
     "GitLabTokenDetector": r"gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-|GR1348941",
@@ -428,7 +439,9 @@ FORMAT_GATES: Mapping[str, str] = {
     "PypiTokenDetector": r"pypi-AgE",
     "SendGridDetector": r"SG\.[a-zA-Z0-9_-]{22}\.",
     "SlackDetector": r"(?i:xox[abposr]-|hooks\.slack\.com)",
-    "SoftlayerDetector": r"(?i:(?:softlayer|sl)(?:_|-|)(?:api|)(?:_|-|)(?:key|pwd|password|pass|token))|://",
+    "SoftlayerDetector": (
+        r"(?i:(?:softlayer|sl)(?:_|-|)(?:api|)(?:_|-|)(?:key|pwd|password|pass|token))|" + SOFTLAYER_URL_GATE
+    ),
     "SquareOAuthDetector": r"sq0csp-",
     "StripeDetector": r"k_live_",
     "TelegramBotTokenDetector": r":[0-9A-Za-z_-]{35}",
@@ -528,7 +541,7 @@ def _aws_secret_key(piece: str) -> bool:
 
 OWN_GATE = "|".join(
     (
-        r"sk-|github_pat_|AIza|hf_|npm_|://",  # the default extra patterns
+        r"sk-|github_pat_|AIza|hf_|npm_|" + URL_AUTHORITY_GATE,  # the default extra patterns
         r"BEGIN|PuTTY-User-Key-File-",  # a private key's first line
         r"(?i:" + _SECRET_WORD + r"|aws|secret[_\-. ]?access)",  # an assignment's name, an AWS secret key's context
         BASE64_KEY_ID_GATE,
@@ -626,6 +639,8 @@ TEXT_GATES = (
     r"SK[a-z0-9]{32}",
     r"%[0-9A-Fa-f]{2}",
     r"&(?:#\d+|#x[0-9A-Fa-f]+|[A-Za-z]+);",
+    URL_AUTHORITY_GATE,
+    SOFTLAYER_URL_GATE,
 )
 """Regexes, each starting at a literal (so a whole text is searched for it at C speed), one of which (or one of
 :data:`TEXT_LITERALS`, :data:`FOLDED_LITERALS`) matches in every line a gate (:data:`FORMAT_GATES`,
@@ -633,7 +648,7 @@ TEXT_GATES = (
 character by character by Python's ``re``, so the gates are split into these."""
 
 TEXT_LITERALS = (
-    "AccountKey=", "://", "GR1348941", "/:_authToken=", "T3BlbkFJ", "BEGIN", "PuTTY-User-Key-File-", "pypi-AgE",
+    "AccountKey=", "GR1348941", "/:_authToken=", "T3BlbkFJ", "BEGIN", "PuTTY-User-Key-File-", "pypi-AgE",
     "sq0csp-", "k_live_", "sk-", "github_pat_", "AIza", "hf_", "npm_", "\\",
     *BASE64_KEY_ID_GATE.split("|"),
 )  # fmt: skip
