@@ -233,7 +233,6 @@ class SecretScanner:
             part for p in self.plugins if p in FORMAT_GATES for part in _parts(FORMAT_GATES[p], GATE_WORDS.get(p, ()))
         )
         self._keyword_parts = _parts(KEYWORD_GATE, GATE_WORDS["KeywordDetector"])
-        self._own_parts = _parts(OWN_GATE, OWN_WORDS)
 
     def scan(self, text: str) -> tuple[Finding, ...]:
         """Findings in ``text`` (line numbers 1-based, as ``str.splitlines`` numbers them), cached by the text.
@@ -363,16 +362,32 @@ class SecretScanner:
             or (self._keyword and _QUOTE.search(piece) and _matches(self._keyword_parts, piece, present))
         ):
             types = {s.type for s in self._detector()(piece)}
-        if not gated or self._ungated or _matches(self._own_parts, piece, present):
-            types |= {name for name, rx in self.extra.items() if rx.search(piece)}
-            if PRIVATE_KEY_BEGIN.search(piece):
-                types.add("Private Key")
-            if _assigned_secret(piece):
-                types.add("Secret Assignment")
-            if _aws_secret_key(piece):
-                types.add("AWS Secret Access Key")
-            if base64_key_id(piece):
-                types.add("AWS Access Key")
+        return types | self._own_types(piece, not gated or self._ungated, present)
+
+    def _own_types(self, piece: str, every: bool, present: frozenset[str] | None) -> set[str]:
+        """The types this module's own detectors find in ``piece``; each runs only where its gate matches.
+
+        ``every``: run them all (:meth:`scan_full`, or extra patterns other than the default ones). The gates
+        (:data:`EXTRA_LITERALS`, :data:`ASSIGNMENT_WORDS`, :data:`AWS_SECRET_WORDS` and the literal starts of a
+        private key and of a base64-encoded key id) together make up :data:`OWN_GATE`.
+        """
+
+        def said(words: frozenset[str]) -> bool:
+            return every or present is None or not words.isdisjoint(present)
+
+        types = {
+            name
+            for name, rx in self.extra.items()
+            if (every or all(literal in piece for literal in EXTRA_LITERALS[name])) and rx.search(piece)
+        }
+        if (every or "BEGIN" in piece or "PuTTY-User-Key-File-" in piece) and PRIVATE_KEY_BEGIN.search(piece):
+            types.add("Private Key")
+        if said(ASSIGNMENT_WORDS) and (every or ":" in piece or "=" in piece) and _assigned_secret(piece):
+            types.add("Secret Assignment")
+        if said(AWS_SECRET_WORDS) and _aws_secret_key(piece):
+            types.add("AWS Secret Access Key")
+        if (every or _B64_GATE.search(piece)) and base64_key_id(piece):
+            types.add("AWS Access Key")
         return types
 
     def _detector(self) -> Any:
@@ -622,6 +637,23 @@ def _matches(parts: Sequence[_Part], piece: str, present: frozenset[str] | None)
 
 OWN_WORDS = ("pass", "pw", "secret", "token", "key", "credential", "aws")
 """Lower-case words one of which every match of :data:`OWN_GATE`'s case-insensitive parts holds."""
+
+EXTRA_LITERALS: Mapping[str, tuple[str, ...]] = {
+    "OpenAI/Anthropic API Key": ("sk-",),
+    "GitHub Fine-Grained Token": ("github_pat_",),
+    "Google API Key": ("AIza",),
+    "Hugging Face Token": ("hf_",),
+    "NPM Token": ("npm_",),
+    "URL Credentials": ("://", "@"),
+}
+"""Per default extra pattern, the substrings every match of it holds (all of them)."""
+
+ASSIGNMENT_WORDS = frozenset(("pass", "pw", "secret", "token", "key", "credential"))
+"""Lower-case words one of which the name of every :data:`ASSIGNMENT` match holds (``pwd`` holds ``pw``, every
+``…key`` name ``key``); its operator holds a ``:`` or an ``=``."""
+
+AWS_SECRET_WORDS = frozenset(("aws", "secret"))
+"""Lower-case words one of which every :data:`AWS_SECRET_KEY` match holds."""
 
 
 TEXT_GATES = (
