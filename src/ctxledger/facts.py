@@ -15,8 +15,9 @@ map); the assembler reads it instead of rescanning:
   result; a memory, compaction, checkpoint or summary message; a retrieved or untrusted message), or ``None``.
   Other records' text is never searched for one (they are instructions or conversation, not data).
 * **lexical terms** (:attr:`RecordFacts.terms`, :attr:`RecordFacts.length`): the stemmed BM25 terms of its
-  relevance text with every line holding a secret redacted (:func:`ctxledger.assemble.relevance.tokenize`) as
-  term → frequency, so the lexical index is built from stored counts and never holds a secret's value.
+  relevance text with every line holding a secret redacted (:func:`ctxledger.assemble.relevance.tokenize`,
+  counted by :func:`ctxledger.assemble.relevance.term_counts`) as term → frequency, so the lexical index is
+  built from stored counts and never holds a secret's value.
 * **semantic vector** (:attr:`RecordFacts.vector`): the unit vector of its relevance text under the packaged static
   embedding model (:mod:`ctxledger.assemble.semantic`), int8-quantised; empty without the ``semantic`` extra.
 * **derived restrictions** (:attr:`RecordFacts.sources`): every record whose restrictions a derived record
@@ -41,7 +42,6 @@ import base64
 import dataclasses
 import hashlib
 import inspect
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -295,8 +295,8 @@ def restricting_sources(rec: Record, find: SourceLookup) -> tuple[tuple[str, ...
 
 
 CHUNK = 512
-"""Records whose texts are tokenized in one ``bm25s.tokenize`` call (batches are faster than single texts;
-chunks keep the token lists of a large import from being held all at once)."""
+"""Records whose texts are scanned, counted and embedded together (distinct texts and embedding pieces are
+shared within a chunk; chunks keep the texts of a large import from being held all at once)."""
 
 
 def compute_facts(
@@ -328,11 +328,11 @@ def compute_facts(
         scan = _Findings()
         # no secret enters the stored index: lines with findings are redacted before tokenizing
         searchable = [secrets.redact(t.relevance, scan(t.relevance)) for t in texts]
-        tokens = relevance.tokenize(searchable)
+        terms = relevance.term_counts(searchable)
         vectors = _vectors(searchable)
         out += [
-            _facts(rec, text, terms, vector, lookup, scan)
-            for rec, text, terms, vector in zip(chunk, texts, tokens, vectors, strict=True)
+            _facts(rec, text, counts, vector, lookup, scan)
+            for rec, text, counts, vector in zip(chunk, texts, terms, vectors, strict=True)
         ]
     return out
 
@@ -360,7 +360,7 @@ def _vectors(texts: Sequence[str]) -> list[bytes]:
 
 
 def _facts(
-    rec: Record, text: _Texts, terms: Sequence[str], vector: bytes, lookup: StoredLookup, scan: _Findings
+    rec: Record, text: _Texts, terms: dict[str, int], vector: bytes, lookup: StoredLookup, scan: _Findings
 ) -> RecordFacts:
     sources, complete = ((), True)
     if direct_sources(rec):
@@ -372,8 +372,8 @@ def _facts(
         block=scan(text.block) if text.block is not None else None,
         name=scan(text.name) if text.name else (),
         instruction=injection.instruction_like(text.instruction) if text.instruction else None,
-        terms=dict(Counter(terms)),
-        length=len(terms),
+        terms=terms,
+        length=sum(terms.values()),
         vector=vector,
         sources=sources,
         sources_complete=complete,

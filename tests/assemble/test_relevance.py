@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from ctxledger.assemble.relevance import is_question, spread, tokenize
+from ctxledger.assemble import relevance
+from ctxledger.assemble.relevance import is_question, spread, term_counts, tokenize
 from ctxledger.ledger import Ledger
 from ctxledger.policy.base import SelectionParams
 from ctxledger.policy.default import default_policy
@@ -108,3 +112,19 @@ def test_neighbours_bring_in_the_answer_that_shares_no_word_with_the_question() 
     flat = dataclasses.replace(default_policy(), selection=SelectionParams(neighbour_decay=0.0, semantic_weight=0.0))
     ledger.policy = flat
     assert "answer" not in _included(ledger, g, 130)
+
+
+_WORDISH = st.sampled_from(
+    ["the", "The", "running", "runs", "ran", "a", "I", "don't", "x_y", "42", "über", "Straße", "日本語", "token.py"]
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(_WORDISH | st.text(max_size=6), max_size=25).map(" ".join), max_size=6), st.booleans())
+def test_term_counts_are_the_counted_tokens_in_first_appearance_order(texts: list[str], cold: bool) -> None:
+    if cold:
+        relevance._STEMS.clear()
+    want = [dict(Counter(terms)) for terms in tokenize(texts)]
+    got = term_counts(texts)
+    assert got == want
+    assert [list(t) for t in got] == [list(t) for t in want]

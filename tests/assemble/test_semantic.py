@@ -259,6 +259,42 @@ def test_word_pieces_hold_exactly_the_tokens_of_the_whole_text(text: str) -> Non
     assert [int(i) for part in ids for i in part] == whole
 
 
+def _piece_reference(embedder: StaticEmbedder, text: str) -> np.ndarray:
+    """A text's vector piece by piece, each piece tokenized alone and its float16 rows summed in float32."""
+    from collections import Counter
+
+    from tokenizers import Tokenizer
+
+    raw = Tokenizer(embedder._tokenizer.model)
+    table16 = embedder.table.astype(np.float16)
+    counts = Counter(semantic._PIECE.findall(semantic.SPACE + text.replace(" ", semantic.SPACE)))
+    sums = np.zeros((len(counts), embedder.dim), dtype=np.float32)
+    for row, piece in enumerate(counts):
+        ids = raw.encode(piece, add_special_tokens=False).ids
+        if ids:
+            sums[row] = table16[ids].sum(axis=0, dtype=np.float32)
+    weights = np.fromiter(counts.values(), dtype=np.float32, count=len(counts))
+    return unit_vector([weights @ sums]) if text else np.zeros(embedder.dim, dtype=np.float32)
+
+
+_RUNS = st.sampled_from(["\u2581\u2581", "   ", "    return", "\tx", "ab"]) | _PIECES_ALPHABET
+
+
+@pytest.mark.skipif(semantic.default_embedder() is None, reason="the semantic extra is not installed")
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(_RUNS, max_size=40).map("".join), min_size=1, max_size=8))
+def test_batched_pieces_give_exactly_the_vectors_of_pieces_tokenized_one_by_one(texts: list[str]) -> None:
+    """Joined runs, the marker split, cached ids and row sums give the bits of each piece summed on its own."""
+    embedder = semantic.default_embedder()
+    assert embedder is not None
+    texts = [t.replace("<", "") for t in texts]  # texts naming an added token are tokenized whole
+    got = embedder.embed(texts)
+    again = embedder.embed(texts)  # the ids now come from the cache
+    for text, vector, cached in zip(texts, got, again, strict=True):
+        want = _piece_reference(embedder, text)
+        assert vector.tobytes() == want.tobytes() == cached.tobytes(), text
+
+
 def test_a_tokenizer_that_does_not_cut_at_words_is_tokenized_whole() -> None:
     pytest.importorskip("tokenizers")
     emb = _word_embedder()

@@ -22,11 +22,20 @@ from secret_corpus import draw
 
 from ctxledger.policy.secrets import (
     _ESCAPES,
+    ASSIGNMENT,
+    ASSIGNMENT_WORDS,
+    AWS_SECRET_KEY,
+    AWS_SECRET_WORDS,
     DEFAULT_PLUGINS,
+    EXTRA_LITERALS,
+    EXTRA_PATTERNS,
     FORMAT_GATES,
     KEYWORD_GATE,
     OWN_GATE,
+    URL_AUTHORITY_GATE,
+    URL_CREDENTIALS,
     SecretScanner,
+    _folded,
     base64_key_id,
     plugin_formats,
     redact,
@@ -215,3 +224,58 @@ def test_the_whole_text_search_marks_every_line_a_gate_matches_in(data, before, 
 def test_letters_that_match_ascii_only_ignoring_case_do_not_slip_past_the_gates(text):
     scanner = SecretScanner()
     assert scanner.scan(text) == scanner.scan_full(text)
+
+
+URL_FORMATS = [
+    re.compile(URL_CREDENTIALS),
+    *(p for name in ("BasicAuthDetector", "CloudantDetector") for p in PLUGIN_FORMATS[name] if "/" in p.pattern),
+]
+"""The formats that match a URL's authority (the plugins' regexes with their own flags)."""
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(data=st.data(), before=st.sampled_from(["", "see ", "https://example.com/a ", '"url": "']))
+def test_every_credential_url_has_an_at_in_its_authority(data, before):
+    """A URL format match holds a match of the authority gate, so links without ``user:password@`` are skipped."""
+    pattern = data.draw(st.sampled_from(URL_FORMATS))
+    line = before + data.draw(st.from_regex(pattern, fullmatch=True).filter(lambda s: "\n" not in s))
+    assert re.search(URL_AUTHORITY_GATE, line), line
+    scanner = SecretScanner()
+    assert scanner.scan(line) == scanner.scan_full(line)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    path=st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789/?=&.-_@", max_size=30),
+    host=st.sampled_from(["api.example.com", "localhost:8080", "db.internal:5432", "API.SOFTLAYER.COM"]),
+    scheme=st.sampled_from(["https", "http", "postgresql", "redis"]),
+)
+def test_links_without_credentials_give_what_every_detector_gives(path, host, scheme):
+    line = f"GET {scheme}://{host}/{path} status=200"
+    scanner = SecretScanner()
+    assert scanner.scan(line) == scanner.scan_full(line)
+
+
+OWN_FORMATS = [
+    *((re.compile(rx), EXTRA_LITERALS[name], None) for name, rx in EXTRA_PATTERNS.items()),
+    (ASSIGNMENT, (), ASSIGNMENT_WORDS),
+    (AWS_SECRET_KEY, (), AWS_SECRET_WORDS),
+]
+"""This module's own detectors: (regex, substrings each match holds, words one of which its folded form holds)."""
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(data=st.data(), noise=st.sampled_from(NOISE))
+def test_every_match_of_an_own_detector_passes_its_gate(data, noise):
+    """Each own detector runs only where its literals or words occur; its matches always hold them."""
+    pattern, literals, words = data.draw(st.sampled_from(OWN_FORMATS))
+    found = data.draw(st.from_regex(pattern, fullmatch=True).filter(lambda s: "\n" not in s and "\r" not in s))
+    assert all(literal in found for literal in literals), (literals, found)
+    folded = _folded(found)
+    if words is not None and folded is not None:
+        assert any(w in folded for w in words), (words, found)
+    if pattern is ASSIGNMENT:
+        assert ":" in found or "=" in found
+    line = f"{noise} {found}"
+    scanner = SecretScanner()
+    assert scanner.scan(line) == scanner.scan_full(line)

@@ -32,12 +32,14 @@ from __future__ import annotations
 
 import re
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from typing import Protocol
 
 import bm25s
 import numpy as np
 import Stemmer  # type: ignore[import-not-found]  # PyStemmer ships no type stubs
+from bm25s.stopwords import STOPWORDS_EN
 
 from ctxledger.assemble.facets import UnitFacets
 from ctxledger.assemble.semantic import LEXICAL, VectorIndex, default_embedder
@@ -62,6 +64,42 @@ def tokenize(texts: Sequence[str]) -> list[list[str]]:
         return []
     result = bm25s.tokenize(list(texts), stopwords="en", stemmer=stemmer(), show_progress=False, return_ids=False)
     return [list(doc) for doc in result]
+
+
+_WORDS = re.compile(r"(?u)\b\w\w+\b")
+"""The words ``bm25s.tokenize`` splits a lower-cased text into (its default ``token_pattern``)."""
+
+_STOPWORDS = frozenset(STOPWORDS_EN)
+"""The English stop words ``bm25s.tokenize`` drops (``stopwords="en"``)."""
+
+STEM_CACHE = 200_000
+"""Distinct words whose stems :func:`term_counts` keeps; the cache is emptied when it is full."""
+
+_STEMS: dict[str, str] = {}
+
+
+def term_counts(texts: Sequence[str]) -> list[dict[str, int]]:
+    """Per text, its :func:`tokenize` terms → frequency, in the order each term first appears.
+
+    The same terms and counts as counting :func:`tokenize`'s lists, without building them: each text's words are
+    counted first and each distinct word is stemmed once (stems are cached across calls).
+    """
+    stem = stemmer().stemWord
+    stems = _STEMS
+    if len(stems) > STEM_CACHE:
+        stems.clear()
+    out: list[dict[str, int]] = []
+    for text in texts:
+        terms: dict[str, int] = {}
+        for word, n in Counter(_WORDS.findall(text.lower())).items():
+            if word in _STOPWORDS:
+                continue
+            term = stems.get(word)
+            if term is None:
+                term = stems[word] = stem(word)
+            terms[term] = terms.get(term, 0) + n
+        out.append(terms)
+    return out
 
 
 def spread(scores: np.ndarray, decay: float, window: int) -> np.ndarray:

@@ -5,11 +5,11 @@ its tokens' vectors. That costs microseconds per text (a tokenizer pass and a ro
 is computed once when it is written (:mod:`ctxledger.facts`) and the query's on every call.
 
 The model is WordLlama ``l2_supercat`` at 256 dimensions (package ``wordllama``, MIT; the extra
-``ctxledger[semantic]``): a 32,000 × 256 float16 table (16 MB) trained for sentence similarity with average
-pooling over the Llama 2 tokenizer, whose configuration ships in the same wheel. Its files are read from the
-installed package's folder; nothing is downloaded, and the ``wordllama`` package itself is not imported (its
-import configures the root logger, and its loader looks for the tokenizer on the Hugging Face Hub). On this
-machine loading took 0.45 s once per process and a text about 25 µs.
+``ctxledger[semantic]``): a 32,000 × 256 float16 table (16 MB; held as float32, 33 MB) trained for sentence
+similarity with average pooling over the Llama 2 tokenizer, whose configuration ships in the same wheel. Its files
+are read from the installed package's folder; nothing is downloaded, and the ``wordllama`` package itself is not
+imported (its import configures the root logger, and its loader looks for the tokenizer on the Hugging Face Hub).
+On this machine loading took 0.45 s once per process and a text about 25 µs.
 
 A text's vector here is what WordLlama's ``embed`` computes (the mean of its token rows, no special tokens),
 L2-normalised; it is stored quantised to int8 (``round(127·v)``, 256 bytes per record, :func:`quantize`).
@@ -19,6 +19,7 @@ Without the package :func:`default_embedder` returns ``None`` and relevance is l
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import re
 import threading
 from collections import Counter
@@ -50,7 +51,7 @@ _PIECE = re.compile(f"{SPACE}*[^{SPACE}]+|{SPACE}+")
 """A normalised text cut before every marker that follows another character: a run of markers and the word after it."""
 
 PIECE_CACHE = 100_000
-"""Pieces whose token ids one embedder keeps (about 10 MB); the cache is emptied when it is full."""
+"""Pieces whose token ids one embedder keeps at most (about 10 MB), in two generations of half as many each."""
 
 JOINED_CHARS = 4096
 """Characters of new pieces tokenized in one string (one tokenizer item per piece costs more than its merging)."""
@@ -90,7 +91,7 @@ class StaticEmbedder:
     """Mean-pooled static token embeddings (see the module docstring).
 
     Args:
-        table: the token embedding table, ``(vocabulary, dim)``, any float precision (rows are summed in float32).
+        table: the token embedding table, ``(vocabulary, dim)``, any float precision (held and summed in float32).
         tokenizer: a ``tokenizers.Tokenizer`` for that vocabulary.
         model_id: the name recorded in stamps and manifests, e.g. ``"wordllama-l2_supercat-256@0.4.0.post1"``.
 
@@ -101,7 +102,9 @@ class StaticEmbedder:
     """
 
     def __init__(self, table: np.ndarray, tokenizer: Any, model_id: str) -> None:
-        self.table = np.ascontiguousarray(table)  # kept in its stored precision (float16: 16 MB, not 33)
+        # held in float32 (33 MB for the packaged float16 table, not 16): converting gathered float16 rows costs
+        # more than the rest of summing them, and the values are the same
+        self.table = np.ascontiguousarray(table, dtype=np.float32)
         self.dim = int(self.table.shape[1])
         self.model_id = model_id
         self._tokenizer = tokenizer
@@ -110,8 +113,10 @@ class StaticEmbedder:
         self._specials = (
             tuple(t.content for t in tokenizer.get_added_tokens_decoder().values()) if self._by_piece else ()
         )
-        self._pieces: dict[str, np.ndarray] = {}
+        self._pieces: dict[str, tuple[int, ...]] = {}
+        self._old_pieces: dict[str, tuple[int, ...]] = {}
         self._raw: Any = None
+        self._marked_ids: np.ndarray | None = None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors of ``texts``: float32 ``(len(texts), dim)``; a text without tokens gets the zero vector."""
@@ -132,45 +137,64 @@ class StaticEmbedder:
 
     def _rows(self, ids: np.ndarray) -> np.ndarray:
         """Float32 rows of token ``ids`` (ids past the table are clipped to its last row)."""
-        return self.table[np.clip(ids, 0, self.table.shape[0] - 1)].astype(np.float32)
+        return self.table[np.clip(ids, 0, self.table.shape[0] - 1)]
 
     def _embed_pieces(self, texts: Sequence[str], skip: set[int], out: np.ndarray) -> None:
-        position: dict[str, int] = {}
-        bags: list[tuple[int, list[int], np.ndarray]] = []
+        bags: list[tuple[int, Counter[str]]] = []
         for i, text in enumerate(texts):
-            if not text or i in skip:
-                continue
-            counts = Counter(_PIECE.findall(SPACE + text.replace(" ", SPACE)))
-            index = [position.setdefault(piece, len(position)) for piece in counts]
-            bags.append((i, index, np.fromiter(counts.values(), dtype=np.float32, count=len(counts))))
+            if text and i not in skip:
+                bags.append((i, Counter(_PIECE.findall(SPACE + text.replace(" ", SPACE)))))
         if not bags:
             return
+        # every distinct piece of the batch, numbered in order of first appearance
+        position = dict(zip(dict.fromkeys(itertools.chain.from_iterable(c for _, c in bags)), itertools.count()))
         sums = self._sums(self._piece_ids(list(position)))
-        for i, index, counts in bags:
-            out[i] = _unit(counts @ sums[index])
+        find = position.__getitem__
+        for i, counts in bags:
+            index = np.fromiter(map(find, counts), dtype=np.intp, count=len(counts))
+            weights = np.fromiter(counts.values(), dtype=np.float32, count=len(counts))
+            out[i] = _unit(weights @ sums[index])
 
-    def _sums(self, ids: list[np.ndarray]) -> np.ndarray:
-        """Float32 ``(len(ids), dim)``: each id list's rows summed (lists of one length are summed together)."""
-        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+    def _sums(self, ids: Sequence[Sequence[int]]) -> np.ndarray:
+        """Float32 ``(len(ids), dim)``: each id list's rows summed in order (lists of one length are summed together).
+
+        The rows are added one after another in float32 (``((r0 + r1) + r2) …``), whatever the batch.
+        """
+        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
         starts = np.zeros(len(ids), dtype=np.int64)
         np.cumsum(lengths[:-1], out=starts[1:])
-        flat = np.clip(np.concatenate(ids), 0, self.table.shape[0] - 1)
-        out = np.empty((len(ids), self.dim), dtype=np.float32)
+        flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64, count=int(lengths.sum()))
+        np.clip(flat, 0, self.table.shape[0] - 1, out=flat)
+        out = np.zeros((len(ids), self.dim), dtype=np.float32)
         for length in np.unique(lengths):
+            if length == 0:
+                continue
             which = np.flatnonzero(lengths == length)
-            at = (starts[which][:, None] + np.arange(length)).ravel()
-            rows = self.table[flat[at]].reshape(len(which), int(length), self.dim)
-            out[which] = rows.sum(axis=1, dtype=np.float32)
+            first = starts[which]
+            acc = self.table[flat[first]]
+            for k in range(1, int(length)):
+                acc += self.table[flat[first + k]]
+            out[which] = acc
         return out
 
-    def _piece_ids(self, pieces: list[str]) -> list[np.ndarray]:
-        """Token ids of each normalised piece, from the cache or the tokenizer's model."""
+    def _piece_ids(self, pieces: list[str]) -> list[tuple[int, ...]]:
+        """Token ids of each normalised piece, from the cache or the tokenizer's model.
+
+        The cache holds two generations: when the current one is full it becomes the old one (the one before is
+        dropped), and a piece found only in the old one is carried into the current one, so pieces that recur
+        (words) stay while one-off pieces (ids, hashes) age out.
+        """
         with self._lock:
-            cache = self._pieces
-            if len(cache) + len(pieces) > PIECE_CACHE:
-                cache.clear()
-            out = [cache.get(piece) for piece in pieces]
-            missing = [i for i, ids in enumerate(out) if ids is None]
+            current, old = self._pieces, self._old_pieces
+            out: list[tuple[int, ...] | None] = list(map(current.get, pieces))
+            missing: list[int] = []
+            for i, ids in enumerate(out):
+                if ids is None:
+                    ids = old.get(pieces[i])
+                    if ids is None:
+                        missing.append(i)
+                    else:
+                        out[i] = current[pieces[i]] = ids
             if self._raw is None:  # the model alone: no normalisation again, no added-token split
                 from tokenizers import Tokenizer
 
@@ -178,40 +202,64 @@ class StaticEmbedder:
             for i, ids in zip(missing, self._encode_pieces([pieces[i] for i in missing]), strict=True):
                 out[i] = ids
                 if len(pieces[i]) <= PIECE_CACHED_CHARS:
-                    cache[pieces[i]] = ids
+                    current[pieces[i]] = ids
+            if len(current) > PIECE_CACHE // 2:
+                self._old_pieces, self._pieces = current, {}
             return out  # type: ignore[return-value]
 
-    def _encode_pieces(self, pieces: list[str]) -> list[np.ndarray]:
+    def _encode_pieces(self, pieces: list[str]) -> list[tuple[int, ...]]:
         """Token ids of each piece, the pieces tokenized joined in runs of about :data:`JOINED_CHARS` characters.
 
         Joined pieces meet where a marker follows another character, where no token spans, so a run's tokens are
-        its pieces' tokens in order; each token is given to the piece its start offset falls in. A piece of
+        its pieces' tokens in order. In a run of pieces with one leading marker each, a piece's tokens start at
+        the tokens that start with a marker (no other token holds one); pieces with more leading markers are
+        joined in runs of their own, whose tokens are given to the piece their start offset falls in. A piece of
         markers only is tokenized alone (two markers may merge).
         """
         runs: list[list[int]] = []
-        size = JOINED_CHARS
+        open_runs: dict[bool, list[int]] = {}
+        sizes = {True: 0, False: 0}
         for i, piece in enumerate(pieces):
             if not piece.strip(SPACE):
                 runs.append([i])
-                size = JOINED_CHARS
                 continue
-            if size + len(piece) > JOINED_CHARS:
-                runs.append([])
-                size = 0
-            runs[-1].append(i)
-            size += len(piece)
+            single = not piece.startswith(SPACE * 2)
+            run = open_runs.get(single)
+            if run is None or sizes[single] + len(piece) > JOINED_CHARS:
+                run = open_runs[single] = []
+                runs.append(run)
+                sizes[single] = 0
+            run.append(i)
+            sizes[single] += len(piece)
         encodings = self._raw.encode_batch(["".join(pieces[i] for i in run) for run in runs], add_special_tokens=False)
-        out: list[np.ndarray] = [np.zeros(0, dtype=np.int64)] * len(pieces)
+        marked = self._marked()
+        out: list[tuple[int, ...]] = [()] * len(pieces)
         for run, enc in zip(runs, encodings, strict=True):
-            ids = np.array(enc.ids, dtype=np.int64)
+            ids = enc.ids
             if len(run) == 1:
-                out[run[0]] = ids
+                out[run[0]] = tuple(ids)
                 continue
-            bounds = np.cumsum([len(pieces[i]) for i in run[:-1]])
-            first = np.array([start for start, _ in enc.offsets], dtype=np.int64)
-            for i, part in zip(run, np.split(ids, np.searchsorted(first, bounds)), strict=True):
-                out[i] = part
+            starts = np.flatnonzero(marked[np.asarray(ids, dtype=np.int64)]) if ids else np.zeros(0, np.int64)
+            if len(starts) == len(run):  # one marked token per piece: each piece's first
+                ends = [*starts[1:].tolist(), len(ids)]
+            else:  # the token index each piece's tokens end at: the first token starting at or after the next piece
+                bounds = list(itertools.accumulate(len(pieces[i]) for i in run))
+                first = [start for start, _ in enc.offsets]
+                ends = [*map(int, np.searchsorted(first, bounds[:-1])), len(ids)]
+            begin = 0
+            for i, end in zip(run, ends, strict=True):
+                out[i] = tuple(ids[begin:end])
+                begin = end
         return out
+
+    def _marked(self) -> np.ndarray:
+        """Boolean per token id of the tokenizer's vocabulary: whether the token starts with a marker."""
+        if self._marked_ids is None:
+            vocab = self._raw.get_vocab()
+            marked = np.zeros(max(vocab.values(), default=-1) + 1, dtype=bool)
+            marked[[i for token, i in vocab.items() if token.startswith(SPACE)]] = True
+            self._marked_ids = marked
+        return self._marked_ids
 
 
 def _unit(vec: np.ndarray) -> np.ndarray:

@@ -233,7 +233,6 @@ class SecretScanner:
             part for p in self.plugins if p in FORMAT_GATES for part in _parts(FORMAT_GATES[p], GATE_WORDS.get(p, ()))
         )
         self._keyword_parts = _parts(KEYWORD_GATE, GATE_WORDS["KeywordDetector"])
-        self._own_parts = _parts(OWN_GATE, OWN_WORDS)
 
     def scan(self, text: str) -> tuple[Finding, ...]:
         """Findings in ``text`` (line numbers 1-based, as ``str.splitlines`` numbers them), cached by the text.
@@ -363,16 +362,32 @@ class SecretScanner:
             or (self._keyword and _QUOTE.search(piece) and _matches(self._keyword_parts, piece, present))
         ):
             types = {s.type for s in self._detector()(piece)}
-        if not gated or self._ungated or _matches(self._own_parts, piece, present):
-            types |= {name for name, rx in self.extra.items() if rx.search(piece)}
-            if PRIVATE_KEY_BEGIN.search(piece):
-                types.add("Private Key")
-            if _assigned_secret(piece):
-                types.add("Secret Assignment")
-            if _aws_secret_key(piece):
-                types.add("AWS Secret Access Key")
-            if base64_key_id(piece):
-                types.add("AWS Access Key")
+        return types | self._own_types(piece, not gated or self._ungated, present)
+
+    def _own_types(self, piece: str, every: bool, present: frozenset[str] | None) -> set[str]:
+        """The types this module's own detectors find in ``piece``; each runs only where its gate matches.
+
+        ``every``: run them all (:meth:`scan_full`, or extra patterns other than the default ones). The gates
+        (:data:`EXTRA_LITERALS`, :data:`ASSIGNMENT_WORDS`, :data:`AWS_SECRET_WORDS` and the literal starts of a
+        private key and of a base64-encoded key id) together make up :data:`OWN_GATE`.
+        """
+
+        def said(words: frozenset[str]) -> bool:
+            return every or present is None or not words.isdisjoint(present)
+
+        types = {
+            name
+            for name, rx in self.extra.items()
+            if (every or all(literal in piece for literal in EXTRA_LITERALS[name])) and rx.search(piece)
+        }
+        if (every or "BEGIN" in piece or "PuTTY-User-Key-File-" in piece) and PRIVATE_KEY_BEGIN.search(piece):
+            types.add("Private Key")
+        if said(ASSIGNMENT_WORDS) and (every or ":" in piece or "=" in piece) and _assigned_secret(piece):
+            types.add("Secret Assignment")
+        if said(AWS_SECRET_WORDS) and _aws_secret_key(piece):
+            types.add("AWS Secret Access Key")
+        if (every or _B64_GATE.search(piece)) and base64_key_id(piece):
+            types.add("AWS Access Key")
         return types
 
     def _detector(self) -> Any:
@@ -406,12 +421,23 @@ def _private_key_blocks(lines: Sequence[str]) -> Iterable[Finding]:
                 inside = False
 
 
+URL_AUTHORITY_GATE = r"://[^\s/]*@"
+"""A URL whose authority holds an ``@`` (before any whitespace or ``/``): every match of detect-secrets' Basic
+Auth and Cloudant URL formats and of :data:`URL_CREDENTIALS` has one (their user and password hold neither a
+``/`` nor whitespace), a plain ``https://host/path`` link does not."""
+
+SOFTLAYER_URL_GATE = r"://(?i:api.softlayer.com/soap/v3)"
+"""The start of detect-secrets' Softlayer URL format after its scheme (case-insensitive, its dots any character, as
+the plugin matches it)."""
+
 FORMAT_GATES: Mapping[str, str] = {
     "ArtifactoryDetector": r"AKC[a-zA-Z0-9]{10}|AP[\dABCDEF][a-zA-Z0-9]{8}",
     "AWSKeyDetector": r"A(?:3T[A-Z0-9]|BIA|CCA|KIA|SIA)[0-9A-Z]{16}|(?i:aws)",
     "AzureStorageKeyDetector": r"AccountKey=",
-    "BasicAuthDetector": r"://",
-    "CloudantDetector": r"(?i:(?:cloudant|cl|clou)(?:_|-|)(?:api|)(?:key|pwd|pw|password|pass|token))|://",
+    "BasicAuthDetector": URL_AUTHORITY_GATE,
+    "CloudantDetector": (
+        r"(?i:(?:cloudant|cl|clou)(?:_|-|)(?:api|)(?:key|pwd|pw|password|pass|token))|" + URL_AUTHORITY_GATE
+    ),
     "DiscordBotTokenDetector": r"\.[a-zA-Z\d_-]{6}\.[a-zA-Z\d_-]{27}",
     "GitHubTokenDetector": r"gh[pousr]_[A-Za-z0-9_]{36}",
     "GitLabTokenDetector": r"gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-|GR1348941",
@@ -428,7 +454,9 @@ FORMAT_GATES: Mapping[str, str] = {
     "PypiTokenDetector": r"pypi-AgE",
     "SendGridDetector": r"SG\.[a-zA-Z0-9_-]{22}\.",
     "SlackDetector": r"(?i:xox[abposr]-|hooks\.slack\.com)",
-    "SoftlayerDetector": r"(?i:(?:softlayer|sl)(?:_|-|)(?:api|)(?:_|-|)(?:key|pwd|password|pass|token))|://",
+    "SoftlayerDetector": (
+        r"(?i:(?:softlayer|sl)(?:_|-|)(?:api|)(?:_|-|)(?:key|pwd|password|pass|token))|" + SOFTLAYER_URL_GATE
+    ),
     "SquareOAuthDetector": r"sq0csp-",
     "StripeDetector": r"k_live_",
     "TelegramBotTokenDetector": r":[0-9A-Za-z_-]{35}",
@@ -528,7 +556,7 @@ def _aws_secret_key(piece: str) -> bool:
 
 OWN_GATE = "|".join(
     (
-        r"sk-|github_pat_|AIza|hf_|npm_|://",  # the default extra patterns
+        r"sk-|github_pat_|AIza|hf_|npm_|" + URL_AUTHORITY_GATE,  # the default extra patterns
         r"BEGIN|PuTTY-User-Key-File-",  # a private key's first line
         r"(?i:" + _SECRET_WORD + r"|aws|secret[_\-. ]?access)",  # an assignment's name, an AWS secret key's context
         BASE64_KEY_ID_GATE,
@@ -610,6 +638,23 @@ def _matches(parts: Sequence[_Part], piece: str, present: frozenset[str] | None)
 OWN_WORDS = ("pass", "pw", "secret", "token", "key", "credential", "aws")
 """Lower-case words one of which every match of :data:`OWN_GATE`'s case-insensitive parts holds."""
 
+EXTRA_LITERALS: Mapping[str, tuple[str, ...]] = {
+    "OpenAI/Anthropic API Key": ("sk-",),
+    "GitHub Fine-Grained Token": ("github_pat_",),
+    "Google API Key": ("AIza",),
+    "Hugging Face Token": ("hf_",),
+    "NPM Token": ("npm_",),
+    "URL Credentials": ("://", "@"),
+}
+"""Per default extra pattern, the substrings every match of it holds (all of them)."""
+
+ASSIGNMENT_WORDS = frozenset(("pass", "pw", "secret", "token", "key", "credential"))
+"""Lower-case words one of which the name of every :data:`ASSIGNMENT` match holds (``pwd`` holds ``pw``, every
+``…key`` name ``key``); its operator holds a ``:`` or an ``=``."""
+
+AWS_SECRET_WORDS = frozenset(("aws", "secret"))
+"""Lower-case words one of which every :data:`AWS_SECRET_KEY` match holds."""
+
 
 TEXT_GATES = (
     r"AKC[a-zA-Z0-9]{10}",
@@ -626,6 +671,8 @@ TEXT_GATES = (
     r"SK[a-z0-9]{32}",
     r"%[0-9A-Fa-f]{2}",
     r"&(?:#\d+|#x[0-9A-Fa-f]+|[A-Za-z]+);",
+    URL_AUTHORITY_GATE,
+    SOFTLAYER_URL_GATE,
 )
 """Regexes, each starting at a literal (so a whole text is searched for it at C speed), one of which (or one of
 :data:`TEXT_LITERALS`, :data:`FOLDED_LITERALS`) matches in every line a gate (:data:`FORMAT_GATES`,
@@ -633,7 +680,7 @@ TEXT_GATES = (
 character by character by Python's ``re``, so the gates are split into these."""
 
 TEXT_LITERALS = (
-    "AccountKey=", "://", "GR1348941", "/:_authToken=", "T3BlbkFJ", "BEGIN", "PuTTY-User-Key-File-", "pypi-AgE",
+    "AccountKey=", "GR1348941", "/:_authToken=", "T3BlbkFJ", "BEGIN", "PuTTY-User-Key-File-", "pypi-AgE",
     "sq0csp-", "k_live_", "sk-", "github_pat_", "AIza", "hf_", "npm_", "\\",
     *BASE64_KEY_ID_GATE.split("|"),
 )  # fmt: skip
