@@ -13,7 +13,8 @@ Fields of the persisted record (:class:`Manifest`; JSON keys are the field names
 * ``id``, ``tenant_id``, ``conversation_id``, ``branch_id``, ``snapshot_seq``, ``created_at``: identity;
 * ``trace``: ``"summary"`` or ``"full"`` (which of the trace lists below are stored);
 * ``policy`` ``{name, version, hash[, unsafe_without], relevance}`` (``relevance``: ``"bm25"``, or
-  ``"bm25+<embedding model>"`` when semantic relevance was mixed in), ``assembler_version``, ``counter``
+  ``"bm25+<embedding model>"`` when semantic relevance was mixed in, then ``+speaker``, ``+date``, ``+session``
+  for each further signal that acted on the snapshot's units), ``assembler_version``, ``counter``
   ``{id, is_estimate}``, ``model``, ``api``, ``participant_id``: what a replay must match;
 * ``request``: the rest of what the call asked for (``now``, ``provider``, ``query``, ``agent``,
   ``call_type``, ``phase``, ``checks_passed``, ``exact_evidence``, ``scope``, ``source_versions``, ``tools``),
