@@ -30,7 +30,7 @@ def _context(memo: dict) -> StageContext:
 calls = st.lists(
     st.tuples(
         st.lists(st.integers(0, 11), max_size=12),  # positions in the pool, in this call's order
-        st.booleans(),  # reuse the previous call's list object
+        st.booleans(),  # reuse the previous call's list object (its tail rebuilt in place when items are rebuilt)
         st.sets(st.integers(0, 11), max_size=3),  # pool items rebuilt (a new object, same id) before the call
         st.sampled_from(["a", "b"]),  # the namespace (one slot)
     ),
@@ -48,8 +48,10 @@ def test_cached_scan_answers_as_a_fresh_scan(values, run):
     for positions, reuse, rebuilt, namespace in run:
         for i in rebuilt:
             pool[i] = Item(pool[i].id, pool[i].value)
-        if reuse and previous is not None and not rebuilt:
+        if reuse and previous is not None:
             items = previous
+            if rebuilt and items:  # a snapshot refresh rebuilds a list's tail in place
+                items[-1] = Item(items[-1].id, -items[-1].value)
         else:
             items = [pool[i] for i in dict.fromkeys(positions)]
 

@@ -120,7 +120,7 @@ AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
     [
         f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}",
         f"export aws_secret={AWS_SECRET}",
-        f'{{"Credentials": {{"AccessKeyId": "ASIAXXX", "SecretAccessKey": "{AWS_SECRET}"}}}}',
+        f'{{"Credentials": {{"AccessKeyId": "ASIAIOSFODNN7EXAMPLE", "SecretAccessKey": "{AWS_SECRET}"}}}}',
         f"AWS Secret Access Key [None]: {AWS_SECRET}",
         f"aws_access_key_id = AKIAIOSFODNN7EXAMPLE\nother = {AWS_SECRET}",
         f'client = boto3.client("s3", "AKIAIOSFODNN7EXAMPLE", "{AWS_SECRET}")',

@@ -39,7 +39,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -64,7 +64,7 @@ from ctxledger.assemble.record import ManifestInputs, build_manifest
 from ctxledger.assemble.relevance import is_question, spread, tokenize, with_semantic
 from ctxledger.assemble.represent import Pointer, charge_savings, omit_redundant
 from ctxledger.assemble.room import anchor_user_turn, make_room_for_errors
-from ctxledger.assemble.select import Option, SelectionItem, select
+from ctxledger.assemble.select import Option, SelectionItem, SelectionResult, select
 from ctxledger.assemble.snapshot import Snapshot
 from ctxledger.assemble.speakers import attribute_speakers, named_speaker, with_speaker, without_speaker
 from ctxledger.assemble.version import ASSEMBLER_VERSION
@@ -85,6 +85,8 @@ from ctxledger.serialize.anthropic_cache import with_breakpoints
 from ctxledger.serialize.base import Serializer, Turn
 from ctxledger.serialize.tool_names import request_tool_names, tool_name_map
 from ctxledger.units import UNAVAILABLE, Unit, UnitKind, build_units, content_text, drop_thinking
+
+T = TypeVar("T")
 
 __all__ = ["ASSEMBLER_VERSION", "Assembly", "AssemblyRequest", "assemble", "run_policy"]
 
@@ -569,20 +571,20 @@ def _mark_retained(plan: _Plan, units: Sequence[Unit]) -> None:
 
     The detail is the sentence explanations show: "redacted by retention rule R at T".
     """
-    memo = plan.ctx.memo if plan.ctx is not None else None
-    table = memo.setdefault("retention marks", {}) if memo is not None else {}
     for unit in units:
         for rec in unit.records:
-            hit = table.get(rec.id)
-            if hit is not None and hit[0] is rec:
-                marks = hit[1]
-            else:
-                marks = _retention_marks(rec)
-                table[rec.id] = (rec, marks)
+            marks = _memoized(plan, "retention marks", rec, _retention_marks)
             for reason, detail in marks:
                 decision = PolicyDecision(rec.id, "retention", Outcome.MARK, reason, detail)
                 plan.decisions.append(decision)
                 plan.marks.setdefault(rec.id, []).append(decision)
+
+
+def _memoized(plan: _Plan, namespace: str, obj: Any, compute: Callable[[Any], T]) -> T:
+    """``compute(obj)``, cached on the snapshot's memo (:meth:`~ctxledger.policy.base.StageContext.memoized`)."""
+    if plan.ctx is None:
+        return compute(obj)
+    return plan.ctx.memoized(namespace, obj, lambda: compute(obj))
 
 
 def _retention_marks(rec: Record) -> tuple[tuple[str, str], ...]:
@@ -968,15 +970,12 @@ def _selection_items(
     w_relevance, w_recency, w_kind = weights or params.weights(False)
     dynamic = [u for u in units if u.kind is not UnitKind.INSTRUCTION]
     items = []
-    priors = plan.ctx.memo.setdefault("kind prior", {}) if plan.ctx is not None and plan.ctx.memo is not None else {}
     for age, unit in enumerate(reversed(dynamic)):
         if unvisited_newer:
             age += unvisited_newer.get(unit.id, 0)
         recency = 0.5 ** (age / params.recency_half_life)
-        known = priors.get(unit.id)
-        if known is None or known[0] is not unit:
-            known = priors[unit.id] = (unit, _kind_prior(unit))
-        utility = w_relevance * relevance.get(unit.id, 0.0) + w_recency * recency + w_kind * known[1]
+        prior = _memoized(plan, "kind prior", unit, _kind_prior)
+        utility = w_relevance * relevance.get(unit.id, 0.0) + w_recency * recency + w_kind * prior
         if unit.id not in relevance:  # from another branch: it only fills what the lineage leaves
             utility *= FILL_FACTOR
         costs = turn_costs[unit.id]
@@ -1069,7 +1068,7 @@ def _fix_role_order(
 
 def _fill(
     items: Sequence[SelectionItem],
-    result: Any,
+    result: SelectionResult,
     chosen: list[Unit],
     by_id: Mapping[str, Unit],
     plan: _Plan,
@@ -1104,7 +1103,7 @@ def _fill(
 def _keep_final_pairs(
     units: Sequence[Unit],
     items: Sequence[SelectionItem],
-    result: Any,
+    result: SelectionResult,
     chosen: list[Unit],
     plan: _Plan,
     dynamic: int,

@@ -27,44 +27,50 @@ class UnitFacets:
     the units written on one calendar day).
     """
 
-    __slots__ = ("_arrays", "_days", "_keys", "_names", "_people", "_session_of", "_sessions", "_speakers")
+    __slots__ = ("_columns", "_keys", "_n", "_names", "_people", "_session_of")
 
     def __init__(self) -> None:
-        self._speakers: list[int] = []
-        self._days: list[int] = []
-        self._sessions: list[int] = []
+        self._columns = np.zeros((3, 0), dtype=np.int64)  # speakers, days, sessions; grown by doubling
+        self._n = 0
         self._keys: dict[tuple[str, str], int] = {}
         self._session_of: dict[int, int] = {}
         self._people: dict[str, str] = {}
-        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._names: list[str] | None = None
 
     def __len__(self) -> int:
         """How many units the facets cover."""
-        return len(self._speakers)
+        return self._n
 
     def extend(self, units: Sequence[Unit], records: Sequence[Record] = ()) -> None:
-        """Append the facts of ``units`` (the snapshot's next units); ``records`` give participants' names."""
+        """Append the facts of ``units`` (the snapshot's next units); ``records`` give participants' names.
+
+        Costs the new units only: the columns grow by doubling, so an append never copies the history's facets.
+        """
         for rec in records:
             if isinstance(rec, Participant) and rec.name:
                 self._people[rec.id] = rec.name
                 self._names = None
+        if self._n + len(units) > self._columns.shape[1]:
+            grown = np.zeros((3, max(2 * self._columns.shape[1], self._n + len(units), 64)), dtype=np.int64)
+            grown[:, : self._n] = self._columns[:, : self._n]
+            self._columns = grown
         session_of = self._session_of
-        for unit in units:
+        for k, unit in enumerate(units, start=self._n):
             key = unit_speaker(unit)
             if key is not None and key not in self._keys:
                 self._keys[key] = len(self._keys)
                 self._names = None
-            self._speakers.append(self._keys[key] if key is not None else -1)
             day = unit_day(unit)
-            self._days.append(day)
-            self._sessions.append(session_of.setdefault(day, len(session_of)))
-        self._arrays = None
+            self._columns[:, k] = (
+                self._keys[key] if key is not None else -1,
+                day,
+                session_of.setdefault(day, len(session_of)),
+            )
+        self._n += len(units)
 
     def truncate(self, n: int) -> None:
         """Keep the facts of the first ``n`` units (a refresh rebuilds the rest; session numbers stay as given)."""
-        del self._speakers[n:], self._days[n:], self._sessions[n:]
-        self._arrays = None
+        self._n = min(self._n, n)
 
     @property
     def names(self) -> list[str]:
@@ -74,14 +80,11 @@ class UnitFacets:
         return self._names
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(speakers, days, sessions)`` as integer arrays, one entry per unit (built once per change)."""
-        if self._arrays is None:
-            self._arrays = (
-                np.array(self._speakers, dtype=np.int64),
-                np.array(self._days, dtype=np.int64),
-                np.array(self._sessions, dtype=np.int64),
-            )
-        return self._arrays
+        """``(speakers, days, sessions)`` as int64 arrays, one entry per unit (read-only views; nothing copied)."""
+        speakers, days, sessions = self._columns[:, : self._n]
+        for column in (speakers, days, sessions):
+            column.flags.writeable = False
+        return speakers, days, sessions
 
     def signals(self, speaker_boost: float, date_boost: float, session_boost: float) -> tuple[str, ...]:
         """The relevance signals that can act on these units with the given boosts, as a manifest names them.

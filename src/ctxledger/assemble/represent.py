@@ -314,16 +314,10 @@ class Ladder:
         """
         if self.reach is not None and unit.id not in self.reach and not required:
             return []
-        known = self._cache.get(("content key", unit.id))
-        if known is not None and known[0] is unit:
-            content = known[1]
-        else:
-            content = _content_key(unit)
-            self._cache[("content key", unit.id)] = (unit, content)
         key = (
             _tenant_of(unit),
             unit.id,
-            content,
+            self._per_unit("content key", unit, _content_key),
             coster.counter_id,
             self.focus,
             self.query,
@@ -575,14 +569,9 @@ class Ladder:
         for u in exchanges:
             if u.id in pointers:
                 continue
-            known = self._cache.get(("outputs", u.id))  # the signature of a large enough output, else None
-            text = None
-            if known is None or known[0] is not u:
-                text = _outputs(u)
-                signature = _call_signature(u) if len(text) >= REDUNDANT_MIN_CHARS else None
-                known = self._cache[("outputs", u.id)] = (u, signature)
-            if known[1] is not None:
-                groups.setdefault(known[1], []).append((u.id, text if text is not None else _outputs(u)))
+            signature = self._per_unit("output signature", u, self._large_output_signature)
+            if signature is not None:
+                groups.setdefault(signature, []).append((u.id, _outputs(u)))
         for items in groups.values():  # near-duplicates only among outputs of the same call (a poll, a retry)
             if len(items) > 1:
                 pointers.update(self._near_duplicates(items))
@@ -598,10 +587,18 @@ class Ladder:
 
     def _call_key(self, unit: Unit) -> tuple[Any, ...] | None:
         """:func:`unit_call_key`, cached per unit object (records are immutable)."""
-        known = self._cache.get(("call key", unit.id))
+        return self._per_unit("call key", unit, unit_call_key)  # type: ignore[no-any-return]
+
+    def _large_output_signature(self, unit: Unit) -> tuple[tuple[str, str], ...] | None:
+        """:func:`_call_signature` of a unit whose outputs reach :data:`REDUNDANT_MIN_CHARS`, else ``None``."""
+        return _call_signature(unit) if len(_outputs(unit)) >= REDUNDANT_MIN_CHARS else None
+
+    def _per_unit(self, name: str, unit: Unit, compute: Callable[[Unit], Any]) -> Any:
+        """``compute(unit)``, kept in the shared cache while ``unit`` is the very object it was computed for."""
+        known = self._cache.get((name, unit.id))
         if known is None or known[0] is not unit:
-            known = self._cache[("call key", unit.id)] = (unit, unit_call_key(unit))
-        return known[1]  # type: ignore[no-any-return]
+            known = self._cache[(name, unit.id)] = (unit, compute(unit))
+        return known[1]
 
     def _near_duplicates(self, items: Sequence[tuple[str, str]]) -> dict[str, Pointer]:
         """Older id → newest identical or similar id, as :func:`~ctxledger.represent.find_redundant` computes it.

@@ -242,8 +242,10 @@ class StageContext:
         # truthy: id(item) -> (item, value) for those whose verdict is truthy; the last list asked and its answer
         state = self.memo.setdefault(("scan", namespace), [{}, {}, None])  # type: ignore[arg-type]
         seen, truthy, last = state
-        if last is not None and last[0] is items and last[1] == len(items):  # the very list of the last call
-            return list(last[2])
+        # the very list of the last call, unchanged: a snapshot refresh rebuilds a list's tail in place, and its
+        # last item is then a new object
+        if last is not None and last[0] is items and last[1] == len(items) and (not items or items[-1] is last[2]):
+            return list(last[3])
         idset, pos = self._positions(items)
         new = idset - seen.keys()
         for k in sorted(pos[i] for i in new):
@@ -254,7 +256,7 @@ class StageContext:
                 truthy[id(item)] = (item, value)
         present = truthy.keys() & idset
         found = [truthy[i] for i in sorted(present, key=pos.__getitem__)]
-        state[2] = (items, len(items), found)
+        state[2] = (items, len(items), items[-1] if items else None, found)
         return list(found)
 
     def _positions(self, items: Sequence[Any]) -> tuple[set[int], dict[int, int]]:
