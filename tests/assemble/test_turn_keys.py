@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxledger.assemble.costing import turn_key
-from ctxledger.hashing import content_hash, plain_content_hash
+from ctxledger.hashing import content_hash, plain_content_hash, quick_content_hash
 from ctxledger.serialize.base import CallView, Turn
 
 _TEXT = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=60)
@@ -63,3 +63,20 @@ def test_a_float_is_refused_by_the_fast_encoder(value: float) -> None:
     except TypeError:
         return
     raise AssertionError("a float must go to content_hash")
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4),
+    max_leaves=16,
+)
+
+
+@given(_JSON)
+def test_the_quick_hash_is_the_canonical_hash(value: object) -> None:
+    """Payload hashes (floats, big integers and all) are the canonical JSON's, whichever encoder wrote them."""
+    assert quick_content_hash(value) == content_hash(value)

@@ -70,7 +70,7 @@ from ctxledger.assemble.speakers import attribute_speakers, named_speaker, with_
 from ctxledger.assemble.version import ASSEMBLER_VERSION
 from ctxledger.budget import DEFAULT_BUDGET, Budget, BudgetLedger, contract_budget
 from ctxledger.errors import BudgetItem, ConfigurationError
-from ctxledger.hashing import content_hash
+from ctxledger.hashing import quick_content_hash
 from ctxledger.manifest import ManifestView, check_trace
 from ctxledger.policy.annotate import annotate, mark_attrs
 from ctxledger.policy.base import VERBATIM_REASONS, Outcome, Policy, PolicyDecision, ReasonCode, StageContext
@@ -80,7 +80,7 @@ from ctxledger.policy.safety import run_stage
 from ctxledger.policy.secrets import SPEAKER_WITHHELD, default_scanner, redact_json
 from ctxledger.policy.stages.visibility import promoted_records, sees
 from ctxledger.records import Message, Record, Role, ToolArtifact, Visibility, utcnow
-from ctxledger.retention.state import retained, retained_sources
+from ctxledger.retention.state import retained, retained_sources, touched
 from ctxledger.serialize.anthropic_cache import with_breakpoints
 from ctxledger.serialize.base import Serializer, Turn
 from ctxledger.serialize.tool_names import request_tool_names, tool_name_map
@@ -487,7 +487,7 @@ def assemble(
         payload = with_breakpoints(payload, stable_messages=prefix["shared_messages"],
                                    stable_tokens=prefix["shared_tokens"], input_tokens=input_tokens)  # fmt: skip
         serializer.validate(payload)
-    payload_hash = content_hash(payload)
+    payload_hash = quick_content_hash(payload)
     t_end = time.perf_counter()
     asm = Assembly(f"asm_{uuid.uuid4().hex}", payload, payload_hash, input_tokens, turn_refs=[t.ref for t in turns])
     chosen = [(u, result.chosen[u.id]) for u in chosen_units]
@@ -573,18 +573,12 @@ def _mark_retained(plan: _Plan, units: Sequence[Unit]) -> None:
     """
     for unit in units:
         for rec in unit.records:
-            marks = _memoized(plan, "retention marks", rec, _retention_marks)
-            for reason, detail in marks:
+            if not touched(rec):
+                continue
+            for reason, detail in _retention_marks(rec):
                 decision = PolicyDecision(rec.id, "retention", Outcome.MARK, reason, detail)
                 plan.decisions.append(decision)
                 plan.marks.setdefault(rec.id, []).append(decision)
-
-
-def _memoized(plan: _Plan, namespace: str, obj: Any, compute: Callable[[Any], T]) -> T:
-    """``compute(obj)``, cached on the snapshot's memo (:meth:`~ctxledger.policy.base.StageContext.memoized`)."""
-    if plan.ctx is None:
-        return compute(obj)
-    return plan.ctx.memoized(namespace, obj, lambda: compute(obj))
 
 
 def _retention_marks(rec: Record) -> tuple[tuple[str, str], ...]:
@@ -974,7 +968,7 @@ def _selection_items(
         if unvisited_newer:
             age += unvisited_newer.get(unit.id, 0)
         recency = 0.5 ** (age / params.recency_half_life)
-        prior = _memoized(plan, "kind prior", unit, _kind_prior)
+        prior = _kind_prior(unit)
         utility = w_relevance * relevance.get(unit.id, 0.0) + w_recency * recency + w_kind * prior
         if unit.id not in relevance:  # from another branch: it only fills what the lineage leaves
             utility *= FILL_FACTOR

@@ -423,22 +423,24 @@ def _chosen_entry(
             and (detail is option.detail or (not detail and not option.detail))
             and old_scanner is scanner
         ):
-            return [_copied(e, option.utility) for e in entries]
-    entries = _entry(unit, option, stage, reason, option.turn_tokens or None, coster, scanner)
+            return [_copied(e, nested, option.utility) for e, nested in entries]
+    built = _entry(unit, option, stage, reason, option.turn_tokens or None, coster, scanner)
+    entries = [(e, tuple(k for k, v in e.items() if isinstance(v, list | dict))) for e in built]
     cache[unit.id] = (unit, (key, option.turns, option.detail, scanner, entries))
-    return [_copied(e, option.utility) for e in entries]
+    return [_copied(e, nested, option.utility) for e, nested in entries]
 
 
-def _copied(entry: dict[str, Any], utility: float) -> dict[str, Any]:
+def _copied(entry: dict[str, Any], nested: Sequence[str], utility: float) -> dict[str, Any]:
     """A copy of a manifest entry with this call's ``utility`` (it changes with the unit's age).
 
-    Its lists and dicts are copies too: a manifest may be edited by its reader.
+    Its lists and dicts (the fields ``nested`` names) are copies too: a manifest may be edited by its reader.
     """
     out = dict(entry, utility=utility)
-    for name, value in entry.items():
+    for name in nested:
+        value = entry[name]
         if isinstance(value, list):
             out[name] = [dict(v) if isinstance(v, dict) else v for v in value]
-        elif isinstance(value, dict):
+        else:
             out[name] = copy.deepcopy(value)
     return out
 

@@ -14,7 +14,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
-from ctxledger.records import Message, Role
+from ctxledger.records import Message, Participant, Role
 from ctxledger.units import UnitKind
 
 if TYPE_CHECKING:
@@ -171,6 +171,13 @@ class StageContext:
     _live: tuple[int, list[Unit]] | None = field(default=None, repr=False)
     _unit_of: dict[str, Unit] | None = field(default=None, repr=False)
     _scanned: dict[int, tuple[Any, ...]] = field(default_factory=dict, repr=False)
+    _participants: dict[str, Participant] | None = field(default=None, repr=False)
+
+    def participants(self) -> dict[str, Participant]:
+        """Participant records among the candidates, by id (found once per context)."""
+        if self._participants is None:
+            self._participants = {r.id: r for r in self.records if isinstance(r, Participant)}
+        return self._participants
 
     def record(self, record_id: str) -> Record | None:
         """The candidate record with that id, or ``None``."""

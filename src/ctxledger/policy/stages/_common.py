@@ -69,7 +69,7 @@ def memo_unit_tags(ctx: StageContext, unit: Unit) -> frozenset[str]:
 
 def participants(ctx: StageContext) -> dict[str, Participant]:
     """Participant records among the candidates, by id."""
-    return {r.id: r for r in ctx.records if isinstance(r, Participant)}
+    return ctx.participants()
 
 
 def ancestors(pid: str, people: Mapping[str, Participant]) -> list[str]:

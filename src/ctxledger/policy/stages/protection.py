@@ -105,10 +105,12 @@ class ProtectionStage:
         succeeded_after: set[str] = set()
         # what a unit's content says depends on the unit, the stage's settings and who moderates
         content_key = (self.name, self.version, self.detect_wording, tuple(sorted(moderators)))
+        said = ctx.scan(content_key, ctx.units, lambda u: self._content_reason(u, moderators, ctx))
+        content = {id(u): why for u, why in said}
         for i in range(len(units) - 1, -1, -1):
             unit = units[i]
             reason = _position_reason(unit, i, last_user, newest_step) or _state_reason(unit, succeeded_after)
-            reason = reason or ctx.memoized(content_key, unit, lambda u=unit: self._content_reason(u, moderators, ctx))
+            reason = reason or content.get(id(unit))
             if unit.kind is UnitKind.TOOL_EXCHANGE and unit.status is ToolStatus.SUCCEEDED:
                 succeeded_after.update(unit.tool_names)
             if reason:
