@@ -58,6 +58,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ctxledger.errors import ConfigurationError, RecordNotFound
 
 TRACES = ("summary", "full")
@@ -129,26 +131,34 @@ def summarize_omissions(omitted: Iterable[tuple[str, str, int]], seqs: Sequence[
     Returns:
         Groups sorted by (reason, stage).
     """
-    rank = {s: i for i, s in enumerate(seqs)}
     by_key: dict[tuple[str, str], list[int]] = {}
     for reason, stage, seq in omitted:
         by_key.setdefault((reason, stage), []).append(seq)
+    order = np.asarray(seqs, dtype=np.int64)
     groups = []
     for (reason, stage), found in sorted(by_key.items()):
-        found.sort()
-        runs: list[list[int]] = []
-        for seq in found:
-            if runs and rank.get(seq, -2) == rank.get(runs[-1][1], -5) + 1:
-                runs[-1][1] = seq
-            elif runs and seq == runs[-1][1]:
-                continue
-            else:
-                runs.append([seq, seq])
-        listed = tuple((a, b) for a, b in runs[:MAX_RANGES])
+        runs = _runs(np.unique(np.asarray(found, dtype=np.int64)), order)
+        listed = tuple(runs[:MAX_RANGES])
         groups.append(
-            OmissionGroup(reason, stage, len(found), found[0], found[-1], listed, max(0, len(runs) - MAX_RANGES))
+            OmissionGroup(reason, stage, len(found), min(found), max(found), listed, max(0, len(runs) - MAX_RANGES))
         )
     return groups
+
+
+def _runs(found: np.ndarray, order: np.ndarray) -> list[tuple[int, int]]:
+    """Inclusive ``(first, last)`` runs of ``found`` (distinct, ascending) unbroken in ``order`` (ascending).
+
+    A seq continues a run when it is the candidate right after the run's last one in ``order``; a seq that is
+    not a candidate stands alone.
+    """
+    if not len(found):
+        return []
+    rank = np.searchsorted(order, found, side="right") - 1  # the last position holding that seq
+    member = (rank >= 0) & (order[np.clip(rank, 0, None)] == found) if len(order) else np.zeros(len(found), bool)
+    joins = member[1:] & member[:-1] & (rank[1:] == rank[:-1] + 1)
+    starts = np.flatnonzero(np.concatenate(([True], ~joins)))
+    ends = np.concatenate((starts[1:] - 1, [len(found) - 1]))
+    return list(zip(found[starts].tolist(), found[ends].tolist(), strict=True))
 
 
 @dataclass(slots=True)

@@ -79,12 +79,12 @@ from ctxledger.policy.rehydration import hard_omission, rehydrate, wanted_memori
 from ctxledger.policy.safety import run_stage
 from ctxledger.policy.secrets import SPEAKER_WITHHELD, default_scanner, redact_json
 from ctxledger.policy.stages.visibility import promoted_records, sees
-from ctxledger.records import Message, Record, Role, ToolArtifact, Visibility, utcnow
+from ctxledger.records import Message, Record, Role, ToolArtifact, ToolStatus, Visibility, utcnow
 from ctxledger.retention.state import retained, retained_sources, touched
 from ctxledger.serialize.anthropic_cache import with_breakpoints
 from ctxledger.serialize.base import Serializer, Turn
 from ctxledger.serialize.tool_names import request_tool_names, tool_name_map
-from ctxledger.units import UNAVAILABLE, Unit, UnitKind, build_units, content_text, drop_thinking
+from ctxledger.units import UNAVAILABLE, ContextClass, Unit, UnitKind, build_units, content_text, drop_thinking
 
 T = TypeVar("T")
 
@@ -947,6 +947,9 @@ def _verbatim(unit: Unit, tokens: int) -> Option:
     return Option("verbatim", tokens, 1.0, unit.turns)
 
 
+_CLASS_NAMES = {c: c.value for c in ContextClass}
+
+
 def _selection_items(
     units: Sequence[Unit],
     plan: _Plan,
@@ -983,7 +986,7 @@ def _selection_items(
             options += options_for(unit, verbatim, coster)
         items.append(
             SelectionItem(
-                unit.id, unit.seq, unit.context_class.value, options, required, required and len(options) == 1
+                unit.id, unit.seq, _CLASS_NAMES[unit.context_class], options, required, required and len(options) == 1
             )
         )
     return items
@@ -1033,7 +1036,7 @@ def _kind_prior(unit: Unit) -> float:
     prior = KIND_PRIOR[unit.kind]
     if unit.role == "user" and not unit.turns[0].relayed:  # another participant's turn is no user turn
         prior += 0.1
-    if unit.kind is UnitKind.TOOL_EXCHANGE and unit.status is not None and unit.status.value != "succeeded":
+    if unit.kind is UnitKind.TOOL_EXCHANGE and unit.status is not None and unit.status is not ToolStatus.SUCCEEDED:
         prior += 0.3
     return min(prior, 1.0)
 

@@ -15,6 +15,7 @@ built once per distinct value and cached on the snapshot (:class:`~ctxledger.has
 from __future__ import annotations
 
 import copy
+import heapq
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,9 +42,10 @@ from ctxledger.manifest import (
 )
 from ctxledger.policy.base import Policy, PolicyDecision, ReasonCode
 from ctxledger.policy.secrets import SecretScanner, default_scanner, redact_json, redact_text
+from ctxledger.records import Kind
 from ctxledger.units import Unit
 
-_STRUCTURAL = {"conversation", "branch", "participant", "model_run", "skill_state"}
+_STRUCTURAL = frozenset({Kind.CONVERSATION, Kind.BRANCH, Kind.PARTICIPANT, Kind.MODEL_RUN, Kind.SKILL_STATE})
 
 NOTABLE_BUDGET = 8
 """Highest-utility units left out for budget that the summary names (within :data:`MAX_NOTABLE`)."""
@@ -115,13 +117,13 @@ def build_manifest(inp: ManifestInputs) -> ManifestView:
     included_refs = {e["ref"] for e in included}
     rch = inp.reach
     partial = rch is not None and not rch.complete
-    records = [r for r in inp.records if r.kind.value not in _STRUCTURAL] if partial else _candidates(snap, plan)
+    records = [r for r in inp.records if r.kind not in _STRUCTURAL] if partial else _candidates(snap, plan)
     candidate_ids = {r.id for r in records}
     about = included_refs | {u.id for u, _ in inp.chosen} | {u.id for u in inp.fixed}
     omitted = [
         (rec, why) for rec in records if (why := plan.omitted.get(rec.id)) is not None and rec.id not in included_refs
     ]
-    seqs = sorted(r.seq for r in records)
+    seqs = sorted([r.seq for r in records])
     beyond: list[OmissionGroup] = []
     unvisited = 0
     if partial:
@@ -132,10 +134,13 @@ def build_manifest(inp: ManifestInputs) -> ManifestView:
         listed = tuple(runs[:MAX_RANGES])
         more = max(0, len(runs) - MAX_RANGES)
         beyond = [OmissionGroup(BEYOND_REACH, REACH_STAGE, unvisited, runs[0][0], runs[-1][1], listed, more)]
-    groups = summarize_omissions(((w[0], w[1], r.seq) for r, w in omitted), seqs)
+    groups = summarize_omissions([(w[0], w[1], r.seq) for r, w in omitted], seqs)
+    by_reason: Counter[str] = Counter()
+    by_stage: Counter[str] = Counter()
+    for g in groups:  # a group counts every omitted candidate of its (reason, stage)
+        by_reason[g.reason] += g.count
+        by_stage[g.stage] += g.count
     groups = sorted([*groups, *beyond], key=lambda g: (g.reason, g.stage))
-    by_reason = Counter(w[0] for _, w in omitted)
-    by_stage = Counter(w[1] for _, w in omitted)
     if unvisited:  # left out for budget, by the reach: counted with the other budget omissions
         by_reason[str(ReasonCode.BUDGET)] += unvisited
         by_stage[REACH_STAGE] += unvisited
@@ -255,7 +260,7 @@ def _unvisited(snap: Snapshot, rch: Reach | None) -> list[tuple[Any, tuple[str, 
 def _candidates(snap: Snapshot, plan: Any) -> list[Any]:
     """Candidate records: the snapshot's non-structural records, then other branches' (in ``seq`` order)."""
     own = _candidate_records(snap)
-    extra = [r for r in plan.extra_records if r.kind.value not in _STRUCTURAL]
+    extra = [r for r in plan.extra_records if r.kind not in _STRUCTURAL]
     return sorted([*own, *extra], key=lambda r: r.seq) if extra else own
 
 
@@ -271,16 +276,24 @@ def _notable(
     asked = set(request.exact_evidence) if not isinstance(request.exact_evidence, bool) else set()
     path = {r.get("artifact") for r in plan.rehydrations} | {r.get("repaired_from") for r in plan.rehydrations}
     cache = snap.memo.setdefault("manifest_omitted", {})
-    chosen: dict[str, tuple[int, float, str, Any, tuple[str, str, str]]] = {}
-    for rec, why in omitted:
-        if rec.id in asked or (rec.external_id and rec.external_id in asked):
-            chosen[rec.id] = (0, 0.0, "requested", rec, why)
-        elif rec.id in path:
-            chosen[rec.id] = (1, 0.0, "exact_evidence_path", rec, why)
-        elif why[0] == "budget" and rec.id in utilities:
-            chosen.setdefault(rec.id, (2, -utilities[rec.id], "budget", rec, why))
-    budget = sorted((v for v in chosen.values() if v[0] == 2), key=lambda v: (v[1], v[3].seq))[:NOTABLE_BUDGET]
-    first = sorted((v for v in chosen.values() if v[0] < 2), key=lambda v: (v[0], v[3].seq))
+    first: list[tuple[int, float, str, Any, tuple[str, str, str]]] = []
+    if asked or path:
+        for rec, why in omitted:
+            if rec.id in asked or (rec.external_id and rec.external_id in asked):
+                first.append((0, 0.0, "requested", rec, why))
+            elif rec.id in path:
+                first.append((1, 0.0, "exact_evidence_path", rec, why))
+    named = {v[3].id for v in first}
+    budget = heapq.nsmallest(  # omitted holds each record once, and seq breaks every tie
+        NOTABLE_BUDGET,
+        (
+            (2, -utilities[rec.id], "budget", rec, why)
+            for rec, why in omitted
+            if why[0] == "budget" and rec.id in utilities and rec.id not in named
+        ),
+        key=lambda v: (v[1], v[3].seq),
+    )
+    first.sort(key=lambda v: (v[0], v[3].seq))
     out = []
     for rank, score, why_notable, rec, why in [*first, *budget][:MAX_NOTABLE]:
         entry, _ = _omitted_entry(cache, rec, why, scanner)
@@ -385,7 +398,7 @@ def _candidate_records(snap: Snapshot) -> list[Any]:
     count, found = snap.memo.get("manifest_candidates", {}).get("", (0, []))
     if count > len(snap.records):
         count, found = 0, []
-    found = found + [r for r in snap.records[count:] if r.kind.value not in _STRUCTURAL]
+    found = found + [r for r in snap.records[count:] if r.kind not in _STRUCTURAL]
     snap.memo.setdefault("manifest_candidates", {})[""] = (len(snap.records), found)
     return found
 

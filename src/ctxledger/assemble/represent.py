@@ -221,6 +221,10 @@ class _Rung:
         return sum(self.turn_tokens)
 
 
+_LADDER_KINDS = frozenset({UnitKind.TOOL_EXCHANGE, UnitKind.MESSAGE})
+"""The unit kinds whose large turns get cheaper rungs."""
+
+
 class Ladder:
     """Builds the cheaper options of each unit (see the module docstring) and finds redundant units.
 
@@ -314,6 +318,8 @@ class Ladder:
         """
         if self.reach is not None and unit.id not in self.reach and not required:
             return []
+        if unit.kind not in _LADDER_KINDS or (verbatim.turn_tokens and max(verbatim.turn_tokens) < self.min_tokens):
+            return []  # no turn is large enough to excerpt (what :meth:`_targets` looks for first)
         key = (
             _tenant_of(unit),
             unit.id,
@@ -362,7 +368,7 @@ class Ladder:
         return [r for r in rungs if r.tokens < verbatim_tokens]
 
     def _targets(self, unit: Unit, costs: Sequence[int], coster: Coster) -> list[_Target]:
-        if unit.kind not in (UnitKind.TOOL_EXCHANGE, UnitKind.MESSAGE):
+        if unit.kind not in _LADDER_KINDS:
             return []
         records = {r.id: r for r in unit.records}
         out = []

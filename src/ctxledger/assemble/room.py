@@ -36,8 +36,11 @@ class _Move:
 
 def error_lines(option: Option) -> tuple[int, int]:
     """``(error lines of the unit, error lines this option keeps)``; verbatim keeps them all."""
-    total = int(option.detail.get("error_lines", 0) or 0)  # type: ignore[call-overload]
-    kept = int(option.detail.get("error_lines_kept", total) or 0)  # type: ignore[call-overload]
+    detail = option.detail
+    if not detail:
+        return 0, 0
+    total = int(detail.get("error_lines", 0) or 0)  # type: ignore[call-overload]
+    kept = int(detail.get("error_lines_kept", total) or 0)  # type: ignore[call-overload]
     return total, kept
 
 
@@ -55,8 +58,8 @@ def _evidence_option(item: SelectionItem) -> Option:
     return min(item.options, key=lambda o: (-kept(o), o.tokens, -o.utility, o.representation))
 
 
-def _keeps_errors(item: SelectionItem, option: Option) -> bool:
-    total = _unit_errors(item)
+def _keeps_errors(option: Option, total: int) -> bool:
+    """Whether ``option`` keeps all ``total`` error lines of its unit."""
     return option.representation == "verbatim" or error_lines(option)[1] >= total
 
 
@@ -71,7 +74,10 @@ def _downgrades(by_id: Mapping[str, SelectionItem], result: SelectionResult, adm
         item = by_id.get(unit_id)
         if item is None or item.required or unit_id == admitting:
             continue
-        cheaper = [o for o in item.options if o.tokens < current.tokens and _keeps_errors(item, o)]
+        cheaper = [o for o in item.options if o.tokens < current.tokens]
+        if cheaper:
+            total = _unit_errors(item)
+            cheaper = [o for o in cheaper if _keeps_errors(o, total)]
         if not cheaper:
             continue
         best = min(
