@@ -423,7 +423,7 @@ def assemble(
         grown = stability.grow(stable, items, result, dynamic, policy.selection.class_caps)
         if grown is not None:
             result, ledger = grown
-        elif (kept := stability.keep_prefix(stable, items, target, policy.selection.stable_keep,
+        elif stable is not None and (kept := stability.keep_prefix(stable, items, target, policy.selection.stable_keep,
                                             stability.essentials(items, result))) is not None:  # fmt: skip
             ledger = BudgetLedger(dynamic, policy.selection.class_caps)
             result = select(kept[0], target, ledger)

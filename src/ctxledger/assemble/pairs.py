@@ -17,7 +17,6 @@ pair only together with the other half (:func:`partners`).
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 
 from ctxledger.assemble.select import SelectionItem, SelectionResult
@@ -31,7 +30,12 @@ NAMED_SPLITS = 16
 def _pairs(units: Sequence[Unit]) -> list[tuple[Unit, Unit]]:
     """Adjacent ``(question, answer)`` message units: a user message, then the assistant message after it."""
     messages = [u for u in units if u.kind is UnitKind.MESSAGE]
-    return [(q, a) for q, a in itertools.pairwise(messages) if q.role == "user" and a.role == "assistant"]
+    roles = [u.role for u in messages]
+    return [
+        (messages[i - 1], messages[i])
+        for i in range(1, len(messages))
+        if roles[i] == "assistant" and roles[i - 1] == "user"
+    ]
 
 
 def partners(units: Sequence[Unit]) -> dict[str, str]:

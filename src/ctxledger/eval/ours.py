@@ -128,7 +128,7 @@ class _History:
     def extends_to(self, items: Sequence[EvalItem]) -> bool:
         """Whether ``items`` starts with exactly the turns recorded so far."""
         n = len(self.ids)
-        return len(items) >= n and all(items[i].id == self.ids[i] for i in range(n))
+        return len(items) >= n and [item.id for item in items[:n]] == self.ids
 
 
 class PolicySelector:
