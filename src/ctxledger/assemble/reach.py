@@ -39,7 +39,7 @@ from ctxledger.policy.stages.protection import TAG_REASONS, wording_reason
 from ctxledger.records import Checkpoint, Message, Participant, Record, Role, ToolMemory, ToolStatus
 from ctxledger.units import Unit, UnitKind
 
-REACH_BUDGETS = 4
+REACH_BUDGETS = 2
 """The tail holds the newest units worth this many ``B_input`` (tokens, verbatim)."""
 MATCH_BUDGETS = 2
 """Lexical matches older than the tail are visited up to this many ``B_input`` (tokens, verbatim)."""

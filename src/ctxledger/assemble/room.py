@@ -63,29 +63,40 @@ def _keeps_errors(option: Option, total: int) -> bool:
     return option.representation == "verbatim" or error_lines(option)[1] >= total
 
 
+def _downgrade(item: SelectionItem | None, current: Option) -> _Move | None:
+    """The cheaper option of a chosen optional unit that keeps every error line and loses least per token."""
+    if item is None or item.required:
+        return None
+    cheaper = [o for o in item.options if o.tokens < current.tokens]
+    if cheaper:
+        total = _unit_errors(item)
+        cheaper = [o for o in cheaper if _keeps_errors(o, total)]
+    if not cheaper:
+        return None
+    best = min(
+        cheaper,
+        key=lambda o: ((current.utility - o.utility) / (current.tokens - o.tokens), o.tokens, o.representation),
+    )
+    return _Move(item, best, current.tokens - best.tokens, current.utility - best.utility)
+
+
+def _move_order(move: _Move) -> tuple[float, int, str]:
+    """Least utility lost per token freed first; a total order (newest, then unit id, breaks ties)."""
+    return (move.loss / move.freed, -move.item.seq, move.item.unit_id)
+
+
 def _downgrades(by_id: Mapping[str, SelectionItem], result: SelectionResult, admitting: str) -> list[_Move]:
-    """For each chosen optional unit, its cheaper option that keeps every error line and loses least per token.
+    """For each chosen optional unit but ``admitting``, its :func:`_downgrade`, in :func:`_move_order`.
 
     Only chosen units can be downgraded, so only they are visited (``by_id``: unit id → item); the moves
     are sorted on a total key, so the order of the visit does not matter.
     """
-    moves = []
-    for unit_id, current in result.chosen.items():
-        item = by_id.get(unit_id)
-        if item is None or item.required or unit_id == admitting:
-            continue
-        cheaper = [o for o in item.options if o.tokens < current.tokens]
-        if cheaper:
-            total = _unit_errors(item)
-            cheaper = [o for o in cheaper if _keeps_errors(o, total)]
-        if not cheaper:
-            continue
-        best = min(
-            cheaper,
-            key=lambda o: ((current.utility - o.utility) / (current.tokens - o.tokens), o.tokens, o.representation),
-        )
-        moves.append(_Move(item, best, current.tokens - best.tokens, current.utility - best.utility))
-    return sorted(moves, key=lambda m: (m.loss / m.freed, -m.item.seq, m.item.unit_id))
+    moves = [
+        move
+        for unit_id, current in result.chosen.items()
+        if unit_id != admitting and (move := _downgrade(by_id.get(unit_id), current)) is not None
+    ]
+    return sorted(moves, key=_move_order)
 
 
 def make_room_for_errors(
@@ -106,13 +117,25 @@ def make_room_for_errors(
     waiting = [by_id[u] for u in result.omitted if u in by_id and _unit_errors(by_id[u]) > 0]
     waiting.sort(key=lambda i: (-max(o.utility for o in i.options), -i.seq, i.unit_id))
     admitted = []
-    moves: list[_Move] | None = None  # the downgrades of the current selection (it changes only on admission)
+    # each chosen unit's downgrade depends on its own option only: an admission changes the admitted unit's
+    # and the downgraded ones', so only theirs are found again
+    best = {m.item.unit_id: m for m in _downgrades(by_id, result, "")}
+    moves: list[_Move] | None = None  # the downgrades in order (they change only on admission)
     used = sum(o.tokens for o in result.chosen.values())  # tokens chosen (it changes only on admission)
     for item in waiting:
         if moves is None:
-            moves = _downgrades(by_id, result, "")
-        if _admit(item, [m for m in moves if m.item.unit_id != item.unit_id], result, budget_tokens - used, ledger):
+            moves = sorted(best.values(), key=_move_order)
+        changed = _admit(
+            item, [m for m in moves if m.item.unit_id != item.unit_id], result, budget_tokens - used, ledger
+        )
+        if changed:
             admitted.append(item.unit_id)
+            for unit_id in changed:
+                move = _downgrade(by_id.get(unit_id), result.chosen[unit_id])
+                if move is None:
+                    best.pop(unit_id, None)
+                else:
+                    best[unit_id] = move
             moves = None
             used = result.used_tokens
     return admitted
@@ -124,8 +147,12 @@ def _admit(
     result: SelectionResult,
     left: int,
     ledger: BudgetLedger,
-) -> bool:
-    """Admit ``item`` at its evidence option, downgrading the first ``moves`` as needed (``left``: tokens free)."""
+) -> list[str]:
+    """Admit ``item`` at its evidence option, downgrading the first ``moves`` as needed (``left``: tokens free).
+
+    Returns:
+        The ids of the units whose chosen option changed (the admitted one last); empty when nothing changed.
+    """
     target = _evidence_option(item)
     remaining = left
     plan: list[_Move] = []
@@ -136,7 +163,7 @@ def _admit(
         remaining += move.freed
     loss = sum(m.loss for m in plan)
     if remaining < target.tokens or target.utility <= loss or not _caps_hold(item, target, plan, ledger):
-        return False
+        return []
     for move in plan:
         result.chosen[move.item.unit_id] = move.option
         ledger.charge(move.item.context_class, -move.freed)
@@ -144,7 +171,7 @@ def _admit(
     result.omitted.pop(item.unit_id, None)
     ledger.charge(item.context_class, target.tokens)
     result.used_tokens = sum(o.tokens for o in result.chosen.values())
-    return True
+    return [*(m.item.unit_id for m in plan), item.unit_id]
 
 
 def _caps_hold(item: SelectionItem, target: Option, plan: Sequence[_Move], ledger: BudgetLedger) -> bool:
