@@ -127,12 +127,19 @@ def quick_content_hash(value: Any) -> str:
 
 
 def _has_float(value: Any) -> bool:
-    if isinstance(value, float):
-        return True
-    if isinstance(value, list | tuple):
-        return any(_has_float(v) for v in value)
-    if isinstance(value, dict):
-        return any(_has_float(v) for v in value.values())
+    """Whether ``value`` holds a float anywhere in its lists, tuples and dict values (walked without recursion)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or kind is int or item is None:
+            continue
+        if isinstance(item, float):
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
     return False
 
 

@@ -407,7 +407,8 @@ def assemble(
             continue  # the filters left too little of the reach to fill B_dynamic
         t_policy = time.perf_counter()
         ledger = BudgetLedger(dynamic, policy.selection.class_caps)
-        relevance = {snap.units[p].id: float(scores[p]) for p in rch.positions}
+        visited_ids = [snap.units[p].id for p in rch.positions]
+        relevance = dict(zip(visited_ids, scores[list(rch.positions)].tolist(), strict=True))
         weights = policy.selection.weights(_asks_question(request, units))
         older = {snap.units[p].id: k for p, k in unvisited_newer(rch).items()}
         items = _selection_items(
@@ -480,7 +481,6 @@ def assemble(
     renamed = {k: v for k, v in tool_name_map(request_tool_names(turns, tools)).items() if k != v}
     if renamed:
         plan.tools["renamed"] = renamed
-    serializer.validate(payload)
     counter = counter_for_payload or getattr(coster, "counter", None)
     input_tokens = serializer.count(payload, counter) if counter is not None else _sum_costs(coster, turns, tools)
     if request.api == "anthropic-messages":
@@ -966,27 +966,29 @@ def _selection_items(
     params = policy.selection
     w_relevance, w_recency, w_kind = weights or params.weights(False)
     dynamic = [u for u in units if u.kind is not UnitKind.INSTRUCTION]
+    half_life = params.recency_half_life
+    required_ids = plan.required
+    newer = unvisited_newer or {}
     items = []
     for age, unit in enumerate(reversed(dynamic)):
-        if unvisited_newer:
-            age += unvisited_newer.get(unit.id, 0)
-        recency = 0.5 ** (age / params.recency_half_life)
-        prior = _kind_prior(unit)
-        utility = w_relevance * relevance.get(unit.id, 0.0) + w_recency * recency + w_kind * prior
-        if unit.id not in relevance:  # from another branch: it only fills what the lineage leaves
+        uid = unit.id
+        if newer:
+            age += newer.get(uid, 0)
+        score = relevance.get(uid)
+        utility = w_relevance * (score or 0.0) + w_recency * 0.5 ** (age / half_life) + w_kind * _kind_prior(unit)
+        if score is None:  # from another branch: it only fills what the lineage leaves
             utility *= FILL_FACTOR
-        costs = turn_costs[unit.id]
+        costs = turn_costs[uid]
         verbatim = Option("verbatim", sum(costs), round(utility, 9), unit.turns, turn_tokens=costs)
         options = [verbatim]
-        required = unit.id in plan.required
-        verbatim_only = plan.required.get(unit.id) in VERBATIM_REASONS
-        if oversized and unit.id in oversized:  # too large to enter verbatim: exact excerpts only
-            options = [dataclasses.replace(o, utility=round(utility * o.utility, 9)) for o in oversized[unit.id]]
-        elif options_for is not None and not verbatim_only:
+        required = uid in required_ids
+        if oversized and uid in oversized:  # too large to enter verbatim: exact excerpts only
+            options = [dataclasses.replace(o, utility=round(utility * o.utility, 9)) for o in oversized[uid]]
+        elif options_for is not None and not (required and required_ids[uid] in VERBATIM_REASONS):
             options += options_for(unit, verbatim, coster)
         items.append(
             SelectionItem(
-                unit.id, unit.seq, _CLASS_NAMES[unit.context_class], options, required, required and len(options) == 1
+                uid, unit.seq, _CLASS_NAMES[unit.context_class], options, required, required and len(options) == 1
             )
         )
     return items

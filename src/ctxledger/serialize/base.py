@@ -85,7 +85,7 @@ class Serializer(Protocol):
         ...
 
     def build(self, turns: Sequence[Turn], *, model: str, tools: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
-        """Return the request payload (a JSON-able dict) for ``turns`` in the given order.
+        """Return the request payload (a JSON-able dict) for ``turns`` in the given order, checked by :meth:`validate`.
 
         Raises:
             ProviderContractError: the turns cannot form a valid request under the provider's rules.
