@@ -373,12 +373,13 @@ def assemble(
         _mark_unavailable(plan, all_units)
         _mark_retained(plan, all_units)
         units = []
+        omitted_ids = plan.omitted.keys()
         for u in all_units:
-            # the first omitted record (in unit order) gives its reason to the rest of the unit
-            cause = next((r for r in u.record_ids if r in plan.omitted), None)
-            if cause is None:
+            if omitted_ids.isdisjoint(u.record_ids):
                 units.append(_annotated(u, plan.marks, snap.memo) if plan.marks else u)
                 continue
+            # the first omitted record (in unit order) gives its reason to the rest of the unit
+            cause = next(r for r in u.record_ids if r in plan.omitted)
             first = plan.omitted[cause]
             for rid in u.record_ids:
                 if rid not in plan.omitted:
@@ -716,9 +717,9 @@ def _annotated(unit: Unit, marks: Mapping[str, Sequence[PolicyDecision]], memo: 
     its records, and those repeat from one call to the next; the same annotated unit object comes back,
     so its token costs are cached too (:func:`_turn_costs`).
     """
-    mine = tuple((rid, tuple(marks[rid])) for rid in unit.record_ids if rid in marks)
-    if not mine:
+    if marks.keys().isdisjoint(unit.record_ids):
         return unit
+    mine = tuple((rid, tuple(marks[rid])) for rid in unit.record_ids if rid in marks)
     table = memo.setdefault("annotated", {})
     hit = table.get(unit.id)
     if hit is not None and hit[0] is unit and hit[1] == mine:

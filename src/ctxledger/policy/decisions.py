@@ -278,7 +278,7 @@ class StageContext:
         """Units none of whose records were omitted so far (``omitted`` only grows, so its size dates the list)."""
         if self._live is None or self._live[0] != len(self.omitted):
             omitted = self.omitted
-            self._live = (len(omitted), [u for u in self.units if not any(r in omitted for r in u.record_ids)])
+            self._live = (len(omitted), [u for u in self.units if omitted.isdisjoint(u.record_ids)])
         return list(self._live[1])
 
     def live(self, record_id: str) -> bool:
@@ -319,7 +319,7 @@ def protected_records(ctx: StageContext) -> dict[str, str]:
     out: dict[str, str] = {}
     latest_user = None
     for unit in ctx.units:
-        if any(r in ctx.omitted for r in unit.record_ids):
+        if not ctx.omitted.isdisjoint(unit.record_ids):
             continue
         why = "instruction" if unit.kind is UnitKind.INSTRUCTION else ctx.required.get(unit.id)
         if why:

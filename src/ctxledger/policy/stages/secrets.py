@@ -211,7 +211,7 @@ class SecretsStage:
         facts = ctx.facts
         scan = ctx.scan(stage_key(self), ctx.units, lambda unit: self._unit_findings(unit, facts))
         for unit, (names, findings) in scan:
-            if any(r in omitted for r in unit.record_ids):
+            if not omitted.isdisjoint(unit.record_ids):
                 continue
             for ref, hits in names.items():
                 yield mark(self.name, ref, SPEAKER_WITHHELD, f"speaker name: {describe(hits)}")

@@ -69,7 +69,7 @@ class TrustStage:
         omitted = ctx.omitted
         facts = ctx.facts
         for unit, decisions in ctx.scan(stage_key(self), ctx.units, lambda unit: self._decide(unit, facts)):
-            if not any(r in omitted for r in unit.record_ids):
+            if omitted.isdisjoint(unit.record_ids):
                 yield from decisions
 
     def _decide(self, unit: Unit, facts: Mapping[str, Any]) -> list[PolicyDecision]:
