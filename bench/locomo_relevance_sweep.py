@@ -17,7 +17,8 @@ re-scored), ``speaker`` (units said by the one participant the question names co
 ``session`` (each unit × ``1 + session ×`` its day's best score), ``diversity`` (a unit's score divided by
 ``1 + diversity · r / 8``, ``r`` its rank among its day's units), ``unnamed`` (BM25 of the query without the one
 speaker name it names), ``sem_named`` (the query vector with that name: the assembler leaves it out while the
-speaker boost is on). Absent keys take the default policy's
+speaker boost is on), ``qwords`` (``drop_question_words``: BM25 and the query vector without the query's question
+words). Absent keys take the default policy's
 settings, so ``{}`` is the assembler's relevance.
 """
 
@@ -35,7 +36,7 @@ import numpy as np
 
 import ctxledger.assemble.assembler as assembler
 from ctxledger.assemble.dates import days_match, query_dates
-from ctxledger.assemble.relevance import spread, tokenize
+from ctxledger.assemble.relevance import query_topic, spread, tokenize
 from ctxledger.assemble.semantic import default_embedder
 from ctxledger.assemble.speakers import named_speaker
 from ctxledger.eval.base import REQUEST_BASE_TOKENS, SelectionTask
@@ -83,10 +84,11 @@ def _unnamed(query: str, names: list[str]) -> str:
 def relevance(conv: dict[str, Any], q: dict[str, Any], p: dict[str, Any]) -> np.ndarray:
     """The variant's relevance of every unit of ``conv`` to question ``q``, normalised to max 1."""
     rows, mean = conv["rows"], conv["mean"]
-    bm = q["bm25_unnamed"] if p.get("unnamed") else q["bm25"]
+    topic = "_topic" if p.get("qwords", DEFAULT.drop_question_words) else ""
+    bm = q["bm25_unnamed"] if p.get("unnamed") else q["bm25" + topic]
     lex = (bm / bm.max() if bm.max() > 0 else bm) ** p.get("lex_power", 1.0)
     speaker = p.get("speaker", DEFAULT.speaker_boost)
-    qv = q["vector_unnamed"] if speaker and not p.get("sem_named") else q["vector"]
+    qv = q["vector_unnamed" + topic] if speaker and not p.get("sem_named") else q["vector" + topic]
     sem = _rescale(_centred_cos(rows, mean, qv)) ** p.get("sem_power", 1.0)
     w = p.get("w", DEFAULT.semantic_weight)
     s = (1 - w) * lex + w * sem
@@ -148,6 +150,7 @@ def load(path: Path, indices: list[int], memories: bool, *, check: int = 0) -> l
             if case.category in HEADLINE_EXCLUDED or not case.required_ids:
                 continue
             assembled = None
+            topic = query_topic(case.query)
             if len(questions) < check:
                 selector.select(SelectionTask(case.items, case.query, 2000, counter, case.query_tokens))
                 assembled = seen["scores"]
@@ -160,8 +163,11 @@ def load(path: Path, indices: list[int], memories: bool, *, check: int = 0) -> l
                     "tokens": case.query_tokens,
                     "bm25": snap.index.scores(tokenize([case.query])[0], len(snap.units)),
                     "bm25_unnamed": snap.index.scores(tokenize([_unnamed(case.query, names)])[0], len(snap.units)),
+                    "bm25_topic": snap.index.scores(tokenize([topic])[0], len(snap.units)),
                     "vector": embedder.embed([case.query])[0].astype(np.float64),
+                    "vector_topic": embedder.embed([topic])[0].astype(np.float64),
                     "vector_unnamed": embedder.embed([_unnamed(case.query, names)])[0].astype(np.float64),
+                    "vector_unnamed_topic": embedder.embed([_unnamed(topic, names)])[0].astype(np.float64),
                     "dates": days_match(query_dates(case.query), days),
                 }
             )
@@ -175,6 +181,7 @@ def load(path: Path, indices: list[int], memories: bool, *, check: int = 0) -> l
                 "sessions": sessions,
                 "speakers": np.array([names[c] if c >= 0 else "" for c in codes]),
                 "names": names,
+                "snap": snap,
                 "questions": questions,
             }
         )
