@@ -94,11 +94,12 @@ def _hook(policy: object) -> object:
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.sampled_from([*_VOCAB, "risotto", "errand", "sister", "framed"]), min_size=0, max_size=8))
 def test_with_question_words_kept_unit_relevance_is_the_assemblers_relevance(words: list[str]) -> None:
-    """The settings the assembler reads today give bit-for-bit its scores, so it can call ``unit_relevance``."""
+    """The settings the assembler reads today (the index's ``b``) give bit-for-bit its scores, so it can call it."""
     ledger, g = _SHARED
     snap = SnapshotLoader(ledger.store).load("default", g.conversation_id, g.branch_id)
     policy = default_policy()
-    policy = dataclasses.replace(policy, selection=dataclasses.replace(policy.selection, drop_question_words=False))
+    kept = dataclasses.replace(policy.selection, drop_question_words=False, bm25_b=0.75)
+    policy = dataclasses.replace(policy, selection=kept)
     query = " ".join(words) + "?"
     request = types.SimpleNamespace(query=query)
     mine = _hook(policy)(request, snap)
@@ -119,3 +120,37 @@ def test_drop_question_words_is_a_policy_setting() -> None:
     assert policy.hash != policy_from_dict({"policy": {"name": "p", "version": "1"}}).hash
     with pytest.raises(InvalidSetting, match="drop_question_words"):
         SelectionParams(drop_question_words="yes")  # type: ignore[arg-type]
+
+
+_TEXTS = [
+    "I finished a painting of the lake at sunset.",
+    "That sounds peaceful, I love lakes and long walks around the lake in the evening with my dogs.",
+    "We went camping by the lake last summer.",
+    "Painting",
+    "The post office was closed again today, so the parcel waits.",
+]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(0.0, 1.0, allow_nan=False), st.sampled_from(["lake painting", "parcel", "camping lake sunset"]))
+def test_a_calls_length_normalisation_gives_bm25s_scores_with_that_b(b: float, query: str) -> None:
+    import bm25s
+
+    from ctxledger.assemble.lexical_index import IncrementalBM25
+    from ctxledger.assemble.relevance import stemmer, tokenize
+
+    index = IncrementalBM25()
+    for doc in tokenize(_TEXTS):
+        index.add(doc)
+    ref = bm25s.BM25(b=b)
+    ref.index(bm25s.tokenize(_TEXTS, stopwords="en", stemmer=stemmer(), show_progress=False), show_progress=False)
+    terms = tokenize([query])[0]
+    np.testing.assert_allclose(index.scores(terms, b=b), ref.get_scores(terms), rtol=1e-5, atol=1e-6)
+    assert np.array_equal(index.scores(terms), index.scores(terms, b=index.b))
+
+
+def test_bm25_b_is_a_policy_setting() -> None:
+    assert SelectionParams().bm25_b == 0.75
+    assert SelectionParams(bm25_b=0.5).as_dict()["bm25_b"] == 0.5
+    with pytest.raises(InvalidSetting, match="bm25_b"):
+        SelectionParams(bm25_b=1.5)

@@ -226,6 +226,7 @@ class RelevanceSettings(RelevanceWeights, Protocol):
     neighbour_decay: float
     neighbour_window: int
     drop_question_words: bool
+    bm25_b: float
 
 
 def unit_relevance(
@@ -239,7 +240,8 @@ def unit_relevance(
     """Relevance of the first ``n_units`` units of a snapshot to ``query``, over the maximum (in [0, 1]).
 
     BM25 of the query's terms (:func:`tokenize`); with ``selection`` (the policy's
-    :class:`~ctxledger.policy.base.SelectionParams`): the query without its question words when
+    :class:`~ctxledger.policy.base.SelectionParams`): BM25 with its length normalisation ``bm25_b``, the query
+    without its question words when
     ``drop_question_words`` is on (:func:`query_topic`, for both BM25 and the semantic part),
     mixed with semantic similarity (:func:`with_semantic`, the query without the one speaker it names when the
     speaker boost is on), the speaker and date boosts, the neighbour spread, then the session lift. Without
@@ -248,7 +250,8 @@ def unit_relevance(
     """
     dropped = selection is not None and selection.drop_question_words and bool(query)
     topic = query_topic(query) if dropped else query
-    scores = index.scores(tokenize([topic])[0] if topic else [], n_units)
+    terms = tokenize([topic])[0] if topic else []
+    scores = index.scores(terms, n_units, b=selection.bm25_b if selection is not None else None)
     if selection is not None:
         speakers, days, sessions = facets.arrays()
         named = named_speaker(query, facets.names) if selection.speaker_boost > 0 and query else None

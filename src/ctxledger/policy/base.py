@@ -77,9 +77,10 @@ class SelectionParams:
             ``class_caps`` with a key that is not a context class (``conversation``, ``operational``,
             ``epistemic``, ``provenance``, ``policy``, ``recovery``, ``planning``) or a value outside (0, 1];
             ``question_weights`` not three weights; ``neighbour_decay`` outside [0, 1];
-            ``neighbour_window`` not an integer >= 0; ``semantic_weight`` outside [0, 1]; ``date_boost``,
-            ``speaker_boost`` or ``session_boost`` negative; ``stable_prefix`` or ``drop_question_words`` not a
-            boolean; ``stable_headroom`` outside [0, 0.9]; ``stable_keep`` outside [0, 1]; ``ladder`` not a boolean.
+            ``neighbour_window`` not an integer >= 0; ``semantic_weight`` or ``bm25_b`` outside [0, 1];
+            ``date_boost``, ``speaker_boost`` or ``session_boost`` negative; ``stable_prefix`` or
+            ``drop_question_words`` not a boolean; ``stable_headroom`` outside [0, 0.9]; ``stable_keep`` outside
+            [0, 1]; ``ladder`` not a boolean.
     """
 
     w_relevance: float = 0.4
@@ -123,6 +124,8 @@ class SelectionParams:
     """Leave the query's interrogatives and auxiliary verbs ("what", "did", "would" …;
     :data:`ctxledger.assemble.relevance.QUESTION_WORDS`) out of its BM25 terms and its semantic vector: they say
     that it asks, not what it asks about, and the index's stop list keeps them; ``False`` = the query as written."""
+    bm25_b: float = 0.75
+    """BM25's length normalisation in relevance (0 = none, 1 = full; 0.75 is the index's own, bm25s's default)."""
 
     def __post_init__(self) -> None:
         """Validate every setting (see the class docstring)."""
@@ -147,6 +150,7 @@ class SelectionParams:
         number(self.session_boost, "selection", "session_boost", low=0.0)
         flag(self.stable_prefix, "selection", "stable_prefix")
         flag(self.drop_question_words, "selection", "drop_question_words")
+        number(self.bm25_b, "selection", "bm25_b", low=0.0, high=1.0)
         number(self.stable_headroom, "selection", "stable_headroom", low=0.0, high=0.9)
         number(self.stable_keep, "selection", "stable_keep", low=0.0, high=1.0)
 
@@ -173,6 +177,7 @@ class SelectionParams:
             "speaker_boost": self.speaker_boost,
             "session_boost": self.session_boost,
             "drop_question_words": self.drop_question_words,
+            "bm25_b": self.bm25_b,
             "stable_prefix": self.stable_prefix,
             "stable_headroom": self.stable_headroom,
             "stable_keep": self.stable_keep,
