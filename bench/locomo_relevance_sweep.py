@@ -4,8 +4,10 @@ A full run of ``bench/locomo_splits.py`` costs minutes per setting; this sweep r
 (as ``ctxledger eval run`` does), keeps the snapshot of its first assembly (BM25 index, unit vectors, dates),
 and then, per question and variant, recomputes relevance in numpy and fills the budget with units in the order
 of the selection's utility (``0.8·relevance + 0.1·recency``, the question weights). It is a proxy of the
-selector, not the selector: on conversations 0–4 at 2,000 tokens it gives 0.885 where the harness gives 0.885
-(8,000: 0.964 / 0.966); use it to rank variants, then confirm with ``bench/locomo_splits.py``.
+selector, not the selector: on conversations 0–4 at 2,000 tokens it gave 0.885 where the harness gave 0.885
+(8,000: 0.964 / 0.966) before ``drop_question_words``, and 0.891 / 0.887 (0.971 / 0.971) with it, but
+multi-hop 0.725 where the harness gives 0.692 (the harness also drops a leading non-user turn and places the
+protected turns first); use it to rank variants, then confirm with ``bench/locomo_splits.py``.
 
     python bench/locomo_relevance_sweep.py --conversations 0-4 '{}' '{"prf": 1.0}' '{"speaker": 0.5}'
 
@@ -17,7 +19,8 @@ re-scored), ``speaker`` (units said by the one participant the question names co
 ``session`` (each unit × ``1 + session ×`` its day's best score), ``diversity`` (a unit's score divided by
 ``1 + diversity · r / 8``, ``r`` its rank among its day's units), ``unnamed`` (BM25 of the query without the one
 speaker name it names), ``sem_named`` (the query vector with that name: the assembler leaves it out while the
-speaker boost is on). Absent keys take the default policy's
+speaker boost is on), ``qwords`` (``drop_question_words``: BM25 and the query vector without the query's question
+words). Absent keys take the default policy's
 settings, so ``{}`` is the assembler's relevance.
 """
 
@@ -35,7 +38,7 @@ import numpy as np
 
 import ctxledger.assemble.assembler as assembler
 from ctxledger.assemble.dates import days_match, query_dates
-from ctxledger.assemble.relevance import spread, tokenize
+from ctxledger.assemble.relevance import query_topic, spread, tokenize, unit_relevance
 from ctxledger.assemble.semantic import default_embedder
 from ctxledger.assemble.speakers import named_speaker
 from ctxledger.eval.base import REQUEST_BASE_TOKENS, SelectionTask
@@ -48,10 +51,17 @@ from ctxledger.tokens import get_counter
 DEFAULT = default_policy().selection
 
 
+def _unit_relevance(request: Any, snap: Any, policy: Any = None) -> np.ndarray:
+    """The assembler's relevance as :func:`~ctxledger.assemble.relevance.unit_relevance` computes it (every setting)."""
+    query = request.query if request.query is not None else assembler._latest_user_text(snap.units)
+    selection = policy.selection if policy is not None else None
+    return unit_relevance(query, snap.index, snap.vectors, snap.facets, len(snap.units), selection)
+
+
 def _capture() -> dict[str, Any]:
-    """Keep the snapshot and the scores of each assembly's relevance (the assembler's own, left as it is)."""
+    """Keep the snapshot and the scores of each assembly's relevance (:func:`_unit_relevance`)."""
     seen: dict[str, Any] = {}
-    original = assembler._relevance
+    original = _unit_relevance
 
     def wrapped(request: Any, snap: Any, policy: Any = None) -> np.ndarray:
         seen["snap"] = snap
@@ -83,10 +93,11 @@ def _unnamed(query: str, names: list[str]) -> str:
 def relevance(conv: dict[str, Any], q: dict[str, Any], p: dict[str, Any]) -> np.ndarray:
     """The variant's relevance of every unit of ``conv`` to question ``q``, normalised to max 1."""
     rows, mean = conv["rows"], conv["mean"]
-    bm = q["bm25_unnamed"] if p.get("unnamed") else q["bm25"]
+    topic = "_topic" if p.get("qwords", DEFAULT.drop_question_words) else ""
+    bm = q["bm25_unnamed"] if p.get("unnamed") else q["bm25" + topic]
     lex = (bm / bm.max() if bm.max() > 0 else bm) ** p.get("lex_power", 1.0)
     speaker = p.get("speaker", DEFAULT.speaker_boost)
-    qv = q["vector_unnamed"] if speaker and not p.get("sem_named") else q["vector"]
+    qv = q["vector_unnamed" + topic] if speaker and not p.get("sem_named") else q["vector" + topic]
     sem = _rescale(_centred_cos(rows, mean, qv)) ** p.get("sem_power", 1.0)
     w = p.get("w", DEFAULT.semantic_weight)
     s = (1 - w) * lex + w * sem
@@ -144,10 +155,12 @@ def load(path: Path, indices: list[int], memories: bool, *, check: int = 0) -> l
         names = snap.facets.names
         questions = []
         selector = PolicySelector(counter)
+        b = DEFAULT.bm25_b
         for case in dataset.cases:
             if case.category in HEADLINE_EXCLUDED or not case.required_ids:
                 continue
             assembled = None
+            topic = query_topic(case.query)
             if len(questions) < check:
                 selector.select(SelectionTask(case.items, case.query, 2000, counter, case.query_tokens))
                 assembled = seen["scores"]
@@ -158,10 +171,13 @@ def load(path: Path, indices: list[int], memories: bool, *, check: int = 0) -> l
                     "category": case.category.split("-", 1)[1],
                     "required": case.required_ids,
                     "tokens": case.query_tokens,
-                    "bm25": snap.index.scores(tokenize([case.query])[0], len(snap.units)),
-                    "bm25_unnamed": snap.index.scores(tokenize([_unnamed(case.query, names)])[0], len(snap.units)),
+                    "bm25": snap.index.scores(tokenize([case.query])[0], len(snap.units), b=b),
+                    "bm25_unnamed": snap.index.scores(tokenize([_unnamed(case.query, names)])[0], len(snap.units), b=b),
+                    "bm25_topic": snap.index.scores(tokenize([topic])[0], len(snap.units), b=b),
                     "vector": embedder.embed([case.query])[0].astype(np.float64),
+                    "vector_topic": embedder.embed([topic])[0].astype(np.float64),
                     "vector_unnamed": embedder.embed([_unnamed(case.query, names)])[0].astype(np.float64),
+                    "vector_unnamed_topic": embedder.embed([_unnamed(topic, names)])[0].astype(np.float64),
                     "dates": days_match(query_dates(case.query), days),
                 }
             )
@@ -175,6 +191,7 @@ def load(path: Path, indices: list[int], memories: bool, *, check: int = 0) -> l
                 "sessions": sessions,
                 "speakers": np.array([names[c] if c >= 0 else "" for c in codes]),
                 "names": names,
+                "snap": snap,
                 "questions": questions,
             }
         )

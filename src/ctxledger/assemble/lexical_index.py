@@ -101,11 +101,12 @@ class IncrementalBM25:
             self._length_array = np.asarray(self._lengths, dtype=np.int64)
         return self._length_array[:n]
 
-    def scores(self, query_tokens: Sequence[str], n_docs: int | None = None) -> np.ndarray:
+    def scores(self, query_tokens: Sequence[str], n_docs: int | None = None, *, b: float | None = None) -> np.ndarray:
         """BM25 scores of the first ``n_docs`` documents (default: all) for a tokenized query.
 
         Statistics (document count, average length, document frequencies) are those of the first
-        ``n_docs`` documents, so a snapshot scores the same whatever was appended after it.
+        ``n_docs`` documents, so a snapshot scores the same whatever was appended after it. ``b``: the length
+        normalisation of this call (default: the index's).
 
         Returns:
             A float array of length ``n_docs``; zero where no query term occurs.
@@ -117,6 +118,7 @@ class IncrementalBM25:
         total = self._total_length if n == len(self._lengths) else sum(self._lengths[:n])
         avgdl = total / n if total else 1.0
         lengths = self._lengths_upto(n)
+        b = self.b if b is None else b
         for term in set(query_tokens):
             docs, tfs = self._term_arrays(term)
             if not len(docs):
@@ -126,7 +128,7 @@ class IncrementalBM25:
                 continue
             docs, tfs = docs[:df], tfs[:df]
             idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-            norm = tfs + self.k1 * (1 - self.b + self.b * lengths[docs] / avgdl)
+            norm = tfs + self.k1 * (1 - b + b * lengths[docs] / avgdl)
             out[docs] += idf * tfs / norm
         return out
 

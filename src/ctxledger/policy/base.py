@@ -54,12 +54,12 @@ class SelectionParams:
 
     ``utility = w_relevance·relevance + w_recency·recency + w_kind·kind_prior`` with each term in
     [0, 1]; recency halves every ``recency_half_life`` units counted back from the newest. Relevance is
-    BM25 on stemmed terms — mixed with the query's semantic similarity (``semantic_weight``) when the
-    ``semantic`` extra is installed, counted ``1 + speaker_boost`` times for units said by the one speaker the
-    query names and ``1 + date_boost`` times for units written on a date the query names — each unit's score
-    plus its neighbours' (``neighbour_decay`` per unit of distance, up to ``neighbour_window`` units away;
-    :func:`ctxledger.assemble.relevance.spread`), then lifted by its session's best score (``session_boost``),
-    normalised to [0, 1].
+    BM25 on stemmed terms of the query without its question words (``drop_question_words``) — mixed with the
+    query's semantic similarity (``semantic_weight``) when the ``semantic`` extra is installed, counted
+    ``1 + speaker_boost`` times for units said by the one speaker the query names and ``1 + date_boost`` times
+    for units written on a date the query names — each unit's score plus its neighbours' (``neighbour_decay``
+    per unit of distance, up to ``neighbour_window`` units away; :func:`ctxledger.assemble.relevance.spread`),
+    then lifted by its session's best score (``session_boost``), normalised to [0, 1].
 
     Which weights apply (the rule, decided per request by the assembler):
 
@@ -77,9 +77,10 @@ class SelectionParams:
             ``class_caps`` with a key that is not a context class (``conversation``, ``operational``,
             ``epistemic``, ``provenance``, ``policy``, ``recovery``, ``planning``) or a value outside (0, 1];
             ``question_weights`` not three weights; ``neighbour_decay`` outside [0, 1];
-            ``neighbour_window`` not an integer >= 0; ``semantic_weight`` outside [0, 1]; ``date_boost``,
-            ``speaker_boost`` or ``session_boost`` negative; ``stable_prefix`` not a boolean; ``stable_headroom``
-            outside [0, 0.9]; ``stable_keep`` outside [0, 1]; ``ladder`` not a boolean.
+            ``neighbour_window`` not an integer >= 0; ``semantic_weight`` or ``bm25_b`` outside [0, 1];
+            ``date_boost``, ``speaker_boost`` or ``session_boost`` negative; ``stable_prefix`` or
+            ``drop_question_words`` not a boolean; ``stable_headroom`` outside [0, 0.9]; ``stable_keep`` outside
+            [0, 1]; ``ladder`` not a boolean.
     """
 
     w_relevance: float = 0.4
@@ -119,6 +120,12 @@ class SelectionParams:
     """How much a unit is lifted by the best relevance of the units written the same day (relevance ×
     (1 + session_boost · that day's best, over the maximum); :func:`ctxledger.assemble.dates.with_session`),
     after the neighbour spread; 0 = sessions ignored."""
+    drop_question_words: bool = True
+    """Leave the query's interrogatives and auxiliary verbs ("what", "did", "would" …;
+    :data:`ctxledger.assemble.relevance.QUESTION_WORDS`) out of its BM25 terms and its semantic vector: they say
+    that it asks, not what it asks about, and the index's stop list keeps them; ``False`` = the query as written."""
+    bm25_b: float = 0.75
+    """BM25's length normalisation in relevance (0 = none, 1 = full; 0.75 is the index's own, bm25s's default)."""
 
     def __post_init__(self) -> None:
         """Validate every setting (see the class docstring)."""
@@ -142,6 +149,8 @@ class SelectionParams:
         number(self.speaker_boost, "selection", "speaker_boost", low=0.0)
         number(self.session_boost, "selection", "session_boost", low=0.0)
         flag(self.stable_prefix, "selection", "stable_prefix")
+        flag(self.drop_question_words, "selection", "drop_question_words")
+        number(self.bm25_b, "selection", "bm25_b", low=0.0, high=1.0)
         number(self.stable_headroom, "selection", "stable_headroom", low=0.0, high=0.9)
         number(self.stable_keep, "selection", "stable_keep", low=0.0, high=1.0)
 
@@ -167,6 +176,8 @@ class SelectionParams:
             "date_boost": self.date_boost,
             "speaker_boost": self.speaker_boost,
             "session_boost": self.session_boost,
+            "drop_question_words": self.drop_question_words,
+            "bm25_b": self.bm25_b,
             "stable_prefix": self.stable_prefix,
             "stable_headroom": self.stable_headroom,
             "stable_keep": self.stable_keep,
