@@ -21,8 +21,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import ctxledger.assemble.assembler as assembler
-from ctxledger.assemble.relevance import unit_relevance
 from ctxledger.eval.datasets import load_locomo
 from ctxledger.eval.harness import HEADLINE_EXCLUDED, evaluate_case
 from ctxledger.eval.ours import PolicySelector
@@ -30,21 +28,6 @@ from ctxledger.policy.default import default_policy
 from ctxledger.tokens import get_counter
 
 SHORT = {"multi-hop": "mh", "temporal": "tmp", "open-domain": "od", "single-hop": "sh", "adversarial": "adv"}
-
-
-def use_unit_relevance() -> None:
-    """Have the assembler score units with :func:`~ctxledger.assemble.relevance.unit_relevance` (every setting).
-
-    The assembler's own ``_relevance`` predates the settings ``unit_relevance`` adds (``drop_question_words``);
-    with them off both give the same scores (``tests/assemble/test_relevance.py``).
-    """
-
-    def relevance(request: Any, snap: Any, policy: Any = None) -> Any:
-        query = request.query if request.query is not None else assembler._latest_user_text(snap.units)
-        selection = policy.selection if policy is not None else None
-        return unit_relevance(query, snap.index, snap.vectors, snap.facets, len(snap.units), selection)
-
-    assembler._relevance = relevance  # type: ignore[assignment]
 
 
 def _split(text: str) -> list[int]:
@@ -67,12 +50,7 @@ def main() -> None:
     parser.add_argument("--memories", action="store_true", help="offer the observation memories (locomo-memory)")
     parser.add_argument("--set", action="append", default=[], help="selection parameter override, key=json-value")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
-    parser.add_argument(
-        "--assembler-relevance", action="store_true", help="score with the assembler's own relevance (no new settings)"
-    )
     args = parser.parse_args()
-    if not args.assembler_relevance:
-        use_unit_relevance()
     splits = args.split or ["0-4", "5-6"]
     budgets = args.budget or [2000, 8000]
     counter = get_counter("cl100k_base")

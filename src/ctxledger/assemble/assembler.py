@@ -45,7 +45,6 @@ import numpy as np
 
 from ctxledger.assemble import stability
 from ctxledger.assemble.costing import Coster
-from ctxledger.assemble.dates import with_dates, with_session
 from ctxledger.assemble.fill import fill_budget
 from ctxledger.assemble.inputs import resolve_participant, unknown_inputs, unserved_exact_evidence
 from ctxledger.assemble.pairs import keep_pairs, partners
@@ -61,12 +60,12 @@ from ctxledger.assemble.reach import (
 )
 from ctxledger.assemble.recall import recalls_in, with_recall_tool
 from ctxledger.assemble.record import ManifestInputs, build_manifest
-from ctxledger.assemble.relevance import is_question, spread, tokenize, with_semantic
+from ctxledger.assemble.relevance import is_question, unit_relevance
 from ctxledger.assemble.represent import Pointer, charge_savings, omit_redundant
 from ctxledger.assemble.room import anchor_user_turn, make_room_for_errors
 from ctxledger.assemble.select import Option, SelectionItem, SelectionResult, select
 from ctxledger.assemble.snapshot import Snapshot
-from ctxledger.assemble.speakers import attribute_speakers, named_speaker, with_speaker, without_speaker
+from ctxledger.assemble.speakers import attribute_speakers
 from ctxledger.assemble.version import ASSEMBLER_VERSION
 from ctxledger.budget import DEFAULT_BUDGET, Budget, BudgetLedger, contract_budget
 from ctxledger.errors import BudgetItem, ConfigurationError
@@ -1002,20 +1001,10 @@ def _relevance_by_id(request: AssemblyRequest, snap: Snapshot, policy: Policy | 
 
 
 def _relevance(request: AssemblyRequest, snap: Snapshot, policy: Policy | None = None) -> np.ndarray:
-    """BM25 of each unit against the query with the policy's signals (``SelectionParams``), over the max."""
+    """Relevance of each unit to the query with the policy's signals (:func:`unit_relevance`), over the max."""
     query = request.query if request.query is not None else _latest_user_text(snap.units)
-    scores = snap.index.scores(tokenize([query])[0] if query else [], len(snap.units))
-    if policy is not None:
-        sel = policy.selection
-        speakers, days, sessions = snap.facets.arrays()
-        named = named_speaker(query, snap.facets.names) if sel.speaker_boost > 0 and query else None
-        scores = with_semantic(scores, without_speaker(query, named), snap.vectors, sel.semantic_weight)
-        scores = with_speaker(scores, named, speakers, snap.facets.names, sel.speaker_boost)
-        scores = with_dates(scores, query, days, sel.date_boost)
-        scores = spread(scores, sel.neighbour_decay, sel.neighbour_window)
-        scores = with_session(scores, sessions, sel.session_boost)
-    top = float(scores.max()) if len(scores) else 0.0
-    return scores / top if top > 0 else scores
+    selection = policy.selection if policy is not None else None
+    return unit_relevance(query, snap.index, snap.vectors, snap.facets, len(snap.units), selection)
 
 
 def _asks_question(request: AssemblyRequest, units: Sequence[Unit]) -> bool:
