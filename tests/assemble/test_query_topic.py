@@ -12,8 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctxledger.assemble.assembler as assembler
-from ctxledger.assemble.relevance import QUESTION_WORDS, query_topic, unit_relevance
+from ctxledger.assemble.dates import with_dates, with_session
+from ctxledger.assemble.relevance import QUESTION_WORDS, query_topic, spread, tokenize, unit_relevance, with_semantic
 from ctxledger.assemble.snapshot import SnapshotLoader
+from ctxledger.assemble.speakers import named_speaker, with_speaker, without_speaker
 from ctxledger.errors import InvalidSetting
 from ctxledger.ledger import Ledger
 from ctxledger.policy.base import SelectionParams
@@ -80,21 +82,25 @@ def test_a_turn_of_question_words_gets_no_lexical_relevance_from_them() -> None:
     assert dropped[ids.index("cook")] == 1.0
 
 
-def _hook(policy: object) -> object:
-    """The assembler's ``_relevance`` written with :func:`unit_relevance` (the call the assembler can make)."""
-
-    def relevance(request: object, snap: object, _policy: object = None) -> np.ndarray:
-        selection = policy.selection  # type: ignore[attr-defined]
-        query = request.query  # type: ignore[attr-defined]
-        return unit_relevance(query, snap.index, snap.vectors, snap.facets, len(snap.units), selection)  # type: ignore[attr-defined]
-
-    return relevance
+def _composed(query: str, snap: object, selection: object) -> np.ndarray:
+    """The relevance signals applied one after another to the query as written (the definition)."""
+    sel, facets = selection, snap.facets  # type: ignore[attr-defined]
+    scores = snap.index.scores(tokenize([query])[0] if query else [], len(snap.units))  # type: ignore[attr-defined]
+    speakers, days, sessions = facets.arrays()
+    named = named_speaker(query, facets.names) if sel.speaker_boost > 0 and query else None  # type: ignore[attr-defined]
+    scores = with_semantic(scores, without_speaker(query, named), snap.vectors, sel.semantic_weight)  # type: ignore[attr-defined]
+    scores = with_speaker(scores, named, speakers, facets.names, sel.speaker_boost)  # type: ignore[attr-defined]
+    scores = with_dates(scores, query, days, sel.date_boost)  # type: ignore[attr-defined]
+    scores = spread(scores, sel.neighbour_decay, sel.neighbour_window)  # type: ignore[attr-defined]
+    scores = with_session(scores, sessions, sel.session_boost)  # type: ignore[attr-defined]
+    top = float(scores.max()) if len(scores) else 0.0
+    return scores / top if top > 0 else scores
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.sampled_from([*_VOCAB, "risotto", "errand", "sister", "framed"]), min_size=0, max_size=8))
-def test_with_question_words_kept_unit_relevance_is_the_assemblers_relevance(words: list[str]) -> None:
-    """The settings the assembler reads today (the index's ``b``) give bit-for-bit its scores, so it can call it."""
+def test_with_question_words_kept_unit_relevance_is_the_signals_composed(words: list[str]) -> None:
+    """With the query as written and the index's ``b``, the assembler's relevance is the signals one after another."""
     ledger, g = _SHARED
     snap = SnapshotLoader(ledger.store).load("default", g.conversation_id, g.branch_id)
     policy = default_policy()
@@ -102,11 +108,11 @@ def test_with_question_words_kept_unit_relevance_is_the_assemblers_relevance(wor
     policy = dataclasses.replace(policy, selection=kept)
     query = " ".join(words) + "?"
     request = types.SimpleNamespace(query=query)
-    mine = _hook(policy)(request, snap)
-    theirs = assembler._relevance(request, snap, policy)  # type: ignore[arg-type]
-    assert np.array_equal(mine, theirs)
-    bm25 = unit_relevance(query, snap.index, snap.vectors, snap.facets, len(snap.units), None)
-    assert np.array_equal(bm25, assembler._relevance(request, snap, None))  # type: ignore[arg-type]
+    assert np.array_equal(assembler._relevance(request, snap, policy), _composed(query, snap, kept))  # type: ignore[arg-type]
+    bm25 = snap.index.scores(tokenize([query])[0], len(snap.units))
+    top = float(bm25.max()) if len(bm25) else 0.0
+    expected = bm25 / top if top > 0 else bm25
+    assert np.array_equal(assembler._relevance(request, snap, None), expected)  # type: ignore[arg-type]
 
 
 _SHARED = _conversation()
