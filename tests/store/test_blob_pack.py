@@ -140,6 +140,8 @@ def test_files_and_pack_behave_as_the_in_memory_store(ops: list, sizes: list[int
             else:
                 local.delete(sha256_hex(datas[arg]))
                 memory.delete(sha256_hex(datas[arg]))
+        names = [sha256_hex(d) for d in datas]
+        assert local.existing(names) == {sha for sha in names if memory.exists(sha)}
         for data in datas:
             sha = sha256_hex(data)
             assert local.exists(sha) == memory.exists(sha)
