@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 WORKERS_ENV = "CTXLEDGER_FACT_WORKERS"
-"""Environment variable: how many processes, this one included, compute a large batch's facts (default: the
-usable cores; ``1``: this process alone)."""
+"""Environment variable: how many processes, this one included, compute a large batch's facts (default: this
+one plus one per idle core, :func:`usable_workers`; ``1``: this process alone)."""
 
 _HEADER = struct.Struct("!Q")
 _STOP = -1
@@ -49,14 +49,24 @@ facts.serve_worker()
 
 
 def usable_workers() -> int:
-    """How many processes compute a large batch: :data:`WORKERS_ENV`, else the cores this process may use."""
+    """How many processes compute a large batch: :data:`WORKERS_ENV`, else this one plus one per idle core.
+
+    A core counts as idle when the one-minute load average (which counts this process while it runs) leaves
+    it free: on cores other programs keep busy, a worker only competes with them, and its start-up and its
+    own caches make the batch cost more CPU than one process spends on it.
+    """
     configured = os.environ.get(WORKERS_ENV, "").strip()
     if configured.isdigit():
         return max(int(configured), 1)
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # no load average here
+        return 1
+    return 1 + max(0, min(cores - 1, int(cores - max(load, 1.0) + 0.5)))
 
 
 def worker_cpu_seconds() -> float:

@@ -103,3 +103,14 @@ def test_small_batches_stay_in_the_calling_process(batch, monkeypatch: pytest.Mo
     monkeypatch.setattr(fact_workers, "_Worker", lambda: started.append(1))
     facts.compute_facts(records[: facts.PARALLEL_RECORDS - 1], store.blobs.get)
     assert started == []
+
+
+@pytest.mark.parametrize(("load", "expected"), [(0.1, 2), (1.0, 2), (1.4, 2), (1.6, 1), (2.5, 1), (9.0, 1)])
+def test_workers_start_only_for_idle_cores(monkeypatch: pytest.MonkeyPatch, load: float, expected: int) -> None:
+    """On two cores: a worker while the load leaves a core idle, none while other programs keep both busy."""
+    monkeypatch.delenv(fact_workers.WORKERS_ENV, raising=False)
+    monkeypatch.setattr(fact_workers.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(fact_workers.os, "getloadavg", lambda: (load, load, load))
+    assert fact_workers.usable_workers() == expected
+    monkeypatch.setenv(fact_workers.WORKERS_ENV, "3")
+    assert fact_workers.usable_workers() == 3
