@@ -51,9 +51,9 @@ facts.serve_worker()
 def usable_workers() -> int:
     """How many processes compute a large batch: :data:`WORKERS_ENV`, else this one plus one per idle core.
 
-    A core counts as idle when the one-minute load average (which counts this process while it runs) leaves
-    it free: on cores other programs keep busy, a worker only competes with them, and its start-up and its
-    own caches make the batch cost more CPU than one process spends on it.
+    Idle cores are measured over :data:`IDLE_SAMPLE_SECONDS` (``/proc/stat``; elsewhere the one-minute load
+    average stands in): on cores other programs keep busy a worker only competes with them, and its start-up
+    and its own caches make the batch cost more CPU than one process spends on it.
     """
     configured = os.environ.get(WORKERS_ENV, "").strip()
     if configured.isdigit():
@@ -62,11 +62,37 @@ def usable_workers() -> int:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         cores = os.cpu_count() or 1
-    try:
-        load = os.getloadavg()[0]
-    except OSError:  # no load average here
+    if cores < 2:
         return 1
-    return 1 + max(0, min(cores - 1, int(cores - max(load, 1.0) + 0.5)))
+    idle = idle_cores(cores)
+    # this process keeps one of the idle cores busy; a worker takes another that is at least half idle
+    return 1 + max(0, min(cores - 1, int(idle - 1 + 0.5)))
+
+
+IDLE_SAMPLE_SECONDS = 0.1
+"""How long :func:`idle_cores` watches the processors."""
+
+
+def idle_cores(cores: int) -> float:
+    """How many of ``cores`` were idle just now (``/proc/stat`` over :data:`IDLE_SAMPLE_SECONDS`, else the load)."""
+
+    def sample() -> tuple[int, int]:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = [int(v) for v in stat.readline().split()[1:]]
+        return fields[3] + (fields[4] if len(fields) > 4 else 0), sum(fields[:8])
+
+    try:
+        idle0, total0 = sample()
+        time.sleep(IDLE_SAMPLE_SECONDS)
+        idle1, total1 = sample()
+        if total1 > total0:
+            return cores * (idle1 - idle0) / (total1 - total0)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return max(cores - os.getloadavg()[0], 0.0)
+    except OSError:  # no load average either
+        return 0.0
 
 
 def worker_cpu_seconds() -> float:

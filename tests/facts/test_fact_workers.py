@@ -105,12 +105,17 @@ def test_small_batches_stay_in_the_calling_process(batch, monkeypatch: pytest.Mo
     assert started == []
 
 
-@pytest.mark.parametrize(("load", "expected"), [(0.1, 2), (1.0, 2), (1.4, 2), (1.6, 1), (2.5, 1), (9.0, 1)])
-def test_workers_start_only_for_idle_cores(monkeypatch: pytest.MonkeyPatch, load: float, expected: int) -> None:
-    """On two cores: a worker while the load leaves a core idle, none while other programs keep both busy."""
+@pytest.mark.parametrize(("idle", "expected"), [(2.0, 2), (1.6, 2), (1.4, 1), (1.0, 1), (0.2, 1)])
+def test_workers_start_only_for_idle_cores(monkeypatch: pytest.MonkeyPatch, idle: float, expected: int) -> None:
+    """On two cores: a worker while a core besides this process's is idle, none while other programs use it."""
     monkeypatch.delenv(fact_workers.WORKERS_ENV, raising=False)
     monkeypatch.setattr(fact_workers.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    monkeypatch.setattr(fact_workers.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(fact_workers, "idle_cores", lambda cores: idle)
     assert fact_workers.usable_workers() == expected
     monkeypatch.setenv(fact_workers.WORKERS_ENV, "3")
     assert fact_workers.usable_workers() == 3
+
+
+def test_idle_cores_is_between_none_and_all() -> None:
+    """The measured idle share of the processors is a number of cores this machine has."""
+    assert 0.0 <= fact_workers.idle_cores(2) <= 2.0
