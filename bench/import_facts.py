@@ -1,9 +1,11 @@
 """Import throughput into SQLite with every write-path fact computed, and the peak memory of a first call.
 
-Prints, per synthetic size: import wall and CPU seconds, events/s (CPU), the share of CPU spent computing
-facts (``ctxledger.facts.compute_facts``), the CPU of the first assembly by a fresh ``Ledger`` on the
-imported store (``--assemble``: nothing in memory, as in a new process), and the process's peak RSS so far
-(one size per run gives that size's peak). Run from the repository root::
+Prints, per synthetic size: import wall and CPU seconds of this process, the CPU seconds of the fact worker
+processes a large import starts (``ctxledger._fact_workers``, start-up included; ``0`` when there are none),
+events/s by wall time and by all CPU (this process and the workers), the CPU this process spent computing
+facts (``ctxledger.facts.compute_facts``, its own share only), the CPU of the first assembly by a fresh
+``Ledger`` on the imported store (``--assemble``: nothing in memory, as in a new process), and the process's
+peak RSS so far (one size per run gives that size's peak). Run from the repository root::
 
     python bench/import_facts.py --sizes 10000 --assemble
     python bench/import_facts.py --sizes 1000 --real
@@ -47,6 +49,14 @@ def _timed_facts() -> list[float]:
     return spent
 
 
+def _worker_cpu() -> float:
+    try:
+        from ctxledger import _fact_workers
+    except ImportError:  # a ctxledger without fact workers (a before/after comparison)
+        return 0.0
+    return _fact_workers.worker_cpu_seconds()
+
+
 def main() -> None:
     """Measure each size and print one Markdown row per size."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -56,8 +66,11 @@ def main() -> None:
     parser.add_argument("--real", action="store_true", help="also the chained tau-bench and mini-swe-agent sessions")
     args = parser.parse_args()
     spent = _timed_facts()
-    print("| workload | events | wall s | CPU s | events/s (CPU) | facts CPU s | first assemble CPU s | peak RSS MB |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| workload | events | wall s | CPU s | worker CPU s | events/s (wall) | events/s (all CPU) | facts CPU s |"
+        " first assemble CPU s | peak RSS MB |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
     workloads = [lambda n=n: synthetic(n, args.cache_dir) for n in args.sizes]
     if args.real:
         workloads += [lambda: tau_bench(args.cache_dir), lambda: mini_swe_agent(args.cache_dir)]
@@ -67,9 +80,9 @@ def main() -> None:
             url = f"sqlite:///{tmp}/bench.db"
             spent.clear()
             ledger = Ledger(open_store(url, blobs_dir=f"{tmp}/blobs"))
-            wall, cpu = time.perf_counter(), time.process_time()
+            wall, cpu, workers = time.perf_counter(), time.process_time(), _worker_cpu()
             ledger.import_file(wl.path, "openai-chat", conversation_id="bench", count_tokens_for=MODEL)
-            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            wall, cpu, workers = time.perf_counter() - wall, time.process_time() - cpu, _worker_cpu() - workers
             ledger.close()
             asm_cpu = float("nan")
             if args.assemble:
@@ -80,7 +93,8 @@ def main() -> None:
                 fresh.close()
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(
-            f"| {wl.name} | {wl.events:,} | {wall:.2f} | {cpu:.2f} | {wl.events / cpu:,.0f} | {sum(spent):.2f} | "
+            f"| {wl.name} | {wl.events:,} | {wall:.2f} | {cpu:.2f} | {workers:.2f} | {wl.events / wall:,.0f} | "
+            f"{wl.events / (cpu + workers):,.0f} | {sum(spent):.2f} | "
             f"{asm_cpu:.2f} | {rss:,.0f} |"
         )
 

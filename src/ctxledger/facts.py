@@ -51,6 +51,7 @@ from typing import Any
 
 import msgspec
 
+import ctxledger._fact_workers as fact_workers
 import ctxledger.assemble.relevance as relevance
 import ctxledger.assemble.semantic as semantic
 import ctxledger.policy.injection as injection
@@ -298,6 +299,10 @@ CHUNK = 512
 """Records whose texts are scanned, counted and embedded together (distinct texts and embedding pieces are
 shared within a chunk; chunks keep the texts of a large import from being held all at once)."""
 
+PARALLEL_RECORDS = 4 * CHUNK
+"""Batches of at least this many records share their chunks between this process and worker processes
+(:mod:`ctxledger._fact_workers`, one per further usable core); smaller batches are computed here alone."""
+
 
 def compute_facts(
     records: Sequence[Record],
@@ -321,20 +326,59 @@ def compute_facts(
             found = find(tenant_id, rid)
         return found
 
+    chunks = [records[start : start + CHUNK] for start in range(0, len(records), CHUNK)]
+
+    def texts(index: int) -> list[_Texts]:
+        return [_texts(r, read_blob) for r in chunks[index]]
+
+    workers = fact_workers.usable_workers() if len(records) >= PARALLEL_RECORDS else 1
+    if workers > 1:
+        detected = fact_workers.run(len(chunks), texts, _detect, workers - 1)
+    else:
+        detected = [_detect(texts(i)) for i in range(len(chunks))]
     out: list[RecordFacts] = []
-    for start in range(0, len(records), CHUNK):
-        chunk = records[start : start + CHUNK]
-        texts = [_texts(r, read_blob) for r in chunk]
-        scan = _Findings()
-        # no secret enters the stored index: lines with findings are redacted before tokenizing
-        searchable = [secrets.redact(t.relevance, scan(t.relevance)) for t in texts]
-        terms = relevance.term_counts(searchable)
-        vectors = _vectors(searchable)
-        out += [
-            _facts(rec, text, counts, vector, lookup, scan)
-            for rec, text, counts, vector in zip(chunk, texts, terms, vectors, strict=True)
-        ]
+    for chunk, found in zip(chunks, detected, strict=True):
+        out += [_facts(rec, d, lookup) for rec, d in zip(chunk, found, strict=True)]
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Detected:
+    """What the detectors found in one record's texts (all of its facts but the derived sources)."""
+
+    texts: tuple[tuple[Finding, ...], ...]
+    block: tuple[Finding, ...] | None
+    name: tuple[Finding, ...]
+    instruction: str | None
+    terms: dict[str, int]
+    vector: bytes
+    raw_readable: bool
+
+
+def _detect(texts: Sequence[_Texts]) -> list[_Detected]:
+    """Run the detectors over one chunk's texts (each distinct text scanned once); the same in every process."""
+    scan = _Findings()
+    # no secret enters the stored index: lines with findings are redacted before tokenizing
+    searchable = [secrets.redact(t.relevance, scan(t.relevance)) for t in texts]
+    terms = relevance.term_counts(searchable)
+    vectors = _vectors(searchable)
+    return [
+        _Detected(
+            texts=tuple(scan(p) for p in text.plain),
+            block=scan(text.block) if text.block is not None else None,
+            name=scan(text.name) if text.name else (),
+            instruction=injection.instruction_like(text.instruction) if text.instruction else None,
+            terms=counts,
+            vector=vector,
+            raw_readable=text.raw_readable,
+        )
+        for text, counts, vector in zip(texts, terms, vectors, strict=True)
+    ]
+
+
+def serve_worker() -> None:
+    """The body of a fact worker process (:mod:`ctxledger._fact_workers`): detect chunks until told to stop."""
+    fact_workers.serve(_detect)
 
 
 class _Findings(dict[str, tuple[Finding, ...]]):
@@ -359,25 +403,23 @@ def _vectors(texts: Sequence[str]) -> list[bytes]:
     ]
 
 
-def _facts(
-    rec: Record, text: _Texts, terms: dict[str, int], vector: bytes, lookup: StoredLookup, scan: _Findings
-) -> RecordFacts:
+def _facts(rec: Record, found: _Detected, lookup: StoredLookup) -> RecordFacts:
     sources, complete = ((), True)
     if direct_sources(rec):
         sources, complete = restricting_sources(rec, lambda rid: lookup(rec.tenant_id, rid))
     return RecordFacts(
         record_id=rec.id,
         stamp=DETECTOR_STAMP,
-        texts=tuple(scan(t) for t in text.plain),
-        block=scan(text.block) if text.block is not None else None,
-        name=scan(text.name) if text.name else (),
-        instruction=injection.instruction_like(text.instruction) if text.instruction else None,
-        terms=terms,
-        length=sum(terms.values()),
-        vector=vector,
+        texts=found.texts,
+        block=found.block,
+        name=found.name,
+        instruction=found.instruction,
+        terms=found.terms,
+        length=sum(found.terms.values()),
+        vector=found.vector,
         sources=sources,
         sources_complete=complete,
-        raw_readable=text.raw_readable,
+        raw_readable=found.raw_readable,
     )
 
 

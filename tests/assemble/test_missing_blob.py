@@ -83,7 +83,9 @@ def test_bytes_that_no_longer_match_their_sha256_are_not_shown(tmp_path: Path) -
     url, conv, arts = _imported(tmp_path)
     bad = arts[-1]
     with Ledger.open(url) as ledger:
-        ledger.store.blobs.path(bad.sha256).write_bytes(b'{"balance": 1000000}')  # changed on disk
+        changed = ledger.store.blobs.path(bad.sha256)  # imported into the pack: a file there is read first
+        changed.parent.mkdir(parents=True, exist_ok=True)
+        changed.write_bytes(b'{"balance": 1000000}')  # changed on disk
         asm = ledger.assemble(conv, **BUDGET)
         shown = asm.payload["messages"][asm.turn_refs.index(bad.id)]["content"]
         assert data_block_body(shown) == unavailable_text(bad, "blob_mismatch") and "1000000" not in shown

@@ -88,29 +88,39 @@ def check_batch(records: Sequence[Record]) -> None:
         first_index[key] = index
 
 
-def check_blobs(records: Sequence[Record], exists: Callable[[str], bool]) -> None:
+def check_blobs(
+    records: Sequence[Record],
+    exists: Callable[[str], bool],
+    existing: Callable[[Sequence[str]], set[str]] | None = None,
+) -> None:
     """Check that every :class:`~ctxledger.records.ToolArtifact` of a batch names a stored blob.
 
     Args:
         records: the batch.
         exists: the store's ``blobs.exists`` (bare-hex sha256 → whether the blob is stored).
+        existing: the blob store's batch form of ``exists`` (the stored ones of many names), when it has one;
+            asked once for the batch's well-formed digests.
 
     Raises:
         InputError: names the record index, the artifact id and the field ``sha256``: the digest is empty
             or not a bare hex sha256, or no blob with it is in the blob store.
     """
+    stored: set[str] = set()
+    if existing is not None:
+        named = [r.sha256 for r in records if isinstance(r, ToolArtifact) and _bare_hex(r.sha256)]
+        stored = existing(list(dict.fromkeys(named)))
     for index, record in enumerate(records):
         if not isinstance(record, ToolArtifact):
             continue
         sha = record.sha256
-        if not isinstance(sha, str) or len(sha) != 64 or sha.strip("0123456789abcdef"):
+        if not _bare_hex(sha):
             raise InputError(
                 f"tool artifact {record.id!r} needs the bare-hex sha256 of its raw bytes (got {sha!r})",
                 source=SOURCE,
                 index=index,
                 field="sha256",
             )
-        if not exists(sha):
+        if sha not in stored and not exists(sha):
             raise InputError(
                 f"tool artifact {record.id!r}: no blob with sha256 {sha} is in the blob store; store the raw "
                 "bytes first (ref = ledger.store.blobs.put(data), then sha256=ref.sha256)",
@@ -118,6 +128,10 @@ def check_blobs(records: Sequence[Record], exists: Callable[[str], bool]) -> Non
                 index=index,
                 field="sha256",
             )
+
+
+def _bare_hex(sha: object) -> bool:
+    return isinstance(sha, str) and len(sha) == 64 and not sha.strip("0123456789abcdef")
 
 
 def ids_by_tenant(records: Iterable[Record]) -> dict[str, list[str]]:

@@ -1,11 +1,14 @@
 """The local content-addressed blob store (seed 004 "artefactos en bruto").
 
 Raw tool results are captured whole, before any truncation, and named by the sha256 of their exact
-bytes. :class:`LocalBlobStore` keeps each blob in ``<root>/<sha[:2]>/<sha>``:
+bytes. :class:`LocalBlobStore` keeps a blob put alone in ``<root>/<sha[:2]>/<sha>``, and the blobs of a batch
+(:meth:`LocalBlobStore.put_many`, what an import writes) in the folder's pack, one SQLite file
+(:mod:`ctxledger.store.blobpack`), so an import does not create a file per tool output. A read looks for the
+file first and then in the pack, so folders written before the pack existed read as they did:
 
 * writes go to a temporary file in the same folder, are flushed to disk, then renamed into place
   (``os.replace`` is atomic), so a reader never sees a half-written blob and a crash leaves at most a
-  stray ``.tmp`` file;
+  stray ``.tmp`` file; a batch goes into the pack in one SQLite transaction;
 * a blob is write-once: putting the same bytes again only refreshes its write time (the file's mtime),
   which garbage collection's grace period counts from; when the stored file no longer holds those bytes
   (corrupted, truncated, replaced by a directory), putting them again rewrites it: ``put`` heals;
@@ -25,9 +28,10 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sqlite3
 import stat
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +40,7 @@ from typing import BinaryIO
 from ctxledger.errors import BlobNotFound, InputError, IntegrityError, StoreError
 from ctxledger.hashing import sha256_hex
 from ctxledger.store.base import BlobRef
+from ctxledger.store.blobpack import BlobPack
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _CHUNK = 1 << 20
@@ -103,12 +108,23 @@ def _touch(path: Path, blob: bytes) -> bool:
     return False
 
 
-def _write_error(root: Path, exc: OSError) -> StoreError:
+def _write_error(root: Path, exc: OSError | sqlite3.Error) -> StoreError:
     import errno
 
     why = {errno.ENOSPC: "the disk is full", errno.EROFS: "the file system is read-only", errno.EDQUOT: "over quota"}
-    reason = why.get(exc.errno or 0) or exc.strerror or str(exc)
+    reason = str(exc) if isinstance(exc, sqlite3.Error) else why.get(exc.errno or 0) or exc.strerror or str(exc)
     return StoreError(f"cannot write a blob to {root}: {reason} ({type(exc).__name__}); nothing was stored")
+
+
+def _occupied(path: Path) -> bool:
+    """Whether anything (a blob file, damage, a directory) is at ``path``."""
+    try:
+        path.lstat()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 class LocalBlobStore:
@@ -121,6 +137,11 @@ class LocalBlobStore:
     def __init__(self, root: str | os.PathLike[str]) -> None:
         """Use ``root`` as the blob folder."""
         self.root = Path(root)
+        self.pack = BlobPack(self.root)
+
+    def close(self) -> None:
+        """Close the pack's connection (the store stays usable: the next use opens another)."""
+        self.pack.close()
 
     def __repr__(self) -> str:
         """Show the folder."""
@@ -136,16 +157,18 @@ class LocalBlobStore:
         blob = bytes(data)
         sha = sha256_hex(blob)
         target = self.path(sha)
-        if not _touch(target, blob):
+        if not _occupied(target) and self.pack.held([sha]):
+            self._write_pack([(sha, blob)])
+        elif not _touch(target, blob):
             self._write_atomically(target, blob)
         return BlobRef(sha256=sha, size_bytes=len(blob), media_type=media_type)
 
     def put_many(self, items: Iterable[tuple[bytes, str]]) -> list[BlobRef]:
-        """Store many blobs (idempotent) and make them durable with one ``os.sync()`` at the end.
+        """Store many blobs (idempotent): into the pack, in one transaction, unless a file is in a blob's place.
 
-        One filesystem sync for a whole import instead of one ``fsync`` per file: an import of a few
-        hundred tool results otherwise spends most of its time waiting on the disk. Every blob is still
-        written to a temporary file and renamed into place, so a reader never sees a partial blob.
+        A blob whose file exists (or something else at its path) is handled as :meth:`put` does (an intact file
+        is touched, a damaged one rewritten, a directory moved aside), then made durable with one ``os.sync()``
+        at the end; every other blob goes into the pack, whose commit makes the batch durable at once.
 
         Args:
             items: ``(data, media_type)`` pairs.
@@ -155,19 +178,29 @@ class LocalBlobStore:
         """
         refs = []
         wrote = False
+        packed: dict[str, bytes] = {}
         folders: set[Path] = set()  # made once per batch, not once per blob
         for data, media_type in items:
             blob = bytes(data)
             sha = sha256_hex(blob)
             target = self.path(sha)
-            if not _touch(target, blob):
+            if not _occupied(target):
+                packed[sha] = blob
+            elif not _touch(target, blob):
                 self._write_atomically(target, blob, fsync=False, made=target.parent in folders)
                 folders.add(target.parent)
                 wrote = True
             refs.append(BlobRef(sha256=sha, size_bytes=len(blob), media_type=media_type))
+        self._write_pack(packed.items())
         if wrote:
             os.sync()
         return refs
+
+    def _write_pack(self, blobs: Iterable[tuple[str, bytes]]) -> None:
+        try:
+            self.pack.write(blobs)
+        except (OSError, sqlite3.Error) as exc:
+            raise _write_error(self.root, exc) from exc
 
     def _write_atomically(self, target: Path, blob: bytes, *, fsync: bool = True, made: bool = False) -> None:
         """Write ``blob`` to a temporary file beside ``target`` and rename it into place.
@@ -206,14 +239,27 @@ class LocalBlobStore:
             InputError: ``sha256`` is not a bare hex digest.
         """
         path = self.path(sha256)
+        where: Path = path
         try:
             data = path.read_bytes()
         except FileNotFoundError:
-            raise BlobNotFound(sha256, str(self.root)) from None
+            data = self._packed(sha256)
+            where = self.pack.path
         except OSError as exc:  # a directory or an unreadable file where the blob should be
             raise BlobNotFound(sha256, f"{self.root} (unreadable: {exc.strerror or exc})") from None
         if sha256_hex(data) != sha256:
-            raise IntegrityError(f"blob {path} does not hash to its name {sha256}")
+            name = where if where == path else f"{sha256} in {where}"
+            raise IntegrityError(f"blob {name} does not hash to its name {sha256}")
+        return data
+
+    def _packed(self, sha256: str) -> bytes:
+        """The pack's bytes of a blob that has no file (:class:`BlobNotFound` when the pack lacks it too)."""
+        try:
+            data = self.pack.get(sha256)
+        except sqlite3.Error as exc:
+            raise BlobNotFound(sha256, f"{self.root} (unreadable pack: {exc})") from None
+        if data is None:
+            raise BlobNotFound(sha256, str(self.root))
         return data
 
     def get_range(self, sha256: str, start: int, end: int, *, verify: bool = True) -> bytes:
@@ -232,7 +278,7 @@ class LocalBlobStore:
         try:
             handle = path.open("rb")
         except FileNotFoundError:
-            raise BlobNotFound(sha256, str(self.root)) from None
+            return self._packed_range(sha256, start, end, verify=verify)
         except OSError as exc:
             raise BlobNotFound(sha256, f"{self.root} (unreadable: {exc.strerror or exc})") from None
         with handle:
@@ -240,6 +286,20 @@ class LocalBlobStore:
                 handle.seek(start)
                 return handle.read(end - start)
             return self._read_verified_range(handle, path, sha256, start, end)
+
+    def _packed_range(self, sha256: str, start: int, end: int, *, verify: bool) -> bytes:
+        if verify:
+            data = self._packed(sha256)
+            if sha256_hex(data) != sha256:
+                raise IntegrityError(f"blob {sha256} in {self.pack.path} does not hash to its name {sha256}")
+            return data[start:end]
+        try:
+            part = self.pack.range(sha256, start, end)
+        except sqlite3.Error as exc:
+            raise BlobNotFound(sha256, f"{self.root} (unreadable pack: {exc})") from None
+        if part is None:
+            raise BlobNotFound(sha256, str(self.root))
+        return part
 
     def _read_verified_range(self, handle: BinaryIO, path: Path, sha256: str, start: int, end: int) -> bytes:
         digest = hashlib.sha256()
@@ -256,15 +316,50 @@ class LocalBlobStore:
         return b"".join(parts)
 
     def exists(self, sha256: str) -> bool:
-        """Whether a blob named ``sha256`` is stored."""
-        return self.path(sha256).is_file()
+        """Whether a blob named ``sha256`` is stored (as a file or in the pack)."""
+        path = self.path(sha256)
+        if path.is_file():
+            return True
+        try:
+            return bool(self.pack.held([sha256]))
+        except sqlite3.Error:
+            return False
+
+    def existing(self, names: Sequence[str]) -> set[str]:
+        """The names of ``names`` that are stored (:meth:`exists` of many: one pack query per few hundred)."""
+        for sha in names:
+            check_sha256(sha)
+        try:
+            found = set(self.pack.held(names))
+        except sqlite3.Error:
+            found = set()
+        return found | {sha for sha in names if sha not in found and self.path(sha).is_file()}
 
     def delete(self, sha256: str) -> None:
-        """Remove a blob if present (retention/GC only; callers check nothing live references it)."""
+        """Remove a blob if present, file and pack (retention/GC only; callers check nothing live references it).
+
+        Raises:
+            StoreError: the pack could not be written (the blob may still be there).
+        """
         self.path(sha256).unlink(missing_ok=True)
+        try:
+            self.pack.delete(sha256)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot delete blob {sha256} from {self.pack.path}: {exc}") from exc
 
     def stored(self) -> Iterator[StoredBlob]:
-        """Every stored blob with its size and write time (file mtime), by sha256; stray ``.tmp`` files skipped."""
+        """Every stored blob with its size and write time, by sha256; stray ``.tmp`` files skipped.
+
+        A blob held as a file and in the pack is listed once, with the later write time (the file's mtime or
+        the pack's ``written_at``).
+        """
+        files = {blob.sha256: blob for blob in self._files()}
+        packed = {sha: StoredBlob(sha, size, written) for sha, size, written in self.pack.listing()}
+        for sha in sorted(files.keys() | packed.keys()):
+            both = [b for b in (files.get(sha), packed.get(sha)) if b is not None]
+            yield max(both, key=lambda b: b.written_at)
+
+    def _files(self) -> Iterator[StoredBlob]:
         if not self.root.is_dir():
             return
         for folder in sorted(p for p in self.root.iterdir() if p.is_dir() and len(p.name) == 2):

@@ -158,7 +158,7 @@ class MemoryStore:
         """
         batch = list(records)
         _rules.check_batch(batch)
-        _rules.check_blobs(batch, self.blobs.exists)
+        _rules.check_blobs(batch, self.blobs.exists, getattr(self.blobs, "existing", None))
         rows = [encode_record(r, i) for i, r in enumerate(batch)]
         with self._lock:
             stored = (_rules.record_key(r) for r in batch if r.id in self._tenant(r.tenant_id).records)

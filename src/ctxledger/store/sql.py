@@ -299,7 +299,7 @@ class SqlStore:
         if not batch:
             return []
         _rules.check_batch(batch)
-        _rules.check_blobs(batch, self.blobs.exists)
+        _rules.check_blobs(batch, self.blobs.exists, getattr(self.blobs, "existing", None))
         rows = [encode_record(r, i) for i, r in enumerate(batch)]
         # Facts are computed before the write lock is taken (they can take seconds for a large import, and
         # other appenders wait for the lock); they are computed on the records as they will read back.
