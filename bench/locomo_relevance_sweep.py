@@ -38,7 +38,8 @@ import numpy as np
 
 import ctxledger.assemble.assembler as assembler
 from ctxledger.assemble.dates import days_match, query_dates
-from ctxledger.assemble.relevance import query_topic, spread, tokenize, unit_relevance
+from ctxledger.assemble.query import query_topic, unit_relevance
+from ctxledger.assemble.relevance import spread, tokenize
 from ctxledger.assemble.semantic import default_embedder
 from ctxledger.assemble.speakers import named_speaker
 from ctxledger.eval.base import REQUEST_BASE_TOKENS, SelectionTask
@@ -52,7 +53,7 @@ DEFAULT = default_policy().selection
 
 
 def _unit_relevance(request: Any, snap: Any, policy: Any = None) -> np.ndarray:
-    """The assembler's relevance as :func:`~ctxledger.assemble.relevance.unit_relevance` computes it (every setting)."""
+    """The assembler's relevance as :func:`~ctxledger.assemble.query.unit_relevance` computes it (every setting)."""
     query = request.query if request.query is not None else assembler._latest_user_text(snap.units)
     selection = policy.selection if policy is not None else None
     return unit_relevance(query, snap.index, snap.vectors, snap.facets, len(snap.units), selection)

@@ -237,8 +237,6 @@ def drop_thinking(unit: Unit, keep: bool | Collection[str], has_secret: Callable
     thinking text holds a secret by ``has_secret`` (``thinking_withheld``: a signed block cannot be redacted,
     and secrets never enter a context).
     """
-    if not any(turn.thinking for turn in unit.turns):
-        return unit
     turns, transforms = list(unit.turns), dict(unit.transforms)
     for i, turn in enumerate(turns):
         if not turn.thinking:

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 import ctxledger.assemble.assembler as assembler
 from ctxledger.assemble.dates import with_dates, with_session
-from ctxledger.assemble.relevance import QUESTION_WORDS, query_topic, spread, tokenize, unit_relevance, with_semantic
+from ctxledger.assemble.query import QUESTION_WORDS, query_topic, unit_relevance
+from ctxledger.assemble.relevance import spread, tokenize, with_semantic
 from ctxledger.assemble.snapshot import SnapshotLoader
 from ctxledger.assemble.speakers import named_speaker, with_speaker, without_speaker
 from ctxledger.errors import InvalidSetting

@@ -49,6 +49,7 @@ from ctxledger.assemble.fill import fill_budget
 from ctxledger.assemble.inputs import resolve_participant, unknown_inputs, unserved_exact_evidence
 from ctxledger.assemble.pairs import keep_pairs, partners
 from ctxledger.assemble.preamble import keep_preamble
+from ctxledger.assemble.query import unit_relevance
 from ctxledger.assemble.reach import (
     REACH_BUDGETS,
     Reach,
@@ -60,7 +61,7 @@ from ctxledger.assemble.reach import (
 )
 from ctxledger.assemble.recall import recalls_in, with_recall_tool
 from ctxledger.assemble.record import ManifestInputs, build_manifest
-from ctxledger.assemble.relevance import is_question, unit_relevance
+from ctxledger.assemble.relevance import is_question
 from ctxledger.assemble.represent import Pointer, charge_savings, omit_redundant
 from ctxledger.assemble.room import anchor_user_turn, make_room_for_errors
 from ctxledger.assemble.select import Option, SelectionItem, SelectionResult, select
@@ -79,7 +80,7 @@ from ctxledger.policy.safety import run_stage
 from ctxledger.policy.secrets import SPEAKER_WITHHELD, default_scanner, redact_json
 from ctxledger.policy.stages.visibility import promoted_records, sees
 from ctxledger.records import Message, Record, Role, ToolArtifact, ToolStatus, Visibility, utcnow
-from ctxledger.retention.state import retained, retained_sources, touched
+from ctxledger.retention.state import META_KEY, SOURCES_KEY, retained, retained_sources
 from ctxledger.serialize.anthropic_cache import with_breakpoints
 from ctxledger.serialize.base import Serializer, Turn
 from ctxledger.serialize.tool_names import request_tool_names, tool_name_map
@@ -393,7 +394,12 @@ def assemble(
         keep_thinking = getattr(serializer, "thinking_types", None) or bool(
             getattr(serializer, "sends_thinking", False)
         )
-        units = [drop_thinking(u, keep_thinking, lambda text, scanner=scanner: bool(scanner.scan(text))) for u in units]
+        units = [
+            drop_thinking(u, keep_thinking, lambda text, scanner=scanner: bool(scanner.scan(text)))
+            if any(t.thinking for t in u.turns)
+            else u
+            for u in units
+        ]
         if not policy.selection.ladder:
             options_for = redundancy = None
         if redundancy is not None:
@@ -573,12 +579,23 @@ def _mark_retained(plan: _Plan, units: Sequence[Unit]) -> None:
     """
     for unit in units:
         for rec in unit.records:
-            if not touched(rec):
+            if not _retention_noted(rec):
                 continue
             for reason, detail in _retention_marks(rec):
                 decision = PolicyDecision(rec.id, "retention", Outcome.MARK, reason, detail)
                 plan.decisions.append(decision)
                 plan.marks.setdefault(rec.id, []).append(decision)
+
+
+def _retention_noted(rec: Record) -> bool:
+    """Whether a retention rule left a note on ``rec`` (its own content, or a memory's sources): a key test."""
+    meta = rec.meta
+    if not meta:
+        return False
+    try:
+        return META_KEY in meta or SOURCES_KEY in meta
+    except TypeError:  # not a mapping
+        return False
 
 
 def _retention_marks(rec: Record) -> tuple[tuple[str, str], ...]:

@@ -122,7 +122,7 @@ class SelectionParams:
     after the neighbour spread; 0 = sessions ignored."""
     drop_question_words: bool = True
     """Leave the query's interrogatives and auxiliary verbs ("what", "did", "would" …;
-    :data:`ctxledger.assemble.relevance.QUESTION_WORDS`) out of its BM25 terms and its semantic vector: they say
+    :data:`ctxledger.assemble.query.QUESTION_WORDS`) out of its BM25 terms and its semantic vector: they say
     that it asks, not what it asks about, and the index's stop list keeps them; ``False`` = the query as written."""
     bm25_b: float = 0.75
     """BM25's length normalisation in relevance (0 = none, 1 = full; 0.75 is the index's own, bm25s's default)."""

@@ -92,17 +92,6 @@ class Retained:
         )
 
 
-def touched(record: Record) -> bool:
-    """Whether a retention rule left a note on ``record`` (its own content, or a memory's sources): a cheap test."""
-    meta = record.meta
-    if not meta:
-        return False
-    try:
-        return META_KEY in meta or SOURCES_KEY in meta
-    except TypeError:  # not a mapping
-        return False
-
-
 def retained(record: Record | None) -> Retained | None:
     """What retention did to the record's own content, or ``None`` when it is intact."""
     if record is None:
