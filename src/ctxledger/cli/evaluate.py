@@ -250,7 +250,7 @@ def eval_scenarios(
         list[str] | None, typer.Option("--name", help="Run only this scenario (repeatable); default all.")
     ] = None,
 ) -> None:
-    """Run the seed scenario suite (seed 004 §9, seed 002, seed 001) and print it as a pass/fail table.
+    """Run the scenario suite (the specification's scenarios and failure cases) and print it as a pass/fail table.
 
     Each scenario builds a deterministic execution graph, assembles its model call under the default
     policy (or the scenario's own), checks what was included, omitted and why, and compares the tokens
