@@ -109,8 +109,8 @@ def plain_content_hash(value: Any) -> str:
         TypeError: ``value`` holds something else (a float included), so the caller uses :func:`content_hash`.
         UnicodeEncodeError: a string holds a lone surrogate (as :func:`content_hash` raises).
     """
-    if _has_float(value):
-        raise TypeError("plain_content_hash: floats are written differently by msgspec; use content_hash")
+    if not _plain(value):
+        raise TypeError("plain_content_hash: only strings, None, booleans, integers, lists and str-keyed dicts")
     return f"{ALGORITHM}:{sha256_hex(_PLAIN_ENCODER.encode(value))}"
 
 
@@ -126,21 +126,27 @@ def quick_content_hash(value: Any) -> str:
         return content_hash(value)
 
 
-def _has_float(value: Any) -> bool:
-    """Whether ``value`` holds a float anywhere in its lists, tuples and dict values (walked without recursion)."""
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is made of strings, ``None``, booleans, integers, lists, tuples and str-keyed dicts only.
+
+    Those msgspec writes as :func:`canonical_json` does; a float it writes otherwise, and a set, bytes or a date it
+    writes where ``json`` refuses. Walked without recursion.
+    """
     stack = [value]
     while stack:
         item = stack.pop()
         kind = type(item)
-        if kind is str or kind is int or item is None:
+        if kind is str or kind is int or kind is bool or item is None:
             continue
-        if isinstance(item, float):
-            return True
-        if isinstance(item, dict):
+        if kind is dict:
+            if not all(type(k) is str for k in item):
+                return False
             stack.extend(item.values())
-        elif isinstance(item, list | tuple):
+        elif kind is list or kind is tuple:
             stack.extend(item)
-    return False
+        else:
+            return False
+    return True
 
 
 def text_hash(text: str) -> str:

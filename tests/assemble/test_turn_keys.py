@@ -5,6 +5,7 @@ Keys are stored with the counts, so a faster encoder must give exactly the text 
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -79,4 +80,18 @@ _JSON = st.recursive(
 @given(_JSON)
 def test_the_quick_hash_is_the_canonical_hash(value: object) -> None:
     """Payload hashes (floats, big integers and all) are the canonical JSON's, whichever encoder wrote them."""
+    assert quick_content_hash(value) == content_hash(value)
+
+
+@given(st.sampled_from([{1, 2}, b"raw", frozenset({"a"}), ("ok", {"n": object()})]))
+def test_what_json_refuses_the_quick_hash_refuses_too(value: object) -> None:
+    """A set, bytes or an object goes to json, which raises, whatever msgspec would write."""
+    with pytest.raises(TypeError):
+        content_hash(value)
+    with pytest.raises(TypeError):
+        quick_content_hash(value)
+
+
+@given(st.dictionaries(st.integers(), _TEXT, max_size=4))
+def test_integer_keys_hash_as_json_writes_them(value: dict[int, str]) -> None:
     assert quick_content_hash(value) == content_hash(value)

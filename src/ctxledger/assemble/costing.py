@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from ctxledger.hashing import content_hash, plain_content_hash
+from ctxledger.hashing import content_hash, quick_content_hash
 from ctxledger.serialize.base import Serializer, Turn
 from ctxledger.tokens import TokenCounter
 from ctxledger.units import renders_nothing
@@ -61,12 +61,7 @@ def turn_key(turn: Turn) -> str:
         fields.append("relayed")
     if turn.thinking:
         fields.append([[at, dict(block)] for at, block in turn.thinking])
-    elif isinstance(turn.content, str | None):
-        try:
-            return plain_content_hash(fields)  # the same key, encoded faster (long tool outputs)
-        except TypeError:
-            pass  # a float or an object only json encodes: the general encoder
-    return content_hash(fields)
+    return quick_content_hash(fields)  # encoded by msgspec when it can (long tool outputs): the same key
 
 
 KEY_CACHE_SIZE = 65_536
