@@ -39,7 +39,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -85,8 +85,6 @@ from ctxledger.serialize.anthropic_cache import with_breakpoints
 from ctxledger.serialize.base import Serializer, Turn
 from ctxledger.serialize.tool_names import request_tool_names, tool_name_map
 from ctxledger.units import UNAVAILABLE, ContextClass, Unit, UnitKind, build_units, content_text, drop_thinking
-
-T = TypeVar("T")
 
 __all__ = ["ASSEMBLER_VERSION", "Assembly", "AssemblyRequest", "assemble", "run_policy"]
 
