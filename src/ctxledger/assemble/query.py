@@ -107,6 +107,9 @@ def unit_relevance(
     speaker boost is on), the speaker and date boosts, the neighbour spread, then the session lift. Without
     ``selection``: BM25 alone. The units' facets (speakers, days, sessions) come from ``facets``, aligned with the
     index's documents.
+
+    Returns:
+        A float array of length ``n_units`` in [0, 1] (all zeros when nothing matches); no errors of its own.
     """
     dropped = selection is not None and selection.drop_question_words and bool(query)
     topic = query_topic(query) if dropped else query
