@@ -143,3 +143,28 @@ def test_text_without_images_is_left_alone(text):
 def test_openai_image_part_in_a_user_turn_is_still_costed_as_an_image():
     """The reference applies to tool results only; a user image part keeps its provider rate (case B08)."""
     assert openai_image_tokens((1024, 1024), "high") == 765
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    shot=screenshot(),
+    lead=st.sampled_from(["", "\n", "  ", "\r\n\t "]),
+    indent=st.sampled_from([None, 2]),
+)
+def test_bare_base64_is_found_in_json_whatever_its_layout(shot, lead, indent):
+    """A bare base64 image string in JSON is found with leading whitespace and indentation too."""
+    output = lead + json.dumps({"screenshot": shot["b64"], "note": "ok"}, indent=indent)
+    parts = tool_output_parts(output)
+    assert parts is not None and parts[1]["image_url"]["url"].endswith(shot["b64"])
+
+
+@given(
+    run=st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", min_size=256),
+    before=st.text(max_size=40).filter(lambda s: not s.lstrip().startswith(("{", "["))),
+    after=st.text(max_size=40),
+)
+@settings(max_examples=60, deadline=None)
+def test_long_base64_runs_in_plain_text_are_text(run, before, after):
+    """Outside JSON, only a ``data:image/…;base64,`` URL is an image: a long base64-looking run stays text."""
+    text = before + run + after
+    assert tool_output_parts(text) is None or "data:image/" in text or '"image' in text

@@ -39,6 +39,8 @@ _DATA_URL_RE = re.compile(r"data:(image/[\w.+-]+);base64,([A-Za-z0-9+/]+={0,2})"
 _BASE64_RE = re.compile(r"[A-Za-z0-9+/\s]+={0,2}")
 _LONG_BASE64_RE = re.compile(rf"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{{{MIN_BARE_BASE64}}}")
 """A run of at least ``MIN_BARE_BASE64`` base64 characters (tried only where a run starts, so one pass)."""
+_JSON_START_RE = re.compile(r"\s*[\[{]")
+"""Text that may be a JSON object or array (what :func:`_from_json` parses)."""
 _SIGNATURES = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
     (b"\xff\xd8\xff", "image/jpeg"),
@@ -163,7 +165,9 @@ def tool_output_parts(text: str) -> tuple[dict[str, Any], ...] | None:
     Returns:
         ``({"type": "text", …}, {"type": "image_url", …}, …)``: the text with placeholders, then the images.
     """
-    if "base64" not in text and '"image' not in text and not _LONG_BASE64_RE.search(text):
+    # without these markers only a bare base64 string inside JSON is left to find: plain text holds none
+    marked = "base64" in text or '"image' in text
+    if not marked and (not _JSON_START_RE.match(text) or not _LONG_BASE64_RE.search(text)):
         return None
     found = _from_json(text) or _from_text(text)
     return None if found is None else image_parts(*found)
