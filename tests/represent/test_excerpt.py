@@ -13,7 +13,7 @@ from represent_helpers import mini_swe_output, read_json, swe_agent_observation,
 
 from ctxledger.errors import BudgetError, ConfigurationError
 from ctxledger.hashing import sha256_hex
-from ctxledger.represent import Excerpt, LineIndex, make_excerpt, rehydrate
+from ctxledger.represent import Excerpt, Excerpter, LineIndex, make_excerpt, rehydrate
 from ctxledger.testing import MemoryBlobStore
 from ctxledger.tokens import TokenCounter, get_counter
 
@@ -224,3 +224,23 @@ def test_a_one_line_output_keeps_an_error_from_its_middle(data_dir: Path, counte
     assert "Error: card declined" in excerpt.text
     assert excerpt.locators[0].byte_start == 0 and excerpt.locators[-1].byte_end == len(spliced)
     _check_runs(excerpt, spliced)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    data=_OUTPUTS,
+    sizes=st.lists(st.integers(min_value=40, max_value=900), min_size=2, max_size=5),
+    focus=st.lists(st.text(max_size=5), max_size=2),
+)
+def test_one_excerpter_at_many_sizes_gives_each_size_its_own_excerpt(data: bytes, sizes: list[int], focus: list[str]):
+    """Sizes asked of one :class:`Excerpter`, in any order, give what a fresh excerpt of each size gives."""
+    shared = Excerpter(data, artifact_id="a", sha256=sha256_hex(data), counter=_COUNTER, focus=focus)
+    for size in sizes:
+        fresh = Excerpter(data, artifact_id="a", sha256=sha256_hex(data), counter=_COUNTER, focus=focus)
+        try:
+            expected = fresh.excerpt(size)
+        except BudgetError:
+            with pytest.raises(BudgetError):
+                shared.excerpt(size)
+            continue
+        assert shared.excerpt(size) == expected

@@ -83,7 +83,7 @@ from ctxledger.hashing import sha256_hex
 from ctxledger.policy.base import Outcome, PolicyDecision, ReasonCode
 from ctxledger.policy.secrets import SecretScanner, default_scanner
 from ctxledger.records import Message, Record, ToolArtifact, ToolCall, ToolMemory
-from ctxledger.represent import LineIndex, Locator, make_excerpt, promote, rehydrate
+from ctxledger.represent import Excerpter, LineIndex, Locator, promote, rehydrate
 from ctxledger.represent._patterns import is_error_line
 from ctxledger.represent.extract._base import query_terms
 from ctxledger.represent.redundancy import NUM_PERM, _lsh_params, _minhash, call_key, outcome_lines
@@ -452,7 +452,7 @@ class Ladder:
 
     def _excerpts(self, unit: Unit, targets: Sequence[_Target], costs: Sequence[int], coster: Coster) -> list[_Rung]:
         rungs = []
-        counters = {t.index: _MemoCounter(self._counter(coster, t)) for t in targets}  # sizes share piece counts
+        excerpters: dict[int, Excerpter] = {}  # the sizes share each text's pieces, counts and priorities
         for size in self.excerpt_tokens:
             contents: dict[int, tuple[str, RateCounter | None]] = {}
             records: dict[str, Any] = {}
@@ -462,19 +462,21 @@ class Ladder:
                 if size >= 0.8 * t.tokens:
                     shown += len(t.data)
                     continue  # this text is small for the size: it stays verbatim
-                try:
-                    ex = make_excerpt(
+                excerpter = excerpters.get(t.index)
+                if excerpter is None:
+                    excerpter = excerpters[t.index] = Excerpter(
                         t.data,
                         artifact_id=t.record.id,
                         sha256=t.sha256,
-                        max_tokens=size,
-                        counter=counters[t.index],
+                        counter=self._counter(coster, t),
                         source_version=t.source_version,
                         focus=self.focus,
                         ref_uri=t.ref_uri,
                         withheld=t.withheld,
                         recall=self.recall,
                     )
+                try:
+                    ex = excerpter.excerpt(size)
                 except BudgetError:
                     contents = {}
                     break
@@ -693,30 +695,6 @@ def _keep(
         return shown, 0, 0
     kept = sum(1 for index, line in errors if line in contents.get(index, ("",))[0])
     return ERROR_WEIGHT * kept / len(errors) + (1 - ERROR_WEIGHT) * shown, len(errors), kept
-
-
-class _MemoCounter:
-    """A counter that remembers the counts of one unit's texts (excerpt sizes share their pieces)."""
-
-    def __init__(self, counter: TokenCounter) -> None:
-        self.counter = counter
-        self.id = counter.id
-        self.is_estimate = counter.is_estimate
-        self._memo: dict[str, int] = {}
-
-    def count(self, text: str) -> int:
-        """The wrapped counter's count, remembered."""
-        found = self._memo.get(text)
-        if found is None:
-            found = self._memo[text] = self.counter.count(text)
-        return found
-
-    def count_many(self, texts: Sequence[str]) -> list[int]:
-        """Counts of many texts; only the ones not seen yet are counted (in one batch)."""
-        todo = list(dict.fromkeys(t for t in texts if t not in self._memo))
-        if todo:
-            self._memo.update(zip(todo, self.counter.count_many(todo), strict=True))
-        return [self._memo[t] for t in texts]
 
 
 def _tenant_of(unit: Unit) -> str:

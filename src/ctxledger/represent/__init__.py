@@ -31,7 +31,7 @@ from ctxledger.represent.compaction import (
     compact_checked,
     find_invariants,
 )
-from ctxledger.represent.excerpt import Excerpt, make_excerpt
+from ctxledger.represent.excerpt import Excerpt, Excerpter, make_excerpt
 from ctxledger.represent.extract import extract
 from ctxledger.represent.promote import promote
 from ctxledger.represent.redundancy import find_redundant, find_repeated_calls, outcome_lines
@@ -52,6 +52,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Excerpt",
+    "Excerpter",
     "FidelityReport",
     "Invariants",
     "Item",

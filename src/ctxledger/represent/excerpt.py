@@ -376,35 +376,86 @@ def make_excerpt(
         ConfigurationError: ``max_tokens`` is not positive.
         BudgetError: not even the header, footer and one omission marker fit in ``max_tokens``.
     """
-    if max_tokens <= 0:
-        raise ConfigurationError(f"max_tokens must be positive, got {max_tokens}")
-    index = LineIndex(data)
-    by_bytes = index.line_count <= BYTE_MODE_LINES
-    pieces = _pieces(index, piece_bytes(len(data)) if by_bytes else MAX_PIECE_BYTES)
-    render = _Renderer(
-        index,
-        pieces,
+    excerpter = Excerpter(
+        data,
         artifact_id=artifact_id,
         sha256=sha256,
+        counter=counter,
         source_version=source_version,
+        focus=focus,
         ref_uri=ref_uri,
         withheld=withheld,
         recall=recall,
     )
-    whole_text, whole_locators = render.render(range(len(pieces)))
-    whole_tokens = counter.count(whole_text)
-    if whole_tokens <= max_tokens:
-        return Excerpt(whole_text, whole_tokens, whole_locators)
-    costs = counter.count_many([render.shown(p.start, p.end) for p in pieces])
-    frame = counter.count(render.header(index.line_count) + "\n" + render.footer())
-    plan = _Plan(costs, counter.count(_marker_sample(len(data), index.line_count)))
-    order = _byte_priority(pieces, index, focus) if by_bytes else _priority(pieces, index, focus)
-    plan.fill(order, max_tokens - frame)
-    excerpt = _fit(render, counter, plan, max_tokens)
-    if excerpt.tokens < max_tokens and len(plan.picked) < len(pieces):
-        plan.fill(order, plan.estimate() + max_tokens - excerpt.tokens)
-        excerpt = _fit(render, counter, plan, max_tokens)
-    return excerpt
+    return excerpter.excerpt(max_tokens)
+
+
+class Excerpter:
+    """Excerpts of one artifact at several sizes, sharing what does not depend on the size.
+
+    The line index, the pieces, the rendering of the whole output and its count, each piece's count and the
+    pieces' priority order are computed once; :meth:`excerpt` then plans and fits one size. The arguments are
+    those of :func:`make_excerpt` without ``max_tokens``, and ``excerpt(n)`` returns what
+    ``make_excerpt(…, max_tokens=n)`` returns.
+    """
+
+    def __init__(
+        self,
+        data: bytes,
+        *,
+        artifact_id: str,
+        sha256: str,
+        counter: TokenCounter,
+        source_version: str | None = None,
+        focus: Sequence[str] = (),
+        ref_uri: str | None = None,
+        withheld: Mapping[int, str] | None = None,
+        recall: bool = False,
+    ) -> None:
+        self.index = LineIndex(data)
+        self.counter = counter
+        self.focus = focus
+        self.by_bytes = self.index.line_count <= BYTE_MODE_LINES
+        self.pieces = _pieces(self.index, piece_bytes(len(data)) if self.by_bytes else MAX_PIECE_BYTES)
+        self.render = _Renderer(
+            self.index,
+            self.pieces,
+            artifact_id=artifact_id,
+            sha256=sha256,
+            source_version=source_version,
+            ref_uri=ref_uri,
+            withheld=withheld,
+            recall=recall,
+        )
+        text, locators = self.render.render(range(len(self.pieces)))
+        self.whole = Excerpt(text, counter.count(text), locators)
+        self._shared: tuple[list[int], int, int, list[int]] | None = None
+
+    def _plan_inputs(self) -> tuple[list[int], int, int, list[int]]:
+        """Piece costs, frame cost, marker cost and priority order (computed on the first partial excerpt)."""
+        if self._shared is None:
+            render, index, pieces, counter = self.render, self.index, self.pieces, self.counter
+            costs = list(counter.count_many([render.shown(p.start, p.end) for p in pieces]))
+            frame = counter.count(render.header(index.line_count) + "\n" + render.footer())
+            marker = counter.count(_marker_sample(len(index.data), index.line_count))
+            order = _byte_priority(pieces, index, self.focus) if self.by_bytes else _priority(pieces, index, self.focus)
+            self._shared = (costs, frame, marker, order)
+        return self._shared
+
+    def excerpt(self, max_tokens: int) -> Excerpt:
+        """The excerpt of at most ``max_tokens`` tokens (see :func:`make_excerpt`; same errors)."""
+        if max_tokens <= 0:
+            raise ConfigurationError(f"max_tokens must be positive, got {max_tokens}")
+        if self.whole.tokens <= max_tokens:
+            return self.whole
+        costs, frame, marker, order = self._plan_inputs()
+        plan = _Plan(costs, marker)
+        plan.fill(order, max_tokens - frame)
+        excerpt = _fit(self.render, self.counter, plan, max_tokens)
+        if excerpt.tokens < max_tokens and len(plan.picked) < len(self.pieces):
+            plan.fill(order, plan.estimate() + max_tokens - excerpt.tokens)
+            excerpt = _fit(self.render, self.counter, plan, max_tokens)
+        return excerpt
 
 
 def _marker_sample(nbytes: int, nlines: int) -> str:
