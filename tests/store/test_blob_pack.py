@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from ctxledger.errors import BlobNotFound, IntegrityError, StoreError
 from ctxledger.hashing import sha256_hex
 from ctxledger.store.blobpack import FILENAME
-from ctxledger.store.blobs import LocalBlobStore
+from ctxledger.store.blobs import LocalBlobStore, ReadAhead
 from ctxledger.testing import MemoryBlobStore
 
 
@@ -151,3 +151,47 @@ def test_files_and_pack_behave_as_the_in_memory_store(ops: list, sizes: list[int
             sha256_hex(d) for d in set(datas) if memory.exists(sha256_hex(d))
         )
         local.close()
+
+
+_BLOB_STATES = st.sampled_from(["packed", "file", "missing", "damaged", "shadowed"])
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    states=st.lists(_BLOB_STATES, min_size=1, max_size=12),
+    order=st.randoms(use_true_random=False),
+    window=st.integers(1, 5),
+    data=st.data(),
+)
+def test_read_ahead_reads_what_get_reads(states, order, window, data) -> None:
+    """Blobs packed, as files, missing, damaged or shadowed by a changed file, asked in any order with repeats through :class:`ReadAhead`,
+    give exactly the bytes or the error ``get`` gives; ``get_many`` holds exactly the readable ones."""
+    with tempfile.TemporaryDirectory() as tmp:
+        store = LocalBlobStore(Path(tmp) / "b")
+        names = []
+        for i, state in enumerate(states):
+            blob = f"blob {i} {state}\n".encode() * (i + 1)
+            sha = sha256_hex(blob)
+            names.append(sha)
+            if state in ("packed", "damaged", "shadowed"):
+                store.put_many([(blob, "text/plain")])
+            elif state == "file":
+                store.put(blob)
+            if state == "damaged":
+                with sqlite3.connect(Path(tmp) / "b" / FILENAME) as conn:
+                    conn.execute("UPDATE blobs SET data = ? WHERE sha256 = ?", (b"X" + blob[1:], sha))
+            if state == "shadowed":  # a changed file in front of intact packed bytes: get reads the file
+                store.path(sha).parent.mkdir(parents=True, exist_ok=True)
+                store.path(sha).write_bytes(b"changed")
+        readable = {sha for sha, state in zip(names, states, strict=True) if state in ("packed", "file")}
+        assert set(store.get_many(names)) == readable
+        asked = data.draw(st.lists(st.sampled_from(names), max_size=20)) + names
+        order.shuffle(asked)
+        reader = ReadAhead(store, names, window=window)
+        for sha in asked:
+            if sha in readable:
+                assert reader(sha) == store.get(sha)
+            else:
+                with pytest.raises((BlobNotFound, IntegrityError)):
+                    reader(sha)
+        store.close()

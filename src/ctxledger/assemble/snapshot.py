@@ -31,6 +31,7 @@ from ctxledger.records import Record, ToolArtifact, ToolCall
 from ctxledger.retention.state import TRANSFORM as RETAINED
 from ctxledger.store._rules import get_or_none
 from ctxledger.store.base import GraphStore, LineageHop
+from ctxledger.store.blobs import ReadAhead
 from ctxledger.units import BLOB_MISMATCH, BLOB_MISSING, Unit, build_units
 
 
@@ -136,7 +137,8 @@ class SnapshotLoader:
     def _build(self, tenant_id: str, conversation_id: str, branch_id: str, seq: int) -> Snapshot:
         lineage = self.store.lineage(tenant_id, branch_id)
         records = self.store.records(tenant_id, conversation_id, lineage=lineage, as_of_seq=seq)
-        units, tools = build_units(records, self.store.blobs.get)
+        shas = [r.sha256 for r in records if isinstance(r, ToolArtifact) and r.sha256]
+        units, tools = build_units(records, ReadAhead(self.store.blobs, shas))
         index = IncrementalBM25()
         snap = Snapshot(tenant_id, conversation_id, branch_id, seq, lineage, records, units, tools, index)
         snap.reach_index.extend(units, 0, records)

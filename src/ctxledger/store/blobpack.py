@@ -87,6 +87,20 @@ class BlobPack:
             row = conn.execute("SELECT data FROM blobs WHERE sha256 = ?", (sha256,)).fetchone()
         return None if row is None else bytes(row[0])
 
+    def get_many(self, names: Sequence[str]) -> dict[str, bytes]:
+        """The stored bytes of those of ``names`` the pack holds (one query per few hundred names)."""
+        found: dict[str, bytes] = {}
+        with self._lock:
+            conn = self._connect(create=False)
+            if conn is None:
+                return found
+            for start in range(0, len(names), 500):
+                chunk = list(names[start : start + 500])
+                marks = ",".join("?" * len(chunk))
+                rows = conn.execute(f"SELECT sha256, data FROM blobs WHERE sha256 IN ({marks})", chunk)
+                found.update((sha, bytes(data)) for sha, data in rows)
+        return found
+
     def range(self, sha256: str, start: int, end: int) -> bytes | None:
         """Bytes ``[start, end)`` of a stored blob without reading the rest; ``None`` when not held."""
         with self._lock:

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ctxledger.errors import BlobNotFound, InputError, IntegrityError, StoreError
 from ctxledger.hashing import sha256_hex
@@ -252,6 +252,39 @@ class LocalBlobStore:
             raise IntegrityError(f"blob {name} does not hash to its name {sha256}")
         return data
 
+    def get_many(self, names: Sequence[str]) -> dict[str, bytes]:
+        """The exact bytes of each of ``names`` that is stored and intact, by name.
+
+        As :meth:`get`, a blob file is read before the pack; the pack is read in a few queries. A name that
+        :meth:`get` would refuse (missing, corrupted) is left out, so a caller that needs it calls :meth:`get`
+        for the error.
+
+        Raises:
+            InputError: a name is not a bare hex digest.
+        """
+        for sha in names:
+            check_sha256(sha)
+        try:
+            folders = set(os.listdir(self.root))
+        except OSError:
+            folders = set()
+        filed = {sha for sha in names if sha[:2] in folders and os.path.isfile(os.path.join(self.root, sha[:2], sha))}
+        try:
+            packed = self.pack.get_many([sha for sha in names if sha not in filed])
+        except sqlite3.Error:
+            packed = {}
+        found: dict[str, bytes] = {}
+        for sha in names:
+            data = packed.get(sha)
+            if data is not None and sha256_hex(data) == sha:
+                found[sha] = data
+                continue
+            try:
+                found[sha] = self.get(sha)
+            except (BlobNotFound, IntegrityError):
+                continue
+        return found
+
     def _packed(self, sha256: str) -> bytes:
         """The pack's bytes of a blob that has no file (:class:`BlobNotFound` when the pack lacks it too)."""
         try:
@@ -371,3 +404,41 @@ class LocalBlobStore:
                 except FileNotFoundError:
                     continue
                 yield StoredBlob(path.name, info.st_size, datetime.fromtimestamp(info.st_mtime, UTC))
+
+
+class ReadAhead:
+    """A blob reader for names asked in about a known order, fetching them a block at a time.
+
+    ``ReadAhead(blobs, names)(sha)`` returns ``blobs.get(sha)``. The names are cut into blocks of ``window``;
+    the first ask of a name fetches its whole block with ``blobs.get_many`` (when the store has it), and the
+    last two blocks fetched are kept, so a reader walking many small blobs in about this order makes a few
+    queries instead of one per blob while holding at most ``2 × window`` blobs. A name not listed, or one the
+    batch left out (missing, corrupted), is read with ``blobs.get``, which raises what it raises.
+
+    Args:
+        blobs: the blob store (``get``, optionally ``get_many``).
+        names: the names in the order they will be asked (repeats allowed).
+        window: names per block.
+    """
+
+    def __init__(self, blobs: Any, names: Sequence[str], window: int = 256) -> None:
+        self._blobs = blobs
+        self._many = getattr(blobs, "get_many", None)
+        self._names = list(dict.fromkeys(names))
+        self._block = {name: i // window for i, name in enumerate(self._names)}
+        self._window = window
+        self._held: dict[int, dict[str, bytes]] = {}
+
+    def __call__(self, sha256: str) -> bytes:
+        """The bytes named ``sha256`` (``BlobStore.get``'s errors)."""
+        block = self._block.get(sha256)
+        if block is None or self._many is None:
+            return self._blobs.get(sha256)  # type: ignore[no-any-return]
+        held = self._held.get(block)
+        if held is None:
+            start = block * self._window
+            held = self._held[block] = self._many(self._names[start : start + self._window])
+            while len(self._held) > 2:
+                del self._held[next(iter(self._held))]
+        found = held.get(sha256)
+        return found if found is not None else self._blobs.get(sha256)  # type: ignore[no-any-return]
