@@ -394,6 +394,9 @@ class Ledger:
                 self.store.list_assemblies(req.tenant_id, req.conversation_id), branch, key, seq
             ),
         )
+        flush = getattr(coster, "flush", None)
+        if flush is not None:
+            flush()  # the counts this call made (excerpts, extractions …), one write for the call
         self._policies[asm.manifest["policy"]["hash"]] = policy
         self._policies.move_to_end(asm.manifest["policy"]["hash"])
         while len(self._policies) > 32:

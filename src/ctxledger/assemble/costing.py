@@ -68,6 +68,10 @@ KEY_CACHE_SIZE = 65_536
 """Turn objects whose :func:`turn_key` a :class:`SerializerCoster` remembers at most (emptied when full)."""
 
 
+UNSAVED_LIMIT = 4_096
+"""Counts a :class:`SerializerCoster` holds before it writes them to the store without waiting for a flush."""
+
+
 class SerializerCoster:
     """Costs turns with a serializer's framing rules and a real :class:`TokenCounter`.
 
@@ -88,6 +92,7 @@ class SerializerCoster:
         self.is_estimate = counter.is_estimate
         self._cache: dict[str, int] = {}
         self._keys: dict[int, tuple[Turn, str]] = {}
+        self._unsaved: dict[str, int] = {}
 
     def _key(self, turn: Turn) -> str:
         """:func:`turn_key`, remembered per turn object (turns are immutable; the entry holds the object)."""
@@ -101,15 +106,23 @@ class SerializerCoster:
         return key
 
     def turn_tokens(self, turn: Turn) -> int:
-        """Tokens of ``turn`` (cached)."""
+        """Tokens of ``turn`` (cached; a new count reaches the store at the next :meth:`flush`)."""
         key = self._key(turn)
         tokens = self._cache.get(key)
         if tokens is None:
             tokens = self._count(turn)
             self._cache[key] = tokens
             if self.store is not None:
-                self.store.put_token_counts(self.counter_id, {key: tokens})
+                self._unsaved[key] = tokens
+                if len(self._unsaved) >= UNSAVED_LIMIT:
+                    self.flush()
         return tokens
+
+    def flush(self) -> None:
+        """Write the counts :meth:`turn_tokens` made since the last flush to the store, in one transaction."""
+        if self.store is not None and self._unsaved:
+            unsaved, self._unsaved = self._unsaved, {}
+            self.store.put_token_counts(self.counter_id, unsaved)
 
     def prefetch(self, turns: Sequence[Turn]) -> None:
         """Load cached counts for ``turns`` from the store and count (then store) the missing ones."""
