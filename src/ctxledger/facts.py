@@ -464,7 +464,7 @@ class _StoredFacts(msgspec.Struct, omit_defaults=True):
     instruction: str | None = None
     terms: dict[str, int] = msgspec.field(default_factory=dict)
     length: int = 0
-    vector: str = ""
+    vector: bytes = b""  # base64 in the JSON, decoded by msgspec
     sources: tuple[str, ...] = ()
     sources_complete: bool = True
     raw_readable: bool = True
@@ -492,7 +492,7 @@ def decode_facts(record_id: str, stamp: str, body: str | bytes, *, terms: bool =
         instruction=values.instruction,
         terms=values.terms if terms else {},
         length=values.length,
-        vector=base64.b64decode(values.vector) if terms and values.vector else b"",
+        vector=values.vector if terms else b"",
         sources=values.sources,
         sources_complete=values.sources_complete,
         raw_readable=values.raw_readable,
