@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ctxledger._collector import collector_paused
 from ctxledger.assemble.facets import UnitFacets
 from ctxledger.assemble.lexical_index import IncrementalBM25
 from ctxledger.assemble.reach import ReachIndex
@@ -120,7 +121,8 @@ class SnapshotLoader:
                 self._cache.move_to_end(key)
                 snap = cached
             else:
-                snap = self._build(tenant_id, conversation_id, branch_id, target)
+                with collector_paused():  # every object the build makes stays alive in the snapshot
+                    snap = self._build(tenant_id, conversation_id, branch_id, target)
                 if target == head:
                     self._cache[key] = snap
                     while len(self._cache) > self.cache_size:

@@ -1,0 +1,71 @@
+"""The collector is off while a snapshot is built and as it was before once every build has ended."""
+
+from __future__ import annotations
+
+import gc
+import threading
+from contextlib import ExitStack
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ctxledger._collector import collector_paused
+from ctxledger.ledger import Ledger
+from ctxledger.scenarios._graph import GraphBuilder
+from ctxledger.testing import MemoryStore
+
+
+@given(enabled=st.booleans(), depth=st.integers(1, 5))
+def test_nested_pauses_restore_the_state_they_found(enabled: bool, depth: int) -> None:
+    """Whatever the nesting, the collector is off inside and back to its earlier state after the outermost."""
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        with ExitStack() as stack:
+            for _ in range(depth):
+                stack.enter_context(collector_paused())
+                assert not gc.isenabled()
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def test_a_pause_in_another_thread_outlives_the_first_to_end() -> None:
+    """Two overlapping builds: the collector stays off until the later one ends."""
+    assert gc.isenabled()
+    inside, release = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with collector_paused():
+            inside.set()
+            release.wait(10)
+
+    worker = threading.Thread(target=other)
+    with collector_paused():
+        worker.start()
+        inside.wait(10)
+    assert not gc.isenabled()
+    release.set()
+    worker.join(10)
+    assert gc.isenabled()
+
+
+class _FailingStore(MemoryStore):
+    def records(self, *args, **kwargs):
+        raise RuntimeError("disk gone")
+
+
+def test_assembling_leaves_the_collector_on_also_when_the_build_fails() -> None:
+    """A first assembly (which builds a snapshot) leaves the collector on, and so does a build that raises."""
+    ledger = Ledger(MemoryStore())
+    g = GraphBuilder(ledger, "gc")
+    g.system("sys", "You help.")
+    g.user("u1", "Hello")
+    ledger.assemble(g.conversation_id, now=g.now, window_tokens=8_000)
+    assert gc.isenabled()
+    broken = _FailingStore()
+    Ledger(broken).append(list(ledger.store.records("default", g.conversation_id)))
+    with pytest.raises(RuntimeError, match="disk gone"):
+        Ledger(broken).assemble(g.conversation_id, now=g.now, window_tokens=8_000)
+    assert gc.isenabled()
