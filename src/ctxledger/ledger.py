@@ -83,8 +83,8 @@ class Ledger:
         self.counter = counter
         self.request_defaults = dict(request_defaults or {})
         self.snapshots = SnapshotLoader(store)
-        self.ladder = Ladder(store.blobs.get)
-        """The representation ladder (its option cache lives as long as the ledger)."""
+        self.ladder = _ladder(store)
+        """The representation ladder (its option cache lives as long as the ledger; rungs are kept in the store)."""
         self._costers: dict[tuple[str, str], Coster] = {}
         self._conversations: OrderedDict[tuple[Any, ...], tuple[int, list[Record]]] = OrderedDict()
         self._policies: OrderedDict[str, Policy] = OrderedDict()
@@ -397,6 +397,7 @@ class Ledger:
         flush = getattr(coster, "flush", None)
         if flush is not None:
             flush()  # the counts this call made (excerpts, extractions …), one write for the call
+        ladder.flush()  # and the rungs it built
         self._policies[asm.manifest["policy"]["hash"]] = policy
         self._policies.move_to_end(asm.manifest["policy"]["hash"])
         while len(self._policies) > 32:
@@ -686,7 +687,7 @@ class Ledger:
     def _forget_caches(self) -> None:
         """Retention rewrote or removed stored records: cached snapshots and options are stale."""
         self.snapshots = SnapshotLoader(self.store)
-        self.ladder = Ladder(self.store.blobs.get)
+        self.ladder = _ladder(self.store)
         self._conversations.clear()
 
     # -- explaining --------------------------------------------------------------------------------
@@ -978,3 +979,8 @@ def record_usage(
 ) -> None:
     """Module-level form of :meth:`Ledger.record_usage` (default tenant)."""
     ledger.record_usage(assembly, input_tokens, output_tokens, overwrite=overwrite)
+
+
+def _ladder(store: GraphStore) -> Ladder:
+    """The ledger's ladder; it keeps rungs in the store when the store can (``get_rungs``/``put_rungs``)."""
+    return Ladder(store.blobs.get, memo=store if hasattr(store, "get_rungs") else None)

@@ -28,7 +28,7 @@ from ctxledger.testing import EVERY_RECORD_BLOB, MemoryStore, every_record_type
 
 def test_migrated_database_matches_the_schema_module(empty_sql_url: str) -> None:
     """After ``migrate`` the database has exactly the tables, columns and indexes of ``schema.py``."""
-    assert migrate(empty_sql_url) == head_revision() == "0006_inspector_sessions"
+    assert migrate(empty_sql_url) == head_revision() == "0007_rung_memo"
     engine = create_engine(empty_sql_url)
     with engine.connect() as conn:
         context = MigrationContext.configure(conn, opts={"compare_type": True, "version_table": VERSION_TABLE})
@@ -40,7 +40,7 @@ def test_migrated_database_matches_the_schema_module(empty_sql_url: str) -> None
     assert names == {
         "records", "conversation_heads", "token_counts", "assemblies", "api_keys", "blobs", "blob_chunks",
         "retention_audit", "retention_blob_queue", "record_facts", "record_links", "protected_state",
-        "inspector_sessions", VERSION_TABLE,
+        "inspector_sessions", "rung_memo", VERSION_TABLE,
     }  # fmt: skip
     assert {"ix_records_tenant_id_conversation_id_branch_id_seq", "ix_records_blob_sha256"} <= indexes
     for table in ("records", "assemblies"):

@@ -76,6 +76,7 @@ from typing import Any, NamedTuple
 from datasketch import MinHash, MinHashLSH  # type: ignore[import-untyped]
 
 from ctxledger.assemble.costing import Coster, FixedCoster, turn_key
+from ctxledger.assemble.rung_memo import Rung, decode_rungs, encode_rungs, memo_key
 from ctxledger.assemble.select import Option
 from ctxledger.errors import BlobNotFound, BudgetError, ContentRetained, InputError, IntegrityError, RecordNotFound
 from ctxledger.fetch_hints import whole
@@ -204,23 +205,6 @@ class _Target:
         return index.locator(self.record.id, self.sha256, 0, len(self.data), self.source_version).to_dict()
 
 
-@dataclass(slots=True)
-class _Rung:
-    """A representation of a unit before utility is applied (cached per unit, coster and focus)."""
-
-    representation: str
-    transform: str
-    factor: float
-    turns: tuple[Turn, ...]
-    turn_tokens: tuple[int, ...]
-    detail: dict[str, Any]
-    derived: dict[str, int] = field(default_factory=dict)  # turn_key -> tokens, for a FixedCoster
-
-    @property
-    def tokens(self) -> int:
-        return sum(self.turn_tokens)
-
-
 _LADDER_KINDS = frozenset({UnitKind.TOOL_EXCHANGE, UnitKind.MESSAGE})
 """The unit kinds whose large turns get cheaper rungs."""
 
@@ -255,9 +239,14 @@ class Ladder:
         messages: bool = True,
         scanner: SecretScanner | None = None,
         recall: bool = False,
+        memo: Any = None,
         _cache: dict[tuple[Any, ...], Any] | None = None,
+        _unsaved: dict[str, tuple[str, str, bytes]] | None = None,
     ) -> None:
         self.read_blob = read_blob
+        self.memo = memo
+        self._unsaved: dict[str, tuple[str, str, bytes]] = {} if _unsaved is None else _unsaved
+        """Rungs built since the last :meth:`flush`: stored key → (tenant, conversation, body)."""
         self.recall = recall
         self.query = query or ""
         self.focus = query_terms(self.query)
@@ -268,6 +257,10 @@ class Ladder:
         self._scanner_key = (
             self.scanner.plugins,
             tuple(sorted((k, rx.pattern) for k, rx in self.scanner.extra.items())),
+        )
+        self._memo_scanner = (
+            list(self.scanner.plugins),
+            sorted((k, rx.pattern) for k, rx in self.scanner.extra.items()),
         )
         self.reach: frozenset[str] | None = None
         self._cache: dict[tuple[Any, ...], Any] = {} if _cache is None else _cache
@@ -297,7 +290,9 @@ class Ladder:
             messages=self.messages,
             scanner=scanner or self.scanner,
             recall=recall,
+            memo=self.memo,
             _cache=self._cache,
+            _unsaved=self._unsaved,
         )
         bound.reach = reach
         return bound
@@ -332,8 +327,7 @@ class Ladder:
         )
         rungs = self._cache.get(key)
         if rungs is None:
-            rungs = self._rungs(unit, verbatim, coster)
-            self._cache[key] = rungs
+            rungs = self._cache[key] = self._stored_or_built(unit, verbatim, coster)
         if isinstance(coster, FixedCoster):
             for rung in rungs:
                 coster.derived.update(rung.derived)
@@ -350,9 +344,35 @@ class Ladder:
             for r in rungs
         ]
 
+    def flush(self) -> None:
+        """Write the rungs built since the last flush to :attr:`memo` (the store), one write per tenant."""
+        if not self._unsaved:
+            return
+        unsaved = dict(self._unsaved)
+        self._unsaved.clear()
+        by_tenant: dict[str, dict[str, tuple[str, bytes]]] = {}
+        for stored_key, (tenant_id, conversation_id, body) in unsaved.items():
+            by_tenant.setdefault(tenant_id, {})[stored_key] = (conversation_id, body)
+        for tenant_id, rows in by_tenant.items():
+            self.memo.put_rungs(tenant_id, rows)
+
+    def _stored_or_built(self, unit: Unit, verbatim: Option, coster: Coster) -> list[Rung]:
+        """The unit's rungs as the store holds them for these inputs (:mod:`.rung_memo`), else built now."""
+        if self.memo is None or not unit.records or getattr(coster, "counter", None) is None:
+            return self._rungs(unit, verbatim, coster)  # no store, or reference counts: nothing kept
+        tenant_id, conversation_id = unit.records[0].tenant_id, unit.records[0].conversation_id
+        inputs = (coster.counter_id, self.focus, self.query, self._memo_scanner, self.recall, self.excerpt_tokens)
+        stored_key = memo_key(unit, (*inputs, self.min_tokens, self.messages))
+        body = self.memo.get_rungs(tenant_id, stored_key)
+        rungs = decode_rungs(body) if body is not None else None
+        if rungs is None:
+            rungs = self._rungs(unit, verbatim, coster)
+            self._unsaved[stored_key] = (tenant_id, conversation_id, encode_rungs(rungs))
+        return rungs
+
     # -- building rungs ------------------------------------------------------------------------------
 
-    def _rungs(self, unit: Unit, verbatim: Option, coster: Coster) -> list[_Rung]:
+    def _rungs(self, unit: Unit, verbatim: Option, coster: Coster) -> list[Rung]:
         costs = verbatim.turn_tokens or tuple(coster.turn_tokens(t) for t in unit.turns)
         targets = self._targets(unit, costs, coster)
         if not targets:
@@ -424,7 +444,7 @@ class Ladder:
         head: tuple[str, str, float, dict[str, Any]],
         targets: Sequence[_Target] = (),
         shown_bytes: int = 0,
-    ) -> _Rung:
+    ) -> Rung:
         """Build a rung: new contents in, every turn priced, the floor turned into a factor by what it keeps.
 
         Derived costs are registered on a FixedCoster (module docstring).
@@ -444,13 +464,13 @@ class Ladder:
                 derived[turn_key(turns[i])] = tokens[i]
             else:
                 tokens[i] = coster.turn_tokens(turns[i])
-        return _Rung(representation, transform, factor, tuple(turns), tuple(tokens), detail, derived)
+        return Rung(representation, transform, factor, tuple(turns), tuple(tokens), detail, derived)
 
     def _rate(self, coster: Coster, target: _Target) -> RateCounter | None:
         counter = self._counter(coster, target)
         return counter if isinstance(counter, RateCounter) else None
 
-    def _excerpts(self, unit: Unit, targets: Sequence[_Target], costs: Sequence[int], coster: Coster) -> list[_Rung]:
+    def _excerpts(self, unit: Unit, targets: Sequence[_Target], costs: Sequence[int], coster: Coster) -> list[Rung]:
         rungs = []
         excerpters: dict[int, Excerpter] = {}  # the sizes share each text's pieces, counts and priorities
         for size in self.excerpt_tokens:
@@ -510,7 +530,7 @@ class Ladder:
         coster: Coster,
         memories: Mapping[str, tuple[ToolMemory | None, dict[str, Any]]],
         full: bool,
-    ) -> _Rung:
+    ) -> Rung:
         contents: dict[int, tuple[str, RateCounter | None]] = {}
         records: dict[str, Any] = {}
         confidences = []
@@ -543,7 +563,7 @@ class Ladder:
         head = (representation, f"{representation}:{'+'.join(kinds)}", floor, {"records": records})
         return self._finish(unit, costs, coster, contents, head, targets)
 
-    def _reference(self, unit: Unit, targets: Sequence[_Target], costs: Sequence[int], coster: Coster) -> _Rung:
+    def _reference(self, unit: Unit, targets: Sequence[_Target], costs: Sequence[int], coster: Coster) -> Rung:
         contents = {t.index: (_reference_text(t, self.recall), self._rate(coster, t)) for t in targets}
         records = {
             t.record.id: {"sha256": t.sha256, "bytes": len(t.data), "locators": [t.whole_locator()]} for t in targets
@@ -779,9 +799,9 @@ def _reference_text(t: _Target, recall: bool) -> str:
     return f"[not shown: {t.label()}, {t.facts()}; fetch: {whole(t.record.id, recall=recall)}]"
 
 
-def _distinct(rungs: list[_Rung]) -> list[_Rung]:
+def _distinct(rungs: list[Rung]) -> list[Rung]:
     """Drop excerpts identical to a larger one (a text too short to differ between sizes)."""
-    out: list[_Rung] = []
+    out: list[Rung] = []
     for rung in rungs:
         if not out or rung.turns != out[-1].turns:
             out.append(rung)

@@ -125,6 +125,8 @@ class _Tenant:
     """The open entries by (conversation, state, subject): what a new record may close."""
     blobless: set[str] = field(default_factory=set)
     """Ids of records retention rewrote: they keep their ``sha256`` field but no longer reference the blob."""
+    rungs: dict[str, tuple[str, bytes]] = field(default_factory=dict)
+    """The ladder's stored rungs: key → (conversation id, body) (:mod:`ctxledger.assemble.rung_memo`)."""
 
 
 class MemoryStore:
@@ -358,6 +360,19 @@ class MemoryStore:
             for content_hash, tokens in counts.items():
                 self._token_counts.setdefault((counter_id, content_hash), int(tokens))
 
+    def get_rungs(self, tenant_id: str, key: str) -> bytes | None:
+        """The stored rungs under ``key`` (:mod:`ctxledger.assemble.rung_memo`), or ``None``."""
+        with self._lock:
+            found = self._tenant(tenant_id).rungs.get(key)
+        return None if found is None else found[1]
+
+    def put_rungs(self, tenant_id: str, rows: Mapping[str, tuple[str, bytes]]) -> None:
+        """Keep rungs: key → (conversation id, body); an existing key keeps its body."""
+        with self._lock:
+            tenant = self._tenants.setdefault(tenant_id, _Tenant())
+            for key, (conversation_id, body) in rows.items():
+                tenant.rungs.setdefault(key, (conversation_id, bytes(body)))
+
     def put_assembly(self, manifest: Mapping[str, Any]) -> None:
         """Persist one manifest. Raises ``InputError`` for a bad manifest or an id the tenant already has."""
         row = assembly_row(manifest)
@@ -479,6 +494,7 @@ class MemoryStore:
         manifests = [assembly_row(m) for m in change.assemblies]
         fresh = compute_facts([decode_record(row) for row in rows], self.blobs.get, self._find)
         with self._lock:
+            self._forget_rungs(change)
             for rec, row, facts in zip(change.rewrite, rows, fresh, strict=True):
                 tenant = self._tenants[rec.tenant_id]
                 stored = decode_record({**row, "seq": tenant.records[rec.id].seq})
@@ -514,6 +530,18 @@ class MemoryStore:
                 self._tenant(tenant_id).assemblies.pop(assembly_id, None)
             self._audit.extend(change.audit)
             self._blob_queue.update(change.blobs)
+
+    def _forget_rungs(self, change: RetentionChange) -> None:
+        """Drop the stored rungs of every conversation the change rewrites or removes a record of."""
+        touched = {(r.tenant_id, r.conversation_id) for r in change.rewrite} | set(change.conversations)
+        for tenant_id, record_id in change.delete:
+            gone = self._tenant(tenant_id).records.get(record_id)
+            if gone is not None:
+                touched.add((tenant_id, gone.conversation_id))
+        for tenant_id, conversation_id in touched:
+            rungs = self._tenant(tenant_id).rungs
+            for key in [k for k, (conv, _) in rungs.items() if conv == conversation_id]:
+                del rungs[key]
 
     @staticmethod
     def _forget_facts(tenant: _Tenant, conversation_id: str, ids: set[str]) -> None:

@@ -14,6 +14,9 @@ both dialects so the two can never drift.
   (``SELECT … FOR UPDATE`` on PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite) so concurrent appenders never
   assign the same ``seq``.
 * ``token_counts``: the token-count cache keyed by (counter id, content hash).
+* ``rung_memo``: the representation ladder's rungs of a unit (excerpts, extraction, memory, reference) by
+  ``(tenant_id, memo_key)``, the key digesting the unit's turns, the ladder's inputs and the code that built
+  them (``ctxledger.assemble.rung_memo``), with the conversation they came from (retention drops them).
 * ``assemblies``: persisted manifests, identified by ``(tenant_id, id)``, with the usage the provider
   reported afterwards.
 
@@ -91,6 +94,17 @@ token_counts = Table(
     Column("content_hash", String, nullable=False),
     Column("tokens", Integer, nullable=False),
     PrimaryKeyConstraint("counter_id", "content_hash"),
+)
+
+rung_memo = Table(
+    "rung_memo",
+    metadata,
+    Column("tenant_id", String, nullable=False),
+    Column("memo_key", String(64), nullable=False),
+    Column("conversation_id", String, nullable=False),
+    Column("body", LargeBinary, nullable=False),
+    PrimaryKeyConstraint("tenant_id", "memo_key"),
+    Index(None, "tenant_id", "conversation_id"),
 )
 
 assemblies = Table(

@@ -58,6 +58,7 @@ from ctxledger.store.schema import (
     records,
     retention_audit,
     retention_blob_queue,
+    rung_memo,
     token_counts,
 )
 
@@ -661,6 +662,28 @@ class SqlStore:
             rows = conn.execute(stmt).all()
         return [r for r in (decode_row(row) for row in rows) if isinstance(r, ToolArtifact)]
 
+    def get_rungs(self, tenant_id: str, key: str) -> bytes | None:
+        """The stored rungs under ``key`` (:mod:`ctxledger.assemble.rung_memo`), or ``None``."""
+        cols = rung_memo.c
+        with self._read() as conn:
+            found = conn.execute(
+                select(cols.body).where(cols.tenant_id == tenant_id, cols.memo_key == key)
+            ).scalar_one_or_none()
+        return None if found is None else bytes(found)
+
+    def put_rungs(self, tenant_id: str, rows: Mapping[str, tuple[str, bytes]]) -> None:
+        """Keep rungs: key → (conversation id, body), in one transaction; an existing key keeps its body."""
+        values = [
+            {"tenant_id": tenant_id, "memo_key": key, "conversation_id": conv, "body": body}
+            for key, (conv, body) in rows.items()
+        ]
+        if not values:
+            return
+        stmt = self._insert(rung_memo).on_conflict_do_nothing()
+        with self._write() as conn:
+            for start in range(0, len(values), CHUNK):
+                conn.execute(stmt, values[start : start + CHUNK])
+
     def get_token_counts(self, counter_id: str, hashes: Iterable[str]) -> dict[str, int]:
         """Cached token counts for ``(counter_id, content hash)``; missing hashes are absent."""
         wanted = sorted(set(hashes))
@@ -824,6 +847,23 @@ class SqlStore:
         with self._read() as conn:
             return [assembly_from_row(dict(row._mapping)) for row in conn.execute(stmt)]
 
+    @staticmethod
+    def _forget_rungs(conn: Connection, change: RetentionChange) -> None:
+        """Drop the stored rungs of every conversation the change rewrites or removes a record of."""
+        touched = {(r.tenant_id, r.conversation_id) for r in change.rewrite} | set(change.conversations)
+        by_tenant: dict[str, list[str]] = {}
+        for tenant_id, record_id in change.delete:
+            by_tenant.setdefault(tenant_id, []).append(record_id)
+        for tenant_id, ids in by_tenant.items():
+            for start in range(0, len(ids), CHUNK):
+                found = select(records.c.conversation_id).where(
+                    records.c.tenant_id == tenant_id, records.c.id.in_(ids[start : start + CHUNK])
+                )
+                touched.update((tenant_id, conv) for conv in conn.execute(found.distinct()).scalars())
+        cols = rung_memo.c
+        for tenant_id, conversation_id in sorted(touched):
+            conn.execute(delete(rung_memo).where(cols.tenant_id == tenant_id, cols.conversation_id == conversation_id))
+
     def apply_retention(self, change: RetentionChange) -> None:
         """Apply one retention batch in one transaction (see ``GraphStore.apply_retention``).
 
@@ -833,6 +873,7 @@ class SqlStore:
         # A rewritten record's facts are those of its new content (its retention notice): computed first.
         fresh = compute_facts([decode_record(encode_record(r)) for r in change.rewrite], self.blobs.get, self._find)
         with self._write() as conn:
+            self._forget_rungs(conn, change)
             if change.rewrite:
                 bodies = [{"t": r.tenant_id, "i": r.id, "b": encode_record(r)["body"]} for r in change.rewrite]
                 conn.execute(_REWRITE, bodies)
