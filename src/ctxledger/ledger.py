@@ -33,6 +33,7 @@ from ctxledger.assemble.version import ASSEMBLER_VERSION
 from ctxledger.conversation_ids import check_new_conversations
 from ctxledger.errors import ConfigurationError, ContentRetained, CtxledgerError, InputError, RecordNotFound
 from ctxledger.exchange_cuts import exchange_cut, mark_whole_exchanges
+from ctxledger.explain_tools import explain_skill_state
 from ctxledger.manifest import explain, has_full_trace
 from ctxledger.policy.base import Policy
 from ctxledger.policy.default import default_policy
@@ -731,10 +732,11 @@ class Ledger:
         """Why a record was included or omitted in an assembly (see :func:`ctxledger.manifest.explain`).
 
         An included record, or any record of a ``trace="full"`` manifest, is answered from the stored
-        manifest. Any other record is answered by replay (:meth:`replay`): the same snapshot, request and
-        policy assembled again; when the replay's payload hash, policy hash or assembler version differs
-        from the stored one, the answer says so (``status: "unknown"``, ``reason: "replay_mismatch"``)
-        instead of guessing.
+        manifest. A skill state (the record whose tool schemas a call sends) is answered from the manifest's
+        tools and the store (:func:`ctxledger.explain_tools.explain_skill_state`). Any other record is answered
+        by replay (:meth:`replay`): the same snapshot, request and policy assembled again; when the replay's
+        payload hash, policy hash or assembler version differs from the stored one, the answer says so
+        (``status: "unknown"``, ``reason: "replay_mismatch"``) instead of guessing.
 
         Args:
             assembly_id: the assembly (manifest) id.
@@ -748,7 +750,12 @@ class Ledger:
             RecordNotFound: no such assembly, or ``ref`` was no candidate of it.
         """
         manifest = self.get_assembly(assembly_id, tenant_id=tenant_id)
-        if has_full_trace(manifest) or any(ref in (e["ref"], e.get("external_id")) for e in manifest["included"]):
+        if any(ref in (e["ref"], e.get("external_id")) for e in manifest["included"]):
+            return explain(manifest, ref)
+        tool_state = explain_skill_state(self.store, manifest, ref)
+        if tool_state is not None:
+            return tool_state
+        if has_full_trace(manifest):
             return explain(manifest, ref)
         replayed, mismatch = self.replay(manifest, coster=coster, policy=policy)
         if mismatch is not None:
