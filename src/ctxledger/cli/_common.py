@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ctxledger.cli._render import _required_table
+from ctxledger.demo import demo_dir
 from ctxledger.errors import (
     BudgetError,
     ConfigurationError,
@@ -123,12 +124,15 @@ def _open(settings: Settings, *, create: bool = False) -> Iterator[Ledger]:
 
     Raises:
         ConfigurationError: ``create`` is false and ``--db`` names a SQLite file that does not exist (a mistyped
-            path must not become a new, empty store).
+            path must not become a new, empty store); the message says how to create one, and where the demo's
+            store is once the demo has run.
     """
     if not create and (missing := missing_sqlite_file(settings.db)) is not None:
+        demo_db = demo_dir() / "demo.db"
+        demo = f"; the demo keeps its own store: --db sqlite:///{demo_db}" if demo_db.exists() else ""
         raise ConfigurationError(
             f"no store at {missing} (--db {settings.db}): check the path, or create one with "
-            "`ctxledger import PATH --db …` or `ctxledger demo --db …`"
+            f"`ctxledger import PATH --db …` or `ctxledger demo --db …`{demo}"
         )
     with Ledger.open(settings.db, blobs_dir=settings.blobs) as ledger:
         yield ledger
