@@ -25,12 +25,21 @@ from ctxledger.errors import (
     PolicyError,
     RecordNotFound,
     RequiredBlocksDoNotFit,
+    StoreConnectionError,
 )
 from ctxledger.ledger import DEFAULT_URL, Ledger
 from ctxledger.records import Record
 
-USER_ERRORS = (InputError, ConfigurationError, BudgetError, PolicyError, RecordNotFound, NothingToSend)
-"""Errors caused by what the user asked; they exit with code 2."""
+USER_ERRORS = (
+    InputError,
+    ConfigurationError,
+    BudgetError,
+    PolicyError,
+    RecordNotFound,
+    NothingToSend,
+    StoreConnectionError,
+)
+"""Errors caused by what the user asked (a store URL that reaches no database included); they exit with code 2."""
 
 COUNTER_HELP = (
     "Tokenizer to count with, for a model whose own is not known: o200k_base, cl100k_base (exact), "

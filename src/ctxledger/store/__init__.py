@@ -86,6 +86,8 @@ def open_store(url: str, *, blobs_dir: str | os.PathLike[str] | None = None, mig
 
     Raises:
         ConfigurationError: an unsupported or malformed URL, or a missing PostgreSQL driver.
+        StoreConnectionError: the database cannot be reached (the message names host and port, never the
+            password).
         MigrationError: the schema could not be migrated, or (``migrate=False``) is not current.
     """
     if url.split(":", 1)[0].lower() == "memory":
@@ -150,6 +152,7 @@ def migrate(url: str, *, blobs_dir: str | os.PathLike[str] | None = None) -> str
 
     Raises:
         ConfigurationError: an unsupported URL or a missing driver.
+        StoreConnectionError: the database cannot be reached.
         MigrationError: the database refused the migration.
     """
     if url.split(":", 1)[0].lower() == "memory":
