@@ -361,6 +361,7 @@ class Ledger:
         """
         req = self._request(conversation_id, tenant_id, request)
         _check_snapshot(req.as_of_seq)
+        req.budget()  # the arguments are checked before anything is read (ConfigurationError: see Budget)
         head = self.store.head_seq(req.tenant_id, req.conversation_id)
         if head == 0:
             raise RecordNotFound(req.tenant_id, req.conversation_id, what="conversation")

@@ -136,7 +136,7 @@ def assemble(request: Request, tenant: Tenant, conversation_id: str, body: Assem
         payload_hash=asm.payload_hash,
         tokens=manifest_view.tokens(m),
         included=len(m.get("included", [])),
-        omitted=len(m.get("omitted", [])),
+        omitted=sum(m["omitted_by_reason"].values()),  # every omitted candidate, without building the trace
     )
 
 
