@@ -92,7 +92,14 @@ class Ledger:
         """Policies assembled with in this process, by the hash their manifests record (for replays)."""
 
     @classmethod
-    def open(cls, url: str | None = None, *, blobs_dir: str | os.PathLike[str] | None = None, **kwargs: Any) -> Ledger:
+    def open(
+        cls,
+        url: str | None = None,
+        *,
+        blobs_dir: str | os.PathLike[str] | None = None,
+        create: bool = True,
+        **kwargs: Any,
+    ) -> Ledger:
         """Open (and migrate) the store at ``url`` (default :func:`default_url`) and wrap it.
 
         Args:
@@ -101,15 +108,20 @@ class Ledger:
                 own database) or a ``postgresql+psycopg://`` URL; default ``CTXLEDGER_BLOBS`` if set, else
                 the backend's default (the folder ``<db>.blobs`` next to a SQLite file; inside the
                 database for PostgreSQL, so every process and host sees the same blobs).
+            create: make a SQLite file that does not exist, with its missing folders (default, as
+                ``ctxledger import`` does); ``False`` refuses it and creates nothing (as the CLI's reading
+                commands do), so a mistyped path to an existing store fails instead of opening an empty one.
             **kwargs: passed to :class:`Ledger` (``policy=`` …).
 
         Raises:
-            ConfigurationError: unknown URL scheme or missing driver extra.
+            ConfigurationError: unknown URL scheme or missing driver extra, or (``create=False``) no SQLite file
+                at the path.
+            StoreConnectionError: the database cannot be reached.
         """
         from ctxledger.store import open_store
 
         blobs = blobs_dir if blobs_dir is not None else os.environ.get("CTXLEDGER_BLOBS") or None
-        return cls(open_store(url or default_url(), blobs_dir=blobs), **kwargs)
+        return cls(open_store(url or default_url(), blobs_dir=blobs, create=create), **kwargs)
 
     def close(self) -> None:
         """Close the store."""

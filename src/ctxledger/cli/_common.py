@@ -136,6 +136,8 @@ def _open(settings: Settings, *, create: bool = False) -> Iterator[Ledger]:
             path must not become a new, empty store); the message says how to create one, and where the demo's
             store is once the demo has run.
     """
+    from ctxledger.store import missing_sqlite_file
+
     if not create and (missing := missing_sqlite_file(settings.db)) is not None:
         demo_db = demo_dir() / "demo.db"
         demo = f"; the demo keeps its own store: --db sqlite:///{demo_db}" if demo_db.exists() else ""
@@ -143,22 +145,8 @@ def _open(settings: Settings, *, create: bool = False) -> Iterator[Ledger]:
             f"no store at {missing} (--db {settings.db}): check the path, or create one with "
             f"`ctxledger import PATH --db …` or `ctxledger demo --db …`{demo}"
         )
-    with Ledger.open(settings.db, blobs_dir=settings.blobs) as ledger:
+    with Ledger.open(settings.db, blobs_dir=settings.blobs, create=create) as ledger:
         yield ledger
-
-
-def missing_sqlite_file(url: str) -> Path | None:
-    """The file a ``sqlite:///`` URL names when it does not exist yet, else ``None`` (in-memory, other backends)."""
-    from sqlalchemy.engine import make_url
-
-    try:
-        parsed = make_url(url)
-    except Exception:  # a malformed URL is reported when it is opened
-        return None
-    if not parsed.drivername.startswith("sqlite") or parsed.database in (None, "", ":memory:"):
-        return None
-    path = Path(parsed.database)
-    return None if path.exists() else path
 
 
 def _records(ledger: Ledger, settings: Settings, conversation_id: str) -> dict[str, Record]:
