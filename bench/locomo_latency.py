@@ -2,7 +2,8 @@
 
 The conversation is recorded once in an in-memory ledger (as ``ctxledger eval run`` does); then each of its
 questions is assembled as the next call under the budget, and ``time.process_time`` is taken around each call
-(CPU time, since the machine is shared). The first call warms the snapshot and is not counted.
+(CPU time, since the machine is shared). The first call warms the snapshot and is not counted. The last line
+says which relevance the calls used: lexical only, or with the semantic extra's embedding model.
 
     python bench/locomo_latency.py --file ../shared/data/locomo/locomo10_conv0-6.json --conversation 0
 """
@@ -14,6 +15,7 @@ import json
 import statistics
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 from ctxledger.eval.base import SelectionTask
@@ -43,14 +45,29 @@ def main() -> None:
 
     selector.select(task(cases[0]))
     cpu = []
+    used: Counter[str] = Counter()
     for case in cases[1:]:
         started = time.process_time()
-        selector.select(task(case))
+        selection = selector.select(task(case))
         cpu.append((time.process_time() - started) * 1000)
+        used[str(selection.details.get("relevance"))] += 1
     cpu.sort()
     p95 = cpu[min(len(cpu) - 1, int(0.95 * len(cpu)))]
     print(f"conversation {args.conversation} ({len(cases[0].items)} turns), budget {args.budget}, {len(cpu)} calls: "
           f"CPU p50 {statistics.median(cpu):.1f} ms, p95 {p95:.1f} ms")  # fmt: skip
+    print(relevance_line(used))
+
+
+LEXICAL = frozenset({"bm25", "speaker", "date", "session"})
+"""Parts of ``policy.relevance`` that are not an embedding model."""
+
+
+def relevance_line(used: Counter[str]) -> str:
+    """Which relevance the measured calls used (the manifest's ``policy.relevance``), and how many calls each."""
+    semantic = any(set(name.split("+")) - LEXICAL for name in used)  # another part is the embedding model's id
+    what = "with the semantic extra (BM25 and embeddings)" if semantic else "lexical only (BM25, no embedding model)"
+    counts = ", ".join(f"{name} ({n} calls)" for name, n in sorted(used.items()))
+    return f"relevance: {what}: {counts}"
 
 
 if __name__ == "__main__":

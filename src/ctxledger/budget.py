@@ -20,6 +20,17 @@ from typing import Any
 
 from ctxledger.errors import BudgetItem, ConfigurationError, RequiredBlocksDoNotFit
 
+MAX_TOKENS = 10_000_000
+"""The largest ``W``, ``O`` or ``M`` a request may name, in tokens."""
+
+TOKEN_BOUNDS: Mapping[str, tuple[int, int]] = {
+    "window_tokens": (1, MAX_TOKENS),
+    "output_tokens": (0, MAX_TOKENS),
+    "margin_tokens": (0, MAX_TOKENS),
+}
+"""Inclusive ``(least, most)`` of each budget field. The one rule for every front end: :class:`Budget` enforces it
+(the library and the CLI), and the HTTP service's request schema states the same bounds."""
+
 
 @dataclass(frozen=True, slots=True)
 class Budget:
@@ -31,7 +42,8 @@ class Budget:
         margin_tokens: ``M``, safety margin (must cover the counter's error when it is an estimate).
 
     Raises:
-        ConfigurationError: a negative value, or ``B_input <= 0``.
+        ConfigurationError: a value outside :data:`TOKEN_BOUNDS` (``W`` ≥ 1, ``O`` and ``M`` ≥ 0, each at most
+            :data:`MAX_TOKENS`), or ``B_input <= 0``.
     """
 
     window_tokens: int
@@ -40,9 +52,11 @@ class Budget:
 
     def __post_init__(self) -> None:
         """Validate the arithmetic."""
-        for name in ("window_tokens", "output_tokens", "margin_tokens"):
-            if getattr(self, name) < 0:
-                raise ConfigurationError(f"{name} must be >= 0, got {getattr(self, name)}")
+        for name, (least, most) in TOKEN_BOUNDS.items():
+            value = getattr(self, name)
+            if not least <= value <= most:
+                option = "--" + name.removesuffix("_tokens")
+                raise ConfigurationError(f"{name} ({option}) must be between {least} and {most:,}, got {value}")
         if self.input_tokens <= 0:
             raise ConfigurationError(
                 f"no room for input: window {self.window_tokens} - output {self.output_tokens} "

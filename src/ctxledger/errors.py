@@ -8,6 +8,7 @@ on them::
     ├── ConfigurationError          bad arguments, unknown model, missing optional extra
     ├── StoreError
     │   ├── MigrationError          the schema is not at the expected revision
+    │   ├── StoreConnectionError    the database cannot be reached (names host and port, never the password)
     │   ├── RecordNotFound          no record with that id in that tenant
     │   │   └── BlobNotFound        no blob with that sha256 in the blob store
     │   └── TenantIsolationError    a request tried to read across tenants
@@ -47,6 +48,31 @@ class StoreError(CtxledgerError):
 
 class MigrationError(StoreError):
     """The database schema is missing or at an unexpected revision."""
+
+
+class StoreConnectionError(StoreError):
+    """The store's database cannot be reached or refused the connection (server down, wrong host, port or login).
+
+    The message names the backend, host, port and database, never the password.
+
+    Attributes:
+        backend: ``"postgresql"`` or ``"sqlite"``.
+        host, port: where the server was looked for (``None`` when the URL names none, or for SQLite).
+        database: the database name (the file path for SQLite).
+        reason: the driver's first line about it.
+    """
+
+    def __init__(self, backend: str, host: str | None, port: int | None, database: str | None, reason: str) -> None:
+        if backend == "sqlite":
+            where = f"the SQLite database {database}"
+        else:
+            where = f"PostgreSQL at {host or 'localhost'}:{port or 5432} (database {database or '<default>'})"
+        super().__init__(f"cannot connect to {where}: {reason}; check the store URL (--db / CTXLEDGER_URL)")
+        self.backend = backend
+        self.host = host
+        self.port = port
+        self.database = database
+        self.reason = reason
 
 
 class RecordNotFound(StoreError):

@@ -33,6 +33,7 @@ from ctxledger.assemble.version import ASSEMBLER_VERSION
 from ctxledger.conversation_ids import check_new_conversations
 from ctxledger.errors import ConfigurationError, ContentRetained, CtxledgerError, InputError, RecordNotFound
 from ctxledger.exchange_cuts import exchange_cut, mark_whole_exchanges
+from ctxledger.explain_tools import explain_skill_state
 from ctxledger.manifest import explain, has_full_trace
 from ctxledger.policy.base import Policy
 from ctxledger.policy.default import default_policy
@@ -91,7 +92,14 @@ class Ledger:
         """Policies assembled with in this process, by the hash their manifests record (for replays)."""
 
     @classmethod
-    def open(cls, url: str | None = None, *, blobs_dir: str | os.PathLike[str] | None = None, **kwargs: Any) -> Ledger:
+    def open(
+        cls,
+        url: str | None = None,
+        *,
+        blobs_dir: str | os.PathLike[str] | None = None,
+        create: bool = True,
+        **kwargs: Any,
+    ) -> Ledger:
         """Open (and migrate) the store at ``url`` (default :func:`default_url`) and wrap it.
 
         Args:
@@ -100,15 +108,20 @@ class Ledger:
                 own database) or a ``postgresql+psycopg://`` URL; default ``CTXLEDGER_BLOBS`` if set, else
                 the backend's default (the folder ``<db>.blobs`` next to a SQLite file; inside the
                 database for PostgreSQL, so every process and host sees the same blobs).
+            create: make a SQLite file that does not exist, with its missing folders (default, as
+                ``ctxledger import`` does); ``False`` refuses it and creates nothing (as the CLI's reading
+                commands do), so a mistyped path to an existing store fails instead of opening an empty one.
             **kwargs: passed to :class:`Ledger` (``policy=`` …).
 
         Raises:
-            ConfigurationError: unknown URL scheme or missing driver extra.
+            ConfigurationError: unknown URL scheme or missing driver extra, or (``create=False``) no SQLite file
+                at the path.
+            StoreConnectionError: the database cannot be reached.
         """
         from ctxledger.store import open_store
 
         blobs = blobs_dir if blobs_dir is not None else os.environ.get("CTXLEDGER_BLOBS") or None
-        return cls(open_store(url or default_url(), blobs_dir=blobs), **kwargs)
+        return cls(open_store(url or default_url(), blobs_dir=blobs, create=create), **kwargs)
 
     def close(self) -> None:
         """Close the store."""
@@ -360,6 +373,7 @@ class Ledger:
         """
         req = self._request(conversation_id, tenant_id, request)
         _check_snapshot(req.as_of_seq)
+        req.budget()  # the arguments are checked before anything is read (ConfigurationError: see Budget)
         head = self.store.head_seq(req.tenant_id, req.conversation_id)
         if head == 0:
             raise RecordNotFound(req.tenant_id, req.conversation_id, what="conversation")
@@ -735,10 +749,11 @@ class Ledger:
         """Why a record was included or omitted in an assembly (see :func:`ctxledger.manifest.explain`).
 
         An included record, or any record of a ``trace="full"`` manifest, is answered from the stored
-        manifest. Any other record is answered by replay (:meth:`replay`): the same snapshot, request and
-        policy assembled again; when the replay's payload hash, policy hash or assembler version differs
-        from the stored one, the answer says so (``status: "unknown"``, ``reason: "replay_mismatch"``)
-        instead of guessing.
+        manifest. A skill state (the record whose tool schemas a call sends) is answered from the manifest's
+        tools and the store (:func:`ctxledger.explain_tools.explain_skill_state`). Any other record is answered
+        by replay (:meth:`replay`): the same snapshot, request and policy assembled again; when the replay's
+        payload hash, policy hash or assembler version differs from the stored one, the answer says so
+        (``status: "unknown"``, ``reason: "replay_mismatch"``) instead of guessing.
 
         Args:
             assembly_id: the assembly (manifest) id.
@@ -752,7 +767,12 @@ class Ledger:
             RecordNotFound: no such assembly, or ``ref`` was no candidate of it.
         """
         manifest = self.get_assembly(assembly_id, tenant_id=tenant_id)
-        if has_full_trace(manifest) or any(ref in (e["ref"], e.get("external_id")) for e in manifest["included"]):
+        if any(ref in (e["ref"], e.get("external_id")) for e in manifest["included"]):
+            return explain(manifest, ref)
+        tool_state = explain_skill_state(self.store, manifest, ref)
+        if tool_state is not None:
+            return tool_state
+        if has_full_trace(manifest):
             return explain(manifest, ref)
         replayed, mismatch = self.replay(manifest, coster=coster, policy=policy)
         if mismatch is not None:

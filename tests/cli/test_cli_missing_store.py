@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 from ctxledger.cli import app
 
 READERS = [
+    ["conversations"],
     ["assemble", "c"],
     ["explain", "asm_x", "1"],
     ["rehydrate", "c/1"],
@@ -28,21 +29,22 @@ def test_a_command_that_reads_refuses_a_store_that_does_not_exist(tmp_path: Path
     assert not typo.exists() and not typo.parent.exists()
 
 
+@pytest.mark.parametrize("args", READERS, ids=lambda a: a[0])
 @pytest.mark.parametrize("demo_ran", [False, True])
-def test_conversations_on_a_missing_store_says_how_to_start_and_creates_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, demo_ran: bool
+def test_a_missing_store_says_how_to_start_and_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], demo_ran: bool
 ) -> None:
-    """Nothing is created; the answer says how to start, and points at the demo's own store once it exists."""
+    """Exit 2 on stderr; the answer says how to start, and points at the demo's own store once it exists."""
     monkeypatch.setenv("CTXLEDGER_CACHE_DIR", str(tmp_path / "cache"))
     if demo_ran:
         (tmp_path / "cache" / "demo").mkdir(parents=True)
         (tmp_path / "cache" / "demo" / "demo.db").touch()
     missing = tmp_path / "nothing.db"
-    result = CliRunner().invoke(app, ["--db", f"sqlite:///{missing}", "conversations"])
-    flat = "".join(result.output.split())
-    assert result.exit_code == 0 and "ctxledgerimport" in flat
-    assert ("demo/demo.dbconversations" in flat) is demo_ran
-    assert not missing.exists()
+    result = CliRunner().invoke(app, ["--db", f"sqlite:///{missing}", *args])
+    flat = "".join(result.stderr.split())
+    assert result.exit_code == 2 and "nostoreat" in flat and "ctxledgerimportPATH" in flat, result.output
+    assert ("demo/demo.db" in flat) is demo_ran
+    assert not result.stdout and not missing.exists()
 
 
 def test_import_creates_the_store_it_is_given(tmp_path: Path) -> None:

@@ -6,6 +6,8 @@ import json
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from ladder_helpers import TAU, TAU_REPEATED
 
 from ctxledger.ledger import Ledger
@@ -80,7 +82,7 @@ def _runs(data_dir, instance: str, *indices: int) -> list[str]:
     return [messages[i]["content"] for i in indices]
 
 
-def _rerun(outputs: list[str]) -> Ledger:
+def _rerun(outputs: list[str], note: str = "") -> Ledger:
     """red.py's shape: the same pytest command run once per output, each run answered, then a question."""
     ledger = Ledger.open("memory://")
     r = ledger.recorder("c", clock=datetime(2026, 9, 1, 9, 0, tzinfo=UTC))
@@ -88,7 +90,7 @@ def _rerun(outputs: list[str]) -> Ledger:
     r.user("Make the test suite pass.")
     for k, output in enumerate(outputs):
         r.tool_call("bash", {"command": "pytest pydicom/tests -v"}, output)
-        r.assistant(f"Run {k} done.")
+        r.assistant(f"Run {k} done.{note}")
         r.tool_call("edit", {"file": "core.py", "change": k}, "ok")
     r.user("Did the suite pass in the end?")
     return ledger
@@ -126,3 +128,71 @@ def test_exact_and_near_duplicates_say_which_they_are(data_dir):
         f"near-duplicate of unit {kept} (same outcome lines; kept)",
         f"same tool output as unit {kept} (kept)",
     ]
+
+
+def _kept(detail: str) -> str:
+    return detail.split("unit ")[1].split(",")[0].split(" ")[0]
+
+
+def _check_redundancy_accounting(manifest: dict) -> list[dict]:
+    """Every record left out at stage ``redundancy`` tells the truth about its kept copy; returns those not sent.
+
+    ``redundant`` only when the kept unit is in the payload; otherwise the kept unit's own reason, and the
+    detail says neither copy was sent.
+    """
+    included = {e["unit"] for e in manifest["included"]}
+    why = {e["ref"]: e for e in manifest["omitted"]}
+    neither = []
+    for entry in manifest["omitted"]:
+        if entry["stage"] != "redundancy":
+            continue
+        kept = _kept(entry["detail"])
+        if entry["reason"] == "redundant":
+            assert kept in included, entry
+            assert entry["detail"].endswith("kept)"), entry
+        else:
+            assert kept not in included, entry
+            assert entry["reason"] == why[kept]["reason"], (entry, why[kept])
+            assert f"(stage {why[kept]['stage']}: {why[kept]['reason']}); neither copy was sent" in entry["detail"]
+            neither.append(entry)
+    return neither
+
+
+def test_a_copy_whose_kept_unit_was_not_sent_says_why_neither_was(data_dir):
+    """marshmallow-1343 at B_input 8,000: unit 319 is left out for budget, so its older copy 265 is not redundant.
+
+    The summary (explained by replay) and the full trace give the same answer for every such record.
+    """
+    ledger = Ledger(MemoryStore())
+    conv = ledger.import_file(
+        data_dir / "mini-swe-agent-deepseek/marshmallow-code__marshmallow-1343.traj.json", count_tokens_for=None
+    ).conversation_ids[0]
+    budget = {"window_tokens": 8000, "output_tokens": 0, "margin_tokens": 0}
+    full = ledger.assemble(conv, trace="full", **budget)
+    summary = ledger.assemble(conv, **budget)
+    neither = _check_redundancy_accounting(full.manifest)
+    assert f"{conv}/265" in {e["ref"] for e in neither}
+    assert "redundant" in full.manifest["omitted_by_reason"]  # copies whose kept unit was sent stay redundant
+    for entry in neither:
+        answer = ledger.explain(summary.id, entry["ref"])
+        assert answer == ledger.explain(full.id, entry["ref"])
+        assert answer["reason"] == "budget" and any("neither copy was sent" in line for line in answer["chain"])
+    decided = {d["ref"]: d for d in full.manifest["decisions"] if d["stage"] == "redundancy"}
+    assert decided[f"{conv}/263"]["reason"] == "budget"
+    groups = {(g["reason"], g["stage"]): g["count"] for g in ledger.get_assembly(summary.id)["omissions"]}
+    assert groups[("budget", "redundancy")] == len(neither)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    copies=st.integers(min_value=2, max_value=4),
+    words=st.integers(min_value=0, max_value=300),
+    window=st.integers(min_value=250, max_value=3000),
+)
+@example(copies=3, words=200, window=300)
+def test_redundant_means_the_kept_copy_was_sent(data_dir, copies, words, window):
+    """The same pytest run repeated, at any budget: ``redundant`` only ever points at a unit in the payload."""
+    (run,) = _runs(data_dir, "pydicom__pydicom-1139", 73)
+    ledger = _rerun([run] * copies, " Noted." * words)
+    asm = ledger.assemble("c", window_tokens=window, output_tokens=0, margin_tokens=0, persist=False)
+    _check_redundancy_accounting(asm.manifest)

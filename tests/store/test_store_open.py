@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from store_backends import POSTGRES_URL
 
-from ctxledger.errors import ConfigurationError, MigrationError
+from ctxledger.errors import ConfigurationError, StoreConnectionError
 from ctxledger.store import GraphStore, LocalBlobStore, migrate, open_store
 from ctxledger.store.dbblobs import DatabaseBlobStore
 from ctxledger.store.sql import SqlStore
@@ -65,8 +65,8 @@ def test_missing_postgres_driver_names_the_extra(monkeypatch: pytest.MonkeyPatch
 
 
 def test_postgres_error_messages_hide_the_password(tmp_path: Path) -> None:
-    """A failed migration names the database without its password."""
-    with pytest.raises(MigrationError) as caught:
+    """A database that cannot be reached is named without its password."""
+    with pytest.raises(StoreConnectionError) as caught:
         open_store("postgresql://user:s3cret@127.0.0.1:1/app", blobs_dir=tmp_path)
     assert "s3cret" not in str(caught.value) and "127.0.0.1" in str(caught.value)
 

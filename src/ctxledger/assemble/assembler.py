@@ -62,7 +62,7 @@ from ctxledger.assemble.reach import (
 from ctxledger.assemble.recall import recalls_in, with_recall_tool
 from ctxledger.assemble.record import ManifestInputs, build_manifest
 from ctxledger.assemble.relevance import is_question
-from ctxledger.assemble.represent import Pointer, charge_savings, omit_redundant
+from ctxledger.assemble.represent import Pointer, charge_savings, omit_redundant, settle_redundant
 from ctxledger.assemble.room import anchor_user_turn, make_room_for_errors
 from ctxledger.assemble.select import Option, SelectionItem, SelectionResult, select
 from ctxledger.assemble.snapshot import Snapshot
@@ -301,7 +301,8 @@ def assemble(
         read_blob: bare-hex sha256 → bytes, for rehydration phase two (and other branches' tool results).
         redundancy: optional ``(live units, required) -> {redundant unit id: kept unit id or Pointer}``
             (:class:`~ctxledger.assemble.represent.Pointer` tells an exact copy from a near-duplicate); those units
-            leave as ``redundant`` with a pointer (:func:`~ctxledger.assemble.represent.omit_redundant`).
+            leave as ``redundant`` with a pointer (:func:`~ctxledger.assemble.represent.omit_redundant`), or
+            under the kept unit's reason when that unit is not sent either (``settle_redundant``).
             ``options_for`` and ``redundancy`` are ignored when the policy's ``selection.ladder`` is off.
         find_artifacts: bare-hex sha256 → the tool artifacts of ``request.tenant_id`` (and of no other
             tenant) holding those bytes, in any conversation (``GraphStore.artifacts_by_sha256`` bound to the
@@ -400,8 +401,8 @@ def assemble(
         ]
         if not policy.selection.ladder:
             options_for = redundancy = None
-        if redundancy is not None:
-            units = omit_redundant(units, redundancy(units, plan.required), plan.omitted, plan.decisions)
+        pointers = redundancy(units, plan.required) if redundancy is not None else {}
+        units = omit_redundant(units, pointers, plan.omitted, plan.decisions)
         turn_costs = _turn_costs(snap, coster, units)
         costs = {uid: sum(c) for uid, c in turn_costs.items()}
         fixed, required_units, dynamic, oversized = _check_budget(
@@ -465,6 +466,7 @@ def assemble(
         reach_budgets = widened(rch, reach_budgets) if short else None
     if plan.ctx is not None:
         plan.ctx.warnings += split_pairs
+    settle_redundant(all_units, pointers, {u.id for u in (*fixed, *chosen_units)}, plan.omitted, plan.decisions)
     charge_savings(ledger.saved, result.chosen, costs)
     _rehydrate(request, policy, plan, chosen_units, result, coster, read_blob, dynamic, ledger)
     if plan.ctx is not None:

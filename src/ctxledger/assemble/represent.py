@@ -53,7 +53,9 @@ sha256), identical outputs of the same call, and near-duplicate outputs of the s
 :func:`~ctxledger.represent.outcome_lines`, so a failing test run and its passing rerun are both kept)
 enter once, the newest kept; older copies leave as ``redundant`` with a pointer to the kept unit, whose
 detail says ``same tool output as unit K`` for an exact copy and ``near-duplicate of unit K (same outcome
-lines)`` otherwise. Protected units are never redundant (they may be the kept copy).
+lines)`` otherwise. Protected units are never redundant (they may be the kept copy). When the kept unit is
+not sent either (left out for budget, role order …), the older copies take its reason instead, still at stage
+``redundancy``, their detail saying that neither copy was sent (:func:`settle_redundant`).
 
 **Reach** (:func:`reach`): rungs and redundancy checks are built only for the newest units, so a cold
 assembly of a 100k-event history does not excerpt and sketch all of it. Walking back from the newest
@@ -69,7 +71,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -876,6 +878,46 @@ def omit_redundant(
         for rid in unit.record_ids:
             omitted.setdefault(rid, (str(ReasonCode.REDUNDANT), "redundancy", detail))
     return [u for u in units if u.id not in pointers]
+
+
+def settle_redundant(
+    units: Sequence[Unit],
+    pointers: Mapping[str, str | Pointer],
+    sent: Container[str],
+    omitted: dict[str, tuple[str, str, str]],
+    decisions: list[PolicyDecision],
+) -> None:
+    """Account each redundant unit whose kept copy was not sent under the reason that copy was left out for.
+
+    ``redundant`` says the content is in the payload in another unit. When selection (or a later phase) leaves
+    the kept copy out as well, neither copy is sent, so the older copy's records take the kept unit's reason
+    (``budget``, ``role_order`` …) at stage ``redundancy``, with the detail ``same tool output as unit K, which
+    was left out too (stage selection: budget); neither copy was sent``; its decision is replaced to match.
+
+    Args:
+        units: every candidate unit (the redundant ones included).
+        pointers: redundant unit id → kept unit id or :class:`Pointer`, as given to :func:`omit_redundant`.
+        sent: ids of the units the payload carries.
+        omitted: the plan's record id → ``(reason, stage, detail)``, updated in place.
+        decisions: the plan's decisions, updated in place.
+    """
+    by_id = {u.id: u for u in units}
+    changed: dict[str, PolicyDecision] = {}
+    for uid, pointer in pointers.items():
+        kept, exact = (pointer, True) if isinstance(pointer, str) else pointer
+        if kept in sent or uid not in by_id:
+            continue
+        kept_records = by_id[kept].record_ids if kept in by_id else (kept,)
+        why = next((omitted[rid] for rid in kept_records if rid in omitted), None)
+        reason, stage = (why[0], why[1]) if why is not None else (str(ReasonCode.BUDGET), "selection")
+        copy = f"same tool output as unit {kept}" if exact else f"near-duplicate of unit {kept} (same outcome lines)"
+        detail = f"{copy}, which was left out too (stage {stage}: {reason}); neither copy was sent"
+        for rid in by_id[uid].record_ids:
+            if omitted.get(rid, ("", ""))[:2] == (str(ReasonCode.REDUNDANT), "redundancy"):
+                omitted[rid] = (reason, "redundancy", detail)
+        changed[uid] = PolicyDecision(uid, "redundancy", Outcome.OMIT, reason, detail)
+    if changed:
+        decisions[:] = [changed.get(d.ref, d) if d.stage == "redundancy" else d for d in decisions]
 
 
 def charge_savings(saved: dict[str, int], chosen: Mapping[str, Option], verbatim_tokens: Mapping[str, int]) -> None:

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ctxledger.cli._render import _required_table
+from ctxledger.demo import demo_dir
 from ctxledger.errors import (
     BudgetError,
     ConfigurationError,
@@ -24,12 +25,21 @@ from ctxledger.errors import (
     PolicyError,
     RecordNotFound,
     RequiredBlocksDoNotFit,
+    StoreConnectionError,
 )
 from ctxledger.ledger import DEFAULT_URL, Ledger
 from ctxledger.records import Record
 
-USER_ERRORS = (InputError, ConfigurationError, BudgetError, PolicyError, RecordNotFound, NothingToSend)
-"""Errors caused by what the user asked; they exit with code 2."""
+USER_ERRORS = (
+    InputError,
+    ConfigurationError,
+    BudgetError,
+    PolicyError,
+    RecordNotFound,
+    NothingToSend,
+    StoreConnectionError,
+)
+"""Errors caused by what the user asked (a store URL that reaches no database included); they exit with code 2."""
 
 COUNTER_HELP = (
     "Tokenizer to count with, for a model whose own is not known: o200k_base, cl100k_base (exact), "
@@ -123,29 +133,20 @@ def _open(settings: Settings, *, create: bool = False) -> Iterator[Ledger]:
 
     Raises:
         ConfigurationError: ``create`` is false and ``--db`` names a SQLite file that does not exist (a mistyped
-            path must not become a new, empty store).
+            path must not become a new, empty store); the message says how to create one, and where the demo's
+            store is once the demo has run.
     """
+    from ctxledger.store import missing_sqlite_file
+
     if not create and (missing := missing_sqlite_file(settings.db)) is not None:
+        demo_db = demo_dir() / "demo.db"
+        demo = f"; the demo keeps its own store: --db sqlite:///{demo_db}" if demo_db.exists() else ""
         raise ConfigurationError(
             f"no store at {missing} (--db {settings.db}): check the path, or create one with "
-            "`ctxledger import PATH --db …` or `ctxledger demo --db …`"
+            f"`ctxledger import PATH --db …` or `ctxledger demo --db …`{demo}"
         )
-    with Ledger.open(settings.db, blobs_dir=settings.blobs) as ledger:
+    with Ledger.open(settings.db, blobs_dir=settings.blobs, create=create) as ledger:
         yield ledger
-
-
-def missing_sqlite_file(url: str) -> Path | None:
-    """The file a ``sqlite:///`` URL names when it does not exist yet, else ``None`` (in-memory, other backends)."""
-    from sqlalchemy.engine import make_url
-
-    try:
-        parsed = make_url(url)
-    except Exception:  # a malformed URL is reported when it is opened
-        return None
-    if not parsed.drivername.startswith("sqlite") or parsed.database in (None, "", ":memory:"):
-        return None
-    path = Path(parsed.database)
-    return None if path.exists() else path
 
 
 def _records(ledger: Ledger, settings: Settings, conversation_id: str) -> dict[str, Record]:

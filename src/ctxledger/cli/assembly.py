@@ -42,6 +42,7 @@ from ctxledger.errors import (
     InputError,
     RecordNotFound,
 )
+from ctxledger.explain_tools import explain_skill_state
 from ctxledger.ledger import Ledger, unexplained
 from ctxledger.manifest import explain as explain_manifest
 from ctxledger.manifest import has_full_trace
@@ -355,6 +356,10 @@ def _explain_ref(
             return explain_manifest(manifest, candidate)
         except RecordNotFound:
             continue
+    for candidate in (ref, f"{conv}/{ref}"):
+        tool_state = explain_skill_state(ledger.store, manifest, candidate)
+        if tool_state is not None:
+            return tool_state
     if mismatch is not None:
         return unexplained(manifest, ref, mismatch)
     calls = [r.id for r in _records(ledger, settings, conv).values() if isinstance(r, ToolCall) and r.call_id == ref]

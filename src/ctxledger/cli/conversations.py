@@ -10,8 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ctxledger.cli._app import app
-from ctxledger.cli._common import _handled, _open, _out, _settings, missing_sqlite_file
-from ctxledger.demo import demo_dir
+from ctxledger.cli._common import _handled, _open, _out, _settings
 
 
 def _conversations_table(rows: Sequence[tuple[str, str, str]], tenant: str, width: int) -> Table:
@@ -43,12 +42,6 @@ def conversations(ctx: typer.Context) -> None:
     """
     settings = _settings(ctx)
     console = _out()
-    if missing_sqlite_file(settings.db) is not None:  # nothing imported yet: say how to start, create nothing
-        console.print(f"no store at {settings.db} yet: try [bold]ctxledger import PATH[/] or [bold]ctxledger demo[/]")
-        demo_db = demo_dir() / "demo.db"
-        if demo_db.exists():
-            console.print(f"the demo keeps its own store: [bold]ctxledger --db sqlite:///{demo_db} conversations[/]")
-        return
     with _handled(), _open(settings) as ledger:
         ids = ledger.store.conversations(settings.tenant)
         rows = []

@@ -102,7 +102,9 @@ class Selection:
             harness's role-based classification); ``"sent_texts"``: item id → the text actually sent
             for an item that entered in a cheaper representation (an excerpt of a tool output): the
             harness recounts such an item on that text, with the exact counter, instead of charging
-            its verbatim :attr:`EvalItem.tokens`.
+            its verbatim :attr:`EvalItem.tokens`; ``"relevance"``: the relevance the call was scored with,
+            as the manifest's ``policy.relevance`` (``bm25``, or ``bm25+<embedding model>`` with the semantic
+            extra, then ``+speaker`` …).
     """
 
     included_ids: list[str]

@@ -354,6 +354,7 @@ def _details(asm: Assembly, history: _History, query_tokens: int) -> dict[str, A
         "sent_texts": _sent_texts(asm, history),
         "occupancy_tokens": occupancy,
         "omitted_by_reason": dict(manifest["omitted_by_reason"]),
+        "relevance": manifest["policy"].get("relevance"),
         "orphan_results": history.orphans,
     }
 

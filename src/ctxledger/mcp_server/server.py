@@ -10,6 +10,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from ctxledger.errors import CtxledgerError, InputError, RecordNotFound
+from ctxledger.explain_tools import explain_skill_state
 from ctxledger.ledger import Ledger
 from ctxledger.records import Compaction, Message, ToolMemory
 from ctxledger.service import manifest_view as mv
@@ -149,6 +150,10 @@ def build_server(ledger: Ledger, tenant: str, reader: Reader | None = None) -> M
         """Why the record ``ref`` (its id or number in the conversation) was included in or omitted from an assembly."""
 
         def run() -> dict[str, Any]:
+            stored = ledger.get_assembly(assembly_id, tenant_id=tenant)
+            for candidate in (ref, f"{stored['conversation_id']}/{ref}"):
+                if (tool_state := explain_skill_state(ledger.store, stored, candidate)) is not None:
+                    return tool_state
             manifest = ledger.get_assembly(assembly_id, tenant_id=tenant, full=True)
             for candidate in (ref, f"{manifest['conversation_id']}/{ref}"):
                 if mv.entry(manifest, candidate) is not None:

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from ctxledger.errors import InputError, RecordNotFound
+from ctxledger.explain_tools import explain_skill_state
 from ctxledger.records import Conversation
 from ctxledger.service import manifest_view
 from ctxledger.service.auth import request_tenant
@@ -135,7 +136,7 @@ def assemble(request: Request, tenant: Tenant, conversation_id: str, body: Assem
         payload_hash=asm.payload_hash,
         tokens=manifest_view.tokens(m),
         included=len(m.get("included", [])),
-        omitted=len(m.get("omitted", [])),
+        omitted=sum(m["omitted_by_reason"].values()),  # every omitted candidate, without building the trace
     )
 
 
@@ -186,6 +187,10 @@ def explain(request: Request, tenant: Tenant, assembly_id: str, ref: str) -> dic
     """Why the record ``ref`` (its id, or its number within the conversation) was included or omitted."""
 
     def run(ledger: Any) -> dict[str, Any]:
+        stored = ledger.get_assembly(assembly_id, tenant_id=tenant)
+        for candidate in (ref, f"{stored['conversation_id']}/{ref}"):
+            if (tool_state := explain_skill_state(ledger.store, stored, candidate)) is not None:
+                return tool_state
         manifest = ledger.get_assembly(assembly_id, tenant_id=tenant, full=True)
         for candidate in (ref, f"{manifest['conversation_id']}/{ref}"):
             if manifest_view.entry(manifest, candidate) is not None:

@@ -78,7 +78,8 @@ def create_app(
         session_ttl: how long an inspector login lasts (default 8 hours).
 
     Raises:
-        ConfigurationError, MigrationError: the store cannot be opened, or ``session_ttl`` is not positive.
+        ConfigurationError, StoreConnectionError, MigrationError: the store cannot be opened (bad URL, no database
+            reachable there, schema refused), or ``session_ttl`` is not positive.
     """
     if not isinstance(session_ttl, timedelta) or session_ttl <= timedelta(0):
         raise ConfigurationError(f"session_ttl must be a positive timedelta, got {session_ttl!r}")

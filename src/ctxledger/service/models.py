@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
+from ctxledger.budget import DEFAULT_BUDGET, TOKEN_BOUNDS
+from ctxledger.manifest import TRACES
 from ctxledger.service.messages import FORMATS
 
 MessageFormat = Literal["openai-chat", "anthropic-messages", "openai-responses"]
@@ -23,6 +25,8 @@ ImportFormat = Literal[
     "bfcl-memory",
 ]
 Api = Literal["openai-chat", "anthropic-messages"]
+Trace = Literal["summary", "full"]
+assert Trace.__args__ == TRACES  # type: ignore[attr-defined]
 
 
 class _Strict(BaseModel):
@@ -74,15 +78,22 @@ class Imported(BaseModel):
     records: int
 
 
+def _tokens(name: str, what: str) -> Any:
+    """A budget field: the library's bounds (:data:`ctxledger.budget.TOKEN_BOUNDS`) and default, in the schema."""
+    least, most = TOKEN_BOUNDS[name]
+    default = getattr(DEFAULT_BUDGET, name)
+    return Field(None, ge=least, le=most, description=f"{what} (default {default:,}, as in the library and the CLI).")
+
+
 class AssembleRequest(_Strict):
     """The same request fields as :meth:`ctxledger.Ledger.assemble`; omitted fields take the library's defaults.
 
     Token counts and ``as_of_seq`` are JSON integers: ``"8000"``, ``8000.5`` and ``true`` are refused (422).
     """
 
-    window_tokens: StrictInt | None = Field(None, ge=1, le=10_000_000, description="W: the context window, tokens.")
-    output_tokens: StrictInt | None = Field(None, ge=0, le=10_000_000, description="O: reserved for the reply.")
-    margin_tokens: StrictInt | None = Field(None, ge=0, le=10_000_000, description="M: safety margin.")
+    window_tokens: StrictInt | None = _tokens("window_tokens", "W: the context window, tokens")
+    output_tokens: StrictInt | None = _tokens("output_tokens", "O: tokens reserved for the reply")
+    margin_tokens: StrictInt | None = _tokens("margin_tokens", "M: safety margin, tokens")
     api: Api | None = None
     model: str | None = Field(None, min_length=1, max_length=200)
     counter: str | None = Field(None, min_length=1, max_length=100, description="Tokenizer name (see the CLI).")
@@ -100,6 +111,12 @@ class AssembleRequest(_Strict):
     source_versions: dict[str, str] | None = None
     now: datetime | None = Field(None, description="The call's clock for freshness (ISO 8601 with a zone).")
     tools: list[dict[str, Any]] | None = None
+    trace: Trace | None = Field(
+        None,
+        description="What the stored manifest keeps: 'summary' (the default: included items, omissions counted by "
+        "reason and stage; explain replays the rest) or 'full' (every omitted record, decision and mark, and the "
+        "payload).",
+    )
 
 
 class Assembled(BaseModel):

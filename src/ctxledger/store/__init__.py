@@ -2,10 +2,11 @@
 
 ``open_store(url)`` dispatches on the URL scheme and imports the backend lazily:
 
-* ``sqlite:///path/to.db`` (the embedded default): the parent folder is created; blobs go to
-  ``<db>.blobs/`` next to the file unless ``blobs_dir`` says otherwise;
+* ``sqlite:///path/to.db`` (the embedded default): a file that does not exist is created with its missing
+  folders, unless ``create=False`` (then it is refused: a mistyped path must not become a new, empty store);
+  blobs go to ``<db>.blobs/`` next to the file unless ``blobs_dir`` says otherwise;
 * ``postgresql+psycopg://user@host/db`` (``postgresql://`` and ``postgres://`` mean the same): needs
-  ``pip install 'ctxledger[postgres]'``; blobs go to ``blobs_dir`` (default ``./.ctxledger/blobs``);
+  ``pip install 'ctxledger[postgres]'``; blobs are kept inside the database unless ``blobs_dir`` says otherwise;
 * ``memory://``: the in-memory reference store (``ctxledger.store.memory``) (blobs in memory unless
   ``blobs_dir`` is given).
 
@@ -38,6 +39,7 @@ __all__ = [
     "LocalBlobStore",
     "StoredBlob",
     "migrate",
+    "missing_sqlite_file",
     "open_blobs",
     "open_store",
 ]
@@ -75,7 +77,21 @@ def _engine(url: str) -> tuple[Engine, Path | str]:
     raise ConfigurationError(f"unsupported store URL scheme {parsed.drivername!r} (expected {_SUPPORTED})")
 
 
-def open_store(url: str, *, blobs_dir: str | os.PathLike[str] | None = None, migrate: bool = True) -> GraphStore:
+def missing_sqlite_file(url: str) -> Path | None:
+    """The file a ``sqlite:///`` URL names when it does not exist yet, else ``None`` (in-memory, other backends)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:  # a malformed URL is reported when it is opened
+        return None
+    if not parsed.drivername.startswith("sqlite") or parsed.database in (None, "", ":memory:"):
+        return None
+    path = Path(parsed.database).expanduser()
+    return None if path.exists() else path
+
+
+def open_store(
+    url: str, *, blobs_dir: str | os.PathLike[str] | None = None, migrate: bool = True, create: bool = True
+) -> GraphStore:
     """Open the graph store at ``url`` (see the module docstring for the URL forms and blob folders).
 
     Args:
@@ -83,9 +99,14 @@ def open_store(url: str, *, blobs_dir: str | os.PathLike[str] | None = None, mig
         blobs_dir: folder of the content-addressed blob store (overrides the default).
         migrate: upgrade the schema to the newest revision first (default); with ``False`` the schema
             is only checked.
+        create: make a SQLite file that does not exist, with its missing folders (default); with ``False``
+            such a URL is refused and nothing is created (what the CLI's reading commands do).
 
     Raises:
-        ConfigurationError: an unsupported or malformed URL, or a missing PostgreSQL driver.
+        ConfigurationError: an unsupported or malformed URL, a missing PostgreSQL driver, or (``create=False``)
+            a SQLite file that does not exist.
+        StoreConnectionError: the database cannot be reached (the message names host and port, never the
+            password).
         MigrationError: the schema could not be migrated, or (``migrate=False``) is not current.
     """
     if url.split(":", 1)[0].lower() == "memory":
@@ -94,6 +115,8 @@ def open_store(url: str, *, blobs_dir: str | os.PathLike[str] | None = None, mig
         return MemoryStore(LocalBlobStore(blobs_dir) if blobs_dir is not None else None)
     from ctxledger.store.sql import SqlStore
 
+    if not create and (missing := missing_sqlite_file(url)) is not None:
+        raise ConfigurationError(f"no store at {missing}: check the path, or open it with create=True to make one")
     engine, default_blobs = _engine(url)
     try:
         store = SqlStore(engine, open_blobs(blobs_dir if blobs_dir is not None else default_blobs, engine))
@@ -150,6 +173,7 @@ def migrate(url: str, *, blobs_dir: str | os.PathLike[str] | None = None) -> str
 
     Raises:
         ConfigurationError: an unsupported URL or a missing driver.
+        StoreConnectionError: the database cannot be reached.
         MigrationError: the database refused the migration.
     """
     if url.split(":", 1)[0].lower() == "memory":

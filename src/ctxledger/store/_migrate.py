@@ -19,7 +19,7 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from ctxledger.errors import MigrationError
+from ctxledger.errors import MigrationError, StoreConnectionError
 from ctxledger.store.schema import VERSION_TABLE
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
@@ -52,9 +52,31 @@ def head_revision() -> str:
     return head
 
 
+def connect(engine: Engine) -> Connection:
+    """A connection to ``engine``'s database.
+
+    Raises:
+        StoreConnectionError: the database cannot be reached or refused the connection (the cause is chained).
+    """
+    try:
+        return engine.connect()
+    except SQLAlchemyError as exc:
+        url = engine.url
+        orig = getattr(exc, "orig", None)
+        lines = str(orig if orig is not None else exc).strip().splitlines()
+        reason = lines[0].strip() if lines else type(exc).__name__
+        if url.password:  # a driver may echo the connection string
+            reason = reason.replace(str(url.password), "***")
+        raise StoreConnectionError(url.get_backend_name(), url.host, url.port, url.database, reason) from exc
+
+
 def current_revision(engine: Engine) -> str | None:
-    """The revision a database is at, or ``None`` for a database ctxledger never migrated."""
-    with engine.connect() as conn:
+    """The revision a database is at, or ``None`` for a database ctxledger never migrated.
+
+    Raises:
+        StoreConnectionError: the database cannot be reached.
+    """
+    with connect(engine) as conn:
         context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
         return context.get_current_revision()
 
@@ -66,11 +88,13 @@ def upgrade(engine: Engine, read_blob: Callable[[str], bytes] | None = None) -> 
     read it (see ``0005_write_facts``); without it those facts are recomputed when first read.
 
     Raises:
+        StoreConnectionError: the database cannot be reached.
         MigrationError: the database refused the migration (the cause is chained).
     """
     config = alembic_config()
+    conn = connect(engine)
     try:
-        with engine.connect() as conn:
+        with conn:
             conn.execution_options(**{WRITE_OPTION: True})
             with conn.begin():
                 if conn.dialect.name == "postgresql":
@@ -88,6 +112,7 @@ def check_revision(engine: Engine) -> None:
     """Check that the database is at the newest revision.
 
     Raises:
+        StoreConnectionError: the database cannot be reached.
         MigrationError: it is empty or at another revision; the message says how to migrate.
     """
     current, head = current_revision(engine), head_revision()

@@ -1,0 +1,121 @@
+"""What an assembly did with a skill state: the record whose tool schemas a call sends.
+
+A :class:`~ctxledger.records.SkillState` is no candidate of selection (it is not history): the newest one on
+the active branch's lineage that holds tool schemas gives the call its ``tools`` (part of the fixed blocks
+``F``), unless the request names its own tools, and a working-set contract may withhold some of them.
+:func:`explain_skill_state` answers for such a record in the shape of :func:`ctxledger.manifest.explain`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ctxledger.errors import RecordNotFound
+from ctxledger.policy.contracts import tool_name
+from ctxledger.records import SkillState
+from ctxledger.store.base import GraphStore, LineageHop
+
+
+def explain_skill_state(store: GraphStore, manifest: Mapping[str, Any], ref: str) -> dict[str, Any] | None:
+    """Why the call of ``manifest`` did or did not send the tool schemas of the skill state ``ref``.
+
+    Returns:
+        ``None`` when ``ref`` is no skill state of the assembly's conversation; else an answer with the keys
+        of :func:`ctxledger.manifest.explain`: ``status`` ``included`` (stage ``fixed``, reason
+        ``tool_schemas``: sent as the request's tools, ``detail`` naming the tools exposed and withheld) or
+        ``omitted`` with the reason: ``not_in_lineage`` (another branch, or written after the snapshot),
+        ``no_tool_schemas`` (it names skills or tools but holds no schema), ``request_tools`` (the request
+        sent its own tools), ``superseded`` (a newer skill state supplies them) or ``out_of_contract`` (the
+        working-set contract withheld every one of its tools).
+    """
+    tenant = manifest["tenant_id"]
+    try:
+        record = store.get(tenant, ref)
+    except RecordNotFound:
+        return None
+    if not isinstance(record, SkillState) or record.conversation_id != manifest["conversation_id"]:
+        return None
+    names = [tool_name(t) for t in record.tool_schemas]
+    status, stage, reason, detail = _decide(store, manifest, record, names)
+    policy = manifest["policy"]
+    what = f"skill state {record.id}" + (f" ({record.external_id})" if record.external_id else "")
+    named = (("skills", record.skills), ("tool profiles", record.tool_profiles))
+    enables = "".join(f"; {label} {', '.join(v)}" for label, v in named if v)
+    holds = f"holds {len(names)} tool schema(s){enables}" if names else f"holds no tool schema{enables}"
+    chain = [
+        f"{'included' if status == 'included' else 'omitted'} {what}",
+        holds,
+        f"under policy {policy['name']} version {policy['version']} ({policy['hash'][:19]})",
+        f"sent as {detail}" if status == "included" else f"left out by stage {stage}: {reason} ({detail})",
+    ]
+    return {
+        "ref": record.id,
+        "external_id": record.external_id,
+        "status": status,
+        "stage": stage,
+        "reason": reason,
+        "unit": None,
+        "representation": "tool_schemas" if status == "included" else None,
+        "tokens": None,
+        "utility": None,
+        "transform": None,
+        "locators": [],
+        "branch_id": record.branch_id,
+        "policy": f"{policy['name']}@{policy['version']} ({policy['hash'][:19]})",
+        "decisions": [],
+        "marks": [],
+        "rehydrations": [],
+        "detail": detail,
+        "note": None,
+        "chain": chain,
+    }
+
+
+def _decide(
+    store: GraphStore, manifest: Mapping[str, Any], record: SkillState, names: list[str]
+) -> tuple[str, str, str, str]:
+    """``(status, stage, reason, detail)`` for the skill state ``record`` in the call of ``manifest``."""
+    seq, active = manifest["snapshot_seq"], manifest["branch_id"]
+    lineage = [LineageHop(h["branch_id"], h.get("max_seq")) for h in manifest.get("lineage") or ()]
+    hop = next((h for h in lineage if h.branch_id == record.branch_id), None)
+    if record.seq > seq:
+        return "omitted", "lineage", "not_in_lineage", f"written at seq {record.seq}, after the snapshot (seq {seq})"
+    if hop is None or (hop.max_seq is not None and record.seq > hop.max_seq):
+        return (
+            "omitted",
+            "lineage",
+            "not_in_lineage",
+            (f"on branch {record.branch_id}, outside the lineage of the active branch {active}"),
+        )
+    if not names:
+        return "omitted", "tools", "no_tool_schemas", "only tool schemas are sent, and it holds none"
+    asked = (manifest.get("request") or {}).get("tools")
+    if asked:
+        return (
+            "omitted",
+            "tools",
+            "request_tools",
+            (f"the request named its own {len(asked)} tool schema(s), which replace the conversation's"),
+        )
+    later = store.records(
+        manifest["tenant_id"], record.conversation_id, lineage=lineage, as_of_seq=seq, after_seq=record.seq
+    )
+    newer = next((r for r in reversed(later) if isinstance(r, SkillState) and r.tool_schemas), None)
+    if newer is not None:
+        return "omitted", "tools", "superseded", f"the newer skill state {newer.id} supplies the tool schemas"
+    tools = manifest.get("tools") or {}
+    withheld = [w for w in tools.get("withheld") or () if w.get("name") in names]
+    exposed = [n for n in tools.get("exposed") or () if n in names]
+    held = ", ".join(f"{w['name']} ({w['reason']})" for w in withheld)
+    if not exposed:
+        return "omitted", "tools", "out_of_contract", f"the working-set contract withheld every tool of it: {held}"
+    renamed = tools.get("renamed") or {}
+    sent = [f"{n} (named {renamed[n]} for the provider)" if n in renamed else n for n in exposed]
+    detail = "the call's tool schemas (part of the fixed blocks F): " + ", ".join(sent)
+    return (
+        "included",
+        "fixed",
+        "tool_schemas",
+        detail + (f"; withheld by the working-set contract: {held}" if held else ""),
+    )
