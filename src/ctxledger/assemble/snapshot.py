@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ctxledger._collector import collector_paused
+from ctxledger.assemble.centred_vectors import CentredVectorIndex
 from ctxledger.assemble.facets import UnitFacets
 from ctxledger.assemble.lexical_index import IncrementalBM25
 from ctxledger.assemble.reach import ReachIndex
@@ -147,7 +148,7 @@ class SnapshotLoader:
         snap.facets.extend(units, records)
         embedder = default_embedder()
         if embedder is not None:
-            snap.vectors = VectorIndex(embedder.dim, embedder.model_id)
+            snap.vectors = CentredVectorIndex(embedder.dim, embedder.model_id)
         pending: dict[str, RecordFacts] = {}
         next_unit = 0
         for start in range(0, len(records), FACTS_WINDOW):
