@@ -69,7 +69,12 @@ ANCHOR = "ref"
 NO_NUMBER = -1
 """The number of an id that does not end in a digit (the prefix is the whole string)."""
 
-_MISSING = object()
+
+class _Missing:
+    """The value of a key a row does not hold."""
+
+
+_MISSING = _Missing()
 _DIGITS = "0123456789"
 _STRINGS = {str}
 
@@ -125,8 +130,12 @@ def is_stored_form(manifest: Mapping[str, Any]) -> bool:
 # -- tables ---------------------------------------------------------------------------------------
 
 
-def encode_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """``rows`` (mappings with string keys) as a table (see the module docstring)."""
+def encode_table(rows: Sequence[Mapping[str, Any]], parent: Sequence[int] | None = None) -> dict[str, Any]:
+    """``rows`` (mappings with string keys) as a table (see the module docstring).
+
+    ``parent``: for a nested table, the anchor number of the row each of ``rows`` belongs to (the table's
+    own ``ref``, when it has one, is written relative to it).
+    """
     n = len(rows)
     order = tuple(rows[0])
     if all(tuple(r) == order for r in rows):  # the usual case: every entry built with the same keys
@@ -138,18 +147,27 @@ def encode_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             keys.update(dict.fromkeys(r))
         columns = {k: [r.get(k, _MISSING) for r in rows] for k in keys}
     table: dict[str, Any] = {"n": n, "keys": list(keys)}
-    anchor: list[int] | None = None
+    rel: list[str] = []
+    anchor: Sequence[int] | None = parent
     if ANCHOR in columns:
-        ids = _ids(columns[ANCHOR])
+        ids = _ids(columns[ANCHOR], parent)
         if ids is not None:
             table.setdefault("ids", {})[ANCHOR] = ids[0]
             anchor = ids[1]
-    rel: list[str] = []
+            if ids[2]:
+                rel.append(ANCHOR)
+    anchored = "ids" in table
     pending: dict[str, tuple[list[Any], list[Any]]] = {}
     for key, values in columns.items():
-        if key == ANCHOR and anchor is not None:
+        if key == ANCHOR and anchored:
             continue
         kinds = set(map(type, values))
+        if kinds <= _LISTS and any(values) and all(type(i) is dict for v in values if v is not _MISSING for i in v):
+            table.setdefault("lists", {})[key] = _nested_lists(values, anchor)
+            continue
+        if kinds <= _DICTS and sum(v is not _MISSING for v in values) > 1:
+            table.setdefault("dicts", {})[key] = _nested_dicts(values, anchor)
+            continue
         keyed = _keys(values, kinds)
         if values[0] is not _MISSING and len(set(keyed)) == 1:
             table.setdefault("const", {})[key] = values[0]
@@ -167,21 +185,58 @@ def encode_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return table
 
 
-def decode_table(table: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The rows of a table made by :func:`encode_table`."""
+def _nested_lists(values: Sequence[Any], anchor: Sequence[int] | None) -> dict[str, Any]:
+    """Lists of mappings, one per row: their lengths (``-1``: the row lacks the key) and their items as a table."""
+    counts = [len(v) if v is not _MISSING else -1 for v in values]
+    items = [item for v in values if v is not _MISSING for item in v]
+    out: dict[str, Any] = {"counts": _ints(counts)[0]}
+    if items:
+        owners = [a for a, c in zip(anchor, counts, strict=True) for _ in range(c)] if anchor is not None else None
+        out["table"] = encode_table(items, owners)
+    return out
+
+
+def _nested_dicts(values: Sequence[Any], anchor: Sequence[int] | None) -> dict[str, Any]:
+    """Mappings, one per row that holds the key: the rows holding it and the mappings as a table."""
+    present = [i for i, v in enumerate(values) if v is not _MISSING]
+    owners = [anchor[i] for i in present] if anchor is not None else None
+    return {"rows": _ints(present)[0], "table": encode_table([values[i] for i in present], owners)}
+
+
+def decode_table(table: Mapping[str, Any], parent: Sequence[int] | None = None) -> list[dict[str, Any]]:
+    """The rows of a table made by :func:`encode_table` (``parent`` as it was given to it)."""
     n = table["n"]
     rel = set(table.get("rel", ()))
     values: dict[str, list[Any]] = {}
     ids = table.get("ids", {})
-    anchor: list[int] | None = None
-    if ANCHOR in ids and ANCHOR not in rel:
-        values[ANCHOR], anchor = _decode_ids(ids[ANCHOR], with_numbers=True)
+    anchor: Sequence[int] | None = parent
+    if ANCHOR in ids:
+        values[ANCHOR], anchor = _decode_ids(ids[ANCHOR], parent if ANCHOR in rel else None, with_numbers=True)
     for key, spec in ids.items():
-        if key != ANCHOR or anchor is None:
-            values[key] = _decode_ids(spec, anchor if key in rel else None)
+        if key != ANCHOR:
+            values[key] = _decode_ids(spec, _need(anchor) if key in rel else None)
     for key, spec in table.get("ints", {}).items():
         seq = _decode_ints(spec, n)
         values[key] = [a + b for a, b in zip(seq, _need(anchor), strict=True)] if key in rel else seq
+    for key, spec in table.get("lists", {}).items():
+        counts = _decode_ints(spec["counts"], n)
+        owners = [a for a, c in zip(anchor, counts, strict=True) for _ in range(c)] if anchor is not None else None
+        items = decode_table(spec["table"], owners) if "table" in spec else []
+        column: list[Any] = []
+        at = 0
+        for c in counts:
+            column.append(items[at : at + c] if c >= 0 else _MISSING)
+            at += max(c, 0)
+        if at != len(items):
+            raise ValueError("nested lists of another length than their items")
+        values[key] = column
+    for key, spec in table.get("dicts", {}).items():
+        present = _decode_ints(spec["rows"], None)
+        owners = [anchor[i] for i in present] if anchor is not None else None
+        column = [_MISSING] * n
+        for i, item in zip(present, decode_table(spec["table"], owners), strict=True):
+            column[i] = item
+        values[key] = column
     shared: list[str] = []  # columns whose rows share one value object
     for key, value in table.get("const", {}).items():
         values[key] = [value] * n
@@ -304,6 +359,8 @@ def _keys(values: list[Any], kinds: set[type]) -> list[Any]:
 
 _TEXT = frozenset({str, type(None)})
 _CONTAINERS = frozenset({list, dict})
+_LISTS = frozenset({list, _Missing})
+_DICTS = frozenset({dict, _Missing})
 _INT = frozenset({int})
 _FLOAT = frozenset({float})
 
