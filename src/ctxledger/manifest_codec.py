@@ -473,15 +473,17 @@ def _best_ints(key: str, values: list[int], anchor: Sequence[int] | None, rel: l
 
 def _best(values: Sequence[int], anchor: Sequence[int] | None) -> tuple[Any, bool]:
     """The shortest int sequence of ``values``, or of their differences to ``anchor`` (then ``True``)."""
-    form, size = _ints(values)
     if anchor is not None:
         plain = _array(values)
         base = _array(anchor)
         if plain is not None and base is not None:
-            offsets, offsets_size = _ints(plain - base)
-            if offsets_size < size:
-                return offsets, True
-    return form, False
+            offsets = plain - base
+            if len(offsets) > 1 and not (offsets != offsets[0]).any():  # seq after ref, unit = ref: one run
+                return {"runs": [int(offsets[0]), len(offsets)]}, True
+            form, size = _ints(plain)
+            offset_form, offsets_size = _ints(offsets)
+            return (offset_form, True) if offsets_size < size else (form, False)
+    return _ints(values)[0], False
 
 
 _LIMIT = 2**52  # int64 arithmetic on differences of values this small cannot overflow
@@ -513,18 +515,11 @@ def _ints(values: Sequence[int] | np.ndarray) -> tuple[Any, int]:
 
 
 def _length(seq: np.ndarray) -> int:
-    """The length of ``seq`` written as a JSON list of integers."""
+    """About the length of ``seq`` written as a JSON list of integers (it only chooses between forms)."""
     if not len(seq):
         return 2
-    magnitude = np.abs(seq)
-    digits = np.ones(len(seq), np.int64)
-    bound = 10
-    while True:  # at most 16 rounds: every value is below 2**53
-        more = magnitude >= bound
-        if not more.any():
-            break
-        digits += more
-        bound *= 10
+    magnitude = np.abs(seq).astype(np.float64)
+    digits = np.floor(np.log10(np.maximum(magnitude, 1.0))).astype(np.int64) + 1
     return int(digits.sum() + (seq < 0).sum()) + len(seq) + 1
 
 
