@@ -29,10 +29,10 @@ from sqlalchemy import text
 from bench.backends import Backend
 from bench.stats import Timing, summarize, time_ms
 from bench.workloads import Workload
-from ctxledger.hashing import canonical_json
 from ctxledger.ledger import Ledger
 from ctxledger.records import Message, Role, Trust
 from ctxledger.store import open_store
+from ctxledger.store.codec import assembly_row
 
 TENANT = "default"
 PHASES = ("graph_query_ms", "policy_ms", "selection_ms", "serialization_ms")
@@ -119,9 +119,9 @@ def omitted_by_reason(manifest: Mapping[str, Any]) -> dict[str, int]:
 
 
 def manifest_bytes(asm: Any) -> int:
-    """Bytes of the manifest as persisted (its canonical JSON, the form the store writes)."""
+    """Bytes of the manifest as persisted: the text the store writes in its ``assemblies`` row (columnar)."""
     persisted = asm.persisted() if hasattr(asm, "persisted") else asm.manifest
-    return len(canonical_json(persisted).encode())
+    return len(assembly_row(persisted)["manifest"].encode())
 
 
 def peak_rss_mb() -> float:

@@ -50,6 +50,10 @@ the policy's secret scanner when the entry is built.
 
 The same policy on the same snapshot selects the same items and yields the same ``payload_hash``; ids,
 ``created_at`` and timings differ between runs and are not part of that promise.
+
+The store writes this record in a columnar form (:mod:`ctxledger.manifest_codec`: the lists of entries as
+tables of columns, ``manifest_format: 2``) and reads it back as the record above, exactly; records stored
+entry by entry by earlier versions read as they are.
 """
 
 from __future__ import annotations

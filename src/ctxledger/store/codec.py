@@ -42,6 +42,8 @@ import msgspec
 
 from ctxledger.errors import InputError, StoreError
 from ctxledger.hashing import canonical_json
+from ctxledger.manifest_codec import decode as decode_manifest
+from ctxledger.manifest_codec import encode as encode_manifest
 from ctxledger.records import RECORD_TYPES, Record, Trust, Visibility
 
 SOURCE = "<append>"
@@ -322,7 +324,7 @@ def assembly_row(manifest: Mapping[str, Any]) -> dict[str, Any]:
         if not isinstance(manifest.get(key), str) or not manifest[key]:
             raise InputError("required non-empty string", source="<assembly>", field=key)
     try:
-        text = canonical_json({k: _encode_time(v) for k, v in manifest.items()})
+        text = canonical_json({k: _encode_time(v) for k, v in encode_manifest(manifest).items()})
     except (TypeError, ValueError) as exc:
         raise InputError(f"manifest is not JSON-able: {exc}", source="<assembly>") from exc
     return {
@@ -345,7 +347,7 @@ def assembly_from_row(row: Mapping[str, Any]) -> dict[str, Any]:
 
     ``observed_usage`` is ``{"input_tokens": int, "output_tokens": int, "observed_at": ISO-8601 str}``.
     """
-    manifest: dict[str, Any] = json.loads(row["manifest"])
+    manifest = decode_manifest(json.loads(row["manifest"]))
     if row["usage_input_tokens"] is not None:
         manifest["observed_usage"] = {
             "input_tokens": row["usage_input_tokens"],
