@@ -61,3 +61,30 @@ def test_postings_built_between_appends_and_cuts_score_as_a_fresh_index(docs, st
     assert grown.scores(query).tolist() == fresh.scores(query).tolist()
     for n in range(len(kept) + 1):
         assert grown.scores(query, n).tolist() == fresh.scores(query, n).tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    docs=st.lists(_DOC_PARTS, max_size=60),
+    steps=st.lists(
+        st.tuples(st.integers(0, 20), st.lists(st.sampled_from(["alpha", "beta", "gamma", "zeta"]), max_size=3)),
+        min_size=1,
+        max_size=8,
+    ),
+    query=st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "zeta"]), min_size=1, max_size=5),
+)
+def test_terms_first_asked_at_different_times_score_as_a_fresh_index(docs, steps, query):
+    """Each step appends documents then asks some terms, so a later query mixes postings built at other points."""
+    from collections import Counter
+
+    grown = IncrementalBM25()
+    kept: list[list[list[str]]] = []
+    for add, asked in steps:
+        for parts in docs[len(kept) : len(kept) + add]:
+            grown.add_parts([Counter(p) for p in parts], sum(len(p) for p in parts))
+            kept.append(parts)
+        grown.scores(asked)
+    fresh = IncrementalBM25()
+    for parts in kept:
+        fresh.add([t for p in parts for t in p])
+    assert grown.scores(query).tolist() == fresh.scores(query).tolist()

@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+_EMPTY = np.zeros(0, dtype=np.int64)
+
 CACHED_TERMS = 8192
 """Query terms whose postings arrays are kept between calls (the oldest built is dropped beyond this)."""
 
@@ -75,23 +77,43 @@ class IncrementalBM25:
         self._total_length += length
         return doc
 
+    def _extend(self, terms: Sequence[str]) -> None:
+        """Bring the postings of ``terms`` up to every indexed part: one pass over the new parts per starting point.
+
+        Each part is intersected with the terms still to find (a C-level set operation on its keys), so a pass
+        costs one step per part, not one per (part, term).
+        """
+        total = len(self._parts)
+        by_start: dict[int, list[str]] = {}
+        for term in terms:
+            cached = self._arrays.get(term)
+            start = 0 if cached is None else cached[2]
+            if cached is None or start < total:
+                by_start.setdefault(start, []).append(term)
+        for start, group in by_start.items():
+            wanted = set(group)
+            hits: dict[str, tuple[list[int], list[int]]] = {t: ([], []) for t in group}
+            for position, part in enumerate(self._parts[start:], start):
+                for term in part.keys() & wanted:
+                    found = hits[term]
+                    found[0].append(position)
+                    found[1].append(part[term])
+            for term in group:
+                cached = self._arrays.pop(term, None)
+                docs, tfs = (cached[0], cached[1]) if cached is not None else (_EMPTY, _EMPTY)
+                positions, counts = hits[term]
+                if positions:
+                    owners = np.asarray([self._part_doc[i] for i in positions], dtype=np.int64)
+                    new_docs, first = np.unique(owners, return_index=True)  # a document's parts are adjacent
+                    new_tfs = np.add.reduceat(np.asarray(counts, dtype=np.int64), first)
+                    docs, tfs = np.concatenate((docs, new_docs)), np.concatenate((tfs, new_tfs))
+                self._arrays[term] = (docs, tfs, total)
+
     def _term_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """``(docs, tfs)`` of a term over every indexed document (docs ascending), built on first use."""
-        cached = self._arrays.pop(term, None)
-        if cached is None:
-            docs, tfs, scanned = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 0
-        else:
-            docs, tfs, scanned = cached
-        if scanned < len(self._parts):
-            found = np.fromiter((p.get(term, 0) for p in self._parts[scanned:]), dtype=np.int64)
-            hits = np.flatnonzero(found)
-            if len(hits):
-                owners = np.asarray(self._part_doc[scanned:], dtype=np.int64)[hits]
-                new_docs, first = np.unique(owners, return_index=True)  # a document's parts are adjacent, never split
-                new_tfs = np.add.reduceat(found[hits], first)
-                docs, tfs = np.concatenate((docs, new_docs)), np.concatenate((tfs, new_tfs))
-            scanned = len(self._parts)
-        self._arrays[term] = (docs, tfs, scanned)
+        self._extend([term])
+        docs, tfs, scanned = self._arrays.pop(term)
+        self._arrays[term] = (docs, tfs, scanned)  # the most recently used is kept longest
         while len(self._arrays) > CACHED_TERMS:
             del self._arrays[next(iter(self._arrays))]
         return docs, tfs
@@ -119,7 +141,9 @@ class IncrementalBM25:
         avgdl = total / n if total else 1.0
         lengths = self._lengths_upto(n)
         b = self.b if b is None else b
-        for term in set(query_tokens):
+        terms = set(query_tokens)
+        self._extend(list(terms))
+        for term in terms:
             docs, tfs = self._term_arrays(term)
             if not len(docs):
                 continue
