@@ -260,10 +260,6 @@ class Ladder:
             self.scanner.plugins,
             tuple(sorted((k, rx.pattern) for k, rx in self.scanner.extra.items())),
         )
-        self._memo_scanner = (
-            list(self.scanner.plugins),
-            sorted((k, rx.pattern) for k, rx in self.scanner.extra.items()),
-        )
         self.reach: frozenset[str] | None = None
         self._cache: dict[tuple[Any, ...], Any] = {} if _cache is None else _cache
         """Rungs by (tenant, unit, content, coster, query) and MinHash sketches by ("sketch", text), per ledger."""
@@ -363,7 +359,7 @@ class Ladder:
         if self.memo is None or not unit.records or getattr(coster, "counter", None) is None:
             return self._rungs(unit, verbatim, coster)  # no store, or reference counts: nothing kept
         tenant_id, conversation_id = unit.records[0].tenant_id, unit.records[0].conversation_id
-        inputs = (coster.counter_id, self.focus, self.query, self._memo_scanner, self.recall, self.excerpt_tokens)
+        inputs = (coster.counter_id, self.focus, self.query, self._scanner_key, self.recall, self.excerpt_tokens)
         stored_key = memo_key(unit, (*inputs, self.min_tokens, self.messages))
         body = self.memo.get_rungs(tenant_id, stored_key)
         rungs = decode_rungs(body) if body is not None else None
