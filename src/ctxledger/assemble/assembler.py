@@ -1071,8 +1071,8 @@ def _fix_role_order(
     ``used`` stays what the payload carries.
     """
     required_ids = {u.id for u in required}
-    items = {i.unit_id: i for i in live[1]} if live is not None else {}
     while chosen and chosen[0].role != "user" and chosen[0].id not in required_ids:
+        items = {i.unit_id: i for i in live[1]} if live is not None else {}
         found = anchor_lead(chosen, live[0], items, options, live[2], required_ids, ledger) if live else None
         if found is not None:
             for unit in found.displaced:
