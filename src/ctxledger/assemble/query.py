@@ -106,8 +106,8 @@ def unit_relevance(
     mixed with semantic similarity (:func:`with_semantic`, the query without the one speaker it names when the
     speaker boost is on), the date boost, the neighbour spread, the speaker boost, then the session lift. The
     speaker boost comes after the spread: a neighbour inherits a hit's topic, not who said it, so the other
-    speaker's turns next to the named speaker's hits are not lifted with them. Without ``selection``: BM25 alone. The units' facets (speakers, days, sessions) come from ``facets``, aligned with the
-    index's documents.
+    speaker's turns next to the named speaker's hits are not lifted with them. Without ``selection``: BM25 alone.
+    The units' facets (speakers, days, sessions) come from ``facets``, aligned with the index's documents.
 
     Returns:
         A float array of length ``n_units`` in [0, 1] (all zeros when nothing matches); no errors of its own.

@@ -115,8 +115,9 @@ class SelectionParams:
     :func:`ctxledger.assemble.dates.with_dates`); 0 = dates ignored."""
     speaker_boost: float = 1.0
     """How much more a unit said by the one speaker the query names counts (relevance × (1 + speaker_boost),
-    after the neighbour spread; :func:`ctxledger.assemble.speakers.with_speaker`); while it is above 0, the query's semantic similarity is
-    taken without that name (:func:`ctxledger.assemble.speakers.without_speaker`); 0 = speakers ignored."""
+    after the neighbour spread; :func:`ctxledger.assemble.speakers.with_speaker`); while it is above 0, the query's
+    semantic similarity is taken without that name (:func:`ctxledger.assemble.speakers.without_speaker`); 0 =
+    speakers ignored."""
     session_boost: float = 0.2
     """How much a unit is lifted by the best relevance of the units written the same day (relevance ×
     (1 + session_boost · that day's best, over the maximum); :func:`ctxledger.assemble.dates.with_session`),
