@@ -15,7 +15,8 @@ A variant is a JSON object; keys (absent = the default policy):
 ``w`` semantic weight, ``decay`` / ``window`` neighbour spread, ``date`` date boost, ``sem_power`` /
 ``lex_power`` (each normalised part raised to a power before the mix), ``prf`` / ``prf_k`` (Rocchio feedback in
 vector space: the query vector plus ``prf`` × the mean centred vector of the ``prf_k`` best units, then
-re-scored), ``speaker`` (units said by the one participant the question names count ``1 + speaker`` times),
+re-scored), ``speaker`` (units said by the one participant the question names count ``1 + speaker`` times, after the
+neighbour spread),
 ``session`` (each unit × ``1 + session ×`` its day's best score), ``diversity`` (a unit's score divided by
 ``1 + diversity · r / 8``, ``r`` its rank among its day's units), ``unnamed`` (BM25 of the query without the one
 speaker name it names), ``sem_named`` (the query vector with that name: the assembler leaves it out while the
@@ -110,10 +111,10 @@ def relevance(conv: dict[str, Any], q: dict[str, Any], p: dict[str, Any]) -> np.
         expanded = qc / max(float(np.linalg.norm(qc)), 1e-12) + p["prf"] * fed.mean(axis=0) + mean
         s = (1 - w) * lex + w * _rescale(_centred_cos(rows, mean, expanded))
     named = named_speaker(q["text"], conv["names"]) if speaker else None
-    if named is not None:
-        s = s * (1 + speaker * (conv["speakers"] == named))
     s = s * (1 + p.get("date", DEFAULT.date_boost) * q["dates"])
     s = spread(s, p.get("decay", DEFAULT.neighbour_decay), p.get("window", DEFAULT.neighbour_window))
+    if named is not None:
+        s = s * (1 + speaker * (conv["speakers"] == named))
     sess = conv["sessions"]
     session = p.get("session", DEFAULT.session_boost)
     if session and s.max() > 0:

@@ -90,9 +90,9 @@ def _composed(query: str, snap: object, selection: object) -> np.ndarray:
     speakers, days, sessions = facets.arrays()
     named = named_speaker(query, facets.names) if sel.speaker_boost > 0 and query else None  # type: ignore[attr-defined]
     scores = with_semantic(scores, without_speaker(query, named), snap.vectors, sel.semantic_weight)  # type: ignore[attr-defined]
-    scores = with_speaker(scores, named, speakers, facets.names, sel.speaker_boost)  # type: ignore[attr-defined]
     scores = with_dates(scores, query, days, sel.date_boost)  # type: ignore[attr-defined]
     scores = spread(scores, sel.neighbour_decay, sel.neighbour_window)  # type: ignore[attr-defined]
+    scores = with_speaker(scores, named, speakers, facets.names, sel.speaker_boost)  # type: ignore[attr-defined]
     scores = with_session(scores, sessions, sel.session_boost)  # type: ignore[attr-defined]
     top = float(scores.max()) if len(scores) else 0.0
     return scores / top if top > 0 else scores

@@ -7,13 +7,15 @@ repaired, a memory and the answer to the question placed deep in the past.
 
 from __future__ import annotations
 
+import itertools
 import json
 
+import numpy as np
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from ctxledger.assemble.assembler import FILL_TARGET
-from ctxledger.assemble.reach import BEYOND_REACH, REACH_STAGE, ReachIndex
+from ctxledger.assemble.reach import BEYOND_REACH, MATCH_BUDGETS, MAX_MATCHES, REACH_STAGE, ReachIndex, _matches
 from ctxledger.assemble.snapshot import SnapshotLoader
 from ctxledger.ledger import Ledger
 from ctxledger.policy.stages.trust import TrustStage
@@ -163,3 +165,26 @@ def test_lexical_matches_are_the_best_scores_ties_to_the_oldest(scores, cut):
     expected = {p for b in best.tolist() for p in (b - 1, b, b + 1) if 0 <= p < start}
     assert len(values) < MATCH_BUDGETS * 10**6
     assert found == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(0, 1, allow_nan=False), st.integers(1, 300)), min_size=1, max_size=80),
+    st.integers(0, 80),
+    st.integers(1, 2_000),
+)
+def test_the_matches_and_their_neighbours_together_stay_within_the_match_budget(units, start, input_tokens):
+    """Matches are taken best first with both neighbours; a neighbour's tokens count once, when it first enters,
+    and taking stops once the matches and neighbours taken are worth more than ``MATCH_BUDGETS × B_input``."""
+    scores = np.array([s for s, _ in units])
+    sums = [0, *itertools.accumulate(t for _, t in units)]
+    start = min(start, len(units))
+    got = _matches(scores, sums, start, input_tokens)
+    assert all(0 <= p < start for p in got)
+    order = [p for p in np.argsort(-scores[:start], kind="stable").tolist() if scores[p] > 0][:MAX_MATCHES]
+    taken: set[int] = set()
+    for pos in order:  # replay: each match enters with its neighbours until the budget is passed
+        if sum(sums[p + 1] - sums[p] for p in taken) > MATCH_BUDGETS * input_tokens:
+            break
+        taken.update(p for p in (pos - 1, pos, pos + 1) if 0 <= p < start)
+    assert got == taken

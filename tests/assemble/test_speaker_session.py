@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from ctxledger.assemble.dates import with_session
 from ctxledger.assemble.facets import UnitFacets
+from ctxledger.assemble.query import unit_relevance
 from ctxledger.assemble.snapshot import SnapshotLoader
 from ctxledger.assemble.speakers import named_speaker, with_speaker, without_speaker
 from ctxledger.errors import InvalidSetting
@@ -177,3 +178,26 @@ def test_negative_boosts_are_refused() -> None:
             assert key in str(exc)
         else:
             raise AssertionError(f"{key} = -0.1 was accepted")
+
+
+_PAIR = Ledger(MemoryStore())
+_PAIR_GRAPH = GraphBuilder(_PAIR, "pair-order")
+_two_speakers(_PAIR_GRAPH)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.floats(0.1, 3.0, allow_nan=False), st.sampled_from(["What did Melanie paint?", "Where did Melanie post?"]))
+def test_the_speaker_boost_weighs_a_unit_itself_not_the_turns_around_it(boost: float, query: str) -> None:
+    """The named speaker's units count ``1 + boost`` times after the neighbour spread: the other speaker's turn
+    next to a hit of hers gains nothing from her boost (the spread carries the topic, the boost the speaker)."""
+    snap = SnapshotLoader(_PAIR.store).load("default", _PAIR_GRAPH.conversation_id, _PAIR_GRAPH.branch_id)
+    speakers, _, _ = snap.facets.arrays()
+    names = snap.facets.names
+    mel = np.isin(speakers, [i for i, n in enumerate(names) if n == "Melanie"])
+    plain = SelectionParams(speaker_boost=0.0, session_boost=0.0, date_boost=0.0, semantic_weight=0.0)
+    boosted = dataclasses.replace(plain, speaker_boost=boost)
+    off = unit_relevance(query, snap.index, snap.vectors, snap.facets, len(snap.units), plain)
+    on = unit_relevance(query, snap.index, snap.vectors, snap.facets, len(snap.units), boosted)
+    assert off.max() > 0
+    expected = off * (1 + boost * mel)
+    np.testing.assert_allclose(on, expected / expected.max())

@@ -47,6 +47,7 @@ from ctxledger.assemble import stability
 from ctxledger.assemble.costing import Coster
 from ctxledger.assemble.fill import fill_budget
 from ctxledger.assemble.inputs import resolve_participant, unknown_inputs, unserved_exact_evidence
+from ctxledger.assemble.lead import anchor_lead
 from ctxledger.assemble.pairs import keep_pairs, partners
 from ctxledger.assemble.preamble import keep_preamble
 from ctxledger.assemble.query import unit_relevance
@@ -454,7 +455,8 @@ def assemble(
             plan.required,
         )
         chosen_units = [u for u in chosen_units if u.id in result.chosen]
-        chosen_units = _fix_role_order(chosen_units, plan, result.chosen, [*required_units, *lead], ledger)
+        chosen_units = _fix_role_order(chosen_units, plan, result.chosen, [*required_units, *lead], ledger,
+                                       (units, items, dynamic))  # fmt: skip
         chosen_units = _anchor_required_lead(chosen_units, units, items, plan, result.chosen, dynamic, ledger)
         if options_for is not None and stable is None:
             chosen_units = _fill(items, result, chosen_units, by_id, plan, target, ledger, options_for, coster)
@@ -1056,14 +1058,33 @@ def _omit_unit(plan: _Plan, unit: Unit, reason: ReasonCode, stage: str) -> None:
 
 
 def _fix_role_order(
-    chosen: list[Unit], plan: _Plan, options: dict[str, Option], required: Sequence[Unit], ledger: BudgetLedger
+    chosen: list[Unit],
+    plan: _Plan,
+    options: dict[str, Option],
+    required: Sequence[Unit],
+    ledger: BudgetLedger,
+    live: tuple[Sequence[Unit], Sequence[SelectionItem], int] | None = None,
 ) -> list[Unit]:
-    """Drop leading optional units until the first non-instruction turn is a user turn (case B04).
+    """Anchor or drop leading optional units until the first non-instruction turn is a user turn (case B04).
 
-    The ledger gets their tokens back, so ``used`` stays what the payload carries.
+    With ``live`` (the live units, the selection items, ``B_dynamic``), a leading optional unit first tries
+    to stay behind the user message before it (:func:`~ctxledger.assemble.lead.anchor_lead`: room made from
+    lower-utility units only); otherwise it is dropped. The ledger gets the tokens of what leaves back, so
+    ``used`` stays what the payload carries.
     """
     required_ids = {u.id for u in required}
     while chosen and chosen[0].role != "user" and chosen[0].id not in required_ids:
+        items = {i.unit_id: i for i in live[1]} if live is not None else {}
+        found = anchor_lead(chosen, live[0], items, options, live[2], required_ids, ledger) if live else None
+        if found is not None:
+            for unit in found.displaced:
+                ledger.charge(unit.context_class.value, -options.pop(unit.id).tokens)
+                _omit_unit(plan, unit, ReasonCode.BUDGET, "role_order")
+            for rid in found.unit.record_ids:
+                plan.omitted.pop(rid, None)
+            options[found.unit.id] = found.option
+            ledger.charge(found.unit.context_class.value, found.option.tokens)
+            return [found.unit, *(u for u in chosen if u not in found.displaced)]
         unit = chosen.pop(0)
         dropped = options.pop(unit.id, None)
         if dropped is not None:

@@ -104,9 +104,10 @@ def unit_relevance(
     without its question words when
     ``drop_question_words`` is on (:func:`query_topic`, for both BM25 and the semantic part),
     mixed with semantic similarity (:func:`with_semantic`, the query without the one speaker it names when the
-    speaker boost is on), the speaker and date boosts, the neighbour spread, then the session lift. Without
-    ``selection``: BM25 alone. The units' facets (speakers, days, sessions) come from ``facets``, aligned with the
-    index's documents.
+    speaker boost is on), the date boost, the neighbour spread, the speaker boost, then the session lift. The
+    speaker boost comes after the spread: a neighbour inherits a hit's topic, not who said it, so the other
+    speaker's turns next to the named speaker's hits are not lifted with them. Without ``selection``: BM25 alone.
+    The units' facets (speakers, days, sessions) come from ``facets``, aligned with the index's documents.
 
     Returns:
         A float array of length ``n_units`` in [0, 1] (all zeros when nothing matches); no errors of its own.
@@ -119,9 +120,9 @@ def unit_relevance(
         speakers, days, sessions = facets.arrays()
         named = named_speaker(query, facets.names) if selection.speaker_boost > 0 and query else None
         scores = with_semantic(scores, without_speaker(topic, named), vectors, selection.semantic_weight)
-        scores = with_speaker(scores, named, speakers, facets.names, selection.speaker_boost)
         scores = with_dates(scores, query, days, selection.date_boost)
         scores = spread(scores, selection.neighbour_decay, selection.neighbour_window)
+        scores = with_speaker(scores, named, speakers, facets.names, selection.speaker_boost)
         scores = with_session(scores, sessions, selection.session_boost)
     top = float(scores.max()) if len(scores) else 0.0
     return scores / top if top > 0 else scores

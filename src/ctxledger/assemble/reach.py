@@ -4,8 +4,9 @@ An assembly can only send what fits ``B_input``, so it visits only what could en
 
 * the newest units worth :data:`REACH_BUDGETS` × ``B_input`` tokens (the *tail*; never fewer than
   :data:`TAIL_MIN_UNITS` units);
-* the best lexical matches of the query older than the tail, worth up to :data:`MATCH_BUDGETS` × ``B_input``
-  tokens (at most :data:`MAX_MATCHES` units), each with its two neighbours (a question and its answer);
+* the best lexical matches of the query older than the tail (at most :data:`MAX_MATCHES` units), each with its
+  two neighbours (a question and its answer), worth up to :data:`MATCH_BUDGETS` × ``B_input`` tokens together
+  (a neighbour counts once, when it first enters: scattered matches bring more neighbours, not more visits);
 * the units that are pinned whatever their age (:class:`ReachIndex`): instructions, memories, compactions,
   checkpoints, pending or deferred calls, failed exchanges no later call of the same tool succeeded, tagged
   records, user turns whose wording states a constraint or a correction, records that claim to supersede
@@ -276,7 +277,7 @@ def unvisited_newer(reach: Reach) -> dict[int, int]:
 
 
 def _matches(scores: np.ndarray, token_sums: Sequence[int], start: int, input_tokens: int) -> set[int]:
-    """The best-scoring units before ``start`` (worth :data:`MATCH_BUDGETS` × ``B_input``), with neighbours."""
+    """The best-scoring units before ``start`` with their neighbours, worth :data:`MATCH_BUDGETS` × ``B_input``."""
     older = scores[:start]
     positive = np.flatnonzero(older > 0)
     if not len(positive):
@@ -289,11 +290,13 @@ def _matches(scores: np.ndarray, token_sums: Sequence[int], start: int, input_to
     out: set[int] = set()
     spent = 0
     for pos in best.tolist():
-        spent += token_sums[pos + 1] - token_sums[pos]
-        out.update((pos - 1, pos, pos + 1))
+        for p in (pos - 1, pos, pos + 1):
+            if 0 <= p < start and p not in out:
+                spent += token_sums[p + 1] - token_sums[p]
+                out.add(p)
         if spent > MATCH_BUDGETS * input_tokens:
             break
-    return {p for p in out if 0 <= p < start}
+    return out
 
 
 def widened(reach: Reach, budgets: float) -> float | None:

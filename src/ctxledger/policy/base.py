@@ -56,10 +56,11 @@ class SelectionParams:
     [0, 1]; recency halves every ``recency_half_life`` units counted back from the newest. Relevance is
     BM25 on stemmed terms of the query without its question words (``drop_question_words``) — mixed with the
     query's semantic similarity (``semantic_weight``) when the ``semantic`` extra is installed, counted
-    ``1 + speaker_boost`` times for units said by the one speaker the query names and ``1 + date_boost`` times
-    for units written on a date the query names — each unit's score plus its neighbours' (``neighbour_decay``
-    per unit of distance, up to ``neighbour_window`` units away; :func:`ctxledger.assemble.relevance.spread`),
-    then lifted by its session's best score (``session_boost``), normalised to [0, 1].
+    ``1 + date_boost`` times for units written on a date the query names — each unit's score plus its
+    neighbours' (``neighbour_decay`` per unit of distance, up to ``neighbour_window`` units away;
+    :func:`ctxledger.assemble.relevance.spread`), then counted ``1 + speaker_boost`` times for units said by the
+    one speaker the query names, then lifted by its session's best score (``session_boost``), normalised to
+    [0, 1].
 
     Which weights apply (the rule, decided per request by the assembler):
 
@@ -113,9 +114,10 @@ class SelectionParams:
     """How much more a unit written on a date the query names counts (relevance × (1 + date_boost);
     :func:`ctxledger.assemble.dates.with_dates`); 0 = dates ignored."""
     speaker_boost: float = 1.0
-    """How much more a unit said by the one speaker the query names counts (relevance × (1 + speaker_boost);
-    :func:`ctxledger.assemble.speakers.with_speaker`); while it is above 0, the query's semantic similarity is
-    taken without that name (:func:`ctxledger.assemble.speakers.without_speaker`); 0 = speakers ignored."""
+    """How much more a unit said by the one speaker the query names counts (relevance × (1 + speaker_boost),
+    after the neighbour spread; :func:`ctxledger.assemble.speakers.with_speaker`); while it is above 0, the query's
+    semantic similarity is taken without that name (:func:`ctxledger.assemble.speakers.without_speaker`); 0 =
+    speakers ignored."""
     session_boost: float = 0.2
     """How much a unit is lifted by the best relevance of the units written the same day (relevance ×
     (1 + session_boost · that day's best, over the maximum); :func:`ctxledger.assemble.dates.with_session`),
