@@ -21,7 +21,7 @@ from ctxledger.hashing import canonical_json
 from ctxledger.ledger import Ledger
 from ctxledger.scenarios._graph import GraphBuilder
 from ctxledger.serialize.images import anthropic_image_tokens, openai_image_tokens
-from ctxledger.serialize.tool_images import tool_output_parts
+from ctxledger.serialize.tool_images import _LONG_BASE64_RE, _long_base64_run, tool_output_parts
 from ctxledger.testing import MemoryStore
 
 FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp"}
@@ -168,3 +168,20 @@ def test_long_base64_runs_in_plain_text_are_text(run, before, after):
     """Outside JSON, only a ``data:image/…;base64,`` URL is an image: a long base64-looking run stays text."""
     text = before + run + after
     assert tool_output_parts(text) is None or "data:image/" in text or '"image' in text
+
+
+@given(
+    pieces=st.lists(
+        st.one_of(
+            st.text(alphabet="ABCxyz019+/", min_size=200, max_size=300),
+            st.text(alphabet='"{}:, \n', max_size=3),
+            st.text(max_size=20),
+        ),
+        max_size=8,
+    )
+)
+@settings(max_examples=150, deadline=None)
+def test_the_quote_split_finds_a_long_run_exactly_when_the_scan_does(pieces):
+    """The quick check before the base64 scan never hides a run the scan would find (nor finds one it would not)."""
+    text = "".join(pieces)
+    assert _long_base64_run(text) == (_LONG_BASE64_RE.search(text) is not None)

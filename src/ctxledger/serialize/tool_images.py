@@ -165,12 +165,20 @@ def tool_output_parts(text: str) -> tuple[dict[str, Any], ...] | None:
     Returns:
         ``({"type": "text", …}, {"type": "image_url", …}, …)``: the text with placeholders, then the images.
     """
-    # without these markers only a bare base64 string inside JSON is left to find: plain text holds none
+    # without these markers only a bare base64 string inside JSON is left to find: plain text holds none,
+    # and a run that long holds no quote, so it lies inside one of the text's pieces between quotes
     marked = "base64" in text or '"image' in text
-    if not marked and (not _JSON_START_RE.match(text) or not _LONG_BASE64_RE.search(text)):
+    if not marked and (not _JSON_START_RE.match(text) or not _long_base64_run(text)):
         return None
     found = _from_json(text) or _from_text(text)
     return None if found is None else image_parts(*found)
+
+
+def _long_base64_run(text: str) -> bool:
+    """Whether ``text`` holds a run of at least ``MIN_BARE_BASE64`` base64 characters."""
+    if all(len(piece) < MIN_BARE_BASE64 for piece in text.split('"')):
+        return False
+    return _LONG_BASE64_RE.search(text) is not None
 
 
 def binary_image_parts(data: bytes, media_type: str) -> tuple[dict[str, Any], ...] | None:
