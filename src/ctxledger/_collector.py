@@ -4,8 +4,13 @@ Building a snapshot allocates hundreds of thousands of objects (records, units, 
 alive in the snapshot cache; every full collection during the build walks all of them and frees nothing.
 :func:`collector_paused` turns the collector off for the duration of such a build and back on after, only if
 it was on: reference counting still frees what is not in a cycle, and cycles made meanwhile are collected
-at the next collection after the build. Builds in several threads share one pause (the collector is
-process-wide), which ends when the last of them ends.
+when the pause ends. Builds in several threads share one pause (the collector is process-wide), which ends
+when the last of them ends.
+
+When the pause ends, one full collection runs (only if the collector was on). The objects the build made are
+all young then; left to the collector's schedule they would be walked three times (as the young generation,
+as the middle one, then by the full collection their number triggers), in whichever later call happens to
+allocate; one full collection walks them once and counts them as old, so later calls walk only what they make.
 """
 
 from __future__ import annotations
@@ -34,5 +39,8 @@ def collector_paused() -> Iterator[None]:
     finally:
         with _lock:
             _depth -= 1
-            if _depth == 0 and _resume:
+            resume = _depth == 0 and _resume
+            if resume:
                 gc.enable()
+        if resume:
+            gc.collect()  # one pass over what the build made, not the three its promotion would cost

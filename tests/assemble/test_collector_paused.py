@@ -69,3 +69,18 @@ def test_assembling_leaves_the_collector_on_also_when_the_build_fails() -> None:
     with pytest.raises(RuntimeError, match="disk gone"):
         Ledger(broken).assemble(g.conversation_id, now=g.now, window_tokens=8_000)
     assert gc.isenabled()
+
+
+@given(enabled=st.booleans())
+def test_the_end_of_a_pause_collects_once_only_when_the_collector_was_on(enabled: bool) -> None:
+    """A full collection follows the pause when the collector resumes; none when the caller had it off."""
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        before = gc.get_stats()[2]["collections"]
+        with collector_paused():
+            kept = [[i] for i in range(1_000)]
+        assert gc.get_stats()[2]["collections"] - before == (1 if enabled else 0)
+        assert len(kept) == 1_000
+    finally:
+        (gc.enable if was else gc.disable)()
