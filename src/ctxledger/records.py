@@ -326,3 +326,31 @@ RECORD_TYPES: dict[Kind, type[Record]] = {
     )
 }
 """Map from :class:`Kind` to its record class (used by stores to rebuild records)."""
+
+
+RAW_OUTPUT_META = "raw_output_sha256"
+"""``meta`` key naming the blob of a provider's raw output an importer kept beside a message (mini-swe-agent's
+``extra.raw_output``); the blob belongs to the record like an artifact's bytes."""
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def blob_references(record: Record) -> tuple[str, ...]:
+    """The blobs ``record`` references (empty when it references none).
+
+    A tool artifact's ``sha256``, then a bare sha256 in ``meta`` under :data:`RAW_OUTPUT_META`. Blob
+    collection, retention and ``forget`` count these references, so no blob a record keeps is collected and
+    none stays behind once its record is gone.
+    """
+    refs: list[str] = []
+    if isinstance(record, ToolArtifact) and record.sha256:
+        refs.append(record.sha256)
+    raw = record.meta.get(RAW_OUTPUT_META)
+    if is_bare_sha256(raw) and raw not in refs:
+        refs.append(raw)
+    return tuple(refs)
+
+
+def is_bare_sha256(value: object) -> bool:
+    """Whether ``value`` is 64 lowercase hex characters (a blob's name)."""
+    return isinstance(value, str) and len(value) == 64 and _HEX.issuperset(value)

@@ -36,7 +36,18 @@ from typing import Any
 
 from ctxledger.errors import InputError, RecordNotFound
 from ctxledger.hashing import canonical_json, sha256_hex
-from ctxledger.records import Compaction, Message, Participant, Record, ToolArtifact, ToolCall, ToolMemory, utcnow
+from ctxledger.records import (
+    RAW_OUTPUT_META,
+    Compaction,
+    Message,
+    Participant,
+    Record,
+    ToolArtifact,
+    ToolCall,
+    ToolMemory,
+    blob_references,
+    utcnow,
+)
 from ctxledger.retention.rules import DAY, Action, RetentionRules
 from ctxledger.retention.state import META_KEY, SOURCES_KEY, Retained, format_at, retained
 from ctxledger.retention.summary import is_summary, summarize
@@ -130,7 +141,8 @@ def _redacted(record: Record, state: Retained) -> Record:
     """The record with its content replaced by the notice and ``meta["retention"]`` set."""
     meta = {**record.meta, META_KEY: state.as_dict()}
     notice = state.notice
-    if isinstance(record, Message):
+    if isinstance(record, Message):  # the raw provider output kept beside it holds the same content: it goes too
+        meta = {k: v for k, v in meta.items() if k not in (RAW_OUTPUT_META, "raw_output_bytes")}
         return replace(record, content=notice, meta=meta)
     if isinstance(record, ToolMemory):
         return replace(record, summary=notice, fields={}, meta=meta)
@@ -228,8 +240,7 @@ class _Batch:
         self.rewrites[(rec.tenant_id, rec.id)] = new
         after = content_bytes(new) if not isinstance(new, ToolArtifact) else state.notice.encode("utf-8")
         self._entry(current, rule, action.value, sha256_hex(after) if after is not None else None, state.sentence)
-        if isinstance(current, ToolArtifact) and current.sha256:
-            self.blobs.add(current.sha256)
+        self._release_blob(current)
         self._consequences(current, state)
 
     def delete(self, rec: Record, rule: str, detail: str | None = None) -> None:
@@ -241,10 +252,13 @@ class _Batch:
         self.deletes[key] = current
         state = Retained(rule, Action.DELETE.value, self.at, *_before(current)[:1])
         self._entry(current, rule, Action.DELETE.value, None, detail or state.sentence)
-        if isinstance(current, ToolArtifact) and current.sha256:
-            self.blobs.add(current.sha256)
+        self._release_blob(current)
         self._cascade(current, rule, state)
         self._consequences(current, state)
+
+    def _release_blob(self, rec: Record) -> None:
+        """Queue the blob ``rec`` references (its bytes or kept raw output) for collection once unreferenced."""
+        self.blobs.update(blob_references(rec))
 
     def _cascade(self, rec: Record, rule: str, state: Retained) -> None:
         """A tool result goes with its call, a call with its results, a message with its calls."""
@@ -591,8 +605,7 @@ def _forget_conversation(store: GraphStore, batch: _Batch, tenant_id: str, conve
     for rec in gone:
         batch.deletes[(rec.tenant_id, rec.id)] = rec
         batch._entry(rec, FORGET_RULE, "delete", None, sentence)
-        if isinstance(rec, ToolArtifact) and rec.sha256:
-            batch.blobs.add(rec.sha256)
+        batch._release_blob(rec)
     for manifest in store.list_assemblies(tenant_id, conversation_id):
         batch.audit.append(
             AuditEntry(

@@ -4,7 +4,8 @@ An import puts its blobs first and appends the records that reference them after
 transaction (:func:`ctxledger.ingest.write_batch`); an import killed in between leaves orphan blobs
 behind. :func:`collect_garbage` removes a blob only when
 
-* no record of any tenant references it (``records.blob_sha256``, an indexed column), and
+* no record of any tenant references it (``records.blob_sha256``, an indexed column, or a kept raw output named in
+  a record's ``meta``: :func:`referenced_in`), and
 * it was written longer than ``grace`` ago, so the blobs of an import still running, whose records
   are not yet committed, are never taken.
 
@@ -15,14 +16,17 @@ retention calls to drop blobs after it deletes records.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.engine import Connection
 
 from ctxledger.errors import ConfigurationError
+from ctxledger.records import RAW_OUTPUT_META, is_bare_sha256
 from ctxledger.store.blobs import StoredBlob
 from ctxledger.store.schema import records
 
@@ -62,13 +66,39 @@ def referenced_blobs(store: Any, candidates: Iterable[str]) -> set[str]:
     engine = getattr(store, "engine", None)
     if engine is None:
         raise ConfigurationError("blob garbage collection needs a SQL store (sqlite:///… or postgresql://…)")
+    with engine.connect() as conn:
+        return referenced_in(conn, candidates)
+
+
+def referenced_in(conn: Connection, candidates: Iterable[str]) -> set[str]:
+    """:func:`referenced_blobs` on an open connection (inside a transaction, it sees that transaction's rows).
+
+    A record references its artifact's bytes (the indexed ``records.blob_sha256``) and the raw output an importer
+    kept beside it (``meta["raw_output_sha256"]``, :func:`ctxledger.records.blob_references`), found by one scan
+    of the bodies that name one.
+    """
     names = sorted(set(candidates))
     live: set[str] = set()
-    with engine.connect() as conn:
-        for start in range(0, len(names), _CHUNK):
-            chunk = names[start : start + _CHUNK]
-            live.update(conn.scalars(select(records.c.blob_sha256).where(records.c.blob_sha256.in_(chunk)).distinct()))
+    for start in range(0, len(names), _CHUNK):
+        chunk = names[start : start + _CHUNK]
+        live.update(conn.scalars(select(records.c.blob_sha256).where(records.c.blob_sha256.in_(chunk)).distinct()))
+    if len(live) < len(names):
+        live.update(set(names) & kept_raw_outputs(conn))
     return live
+
+
+def kept_raw_outputs(conn: Connection, tenant_id: str | None = None) -> set[str]:
+    """Every blob a record's ``meta`` names as its kept raw output (optionally one tenant's records)."""
+    stmt = select(records.c.body).where(records.c.body.like(f"%{RAW_OUTPUT_META}%"))
+    if tenant_id is not None:
+        stmt = stmt.where(records.c.tenant_id == tenant_id)
+    found: set[str] = set()
+    for body in conn.scalars(stmt):
+        meta = json.loads(body).get("meta")
+        raw = meta.get(RAW_OUTPUT_META) if isinstance(meta, dict) else None
+        if is_bare_sha256(raw):
+            found.add(raw)
+    return found
 
 
 def collect_garbage(

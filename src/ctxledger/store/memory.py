@@ -24,6 +24,7 @@ from ctxledger.records import (
     Branch,
     Record,
     ToolArtifact,
+    blob_references,
     utcnow,
 )
 from ctxledger.store import _index, _rules
@@ -429,7 +430,9 @@ class MemoryStore:
             tenant = self._tenants.pop(tenant_id, None)
             if tenant is None:
                 return 0
-            candidates = {sha for r in tenant.records.values() if (sha := _blob_of(r)) and r.id not in tenant.blobless}
+            candidates = {
+                sha for r in tenant.records.values() if r.id not in tenant.blobless for sha in blob_references(r)
+            }
             live = self._live_blobs()
         for sha in sorted(candidates - live):
             self.blobs.delete(sha)
@@ -442,7 +445,8 @@ class MemoryStore:
             sha
             for t in self._tenants.values()
             for r in t.records.values()
-            if (sha := _blob_of(r)) and r.id not in t.blobless
+            if r.id not in t.blobless
+            for sha in blob_references(r)
         }
 
     def retention_scan(
@@ -585,7 +589,3 @@ class MemoryStore:
 
     def close(self) -> None:
         """Nothing to release."""
-
-
-def _blob_of(record: Record) -> str | None:
-    return getattr(record, "sha256", None) or None

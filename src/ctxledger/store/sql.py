@@ -48,7 +48,7 @@ from ctxledger.store.codec import (
     format_time,
     parse_time,
 )
-from ctxledger.store.gc import referenced_blobs
+from ctxledger.store.gc import kept_raw_outputs, referenced_blobs, referenced_in
 from ctxledger.store.schema import (
     assemblies,
     conversation_heads,
@@ -781,18 +781,19 @@ class SqlStore:
         blob_column = records.c.blob_sha256
         with self._write() as conn:
             candidates = sorted(
-                conn.scalars(
-                    select(blob_column).where(records.c.tenant_id == tenant_id, blob_column.is_not(None)).distinct()
+                set(
+                    conn.scalars(
+                        select(blob_column).where(records.c.tenant_id == tenant_id, blob_column.is_not(None)).distinct()
+                    )
                 )
+                | kept_raw_outputs(conn, tenant_id)
             )
             deleted = conn.execute(delete(records).where(records.c.tenant_id == tenant_id)).rowcount
             conn.execute(delete(conversation_heads).where(conversation_heads.c.tenant_id == tenant_id))
             conn.execute(delete(assemblies).where(assemblies.c.tenant_id == tenant_id))
             for table in (record_facts, record_links, protected_state):
                 conn.execute(delete(table).where(table.c.tenant_id == tenant_id))
-            live: set[str] = set()
-            for chunk in _chunks(candidates):
-                live.update(conn.scalars(select(blob_column).where(blob_column.in_(chunk)).distinct()))
+            live = referenced_in(conn, candidates)
         for sha in candidates:
             if sha not in live:
                 self.blobs.delete(sha)
