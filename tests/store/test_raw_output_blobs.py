@@ -12,6 +12,8 @@ from pathlib import Path
 
 from ctxledger.ledger import Ledger
 from ctxledger.records import blob_references
+from ctxledger.retention.engine import retain
+from ctxledger.retention.rules import RetentionRule, RetentionRules
 from ctxledger.store import open_store
 from ctxledger.store.base import GraphStore
 from ctxledger.store.gc import collect_garbage
@@ -56,3 +58,16 @@ def test_memory_store_counts_raw_outputs_as_referenced(data_dir: Path) -> None:
     store = MemoryStore()
     Ledger(store).import_file(data_dir / "mini-swe-agent-deepseek" / TRAJECTORIES[0], conversation_id="c")
     assert _blobs_of(store, "c") <= store._live_blobs()
+
+
+def test_redacting_tool_results_takes_their_raw_outputs(store: GraphStore, data_dir: Path) -> None:
+    """A rule that redacts tool results leaves neither their bytes nor their kept raw outputs in the blob store."""
+    ledger = Ledger(store)
+    conv = ledger.import_file(data_dir / "mini-swe-agent-deepseek" / TRAJECTORIES[0], conversation_id="c")
+    conv_id = conv.conversation_ids[0]
+    raw = {r.meta["raw_output_sha256"] for r in store.records("default", conv_id) if "raw_output_sha256" in r.meta}
+    rules = RetentionRules((RetentionRule("redact-results", ("tool_artifact",), "redact"),))
+    later = max(r.created_at for r in store.records("default", conv_id)) + timedelta(days=1)
+    retain(store, rules, now=later)
+    still = {ref for r in store.records("default", conv_id) for ref in blob_references(r)}
+    assert raw and not (raw - still) & _stored(store)

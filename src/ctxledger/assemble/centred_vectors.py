@@ -10,8 +10,9 @@ centred vector's norm on each call, about five passes over ``n × dim`` floats a
 
 so one product of the vectors with ``[q, m]`` gives every score once ``|r|²`` of each vector and the sum of the
 vectors are kept as vectors are appended (and taken back when the index is truncated).
-:class:`CentredVectorIndex` keeps them; its scores equal the plain ones up to float32 rounding (about 1e-6), except that a vector within
-rounding of the mean (a single unit, or all of them alike) scores 0 instead of a cosine of rounding noise.
+:class:`CentredVectorIndex` keeps them; its scores equal the plain ones up to float32 rounding (about 1e-6),
+except that a vector within rounding of the mean (a single unit, or all of them alike) scores 0 instead of a
+cosine of rounding noise.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from __future__ import annotations
 import numpy as np
 
 from ctxledger.assemble.semantic import VectorIndex
-
 
 NOISE = 1e-6
 """A centred squared norm below this share of ``|r|² + |m|²`` is rounding (float32 products), taken as 0."""

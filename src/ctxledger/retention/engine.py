@@ -139,10 +139,11 @@ def _before(record: Record) -> tuple[str | None, int | None]:
 
 def _redacted(record: Record, state: Retained) -> Record:
     """The record with its content replaced by the notice and ``meta["retention"]`` set."""
-    meta = {**record.meta, META_KEY: state.as_dict()}
+    # a raw output an importer kept beside the record holds the same content: its reference goes too
+    meta = {k: v for k, v in record.meta.items() if k not in (RAW_OUTPUT_META, "raw_output_bytes")}
+    meta[META_KEY] = state.as_dict()
     notice = state.notice
-    if isinstance(record, Message):  # the raw provider output kept beside it holds the same content: it goes too
-        meta = {k: v for k, v in meta.items() if k not in (RAW_OUTPUT_META, "raw_output_bytes")}
+    if isinstance(record, Message):
         return replace(record, content=notice, meta=meta)
     if isinstance(record, ToolMemory):
         return replace(record, summary=notice, fields={}, meta=meta)
