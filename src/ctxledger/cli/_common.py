@@ -99,6 +99,31 @@ def _is_stdout(path: Path | None) -> bool:
     return path is not None and str(path) == STDOUT
 
 
+def _check_out(path: Path) -> None:
+    """Refuse an ``--out`` file that cannot be written, before anything is assembled or stored.
+
+    Raises:
+        ConfigurationError: ``path`` is a folder, or its folder does not exist (it is not created: a mistyped
+            path should not become a new folder).
+    """
+    if path.is_dir():
+        raise ConfigurationError(f"--out {path}: is a folder; give a file name (e.g. {path / 'payload.json'})")
+    if not path.parent.is_dir():
+        raise ConfigurationError(f"--out {path}: folder {path.parent} does not exist (create it first)")
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ConfigurationError(f"--out {path}: not writable")
+
+
+def _command_prefix(settings: Settings) -> str:
+    """``ctxledger`` with the ``--db`` (and ``--blobs``) this command was given, for follow-up commands it prints."""
+    parts = ["ctxledger"]
+    if settings.db_given:
+        parts += ["--db", settings.db]
+    if settings.blobs:
+        parts += ["--blobs", settings.blobs]
+    return " ".join(parts)
+
+
 def _settings(ctx: typer.Context) -> Settings:
     obj = ctx.find_root().obj
     return obj if isinstance(obj, Settings) else Settings(DEFAULT_URL, False, "default")

@@ -19,6 +19,8 @@ from ctxledger.cli._common import (
     COUNTER_HELP,
     ApiFormat,
     Settings,
+    _check_out,
+    _command_prefix,
     _coster,
     _err,
     _handled,
@@ -234,6 +236,9 @@ def assemble(
     settings = _settings(ctx)
     out = None if _is_stdout(out) else out
     model = model or default_model(api.value)
+    with _handled():
+        if out is not None:
+            _check_out(out)
     with _handled(), _open(settings) as ledger:
         from ctxledger.policy.loader import load_policy
 
@@ -269,7 +274,7 @@ def assemble(
     if out is not None:
         where = escape(str(out))
         report.print(f"payload ({size:,} bytes, hash {asm.payload_hash[:23]}…) written to {where}", soft_wrap=True)
-    report.print(f"explain it: [bold]ctxledger explain {asm.id}[/] [dim][REF][/]")
+    report.print(f"explain it: [bold]{escape(_command_prefix(settings))} explain {asm.id}[/] [dim][REF][/]")
 
 
 def _print_sections(

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ctxledger.cli._app import app
-from ctxledger.cli._common import ApiFormat, _err, _handled, _is_stdout, _out, _records, _settings
+from ctxledger.cli._common import ApiFormat, _check_out, _err, _handled, _is_stdout, _out, _records, _settings
 from ctxledger.cli._render import (
     _budget_table,
     _class_table,
@@ -65,6 +65,9 @@ def demo(
         folder.mkdir(parents=True, exist_ok=True)
     url = settings.db if folder is None else f"sqlite:///{folder / 'demo.db'}"
     to_stdout = _is_stdout(out)
+    if out is not None and not to_stdout:
+        with _handled():
+            _check_out(out)
     payload_path = None if to_stdout else out or (folder or Path(".ctxledger")) / "demo-payload.json"
     console = _err() if to_stdout else _out()
     with _handled(window_option="--budget"), Ledger.open(url) as ledger:
