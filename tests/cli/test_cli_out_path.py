@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from ctxledger.cli import app
 from ctxledger.demo import DEMO_CONVERSATION
 from ctxledger.ledger import Ledger
+from ctxledger.scenarios._graph import GraphBuilder
 
 if TYPE_CHECKING:
     from conftest import DemoStore
@@ -49,3 +50,29 @@ def test_the_follow_up_command_names_the_store_it_was_given(runner: CliRunner, d
     result = runner.invoke(app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION])
     assert result.exit_code == 0, result.output
     assert f"ctxledger --db {demo_store.url} explain asm_" in " ".join(result.stderr.split())
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(outputs=st.integers(1, 4), lines=st.integers(1, 30))
+def test_a_payload_larger_than_replay_says_so_instead_of_a_negative_saving(
+    runner: CliRunner, tmp_path: Path, outputs: int, lines: int
+) -> None:
+    """Nothing left out and tool results delimited as data: the report says what was added and why."""
+    url = f"sqlite:///{tmp_path / f'larger-{outputs}-{lines}.db'}"
+    with Ledger.open(url) as ledger:
+        g = GraphBuilder(ledger, "larger")
+        g.system("sys", "Be brief.")
+        g.user("u1", "List the files.")
+        for i in range(outputs):
+            g.tool(f"ls{i}", "shell", {"cmd": f"ls {i}"}, "\n".join(f"file_{i}_{n}.txt" for n in range(lines)))
+        g.user("u2", "Which one is newest?")
+    result = runner.invoke(app, ["--db", url, "assemble", g.conversation_id, "--window", "64000"])
+    assert result.exit_code == 0, result.output
+    report = " ".join(result.stderr.split())
+    with Ledger.open(url) as ledger:
+        (stored,) = ledger.store.list_assemblies("default")
+        tokens = ledger.get_assembly(stored["id"])["tokens"]
+    if tokens["estimated_input"] > tokens["replay"]:
+        assert "added:" in report and "<data" in report and "saved:" not in report
+    else:
+        assert "saved:" in report and "-" not in report.split("saved:")[1].split()[0]

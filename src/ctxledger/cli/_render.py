@@ -259,8 +259,15 @@ def _saving_lines(manifest: Mapping[str, Any]) -> list[str]:
     lines = [
         f"full replay of the history: [bold]{replay:,}[/] tokens",
         f"assembled payload:          [bold]{assembled:,}[/] tokens (B_input {budget['input']:,})",
-        f"saved:                      [bold green]{replay - assembled:,}[/] tokens ({pct:.1f}%)",
+        f"saved:                      [bold green]{replay - assembled:,}[/] tokens ({pct:.1f}%)"
+        if assembled <= replay
+        else f"added:                      [bold yellow]{assembled - replay:,}[/] tokens ({-pct:.1f}%)",
     ]
+    if assembled > replay:
+        lines.append(
+            "the payload costs more than replaying the history as it was written: nothing had to be left out, and "
+            "tool results and other data are sent inside <data …> delimiters (the trust policy)."
+        )
     if replay > budget["input"]:
         lines.append(f"replaying everything would not even fit this budget ({replay:,} > {budget['input']:,}).")
     counter = manifest["counter"]
