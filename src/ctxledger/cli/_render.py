@@ -264,10 +264,14 @@ def _saving_lines(manifest: Mapping[str, Any]) -> list[str]:
         else f"added:                      [bold yellow]{assembled - replay:,}[/] tokens ({-pct:.1f}%)",
     ]
     if assembled > replay:
-        lines.append(
-            "the payload costs more than replaying the history as it was written: nothing had to be left out, and "
-            "tool results and other data are sent inside <data …> delimiters (the trust policy)."
+        delimiters = "the <data …> delimiters the trust policy puts around tool results and other data"
+        left_out = sum(manifest.get("omitted_by_reason", {}).values())
+        why = (
+            f"nothing had to be left out, and {delimiters} add tokens"
+            if not left_out
+            else (f"{delimiters} cost more than what was left out")
         )
+        lines.append(f"the payload costs more than replaying the history as it was written: {why}.")
     if replay > budget["input"]:
         lines.append(f"replaying everything would not even fit this budget ({replay:,} > {budget['input']:,}).")
     counter = manifest["counter"]
