@@ -50,3 +50,14 @@ def test_forget_a_conversation_over_http(fresh: Served) -> None:
     assert done.status_code == 200 and done.json()["by_rule"]["forget"]["delete"] > 0
     assert fresh.client.get("/v1/conversations", headers=acme).json() == []
     assert {r["rule"] for r in fresh.client.get("/v1/retention/audit", headers=acme).json()} == {"forget"}
+
+
+def test_rehydrating_a_forgotten_record_answers_gone_naming_the_rule(fresh: Served) -> None:
+    """A record deleted by forget is 410 Gone from the audit trail, as over the CLI; an unknown one stays 404."""
+    acme = fresh.auth("acme")
+    (conv,) = [c["id"] for c in fresh.client.get("/v1/conversations", headers=acme).json()]
+    done = fresh.client.post("/v1/forget", headers=acme, json={"conversation_id": conv}).json()
+    ref = next(a["ref"] for a in done["actions"] if a["kind"] == "tool_artifact")
+    gone = fresh.client.get(f"/v1/rehydrate/{ref}", headers=acme)
+    assert gone.status_code == 410 and "forget" in gone.json()["detail"]
+    assert fresh.client.get("/v1/rehydrate/no-such-record", headers=acme).status_code == 404

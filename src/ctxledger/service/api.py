@@ -254,7 +254,11 @@ def rehydrate(
     reader = Reader(participant_id=participant, provider=provider)
 
     def run(ledger: Any) -> bytes | str:
-        refusal = _hard_refusal(ledger, tenant, ref, reader)
+        try:
+            refusal = _hard_refusal(ledger, tenant, ref, reader)
+        except RecordNotFound:
+            ledger.rehydrate(ref, span, tenant_id=tenant)  # a record retention deleted: 410 naming the rule
+            raise
         if refusal is not None:
             return refusal
         data: bytes = ledger.rehydrate(ref, span, tenant_id=tenant)
