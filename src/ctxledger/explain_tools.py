@@ -119,3 +119,31 @@ def _decide(
         "tool_schemas",
         detail + (f"; withheld by the working-set contract: {held}" if held else ""),
     )
+
+
+_NEVER_SENT = {
+    "model_run": "describes a model call (model, usage, timing); it is kept for audits and never sent to a model",
+    "participant": "describes who takes part; it shapes visibility and speaker names and is never sent itself",
+    "branch": "describes a branch of the conversation; it decides the lineage and is never sent itself",
+    "conversation": "describes the conversation itself; it is never sent",
+}
+"""Record kinds that are never a context candidate, and why (what ``explain`` says of them)."""
+
+
+def never_a_candidate(store: GraphStore, manifest: Mapping[str, Any], ref: str) -> str | None:
+    """Why ``ref`` (a record id, or an id relative to the conversation) can be no candidate of any assembly.
+
+    Returns:
+        ``"record ID is a KIND: WHY"`` for a record of the assembly's conversation whose kind never enters a
+        context (a model run, participant, branch or the conversation), else ``None``.
+    """
+    tenant, conversation = manifest["tenant_id"], manifest["conversation_id"]
+    for candidate in (ref, f"{conversation}/{ref}"):
+        try:
+            record = store.get(tenant, candidate)
+        except RecordNotFound:
+            continue
+        why = _NEVER_SENT.get(record.kind.value)
+        if why is not None and record.conversation_id == conversation:
+            return f"record {record.id} is a {record.kind.value}: it {why}, so no assembly includes or omits it"
+    return None

@@ -44,7 +44,7 @@ from ctxledger.errors import (
     InputError,
     RecordNotFound,
 )
-from ctxledger.explain_tools import explain_skill_state
+from ctxledger.explain_tools import explain_skill_state, never_a_candidate
 from ctxledger.ledger import Ledger, unexplained
 from ctxledger.manifest import explain as explain_manifest
 from ctxledger.manifest import has_full_trace
@@ -377,6 +377,9 @@ def _explain_ref(
         )
     if calls:
         return explain_manifest(manifest, calls[0])
+    never = never_a_candidate(ledger.store, manifest, ref)
+    if never is not None:
+        raise InputError(never, source="<cli>", field="REF")
     raise RecordNotFound(settings.tenant, ref, what=f"candidate of assembly {manifest['id']}")
 
 

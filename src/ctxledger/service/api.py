@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from ctxledger.errors import InputError, RecordNotFound
-from ctxledger.explain_tools import explain_skill_state
+from ctxledger.explain_tools import explain_skill_state, never_a_candidate
 from ctxledger.records import Conversation
 from ctxledger.service import manifest_view
 from ctxledger.service.auth import request_tenant
@@ -195,6 +195,9 @@ def explain(request: Request, tenant: Tenant, assembly_id: str, ref: str) -> dic
         for candidate in (ref, f"{manifest['conversation_id']}/{ref}"):
             if manifest_view.entry(manifest, candidate) is not None:
                 return ledger.explain(assembly_id, candidate, tenant_id=tenant)
+        never = never_a_candidate(ledger.store, stored, ref)
+        if never is not None:
+            raise InputError(never, source="<request>", field="ref")
         raise RecordNotFound(tenant, ref, what=f"candidate of assembly {assembly_id}")
 
     return _service(request).call(run)

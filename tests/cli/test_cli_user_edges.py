@@ -1,4 +1,5 @@
-"""``--out`` to a file that cannot be written is refused before anything is assembled, stored or created."""
+"""CLI edges a user meets: a bad ``--out``, the follow-up commands printed, a payload larger than replay, and
+``explain`` on a record no context can hold."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from ctxledger.scenarios._graph import GraphBuilder
 if TYPE_CHECKING:
     from conftest import DemoStore
 
+NEVER_SENT_KINDS = ("model_run", "participant", "branch", "conversation")
 _NAMES = st.text(alphabet="abcdefgh_-0123456789", min_size=1, max_size=8)
 
 
@@ -76,3 +78,20 @@ def test_a_payload_larger_than_replay_says_so_instead_of_a_negative_saving(
         assert "added:" in report and "<data" in report and "saved:" not in report
     else:
         assert "saved:" in report and "-" not in report.split("saved:")[1].split()[0]
+
+
+def test_explain_on_a_record_no_context_can_hold_says_what_it_is(runner: CliRunner, tmp_path: Path) -> None:
+    """A model run, participant or branch is never a candidate: explain says which kind it is and why, exit 2."""
+    source = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "mini-swe-agent-deepseek"
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    imported = runner.invoke(app, ["--db", url, "import", str(source / "pydicom__pydicom-901.traj.json")])
+    assert imported.exit_code == 0, imported.output
+    with Ledger.open(url) as ledger:
+        (conv,) = ledger.store.conversations("default")
+        asm = ledger.assemble(conv, window_tokens=32_000)
+        never = [r for r in ledger.store.records("default", conv) if r.kind.value in NEVER_SENT_KINDS]
+    assert {r.kind.value for r in never} >= {"model_run", "participant"}
+    for rec in never[:6]:
+        result = runner.invoke(app, ["--db", url, "explain", asm.id, rec.id])
+        assert result.exit_code == 2, result.output
+        assert f"is a {rec.kind.value}" in " ".join(result.stderr.split())
