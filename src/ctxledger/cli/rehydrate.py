@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from ctxledger.cli._app import app
-from ctxledger.cli._common import _err, _handled, _is_stdout, _open, _settings
+from ctxledger.cli._common import _check_out, _err, _handled, _is_stdout, _open, _settings
 
 
 @app.command()
@@ -42,6 +42,9 @@ def rehydrate(
     from ctxledger.represent.rehydrate import parse_byte_range
 
     settings = _settings(ctx)
+    with _handled():
+        if out is not None and not _is_stdout(out):
+            _check_out(out)
     with _handled(), _open(settings) as ledger:
         span = parse_byte_range(byte_range, source="--bytes") if byte_range else None
         data = ledger.rehydrate(artifact, span, tenant_id=settings.tenant)
