@@ -7,10 +7,12 @@ it was on: reference counting still frees what is not in a cycle, and cycles mad
 when the pause ends. Builds in several threads share one pause (the collector is process-wide), which ends
 when the last of them ends.
 
-When the pause ends, one full collection runs (only if the collector was on). The objects the build made are
-all young then; left to the collector's schedule they would be walked three times (as the young generation,
-as the middle one, then by the full collection their number triggers), in whichever later call happens to
-allocate; one full collection walks them once and counts them as old, so later calls walk only what they make.
+When the pause ends and the collector was on, a build that made more than a quarter of the objects the
+process held before (and at least :data:`LARGE_BUILD`) is followed by one full collection. Its objects are all
+young then; left to the collector's schedule they would be walked three times (as the young generation, as the
+middle one, then by the full collection their number triggers) in whichever later calls happen to allocate;
+one full collection walks them once and counts them as old. A build small against the heap (most builds of a
+long-lived process, every build of a test suite) pays nothing: the schedule would not walk the heap for it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ import gc
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+LARGE_BUILD = 10_000
+"""Fewest new objects (the young generation's count) after which the end of a pause may collect at once."""
 
 _lock = threading.Lock()
 _depth = 0
@@ -42,5 +47,15 @@ def collector_paused() -> Iterator[None]:
             resume = _depth == 0 and _resume
             if resume:
                 gc.enable()
-        if resume:
+        if resume and _due():
             gc.collect()  # one pass over what the build made, not the three its promotion would cost
+
+
+def _due() -> bool:
+    """Whether the build made enough objects that the collector's own schedule would soon walk the whole heap.
+
+    CPython runs a full collection once the objects promoted since the last one exceed a quarter of the old
+    generation; a build that made that many (and at least :data:`LARGE_BUILD`) is collected at once instead.
+    """
+    made = gc.get_count()[0]
+    return made >= LARGE_BUILD and 4 * made > len(gc.get_objects(generation=2))

@@ -7,10 +7,10 @@ import threading
 from contextlib import ExitStack
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxledger._collector import collector_paused
+from ctxledger._collector import LARGE_BUILD, collector_paused
 from ctxledger.ledger import Ledger
 from ctxledger.scenarios._graph import GraphBuilder
 from ctxledger.testing import MemoryStore
@@ -71,16 +71,20 @@ def test_assembling_leaves_the_collector_on_also_when_the_build_fails() -> None:
     assert gc.isenabled()
 
 
-@given(enabled=st.booleans())
-def test_the_end_of_a_pause_collects_once_only_when_the_collector_was_on(enabled: bool) -> None:
-    """A full collection follows the pause when the collector resumes; none when the caller had it off."""
+@settings(max_examples=8, deadline=None)
+@given(enabled=st.booleans(), large=st.booleans())
+def test_a_large_build_is_collected_once_when_the_pause_ends(enabled: bool, large: bool) -> None:
+    """A build that made more than a quarter of the heap (and LARGE_BUILD) is followed by one full collection,
+    only when the collector was on; a small one by none."""
     was = gc.isenabled()
     (gc.enable if enabled else gc.disable)()
     try:
+        gc.collect()
+        size = len(gc.get_objects(generation=2)) // 3 + LARGE_BUILD if large else 100
         before = gc.get_stats()[2]["collections"]
         with collector_paused():
-            kept = [[i] for i in range(1_000)]
-        assert gc.get_stats()[2]["collections"] - before == (1 if enabled else 0)
-        assert len(kept) == 1_000
+            kept = [[i] for i in range(size)]
+        assert gc.get_stats()[2]["collections"] - before == (1 if enabled and large else 0)
+        assert len(kept) == size
     finally:
         (gc.enable if was else gc.disable)()
