@@ -47,6 +47,16 @@ def _timed(run: Any) -> float:
     return (time.process_time() - started) * 1000
 
 
+def _unseen_word(pid: int, k: int, j: int) -> str:
+    """A word of letters only that no trace holds (digits would be split off by the tokenizer)."""
+    letters = "bcdfghjklmnpqrstvwxz"
+    number, word = pid * 1_000_000 + k * 100 + j, ""
+    while number:
+        number, digit = divmod(number, len(letters))
+        word += letters[digit]
+    return "qx" + word
+
+
 def main() -> None:
     """Parse the arguments, run the calls, print the medians."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -57,6 +67,12 @@ def main() -> None:
     parser.add_argument("--appends", type=int, default=15, help="append-one rounds to time (default 15)")
     parser.add_argument("--model", default="gpt-4o")
     parser.add_argument("--window", type=int, default=128_000, help="W in tokens (O = 4,096, M = 512)")
+    parser.add_argument(
+        "--new-words",
+        type=int,
+        default=0,
+        help="words no earlier turn holds, added to each appended turn (their postings are built on that call)",
+    )
     parser.add_argument("--freeze", action="store_true", help="gc.freeze() after the first assembly")
     args = parser.parse_args()
     request = {"model": args.model, "window_tokens": args.window, "output_tokens": 4_096, "margin_tokens": 512}
@@ -85,7 +101,8 @@ def main() -> None:
                     owner_participant_id=f"{args.conversation}/participant/user",
                     role=Role.USER,
                     trust=Trust.USER,
-                    content=f"Follow-up {k}: re-run the failing tests and summarize the database timeout errors.",
+                    content=f"Follow-up {k}: re-run the failing tests and summarize the database timeout errors."
+                    + "".join(f" {_unseen_word(os.getpid(), k, j)}" for j in range(args.new_words)),
                 )
             ]
         )

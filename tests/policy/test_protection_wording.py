@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from ctxledger.policy.stages.protection import wording_reason
+from ctxledger.policy.stages.protection import PROHIBITION, _may_prohibit, wording_reason
 
 
 @pytest.mark.parametrize(
@@ -63,3 +65,26 @@ def test_real_tau_bench_constraints_are_kept_and_missing_ids_are_not(data_dir) -
     assert missing_id and all(wording_reason(t) is None for t in missing_id)
     protected = [t for t in texts if wording_reason(t) == "user_constraint"]
     assert 10 <= len(protected) <= 30
+
+
+_PHRASES = (
+    "do not", "don't", "dont", "don’t", "never", "avoid", "must not", "mustn't", "may not", "not allowed",
+    "under no circumstances", "under no circumſtances", "I would not want", "we won't need", "I'd rather not",
+    "we would rather not", "please", "and ", "but ", "so ", "no worries", "nothing", "note", "knot", "ı", "İ",
+)
+
+
+@given(
+    pieces=st.lists(
+        st.one_of(st.sampled_from(_PHRASES), st.text(max_size=12), st.sampled_from(". ! ? ; : \n".split(" "))),
+        max_size=10,
+    ),
+    upper=st.lists(st.booleans(), max_size=10),
+)
+@settings(max_examples=400, deadline=None)
+def test_the_word_prefilter_never_hides_a_prohibition(pieces: list[str], upper: list[bool]) -> None:
+    """Whenever the prohibition regex matches, the substring prefilter lets the text through to it."""
+    cased = [p.upper() if up else p for p, up in zip(pieces, upper + [False] * len(pieces), strict=False)]
+    text = " ".join(cased)
+    if PROHIBITION.search(text):
+        assert _may_prohibit(text)

@@ -23,6 +23,7 @@ import base64
 import binascii
 import json
 import re
+import string
 from collections.abc import Mapping
 from typing import Any
 
@@ -39,6 +40,9 @@ _DATA_URL_RE = re.compile(r"data:(image/[\w.+-]+);base64,([A-Za-z0-9+/]+={0,2})"
 _BASE64_RE = re.compile(r"[A-Za-z0-9+/\s]+={0,2}")
 _LONG_BASE64_RE = re.compile(rf"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{{{MIN_BARE_BASE64}}}")
 """A run of at least ``MIN_BARE_BASE64`` base64 characters (tried only where a run starts, so one pass)."""
+_BASE64_CHARS = string.ascii_letters + string.digits + "+/"
+_RUN_BLOCK = MIN_BARE_BASE64 // 2
+"""Block size :func:`_long_base64_run` slices by (any run of ``MIN_BARE_BASE64`` covers one aligned block)."""
 _JSON_START_RE = re.compile(r"\s*[\[{]")
 """Text that may be a JSON object or array (what :func:`_from_json` parses)."""
 _SIGNATURES = (
@@ -175,10 +179,22 @@ def tool_output_parts(text: str) -> tuple[dict[str, Any], ...] | None:
 
 
 def _long_base64_run(text: str) -> bool:
-    """Whether ``text`` holds a run of at least ``MIN_BARE_BASE64`` base64 characters."""
-    if all(len(piece) < MIN_BARE_BASE64 for piece in text.split('"')):
-        return False
-    return _LONG_BASE64_RE.search(text) is not None
+    """Whether ``text`` holds a run of at least ``MIN_BARE_BASE64`` base64 characters (``_LONG_BASE64_RE``).
+
+    A run that long covers a whole block of ``_RUN_BLOCK`` characters starting at a multiple of ``_RUN_BLOCK``,
+    so only blocks made of base64 characters alone are measured: one short slice per block instead of a regex
+    step per character.
+    """
+    step = _RUN_BLOCK
+    for start in range(0, len(text) - step + 1, step):
+        if text[start : start + step].strip(_BASE64_CHARS):
+            continue
+        left = text[max(0, start - MIN_BARE_BASE64) : start]
+        right = text[start + step : start + step + MIN_BARE_BASE64]
+        run = len(left) - len(left.rstrip(_BASE64_CHARS)) + step + len(right) - len(right.lstrip(_BASE64_CHARS))
+        if run >= MIN_BARE_BASE64:
+            return True
+    return False
 
 
 def binary_image_parts(data: bytes, media_type: str) -> tuple[dict[str, Any], ...] | None:

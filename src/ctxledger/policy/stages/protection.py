@@ -139,9 +139,24 @@ def wording_reason(text: str) -> str | None:
     """
     if CORRECTION.search(text):
         return "user_correction"
-    if PROHIBITION.search(text):
+    if _may_prohibit(text) and PROHIBITION.search(text):
         return "user_constraint"
     return None
+
+
+_PROHIBITION_WORDS = ("not", "n't", "dont", "never", "avoid", "circumstances")
+"""A piece of text every :data:`PROHIBITION` match holds, in ASCII lower case."""
+
+
+def _may_prohibit(text: str) -> bool:
+    """``False`` only when ``text`` cannot match :data:`PROHIBITION` (a substring test, far cheaper than the regex).
+
+    Only ASCII text is ruled out: under ``re.I`` a few other letters (``ſ``, ``ı``, ``İ``) match ASCII ones.
+    """
+    if not text.isascii():
+        return True
+    lowered = text.lower()
+    return any(word in lowered for word in _PROHIBITION_WORDS)
 
 
 def _is_user(rec: Any) -> bool:
