@@ -164,8 +164,9 @@ _BLOB_STATES = st.sampled_from(["packed", "file", "missing", "damaged", "shadowe
     data=st.data(),
 )
 def test_read_ahead_reads_what_get_reads(states, order, window, data) -> None:
-    """Blobs packed, as files, missing, damaged or shadowed by a changed file, asked in any order with repeats through :class:`ReadAhead`,
-    give exactly the bytes or the error ``get`` gives; ``get_many`` holds exactly the readable ones."""
+    """Blobs packed, as files, missing, damaged or shadowed by a changed file, asked in any order with repeats
+    through :class:`ReadAhead`, give exactly the bytes or the error ``get`` gives; ``get_many`` holds exactly the
+    readable ones."""
     with tempfile.TemporaryDirectory() as tmp:
         store = LocalBlobStore(Path(tmp) / "b")
         names = []
