@@ -143,6 +143,25 @@ def test_assemble_when_required_blocks_do_not_fit_lists_them_and_exits_2(
     assert result.stdout == ""
 
 
+@pytest.mark.parametrize(
+    ("command", "window", "output", "margin"),
+    [("assemble", "1000", "1000", "0"), ("assemble", "1000", "900", "100"), ("demo", "100", "100", "0")],
+)
+def test_a_budget_with_no_room_for_input_names_the_cli_options(
+    runner: CliRunner, demo_store: DemoStore, command: str, window: str, output: str, margin: str
+) -> None:
+    """W - O - M <= 0 exits 2 naming this command's options for the fields at fault, not the library's arguments."""
+    w_option = "--budget" if command == "demo" else "--window"
+    args = [DEMO_CONVERSATION] if command == "assemble" else []
+    budget = [w_option, window, "--output", output, "--margin", margin]
+    result = runner.invoke(app, ["--db", demo_store.url, command, *args, *budget])
+    flat = _flat(result.stderr)
+    assert result.exit_code == 2, result.output
+    assert "no room for input" in flat and f"raise {w_option} (W)" in flat and "lower --output (O)" in flat
+    assert ("--margin (M)" in flat) == (margin != "0")
+    assert "window_tokens" not in flat and "output_tokens" not in flat and "Traceback" not in result.output
+
+
 def test_assemble_unknown_conversation_is_a_user_error(runner: CliRunner, demo_store: DemoStore) -> None:
     """A conversation id that does not exist exits 2 with the id in the message."""
     result = runner.invoke(app, ["--db", demo_store.url, "assemble", "no-such-conversation"])

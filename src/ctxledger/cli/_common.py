@@ -21,6 +21,7 @@ from ctxledger.errors import (
     ConfigurationError,
     CtxledgerError,
     InputError,
+    NoRoomForInput,
     NothingToSend,
     PolicyError,
     RecordNotFound,
@@ -133,10 +134,15 @@ def _settings(ctx: typer.Context) -> Settings:
 def _handled(window_option: str = "--window") -> Iterator[None]:
     """Turn ctxledger errors into one message and an exit code (2 for user errors, 1 otherwise).
 
-    ``window_option`` is the command's option for W, named when the required blocks do not fit.
+    ``window_option`` is the command's option for W, named when the budget leaves no room for input or the
+    required blocks do not fit.
     """
     try:
         yield
+    except NoRoomForInput as exc:
+        names = {"window_tokens": window_option, "output_tokens": "--output", "margin_tokens": "--margin"}
+        _err().print(f"[red]error:[/] {escape(exc.describe(names))}")
+        raise typer.Exit(2) from None
     except RequiredBlocksDoNotFit as exc:
         _err().print(_required_table(exc))
         _err().print(
