@@ -603,3 +603,27 @@ def test_without_model_the_payload_names_the_formats_own_model(
     assert payload["model"] == DEFAULT_MODELS[api]
     with Ledger.open(demo_store.url) as ledger:
         assert ledger.assemble(DEMO_CONVERSATION, api=api, persist=False).payload["model"] == DEFAULT_MODELS[api]
+
+
+@pytest.mark.parametrize("last", ["checkpoint", "tool_exchange", "message"])
+def test_explain_says_what_the_protected_latest_step_is(runner: CliRunner, tmp_path: Path, last: str) -> None:
+    """The step kept as latest_step is named by what it is: a checkpoint is not called a tool exchange."""
+    url = f"sqlite:///{tmp_path / 'steps.db'}"
+    with Ledger.open(url) as ledger:
+        rec = ledger.recorder("steps")
+        rec.user("Find my booking and hold it.")
+        rec.tool_call("lookup", {"id": "b1"}, output='{"booking": "b1"}')
+        if last == "checkpoint":
+            rec.checkpoint("run-1", {"step": "found b1, holding next"})
+        elif last == "tool_exchange":
+            rec.tool_call("hold", {"id": "b1"}, output='{"held": true}')
+        else:
+            rec.assistant("Booking b1 found; holding it now.")
+        asm = ledger.assemble("steps", window_tokens=8000, output_tokens=500, margin_tokens=100)
+    step = next(e for e in asm.manifest["included"] if e["reason"] == "latest_step")  # a tool call or its result
+    result = runner.invoke(app, ["--db", url, "explain", asm.id, step["ref"]])
+    flat = _flat(result.stdout)
+    assert result.exit_code == 0, result.output
+    said = {"checkpoint": "here a checkpoint", "tool_exchange": "here a tool exchange", "message": "here a message"}
+    assert f"latest_step: the agent's newest step after the latest user turn, {said[last]}" in flat, flat
+    assert not any(phrase in flat for kind, phrase in said.items() if kind != last)
