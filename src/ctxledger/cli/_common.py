@@ -43,10 +43,10 @@ USER_ERRORS = (
 """Errors caused by what the user asked (a store URL that reaches no database included); they exit with code 2."""
 
 COUNTER_HELP = (
-    "Tokenizer to count with, for a model whose own is not known: o200k_base, cl100k_base (exact), "
-    "tiktoken/o200k_base, tiktoken/cl100k_base (exact, the reference implementation), "
-    "estimate/quicktok/o200k_base, estimate/quicktok/cl100k_base or chars/4 (flagged as estimates). "
-    "Default: the model's own (OpenAI models; claude-* get a flagged o200k estimate)."
+    "Tokenizer to count with, for a model whose own is not known: o200k_base or cl100k_base (exact); "
+    "tiktoken/NAME (exact, the reference implementation); estimate/quicktok/NAME or chars/4 (flagged as "
+    "estimates). NAME is o200k_base or cl100k_base. Default: the model's own (OpenAI models; claude-* get a "
+    "flagged o200k estimate)."
 )
 """Help of every ``--counter`` option."""
 
