@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxledger.errors import BudgetItem, ConfigurationError, RequiredBlocksDoNotFit
+from ctxledger.errors import BudgetItem, ConfigurationError, NoRoomForInput, RequiredBlocksDoNotFit
 
 MAX_TOKENS = 10_000_000
 """The largest ``W``, ``O`` or ``M`` a request may name, in tokens."""
@@ -43,7 +43,8 @@ class Budget:
 
     Raises:
         ConfigurationError: a value outside :data:`TOKEN_BOUNDS` (``W`` ≥ 1, ``O`` and ``M`` ≥ 0, each at most
-            :data:`MAX_TOKENS`), or ``B_input <= 0``.
+            :data:`MAX_TOKENS`).
+        NoRoomForInput: ``B_input <= 0`` (a :class:`~ctxledger.errors.ConfigurationError` too; names the fields).
     """
 
     window_tokens: int
@@ -58,12 +59,7 @@ class Budget:
                 option = "--" + name.removesuffix("_tokens")
                 raise ConfigurationError(f"{name} ({option}) must be between {least} and {most:,}, got {value}")
         if self.input_tokens <= 0:
-            raise ConfigurationError(
-                f"no room for input: window {self.window_tokens} - output {self.output_tokens} "
-                f"- margin {self.margin_tokens} = {self.input_tokens} tokens; raise the window (W) or lower the "
-                "output reserve (O) or the margin (M): window_tokens / output_tokens / margin_tokens in the API, "
-                "--window / --output / --margin on the command line"
-            )
+            raise NoRoomForInput(self.window_tokens, self.output_tokens, self.margin_tokens)
 
     @property
     def input_tokens(self) -> int:

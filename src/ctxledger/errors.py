@@ -17,6 +17,7 @@ on them::
     │   ├── UsageAlreadyRecorded    observed usage of an assembly exists and overwriting was not asked for
     │   └── FormatNotRecognised     an import's format cannot be told from its content (lists the formats)
     ├── BudgetError
+    │   ├── NoRoomForInput          W − O − M leaves no input tokens (also a ConfigurationError)
     │   └── RequiredBlocksDoNotFit  required blocks exceed the input budget (itemised)
     ├── PolicyError                 a policy, a stage, or a stage's decision is invalid
     │   ├── InvalidSetting          one setting of a stage, selection, rehydration or contract is invalid
@@ -215,6 +216,39 @@ class NothingToImport(InputError):
 
 class BudgetError(CtxledgerError):
     """The token budget cannot be satisfied."""
+
+
+class NoRoomForInput(BudgetError, ConfigurationError):
+    """The budget leaves no tokens for input: ``B_input = W − O − M <= 0``.
+
+    Also a :class:`ConfigurationError` (a request that cannot be assembled at all). Front ends name their own
+    fields from the attributes (the service ``body.window_tokens`` …, the CLI ``--window`` …).
+
+    Attributes:
+        window_tokens, output_tokens, margin_tokens: ``W``, ``O`` and ``M`` as asked, in tokens.
+        input_tokens: ``W − O − M`` (``<= 0``).
+        culprits: the fields at fault, as library argument names: ``window_tokens`` first (raising ``W`` always
+            helps), then ``output_tokens`` and ``margin_tokens`` when they are not zero (lowering them helps).
+    """
+
+    def __init__(self, window_tokens: int, output_tokens: int, margin_tokens: int) -> None:
+        self.window_tokens = window_tokens
+        self.output_tokens = output_tokens
+        self.margin_tokens = margin_tokens
+        self.input_tokens = window_tokens - output_tokens - margin_tokens
+        reserves = (("output_tokens", output_tokens), ("margin_tokens", margin_tokens))
+        self.culprits = ("window_tokens", *(name for name, value in reserves if value))
+        super().__init__(self.describe({name: name for name in ("window_tokens", "output_tokens", "margin_tokens")}))
+
+    def describe(self, names: dict[str, str]) -> str:
+        """The message with each field called by ``names`` (library argument name → the front end's name)."""
+        symbol = {"output_tokens": "O", "margin_tokens": "M"}
+        lower = " or ".join(f"{names[f]} ({symbol[f]})" for f in self.culprits[1:])
+        return (
+            f"no room for input: window {self.window_tokens} - output {self.output_tokens} - margin "
+            f"{self.margin_tokens} = {self.input_tokens} tokens; raise {names['window_tokens']} (W)"
+            + (f", or lower {lower}" if lower else "")
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -299,7 +299,7 @@ def explain(manifest: Mapping[str, Any], ref: str) -> dict[str, Any]:
     """Answer "why did the model see this?" or "why did it not see that?" for one record.
 
     Returns:
-        ``{ref, status, stage, reason, unit, representation, tokens, utility, transform, locators,
+        ``{ref, kind, status, stage, reason, unit, representation, tokens, utility, transform, locators,
         branch_id, policy, decisions, marks, rehydrations, detail, note, chain}``: for an included record the stage that
         admitted it (``fixed``, ``protection`` or ``selection``) with its utility and tokens; for an
         omitted one the reason code and the stage. ``chain`` reads memory → artifact → branch → policy version → stage
@@ -319,6 +319,7 @@ def explain(manifest: Mapping[str, Any], ref: str) -> dict[str, Any]:
     policy = manifest["policy"]
     out = {
         "ref": rid,
+        "kind": entry.get("kind"),
         "external_id": entry.get("external_id"),
         "status": status,
         "stage": entry["stage"],

@@ -143,6 +143,25 @@ def test_assemble_when_required_blocks_do_not_fit_lists_them_and_exits_2(
     assert result.stdout == ""
 
 
+@pytest.mark.parametrize(
+    ("command", "window", "output", "margin"),
+    [("assemble", "1000", "1000", "0"), ("assemble", "1000", "900", "100"), ("demo", "100", "100", "0")],
+)
+def test_a_budget_with_no_room_for_input_names_the_cli_options(
+    runner: CliRunner, demo_store: DemoStore, command: str, window: str, output: str, margin: str
+) -> None:
+    """W - O - M <= 0 exits 2 naming this command's options for the fields at fault, not the library's arguments."""
+    w_option = "--budget" if command == "demo" else "--window"
+    args = [DEMO_CONVERSATION] if command == "assemble" else []
+    budget = [w_option, window, "--output", output, "--margin", margin]
+    result = runner.invoke(app, ["--db", demo_store.url, command, *args, *budget])
+    flat = _flat(result.stderr)
+    assert result.exit_code == 2, result.output
+    assert "no room for input" in flat and f"raise {w_option} (W)" in flat and "lower --output (O)" in flat
+    assert ("--margin (M)" in flat) == (margin != "0")
+    assert "window_tokens" not in flat and "output_tokens" not in flat and "Traceback" not in result.output
+
+
 def test_assemble_unknown_conversation_is_a_user_error(runner: CliRunner, demo_store: DemoStore) -> None:
     """A conversation id that does not exist exits 2 with the id in the message."""
     result = runner.invoke(app, ["--db", demo_store.url, "assemble", "no-such-conversation"])
@@ -584,3 +603,27 @@ def test_without_model_the_payload_names_the_formats_own_model(
     assert payload["model"] == DEFAULT_MODELS[api]
     with Ledger.open(demo_store.url) as ledger:
         assert ledger.assemble(DEMO_CONVERSATION, api=api, persist=False).payload["model"] == DEFAULT_MODELS[api]
+
+
+@pytest.mark.parametrize("last", ["checkpoint", "tool_exchange", "message"])
+def test_explain_says_what_the_protected_latest_step_is(runner: CliRunner, tmp_path: Path, last: str) -> None:
+    """The step kept as latest_step is named by what it is: a checkpoint is not called a tool exchange."""
+    url = f"sqlite:///{tmp_path / 'steps.db'}"
+    with Ledger.open(url) as ledger:
+        rec = ledger.recorder("steps")
+        rec.user("Find my booking and hold it.")
+        rec.tool_call("lookup", {"id": "b1"}, output='{"booking": "b1"}')
+        if last == "checkpoint":
+            rec.checkpoint("run-1", {"step": "found b1, holding next"})
+        elif last == "tool_exchange":
+            rec.tool_call("hold", {"id": "b1"}, output='{"held": true}')
+        else:
+            rec.assistant("Booking b1 found; holding it now.")
+        asm = ledger.assemble("steps", window_tokens=8000, output_tokens=500, margin_tokens=100)
+    step = next(e for e in asm.manifest["included"] if e["reason"] == "latest_step")  # a tool call or its result
+    result = runner.invoke(app, ["--db", url, "explain", asm.id, step["ref"]])
+    flat = _flat(result.stdout)
+    assert result.exit_code == 0, result.output
+    said = {"checkpoint": "here a checkpoint", "tool_exchange": "here a tool exchange", "message": "here a message"}
+    assert f"latest_step: the agent's newest step after the latest user turn, {said[last]}" in flat, flat
+    assert not any(phrase in flat for kind, phrase in said.items() if kind != last)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -72,3 +73,37 @@ def test_every_omission_reason_code_has_an_explanation() -> None:
     missing = {code.value for code in ReasonCode} - REASONS.keys()
     assert not missing, f"add these reason codes to ctxledger.cli.REASONS: {sorted(missing)}"
     assert "selected" in REASONS
+
+
+WIDTH = 80
+
+
+def _command_paths(command: Any = None, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every command and subcommand as the words that invoke it (``("eval", "run")``)."""
+    command = command or _group()
+    out = [path]
+    for name, sub in sorted(getattr(command, "commands", {}).items()):
+        out += _command_paths(sub, (*path, name))
+    return out
+
+
+def _short_lines(text: str) -> list[str]:
+    """Lines of the description (before the first panel) that end where the next line's first word would fit."""
+    lines = [line.rstrip() for line in text.split("╭", 1)[0].splitlines()]
+    short = []
+    for line, following in itertools.pairwise(lines):
+        nxt = following.split()
+        if line.strip() and nxt and not line.lstrip().startswith("Usage:") and len(line) + 1 + len(nxt[0]) < WIDTH:
+            short.append(line)
+    return short
+
+
+@pytest.mark.parametrize("path", _command_paths(), ids=lambda p: " ".join(p) or "ctxledger")
+def test_help_at_80_columns_is_filled_and_shows_no_value_for_flags(runner: CliRunner, path: tuple[str, ...]) -> None:
+    """At 80 columns no description line breaks early, a flag shows no value type and no choice list is cut."""
+    result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": str(WIDTH)})
+    assert result.exit_code == 0, result.output
+    assert not _short_lines(result.output), "\n".join(_short_lines(result.output))
+    assert "<bool>" not in result.output
+    assert not re.search(r"<[\w|-]*\|[\w-]*\s*│\s*\n", result.output), result.output  # a cut "<a|b|c>" label
+    assert not re.search(r"\w… *│", result.output), result.output  # a cell cut short

@@ -77,3 +77,36 @@ def test_forget_prints_what_would_go_until_yes(runner: CliRunner, tmp_path: Path
         assert {e.rule for e in ledger.retention_audit()} == {"forget"}
     missing = runner.invoke(app, ["--db", url, "forget", "--conversation", conv, "--yes"])
     assert missing.exit_code == 2 and "not found" in missing.stderr
+
+
+def test_retention_command_errors_name_the_cli_options(runner: CliRunner, tmp_path: Path) -> None:
+    """A wrong forget or retain call names --conversation, --participant, --batch-size: never a library argument."""
+    url = _demo(runner, tmp_path)
+    library_names = ("conversation_id", "participant_id", "batch_size")
+    for args in (["forget"], ["forget", "--conversation", "c", "--participant", "p"]):
+        result = runner.invoke(app, ["--db", url, *args])
+        flat = " ".join(result.stderr.split())
+        assert result.exit_code == 2, result.output
+        assert "--conversation" in flat and "--participant" in flat, flat
+        assert not any(name in flat for name in library_names), flat
+    for size in ("0", "-3"):
+        result = runner.invoke(
+            app, ["--db", url, "retain", "--policy", str(tmp_path / "policy.toml"), "--batch-size", size]
+        )
+        assert result.exit_code == 2 and "--batch-size" in result.output and "batch_size" not in result.output
+    with Ledger.open(url) as ledger:
+        assert ledger.store.conversations("default") and not ledger.retention_audit()  # nothing was run
+
+
+def test_forget_of_nobody_says_so_and_json_stays_json(runner: CliRunner, tmp_path: Path) -> None:
+    """Forgetting a participant with no records says there is nothing to forget; --json prints only the JSON."""
+    url = _demo(runner, tmp_path)
+    nobody = runner.invoke(app, ["--db", url, "forget", "--participant", "nobody"])
+    assert nobody.exit_code == 0 and "nothing to forget" in nobody.stdout and "old enough" not in nobody.stdout
+    assert "--yes" not in nobody.stdout
+    with Ledger.open(url) as ledger:
+        conv = ledger.store.conversations("default")[0]
+    shown = runner.invoke(app, ["--db", url, "forget", "--conversation", conv, "--json"])
+    assert shown.exit_code == 0 and json.loads(shown.stdout)["by_rule"]["forget"]["delete"] > 0
+    audit = runner.invoke(app, ["--db", url, "retention-audit", "--ref", "nothing-here"])
+    assert audit.exit_code == 0 and "no retention audit rows" in audit.stdout

@@ -84,8 +84,38 @@ def test_a_bad_field_is_a_422_problem_naming_it(served: Served) -> None:
         headers=auth,
         json={"window_tokens": 1500, "output_tokens": 1000, "margin_tokens": 200},
     )
-    assert tight.status_code == 422 and tight.json()["field"] == "window_tokens", tight.text
+    assert tight.status_code == 422 and tight.json()["field"] == "body.window_tokens", tight.text
     assert tight.json()["required_tokens"] > tight.json()["budget_tokens"] == 300
+    assert [e["field"] for e in tight.json()["errors"]] == [f"body.{n}_tokens" for n in ("window", "output", "margin")]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    window=st.integers(1, 200_000),
+    output=st.integers(0, 300_000),
+    margin=st.integers(0, 300_000),
+    omit_window=st.booleans(),
+)
+def test_a_budget_with_no_room_for_input_names_the_fields_at_fault(
+    served: Served, window: int, output: int, margin: int, omit_window: bool
+) -> None:
+    """W - O - M <= 0 is a 422 naming ``body.window_tokens`` and each nonzero reserve, as validation problems do."""
+    body = {"output_tokens": output, "margin_tokens": margin} | ({} if omit_window else {"window_tokens": window})
+    w = 128_000 if omit_window else window
+    answer = served.client.post(f"/v1/conversations/{CONV}/assemble", headers=served.auth("acme"), json=body)
+    if w - output - margin > 0:
+        assert answer.status_code != 422 or answer.json()["type"].endswith("/required-blocks-do-not-fit")
+        return
+    assert answer.status_code == 422, answer.text
+    problem = answer.json()
+    assert answer.headers["content-type"] == "application/problem+json"
+    assert problem["field"] == "body.window_tokens"
+    reserves = (("output_tokens", output), ("margin_tokens", margin))
+    wanted = ["body.window_tokens", *(f"body.{name}" for name, value in reserves if value)]
+    assert [e["field"] for e in problem["errors"]] == wanted
+    assert all(e["message"] for e in problem["errors"])
+    assert problem["input_tokens"] == w - output - margin
+    assert "body.window_tokens" in problem["detail"] and "--window" not in problem["detail"]
 
 
 NOT_AN_INTEGER = st.one_of(

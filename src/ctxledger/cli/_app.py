@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from typer.core import TyperGroup
@@ -49,8 +49,83 @@ def hoist_global_options(args: Sequence[str]) -> list[str]:
     return front + rest
 
 
+LONG_CHOICES = 24
+"""Characters above which a choice option shows ``<name>`` and lists its choices in its help instead."""
+
+
+def unwrap(text: str | None) -> str | None:
+    r"""Help text with each paragraph on one line, so the terminal wraps it (paragraphs: blank-line separated).
+
+    Docstrings are wrapped for the source; rich keeps single line breaks, which at 80 columns leaves a short
+    line after every long one. A paragraph that starts with click's ``\b`` keeps its lines.
+    """
+    if text is None:
+        return None
+    paragraphs = text.strip("\n").split("\n\n")
+    return "\n\n".join(
+        p if p.lstrip().startswith("\b") else " ".join(line.strip() for line in p.splitlines()) for p in paragraphs
+    )
+
+
+def tidy_help(command: Any) -> None:
+    """Make ``command``'s help, and its subcommands', read well in any width.
+
+    Paragraphs are unwrapped (:func:`unwrap`); arguments are named in capitals, as the help text names them
+    (``ctxledger explain [OPTIONS] {ASSEMBLY_ID} [REF]``); a flag shows no value type (``--yes``, not
+    ``--yes <bool>``, which reads as if it took a value); a choice option with a long list of choices shows
+    ``<name>`` and names the choices in its help (typer would break the list mid-word at 80 columns).
+    """
+    command.help = unwrap(command.help)
+    command.short_help = unwrap(command.short_help)
+    for param in command.params:
+        kind = getattr(param, "param_type_name", None)  # typer's own click: no isinstance
+        if kind == "argument" and param.metavar is None and param.name:
+            param.metavar = param.name.upper()
+        if kind != "option":
+            continue
+        param.help = unwrap(param.help)
+        label = _type_label(param)
+        if label is not False and hasattr(param, "display_type_rich"):  # typer's rich help asks it for the type
+            param.display_type_rich = lambda ctx, label=label: label  # type: ignore[method-assign]
+    original = command.get_help_option
+
+    def help_option(ctx: Any) -> Any:  # --help is made per call, not one of the params
+        option = original(ctx)
+        if option is not None and hasattr(option, "display_type_rich"):
+            option.display_type_rich = lambda ctx: None
+        return option
+
+    command.get_help_option = help_option
+    for sub in getattr(command, "commands", {}).values():
+        tidy_help(sub)
+
+
+def _type_label(param: Any) -> str | Literal[False] | None:
+    """The type column of an option's help: ``None`` (none) for a flag, ``<name>`` for a long choice, else ``False``.
+
+    A long choice's choices go into its help (unless the help names them all already).
+    """
+    if param.is_flag and not param.count:
+        return None
+    desc = getattr(param, "type_descriptor", None)
+    choices = [str(c) for c in getattr(desc, "choices", None) or ()]
+    if not getattr(desc, "is_choice", False) or len("|".join(choices)) <= LONG_CHOICES:
+        return False
+    if not all(c in (param.help or "") for c in choices):
+        param.help = f"{param.help or ''} One of: {', '.join(choices)}.".strip()
+    return f"<{max(param.opts, key=len).lstrip('-')}>"
+
+
 class GlobalOptionsAnywhere(TyperGroup):
-    """The root group: global options may come before or after the command (``--db``, ``--tenant``, ``--blobs``)."""
+    """The root group: global options may come before or after the command (``--db``, ``--tenant``, ``--blobs``).
+
+    Its help, and every command's, is tidied for the terminal's width (:func:`tidy_help`).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """Build the group, then tidy its commands' help."""
+        super().__init__(*args, **kwargs)
+        tidy_help(self)
 
     def list_commands(self, ctx: Any) -> list[str]:
         """Commands in the order of :data:`COMMAND_ORDER` (the order of the job), others after them."""

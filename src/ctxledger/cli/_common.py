@@ -21,6 +21,7 @@ from ctxledger.errors import (
     ConfigurationError,
     CtxledgerError,
     InputError,
+    NoRoomForInput,
     NothingToSend,
     PolicyError,
     RecordNotFound,
@@ -42,10 +43,10 @@ USER_ERRORS = (
 """Errors caused by what the user asked (a store URL that reaches no database included); they exit with code 2."""
 
 COUNTER_HELP = (
-    "Tokenizer to count with, for a model whose own is not known: o200k_base, cl100k_base (exact), "
-    "tiktoken/o200k_base, tiktoken/cl100k_base (exact, the reference implementation), "
-    "estimate/quicktok/o200k_base, estimate/quicktok/cl100k_base or chars/4 (flagged as estimates). "
-    "Default: the model's own (OpenAI models; claude-* get a flagged o200k estimate)."
+    "Tokenizer to count with, for a model whose own is not known: o200k_base or cl100k_base (exact); "
+    "tiktoken/NAME (exact, the reference implementation); estimate/quicktok/NAME or chars/4 (flagged as "
+    "estimates). NAME is o200k_base or cl100k_base. Default: the model's own (OpenAI models; claude-* get a "
+    "flagged o200k estimate)."
 )
 """Help of every ``--counter`` option."""
 
@@ -133,10 +134,15 @@ def _settings(ctx: typer.Context) -> Settings:
 def _handled(window_option: str = "--window") -> Iterator[None]:
     """Turn ctxledger errors into one message and an exit code (2 for user errors, 1 otherwise).
 
-    ``window_option`` is the command's option for W, named when the required blocks do not fit.
+    ``window_option`` is the command's option for W, named when the budget leaves no room for input or the
+    required blocks do not fit.
     """
     try:
         yield
+    except NoRoomForInput as exc:
+        names = {"window_tokens": window_option, "output_tokens": "--output", "margin_tokens": "--margin"}
+        _err().print(f"[red]error:[/] {escape(exc.describe(names))}")
+        raise typer.Exit(2) from None
     except RequiredBlocksDoNotFit as exc:
         _err().print(_required_table(exc))
         _err().print(

@@ -19,7 +19,8 @@ REASONS: Mapping[str, str] = {
     "instruction": "a system/developer instruction: a fixed block, always sent first",
     "latest_user_turn": "the latest user turn: always kept",
     "current_turn": "part of the turn in progress (after the latest user turn): always kept",
-    "latest_step": "the agent's latest step (its newest tool exchange): always kept",
+    "latest_step": "the agent's newest step after the latest user turn (a message, a tool exchange or a checkpoint: "
+    "what the model continues from): always kept",
     "unresolved_tool_call": "a tool call still pending or deferred: always kept",
     "unresolved_tool_error": "a failed tool call not yet retried successfully: always kept",
     "selected": "chosen by utility (relevance, recency, kind) within B_dynamic",
@@ -366,12 +367,33 @@ def _usage_line(manifest: Mapping[str, Any]) -> str:
     )
 
 
-def _reason_text(code: str) -> str:
+STEPS: Mapping[str, str] = {
+    "message": "a message",
+    "tool_call": "a tool exchange",
+    "tool_artifact": "a tool exchange",
+    "checkpoint": "a checkpoint (the restored run state)",
+}
+"""What the step protected as ``latest_step`` is, by the kind of its record."""
+
+
+def _reason_text(code: str, kind: str | None = None) -> str:
+    """``code: meaning``; for ``latest_step`` with the record's ``kind`` known, what that step is."""
+    if code == "latest_step" and kind in STEPS:
+        return f"{code}: the agent's newest step after the latest user turn, here {STEPS[kind]}: always kept"
     meaning = REASONS.get(code)
     return f"{code}: {meaning}" if meaning else code
 
 
-def _print_explanation(console: Console, why: Mapping[str, Any], conv: str) -> None:
+def unit_kind(manifest: Mapping[str, Any], why: Mapping[str, Any]) -> str | None:
+    """The kind of the unit ``why`` explains: ``tool_call`` when it holds a tool call or result, else the record's."""
+    if why.get("unit") is None:
+        return why.get("kind")
+    kinds = {e.get("kind") for e in manifest.get("included", ()) if e.get("unit") == why["unit"]}
+    return "tool_call" if kinds & {"tool_call", "tool_artifact"} else why.get("kind")
+
+
+def _print_explanation(console: Console, why: Mapping[str, Any], conv: str, kind: str | None = None) -> None:
+    """The answer for one record; ``kind`` is what its unit is (see :func:`unit_kind`), named for ``latest_step``."""
     status = why["status"]
     colour = "green" if status == "included" else "red"
     console.print(f"[bold {colour}]{status.upper()}[/] {escape(why['ref'])}")
@@ -379,7 +401,7 @@ def _print_explanation(console: Console, why: Mapping[str, Any], conv: str) -> N
         ("external id", why.get("external_id")),
         ("unit", _short(why.get("unit"), conv) or None),
         ("stage", why["stage"]),
-        ("reason", _reason_text(str(why["reason"]))),
+        ("reason", _reason_text(str(why["reason"]), kind or why.get("kind"))),
         ("representation", why.get("representation")),
         ("tokens", why.get("tokens")),
         ("utility", None if why.get("utility") is None else f"{why['utility']:.4f}"),

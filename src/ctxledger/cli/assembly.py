@@ -39,6 +39,7 @@ from ctxledger.cli._render import (
     _print_manifest,
     _print_summary,
     _usage_line,
+    unit_kind,
 )
 from ctxledger.errors import (
     InputError,
@@ -340,7 +341,7 @@ def explain(
             _print_manifest(_out(), manifest, _records(ledger, settings, conv))
             return
         why = _explain_ref(ledger, settings, manifest, ref, mismatch)
-    _print_explanation(_out(), why, conv)
+    _print_explanation(_out(), why, conv, unit_kind(manifest, why))
 
 
 def _explain_ref(

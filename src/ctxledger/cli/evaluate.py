@@ -152,9 +152,8 @@ def eval_run(
         typer.Option(
             "--selector",
             "-s",
-            help="Selector (repeatable): ctxledger-default, full-replay, newest-fit, "
-            "head-tail, bm25, langchain-trim-exact, langchain-trim-approx, llamaindex-memory. "
-            "Default: ours, every baseline and the installed peers.",
+            help="Selector (repeatable; the selectors are listed above). Default: ours, every baseline and the "
+            "installed peers.",
         ),
     ] = None,
     budget: Annotated[
@@ -203,6 +202,9 @@ def eval_run(
     cl100k counter, latency and determinism. The report (Markdown, JSON, per-call rows, PNG plots) also
     checks the evaluation goals and, with --checks, lists the seed scenarios and the failure cases as
     pass/fail. A progress bar shows the calls done.
+
+    Selectors (--selector): ctxledger-default (ours), the baselines full-replay, newest-fit, head-tail and bm25,
+    and the peers langchain-trim-exact, langchain-trim-approx and llamaindex-memory (when installed).
 
     Example:
     [bold]ctxledger eval run -d locomo -d tau-bench -s ctxledger-default -s bm25 -b 2000 -b 8000 --out rep[/bold]

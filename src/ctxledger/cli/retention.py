@@ -28,12 +28,13 @@ def _report_table(report: Any) -> Table:
     return table
 
 
-def _print(report: Any, as_json: bool) -> None:
+def _print(report: Any, as_json: bool, nothing: str) -> None:
+    """The report as a table by rule (or JSON); ``nothing`` is printed when it did or would do nothing."""
     if as_json:
         _out().print_json(json.dumps(report.as_dict()))
         return
     if not report.by_rule:
-        _out().print("nothing to do: no record or assembly is old enough for any rule")
+        _out().print(nothing)
         return
     _out().print(_report_table(report))
     if report.dry_run:
@@ -64,7 +65,7 @@ def retain(
     now: Annotated[
         str | None, typer.Option("--now", help="The clock ages are measured at, ISO 8601; default now.")
     ] = None,
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Records per transaction.")] = 200,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Records per transaction.")] = 200,
     tenant_only: Annotated[
         bool, typer.Option("--tenant-only", help="Only the --tenant tenant (default: every tenant of the store).")
     ] = False,
@@ -106,7 +107,7 @@ def retain(
                 batch_size=batch_size,
                 on_progress=lambda n: progress.update(task, description=f"{n} records scanned"),
             )
-    _print(report, as_json)
+    _print(report, as_json, "nothing to do: no record or assembly is old enough for any rule")
 
 
 @app.command()
@@ -131,12 +132,20 @@ def forget(
     Example: [bold]ctxledger --tenant acme forget --conversation chat-7 --yes[/bold]
     """
     settings = _settings(ctx)
-    with _handled(), _open(settings) as ledger:
-        report = ledger.forget(
-            conversation_id=conversation, participant_id=participant, tenant_id=settings.tenant, dry_run=not yes
-        )
-    _print(report, as_json)
-    if not yes:
+    with _handled():
+        if (conversation is None) == (participant is None):
+            raise InputError(
+                "give --conversation ID or --participant ID" + (", not both" if conversation is not None else ""),
+                source="<command line>",
+                field="--conversation",
+            )
+        with _open(settings) as ledger:
+            report = ledger.forget(
+                conversation_id=conversation, participant_id=participant, tenant_id=settings.tenant, dry_run=not yes
+            )
+    whose = f"conversation {conversation!r}" if conversation is not None else f"participant {participant!r}"
+    _print(report, as_json, f"nothing to forget: no record of {escape(whose)} in tenant {escape(settings.tenant)!r}")
+    if not yes and report.by_rule and not as_json:
         _out().print("pass --yes to remove them")
 
 
@@ -160,6 +169,10 @@ def retention_audit(
         keys = ("target", "ref", "kind", "rule", "action", "before_sha256", "after_sha256", "detail")
         data = [{"at": r.at.isoformat(), **{k: getattr(r, k) for k in keys}} for r in rows]
         _out().print_json(json.dumps(data))
+        return
+    if not rows:
+        of = f" of --ref {escape(ref)}" if ref is not None else ""
+        _out().print(f"no retention audit rows{of} in tenant {escape(settings.tenant)!r}")
         return
     table = Table(title=f"retention audit of tenant {escape(settings.tenant)}")
     for column in ("at", "rule", "action", "target", "ref", "before sha256", "after sha256"):

@@ -10,10 +10,10 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from ctxledger.errors import CtxledgerError, InputError, RecordNotFound
-from ctxledger.explain_tools import explain_skill_state
 from ctxledger.ledger import Ledger
 from ctxledger.records import Compaction, Message, ToolMemory
 from ctxledger.service import manifest_view as mv
+from ctxledger.service.explaining import explain_record
 from ctxledger.service.withheld import Reader, reasons, redact, scanner_of, withheld
 
 MAX_TEXT = 20_000
@@ -148,19 +148,7 @@ def build_server(ledger: Ledger, tenant: str, reader: Reader | None = None) -> M
     @server.tool()
     def explain(assembly_id: str, ref: str) -> dict[str, Any]:
         """Why the record ``ref`` (its id or number in the conversation) was included in or omitted from an assembly."""
-
-        def run() -> dict[str, Any]:
-            stored = ledger.get_assembly(assembly_id, tenant_id=tenant)
-            for candidate in (ref, f"{stored['conversation_id']}/{ref}"):
-                if (tool_state := explain_skill_state(ledger.store, stored, candidate)) is not None:
-                    return tool_state
-            manifest = ledger.get_assembly(assembly_id, tenant_id=tenant, full=True)
-            for candidate in (ref, f"{manifest['conversation_id']}/{ref}"):
-                if mv.entry(manifest, candidate) is not None:
-                    return ledger.explain(assembly_id, candidate, tenant_id=tenant)
-            raise RecordNotFound(tenant, ref)
-
-        return guarded(run)
+        return guarded(lambda: explain_record(ledger, tenant, assembly_id, ref, source="<mcp>"))
 
     @server.tool()
     def rehydrate(assembly_id: str, ref: str, start: int | None = None, end: int | None = None) -> str:

@@ -9,10 +9,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from ctxledger.errors import InputError, RecordNotFound
-from ctxledger.explain_tools import explain_skill_state, never_a_candidate
 from ctxledger.records import Conversation
 from ctxledger.service import manifest_view
 from ctxledger.service.auth import request_tenant
+from ctxledger.service.explaining import explain_record
 from ctxledger.service.messages import check_events, read_events, write_events
 from ctxledger.service.models import (
     Appended,
@@ -184,23 +184,12 @@ def get_assembly(
 
 @router.get("/assemblies/{assembly_id}/explain/{ref:path}", summary="Explain one record of an assembly")
 def explain(request: Request, tenant: Tenant, assembly_id: str, ref: str) -> dict[str, Any]:
-    """Why the record ``ref`` (its id, or its number within the conversation) was included or omitted."""
+    """Why the record ``ref`` (its id, external id, or number within the conversation) was included or omitted.
 
-    def run(ledger: Any) -> dict[str, Any]:
-        stored = ledger.get_assembly(assembly_id, tenant_id=tenant)
-        for candidate in (ref, f"{stored['conversation_id']}/{ref}"):
-            if (tool_state := explain_skill_state(ledger.store, stored, candidate)) is not None:
-                return tool_state
-        manifest = ledger.get_assembly(assembly_id, tenant_id=tenant, full=True)
-        for candidate in (ref, f"{manifest['conversation_id']}/{ref}"):
-            if manifest_view.entry(manifest, candidate) is not None:
-                return ledger.explain(assembly_id, candidate, tenant_id=tenant)
-        never = never_a_candidate(ledger.store, stored, ref)
-        if never is not None:
-            raise InputError(never, source="<request>", field="ref")
-        raise RecordNotFound(tenant, ref, what=f"candidate of assembly {assembly_id}")
-
-    return _service(request).call(run)
+    Included records are answered from the stored manifest; another record of a summary manifest by one replay
+    of the assembly (``status: "unknown"``, ``reason: "replay_mismatch"`` when the replay is not the same call).
+    """
+    return _service(request).call(lambda ledger: explain_record(ledger, tenant, assembly_id, ref, source="<request>"))
 
 
 @router.post("/assemblies/{assembly_id}/usage", summary="Record the provider's token usage")

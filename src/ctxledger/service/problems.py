@@ -2,7 +2,8 @@
 
 Each problem has ``type``, ``title``, ``status`` and ``detail``; a problem about one field of the
 request also has ``field`` (the dotted path, e.g. ``body.window_tokens`` or ``messages[3].content``)
-and, for validation failures, ``errors`` (every field at fault). A missing or unknown id, including
+and, for validation failures and budgets that leave no room, ``errors`` (every field at fault, each
+``{field, message}``). A missing or unknown id, including
 an id of another tenant, is the same 404 ``not-found`` problem: the answer never tells whether the id
 exists elsewhere.
 """
@@ -22,6 +23,7 @@ from ctxledger.errors import (
     ContentRetained,
     CtxledgerError,
     InputError,
+    NoRoomForInput,
     NothingToSend,
     PolicyError,
     RecordNotFound,
@@ -33,6 +35,16 @@ MEDIA_TYPE = "application/problem+json"
 """Content type of every error answer."""
 
 _BASE = "https://ctxledger.dev/problems/"
+
+BODY = "body."
+"""Prefix of a request body field in ``field`` (as in validation problems: ``body.window_tokens``)."""
+
+_BUDGET_FIELDS = ("window_tokens", "output_tokens", "margin_tokens")
+_BUDGET_FIX = {
+    "window_tokens": "raise it: W - O - M is the room for input",
+    "output_tokens": "lower it: the output reserve O is taken from the window",
+    "margin_tokens": "lower it: the margin M is taken from the window",
+}
 
 
 def problem(status: int, kind: str, title: str, detail: str, **extra: Any) -> JSONResponse:
@@ -84,6 +96,17 @@ def ctxledger_problem(exc: CtxledgerError) -> JSONResponse:
         return problem(404, "not-found", "Not found", f"{exc.record_id!r} was not found", field=None)
     if isinstance(exc, UsageAlreadyRecorded):
         return problem(409, "usage-already-recorded", "Usage already recorded", str(exc), field="overwrite")
+    if isinstance(exc, NoRoomForInput):
+        fields = [BODY + name for name in exc.culprits]
+        return problem(
+            422,
+            "no-room-for-input",
+            "No room for input",
+            exc.describe({name: BODY + name for name in _BUDGET_FIELDS}),
+            field=fields[0],
+            errors=[{"field": f, "message": _BUDGET_FIX[name]} for f, name in zip(fields, exc.culprits, strict=True)],
+            input_tokens=exc.input_tokens,
+        )
     if isinstance(exc, RequiredBlocksDoNotFit):
         blocks = [{"ref": b.ref, "what": b.what, "tokens": b.tokens} for b in exc.blocks]
         return problem(
@@ -91,7 +114,8 @@ def ctxledger_problem(exc: CtxledgerError) -> JSONResponse:
             "required-blocks-do-not-fit",
             "Required blocks do not fit",
             str(exc),
-            field="window_tokens",
+            field=BODY + "window_tokens",
+            errors=[{"field": BODY + name, "message": _BUDGET_FIX[name]} for name in _BUDGET_FIELDS],
             required_tokens=exc.required_tokens,
             budget_tokens=exc.budget_tokens,
             blocks=blocks,
@@ -101,7 +125,7 @@ def ctxledger_problem(exc: CtxledgerError) -> JSONResponse:
     if isinstance(exc, InputError):
         return problem(422, "invalid-input", "Invalid input", exc.problem, field=exc.field, index=exc.index)
     if isinstance(exc, BudgetError):
-        return problem(422, "invalid-budget", "Invalid budget", str(exc), field="window_tokens")
+        return problem(422, "invalid-budget", "Invalid budget", str(exc), field=BODY + "window_tokens")
     if isinstance(exc, ConfigurationError | PolicyError):
         return problem(422, "invalid-request", "Invalid request", str(exc))
     return problem(500, "internal", type(exc).__name__, str(exc))

@@ -16,10 +16,10 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from ctxledger.errors import MigrationError, StoreConnectionError
+from ctxledger.errors import ConfigurationError, MigrationError, StoreConnectionError
 from ctxledger.store.schema import VERSION_TABLE
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
@@ -29,6 +29,9 @@ WRITE_OPTION = "ctxledger_write"
 """Connection execution option that makes the SQLite backend begin with ``BEGIN IMMEDIATE``."""
 
 _ADVISORY_LOCK_KEY = 0x63_74_78_6C_65_64  # "ctxled"
+
+DEFAULT_CONNECT_TIMEOUT = 10
+"""Seconds a PostgreSQL connection attempt may take before it fails, unless the URL's ``connect_timeout`` says."""
 
 LEGACY_REVISIONS: dict[str, str] = {
     "0003_w12_keys_blobs": "0003_keys_blobs",
@@ -52,11 +55,31 @@ def head_revision() -> str:
     return head
 
 
+def connect_timeout(url: URL) -> int:
+    """Seconds a PostgreSQL connection to ``url`` may take: its ``connect_timeout`` query value, else the default.
+
+    ``0`` waits without limit (libpq's meaning); libpq counts any value below 2 as 2.
+
+    Raises:
+        ConfigurationError: ``connect_timeout`` is not a whole number of seconds >= 0.
+    """
+    given = url.query.get("connect_timeout")
+    if given is None:
+        return DEFAULT_CONNECT_TIMEOUT
+    text = given[-1] if isinstance(given, tuple) else given
+    if not text.strip().isdigit():
+        raise ConfigurationError(
+            f"connect_timeout={text!r} in the store URL: expected a whole number of seconds (0: wait without limit)"
+        )
+    return int(text)
+
+
 def connect(engine: Engine) -> Connection:
     """A connection to ``engine``'s database.
 
     Raises:
-        StoreConnectionError: the database cannot be reached or refused the connection (the cause is chained).
+        StoreConnectionError: the database cannot be reached, refused the connection, or (PostgreSQL) did not
+            answer within :func:`connect_timeout` seconds (the message says so; the cause is chained).
     """
     try:
         return engine.connect()
@@ -67,6 +90,11 @@ def connect(engine: Engine) -> Connection:
         reason = lines[0].strip() if lines else type(exc).__name__
         if url.password:  # a driver may echo the connection string
             reason = reason.replace(str(url.password), "***")
+        if type(orig).__name__ == "ConnectionTimeout" or "timeout expired" in reason:
+            reason = (
+                f"no answer within {max(connect_timeout(url), 2)} s ({reason}); a wrong host or a firewall that drops "
+                "packets looks like this; connect_timeout=SECONDS in the URL's query sets the wait"
+            )
         raise StoreConnectionError(url.get_backend_name(), url.host, url.port, url.database, reason) from exc
 
 

@@ -35,7 +35,7 @@ from ctxledger.errors import ConfigurationError, InputError, RecordNotFound, Sto
 from ctxledger.facts import RecordFacts, compute_facts, decode_facts, encode_facts
 from ctxledger.records import Branch, Record, ToolArtifact, utcnow
 from ctxledger.store import _index, _rules
-from ctxledger.store._migrate import WRITE_OPTION, check_revision, upgrade
+from ctxledger.store._migrate import WRITE_OPTION, check_revision, connect_timeout, upgrade
 from ctxledger.store.base import AuditEntry, BlobStore, LineageHop, ProtectedEntry, RecordLink, RetentionChange
 from ctxledger.store.blobs import check_sha256
 from ctxledger.store.codec import (
@@ -197,13 +197,20 @@ def sqlite_engine(path: str | Path) -> Engine:
 def postgres_engine(url: URL) -> Engine:
     """An engine for a PostgreSQL URL (``postgresql://`` means the psycopg 3 driver).
 
+    Every connection attempt gives up after ``connect_timeout`` seconds: the URL's query value
+    (``…/db?connect_timeout=30``, passed to psycopg as written), else
+    :data:`~ctxledger.store._migrate.DEFAULT_CONNECT_TIMEOUT` (10), so a wrong host fails instead of hanging.
+
     Raises:
-        ConfigurationError: the driver is not installed (the message says which extra to install).
+        ConfigurationError: the driver is not installed (the message says which extra to install), or
+            ``connect_timeout`` is not a whole number of seconds.
     """
     if url.drivername in ("postgresql", "postgres"):
         url = url.set(drivername="postgresql+psycopg")
+    timeout = connect_timeout(url)
+    connect_args = {} if "connect_timeout" in url.query else {"connect_timeout": timeout}
     try:
-        return create_engine(url, pool_pre_ping=True)
+        return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
     except ModuleNotFoundError as exc:
         raise ConfigurationError(f"{POSTGRES_HINT} (missing module {exc.name!r})") from exc
 
