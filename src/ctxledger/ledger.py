@@ -24,6 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ctxledger._collector import collector_paused
 from ctxledger.assemble import stability
 from ctxledger.assemble.assembler import Assembly, AssemblyRequest, assemble, unit_turn_costs
 from ctxledger.assemble.costing import Coster, SerializerCoster
@@ -246,10 +247,11 @@ class Ledger:
         from ctxledger.ingest import parse_file, write_batch
 
         coster = self.coster("openai-chat", count_tokens_for, counter) if count_tokens_for else None
-        batch = parse_file(path, fmt, tenant_id=tenant_id, conversation_id=conversation_id, on_progress=on_progress)
-        result = write_batch(self.store, batch)
-        if coster is not None:
-            self._warm_counts(batch, coster)
+        with collector_paused():  # what the import builds stays alive to its end (see ctxledger._collector)
+            batch = parse_file(path, fmt, tenant_id=tenant_id, conversation_id=conversation_id, on_progress=on_progress)
+            result = write_batch(self.store, batch)
+            if coster is not None:
+                self._warm_counts(batch, coster)
         return result
 
     def import_messages(

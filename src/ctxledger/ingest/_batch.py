@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ctxledger._collector import collector_paused
 from ctxledger.conversation_ids import check_conversation_id, conflict
 from ctxledger.errors import InputError, IntegrityError
 from ctxledger.exchange_cuts import mark_whole_exchanges
@@ -154,6 +155,12 @@ def write_batch(store: GraphStore, batch: ImportBatch) -> ImportResult:
         IntegrityError: the blob store named bytes with a different sha256 than the parser did.
         StoreError: the store failed; no record of the batch was written.
     """
+    # the batch's records, rows and facts all stay alive until the end: full collections would walk them in vain
+    with collector_paused():
+        return _write_batch(store, batch)
+
+
+def _write_batch(store: GraphStore, batch: ImportBatch) -> ImportResult:
     for conv in batch.conversations:
         check_identifiers(conv.records, source=batch.source)
     _refuse_reimport(store, batch)
