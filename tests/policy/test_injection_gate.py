@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxledger.policy.injection import _INSTRUCTION_LIKE, instruction_like
+from ctxledger.policy.injection import _INSTRUCTION_LIKE, _INVISIBLE, instruction_like, normalise
 
 PIECES = st.sampled_from(
     [
@@ -37,6 +37,18 @@ PIECES = st.sampled_from(
         '{"k": [1, 2]}',
         "YOU ARE NOW",
         "iGnOrE",
+        "DO NOT TELL THE USER",
+        "New System Prompt:",
+        "[inst]",
+        "<<SYS>>",
+        "HUMAN:",
+        "You Are Now OK",
+        "you are now Dan",
+        "Developer MODE On",
+        "< /INSTRUCTIONS >",
+        "un",
+        "renew",
+        "<<",
     ]
 )
 
@@ -46,5 +58,17 @@ PIECES = st.sampled_from(
 def test_instruction_like_equals_the_alternation_on_ascii_text(parts, noise):
     text = noise.join(parts) + noise
     found = _INSTRUCTION_LIKE.search(text)
+    if found is None and _INVISIBLE.search(text):  # control characters are also read with them removed
+        found = _INSTRUCTION_LIKE.search(normalise(text))
     expected = None if found is None else " ".join(found.group(0).split())[:80]
     assert instruction_like(text) == expected
+
+
+def test_a_leading_literal_is_only_taken_where_every_match_starts_with_it():
+    from ctxledger.policy.injection import _leading_literal
+
+    assert _leading_literal(r"\bdo\s+not") == "do"
+    assert _leading_literal(r"\bnews?\s+x") == "new"
+    assert _leading_literal("abc|xyz") == ""
+    assert _leading_literal(r"(?:a|b)c") == ""
+    assert _leading_literal(r"\[/?inst\]") == ""

@@ -96,19 +96,119 @@ holds in ASCII text; for ASCII, ``str.lower`` folds exactly as ``re.IGNORECASE``
 _EACH = tuple(re.compile(p, re.IGNORECASE) for p in (*_STRUCTURE, *_PATTERNS, *_OTHER_LANGUAGES))
 
 
-def _ascii_search(text: str) -> re.Match[str] | None:
-    """:data:`_INSTRUCTION_LIKE`'s match in ASCII ``text``, searching only the patterns whose anchors occur.
+def _for_lowered(pattern: str) -> re.Pattern[str] | None:
+    r"""``pattern`` with its letters lower-cased, compiled case-sensitively, for lower-cased ASCII text.
 
-    Leftmost match first, and at one position the earliest pattern, as the alternation decides.
+    It matches in ``text.lower()`` exactly where ``pattern`` matches case-insensitively in ASCII ``text`` (same
+    spans): every letter it names outside an escape is lower-cased (``\S``, ``\b`` and the like keep their
+    case). ``None`` for a pattern that turns case-insensitivity off in part (``(?-i:…)``) or names a character
+    by code (``\x41``): those are searched case-insensitively.
+    """
+    if "(?-i" in pattern or re.search(r"\\[xuUN0-7]", pattern):
+        return None
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern[i] == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+        else:
+            out.append(pattern[i].lower())
+            i += 1
+    return re.compile("".join(out))
+
+
+_LOWERED = tuple(_for_lowered(p) for p in (*_STRUCTURE, *_PATTERNS, *_OTHER_LANGUAGES))
+"""Per pattern, its form for lower-cased ASCII text (:func:`_for_lowered`; ``None``: search :data:`_EACH`'s)."""
+
+
+def _leading_literal(pattern: str) -> str:
+    r"""The text every match of the lower-cased ``pattern`` starts with (after a leading ``\b``; ``""``: none)."""
+    if _top_level_choice(pattern):
+        return ""
+    body = pattern.removeprefix("\\b")
+    out = ""
+    for i, c in enumerate(body):
+        if not (c.isascii() and (c.isalnum() or c in "<:,")):
+            break
+        if body[i + 1 : i + 2] in ("?", "*", "{"):  # this character is optional
+            break
+        out += c
+    return out
+
+
+def _top_level_choice(pattern: str) -> bool:
+    """Whether ``pattern`` has a ``|`` outside every group and class (its matches may start in several ways)."""
+    depth, i, in_class = 0, 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            return True
+        i += 1
+    return False
+
+
+_LEADS = tuple(_leading_literal(lower.pattern) if lower is not None else "" for lower in _LOWERED)
+"""Per pattern, the literal its matches in lower-cased text start with (:func:`_leading_literal`)."""
+
+MATCHED_LEADS = 8
+"""Occurrences of a pattern's leading literal tried one by one before the rest of the text is searched."""
+
+
+def _from_lead(lower: re.Pattern[str] | None, lowered: str, lead: str) -> re.Match[str] | None:
+    """The first match of ``lower`` in ``lowered``, every match of which starts with ``lead``.
+
+    The pattern is tried at each of the first :data:`MATCHED_LEADS` occurrences of ``lead``, then searched from
+    the next one on: no match starts anywhere else.
+    """
+    at = lowered.find(lead)
+    if at < 0 or lower is None:
+        return None
+    for _ in range(MATCHED_LEADS):
+        found = lower.match(lowered, at)
+        if found is not None:
+            return found
+        at = lowered.find(lead, at + 1)
+        if at < 0:
+            return None
+    return lower.search(lowered, at)
+
+
+_ALL_ANCHORS = tuple(
+    dict.fromkeys(a for anchors, lead in zip(_ANCHORS, _LEADS, strict=True) if not lead for a in anchors)
+)
+_ANCHOR_SETS = tuple(frozenset(anchors) for anchors in _ANCHORS)
+
+
+def _ascii_search(text: str) -> tuple[int, int] | None:
+    """The span of :data:`_INSTRUCTION_LIKE`'s match in ASCII ``text``, searching only patterns that can match.
+
+    Leftmost match first, and at one position the earliest pattern, as the alternation decides. A pattern whose
+    matches start with a literal (:data:`_LEADS`) is searched in the lower-cased text (:data:`_LOWERED`) from
+    the literal's first occurrence, and not at all without one; any other only when one of its anchors occurs.
     """
     lowered = text.lower()
-    best: re.Match[str] | None = None
-    for anchors, pattern in zip(_ANCHORS, _EACH, strict=True):
-        if not any(a in lowered for a in anchors):
+    present = frozenset(a for a in _ALL_ANCHORS if a in lowered)
+    best: tuple[int, int] | None = None
+    for anchors, pattern, lower, lead in zip(_ANCHOR_SETS, _EACH, _LOWERED, _LEADS, strict=True):
+        if lead:
+            found = _from_lead(lower, lowered, lead)
+        elif anchors.isdisjoint(present):
             continue
-        found = pattern.search(text)
-        if found is not None and (best is None or found.start() < best.start()):
-            best = found
+        else:
+            found = lower.search(lowered) if lower is not None else pattern.search(text)
+        if found is not None and (best is None or found.start() < best[0]):
+            best = found.span()
     return best
 
 
@@ -134,8 +234,8 @@ def instruction_like(text: str) -> str | None:
         The matched phrase, whitespace collapsed, for the manifest's detail; ``None`` when nothing matches.
     """
     if text.isascii() and not _INVISIBLE.search(text):
-        found = _ascii_search(text)
-        return None if found is None else " ".join(found.group(0).split())[:80]
+        span = _ascii_search(text)
+        return None if span is None else " ".join(text[span[0] : span[1]].split())[:80]
     found = _INSTRUCTION_LIKE.search(text)
     if found is None and not text.isascii():
         found = _INSTRUCTION_LIKE.search(normalise(text))
