@@ -241,6 +241,8 @@ class SecretScanner:
             part for p in self.plugins if p in FORMAT_GATES for part in _parts(FORMAT_GATES[p], GATE_WORDS.get(p, ()))
         )
         self._keyword_parts = _parts(KEYWORD_GATE, GATE_WORDS["KeywordDetector"])
+        # each extra pattern with the substrings every match of it holds (a configured one: none known)
+        self._extras = tuple((name, rx, EXTRA_LITERALS.get(name, ())) for name, rx in self.extra.items())
 
     def scan(self, text: str) -> tuple[Finding, ...]:
         """Findings in ``text`` (line numbers 1-based, as ``str.splitlines`` numbers them), cached by the text.
@@ -370,27 +372,32 @@ class SecretScanner:
             or (self._keyword and _QUOTE.search(piece) and _matches(self._keyword_parts, piece, present, folded))
         ):
             types = {s.type for s in self._detector()(piece)}
-        return types | self._own_types(piece, not gated or self._ungated, present)
+        return types | self._own_types(piece, not gated or self._ungated, present, folded)
 
-    def _own_types(self, piece: str, every: bool, present: frozenset[str] | None) -> set[str]:
+    def _own_types(
+        self, piece: str, every: bool, present: frozenset[str] | None, folded: str | None = None
+    ) -> set[str]:
         """The types this module's own detectors find in ``piece``; each runs only where its gate matches.
 
         ``every``: run them all (:meth:`scan_full`, or extra patterns other than the default ones). The gates
         (:data:`EXTRA_LITERALS`, :data:`ASSIGNMENT_WORDS`, :data:`AWS_SECRET_WORDS` and the literal starts of a
-        private key and of a base64-encoded key id) together make up :data:`OWN_GATE`.
+        private key and of a base64-encoded key id) together make up :data:`OWN_GATE`. ``folded``: ``piece``
+        case-folded (:func:`_folded`), when the caller has it (assignments are then searched in it).
         """
 
         def said(words: frozenset[str]) -> bool:
             return every or present is None or not words.isdisjoint(present)
 
-        types = {
-            name
-            for name, rx in self.extra.items()
-            if (every or all(literal in piece for literal in EXTRA_LITERALS[name])) and rx.search(piece)
-        }
+        types: set[str] = set()
+        for name, rx, literals in self._extras:
+            if not every and not all(literal in piece for literal in literals):
+                continue
+            if rx.search(piece):
+                types.add(name)
         if (every or "BEGIN" in piece or "PuTTY-User-Key-File-" in piece) and PRIVATE_KEY_BEGIN.search(piece):
             types.add("Private Key")
-        folded = None if every or present is None else _folded(piece)
+        if every or present is None:
+            folded = None
         if said(ASSIGNMENT_WORDS) and (every or ":" in piece or "=" in piece) and _assigned_secret(piece, folded):
             types.add("Secret Assignment")
         if said(AWS_SECRET_WORDS) and _aws_secret_key(piece):
