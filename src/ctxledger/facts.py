@@ -81,6 +81,9 @@ Finding = secrets.Finding
 
 BlobReader = Callable[[str], bytes]
 
+BatchBlobReader = Callable[[Sequence[str]], Mapping[str, bytes]]
+"""Returns the intact stored bytes of each readable name, by name (a blob store's ``get_many``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class RecordFacts:
@@ -308,6 +311,8 @@ def compute_facts(
     records: Sequence[Record],
     read_blob: BlobReader,
     find: StoredLookup | None = None,
+    *,
+    read_blobs: BatchBlobReader | None = None,
 ) -> list[RecordFacts]:
     """The facts of ``records`` (one per record, same order), computed with the running detectors.
 
@@ -315,6 +320,9 @@ def compute_facts(
         records: records in append order (a derived record's sources may precede it in the same list).
         read_blob: returns a blob's bytes by bare-hex sha256 (tool results' raw text).
         find: looks up stored records by ``(tenant_id, record_id)``; ``None`` = none known.
+        read_blobs: returns the intact stored bytes of many blobs by sha256, leaving out what it cannot read
+            (a blob store's ``get_many``); the tool results of a chunk are then read with one call, and
+            ``read_blob`` reads (or refuses) only what it left out.
 
     A derived record's sources are looked up in its own tenant only, in ``records`` first.
     """
@@ -329,7 +337,9 @@ def compute_facts(
     chunks = [records[start : start + CHUNK] for start in range(0, len(records), CHUNK)]
 
     def texts(index: int) -> list[_Texts]:
-        return [_texts(r, read_blob) for r in chunks[index]]
+        chunk = chunks[index]
+        reader = _prefetched(chunk, read_blob, read_blobs)
+        return [_texts(r, reader) for r in chunk]
 
     workers = fact_workers.usable_workers() if len(records) >= PARALLEL_RECORDS else 1
     if workers > 1:
@@ -340,6 +350,23 @@ def compute_facts(
     for chunk, found in zip(chunks, detected, strict=True):
         out += [_facts(rec, d, lookup) for rec, d in zip(chunk, found, strict=True)]
     return out
+
+
+def _prefetched(chunk: Sequence[Record], read_blob: BlobReader, read_blobs: BatchBlobReader | None) -> BlobReader:
+    """A reader of the chunk's tool results from one ``read_blobs`` call, ``read_blob`` for what it left out."""
+    wanted = [r.sha256 for r in chunk if isinstance(r, ToolArtifact) and retained(r) is None]
+    if read_blobs is None or not wanted:
+        return read_blob
+    try:
+        got = read_blobs(wanted)
+    except InputError:  # a malformed name: each is read (and refused) on its own
+        return read_blob
+
+    def read(sha256: str) -> bytes:
+        data = got.get(sha256)
+        return read_blob(sha256) if data is None else data
+
+    return read
 
 
 @dataclass(frozen=True, slots=True)

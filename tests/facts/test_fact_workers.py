@@ -119,3 +119,22 @@ def test_workers_start_only_for_idle_cores(monkeypatch: pytest.MonkeyPatch, idle
 def test_idle_cores_is_between_none_and_all() -> None:
     """The measured idle share of the processors is a number of cores this machine has."""
     assert 0.0 <= fact_workers.idle_cores(2) <= 2.0
+
+
+def test_batched_blob_reads_give_the_facts_of_reading_one_by_one(tmp_path, batch, small_chunks, monkeypatch) -> None:
+    """``read_blobs`` (a blob folder's ``get_many``) changes nothing, a missing or damaged blob included."""
+    from ctxledger.store.blobs import LocalBlobStore
+
+    records, store = batch
+    monkeypatch.setenv(fact_workers.WORKERS_ENV, "1")
+    folder = LocalBlobStore(tmp_path / "blobs")
+    shas = [r.sha256 for r in records if getattr(r, "sha256", None) and store.blobs.exists(r.sha256)]
+    for sha in shas[1:]:  # the first result's bytes are missing
+        folder.put(store.blobs.get(sha))
+    damaged = folder.path(shas[2])
+    damaged.parent.mkdir(parents=True, exist_ok=True)
+    damaged.write_bytes(b"not the bytes it is named for")  # a file is read before the pack
+    one_by_one = [facts.encode_facts(f) for f in facts.compute_facts(records, folder.get)]
+    batched = [facts.encode_facts(f) for f in facts.compute_facts(records, folder.get, read_blobs=folder.get_many)]
+    assert batched == one_by_one
+    assert any(b'"raw_readable":false' in body for body in batched)

@@ -311,7 +311,12 @@ class SqlStore:
         rows = [encode_record(r, i) for i, r in enumerate(batch)]
         # Facts are computed before the write lock is taken (they can take seconds for a large import, and
         # other appenders wait for the lock); they are computed on the records as they will read back.
-        facts = compute_facts([decode_record(row) for row in rows], self.blobs.get, self._find)
+        facts = compute_facts(
+            [decode_record(row) for row in rows],
+            self.blobs.get,
+            self._find,
+            read_blobs=getattr(self.blobs, "get_many", None),
+        )
         try:
             with self._write() as conn:
                 written, created = self._append_in(conn, batch, rows)
