@@ -22,10 +22,11 @@ unit also has a static-embedding vector (:mod:`ctxledger.assemble.semantic`), an
 with its cosine to the query before the neighbour spread.
 
 Why speakers, dates and sessions: a question often names who ("What did Melanie paint?") or when ("in June
-2023"), and a conversation that resumes on another day talks about that day's events. The units said by the
-speaker the query names (:func:`~ctxledger.assemble.speakers.with_speaker`) and those written on a date it names
-(:func:`~ctxledger.assemble.dates.with_dates`) count more before the spread; after it, each unit is lifted by the
-best score of its day (:func:`~ctxledger.assemble.dates.with_session`). Measured on LoCoMo in the README.
+2023"), and a conversation that resumes on another day talks about that day's events. The units written on a date
+the query names (:func:`~ctxledger.assemble.dates.with_dates`) count more before the spread; after it, the units
+said by the speaker the query names count more (:func:`~ctxledger.assemble.speakers.with_speaker`: a neighbour
+inherits a hit's topic, not who said it) and each unit is lifted by the best score of its day
+(:func:`~ctxledger.assemble.dates.with_session`). Measured on LoCoMo in the README.
 """
 
 from __future__ import annotations
