@@ -129,3 +129,45 @@ def test_eval_caching_prices_consecutive_calls_against_replay(runner: CliRunner,
     assert "gpt-4o" in flat and "anthropic" in flat and "ratio" in flat and "newest-fit" in flat
     bad = runner.invoke(app, ["eval", "caching", "-d", "locomo", "--limit", "1", "--data-dir", str(data_dir)])
     assert bad.exit_code == 2 and "not a trajectory dataset" in _flat(bad.output)
+
+
+def test_eval_run_on_dataset_paths_needs_no_data_dir(runner: CliRunner, data_dir, tmp_path, monkeypatch) -> None:
+    """`-d PATH` from a folder with no ../shared/data runs: --data-dir is only read for named datasets."""
+    records = json.loads((data_dir / "tau-bench" / "gpt-4o-airline_tasks0-39.json").read_text())[:1]
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(records))
+    monkeypatch.chdir(tmp_path)
+    args = ["eval", "run", "-d", str(path), "-s", "bm25", "-b", "4000", "--max-cases", "1", "--no-checks"]
+    result = runner.invoke(app, [*args, "--no-plots", "--out", str(tmp_path / "rep")])
+    assert result.exit_code == 0, result.output
+    named = runner.invoke(app, ["eval", "run", "-d", "tau-bench", "-s", "bm25", "--no-plots", "--out", "rep2"])
+    assert named.exit_code == 2 and "--data-dir" in named.output
+    caching = runner.invoke(app, ["eval", "caching", "-d", "tau-bench", "-s", "newest-fit", "--limit", "1"])
+    assert caching.exit_code == 2 and "--data-dir" in caching.output
+
+
+@pytest.mark.parametrize("command", ["run", "caching"])
+@pytest.mark.parametrize("value", [0, -5, 10_000_001, 99_999_999_999])
+def test_eval_budget_out_of_bounds_names_budget_before_loading(
+    runner: CliRunner, data_dir, tmp_path, command: str, value: int
+) -> None:
+    """A --budget outside 1..10,000,000 is refused naming --budget (not --window) with the value typed."""
+    args = ["eval", command, "-d", "tau-bench", "-b", str(value), "--data-dir", str(data_dir)]
+    if command == "run":
+        args += ["--no-plots", "--no-checks", "--out", str(tmp_path / "rep")]
+    result = runner.invoke(app, args)
+    flat = _flat(result.output)
+    assert result.exit_code == 2, result.output
+    assert "--budget" in flat and str(value) in flat and "--window" not in flat
+    assert "eval loading" not in flat
+
+
+def test_eval_budget_below_the_question_is_a_non_fitting_call(runner: CliRunner, data_dir, tmp_path) -> None:
+    """A budget smaller than a LoCoMo question sends nothing for ours (as the baselines overflow), not a crash."""
+    out = tmp_path / "rep"
+    args = ["eval", "run", "-d", "locomo", "-s", "ctxledger-default", "-b", "5", "--max-cases", "3"]
+    result = runner.invoke(app, [*args, "--data-dir", str(data_dir), "--no-plots", "--no-checks", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
+    ours = [r for r in rows if r["selector"] == "ctxledger-default"]
+    assert ours and all(not r["fits"] for r in ours), ours[:1]

@@ -61,6 +61,24 @@ def _existing_dir(path: Path, what: str, option: str) -> Path:
     return path
 
 
+def _data_root(names: Sequence[str | Path], data_dir: Path) -> Path:
+    """``data_dir``, checked only when a dataset is named (``-d locomo``); paths (``-d run.json``) never read it."""
+    if any(isinstance(name, str) for name in names):
+        return _existing_dir(data_dir, "dataset", "--data-dir")
+    return data_dir
+
+
+def _budget_list(budgets: Sequence[int]) -> list[int]:
+    """The ``--budget`` values, each within the library's bounds of ``W``, refused before any dataset loads."""
+    from ctxledger.budget import TOKEN_BOUNDS
+
+    least, most = TOKEN_BOUNDS["window_tokens"]
+    for value in budgets:
+        if not least <= value <= most:
+            raise ConfigurationError(f"--budget must be between {least} and {most:,} tokens, got {value}")
+    return list(budgets)
+
+
 def _dataset_list(names: Sequence[str]) -> list[str | Path]:
     """Dataset names, ``all``, or paths of dataset files or folders (kept as paths)."""
     from ctxledger.eval.datasets import dataset_names
@@ -225,12 +243,13 @@ def eval_run(
 
             check_plotting()  # before hours of calls, not after
         names = _dataset_list(dataset)
+        budgets = _budget_list(budget or [])
         register()
-        root = _existing_dir(data_dir, "dataset", "--data-dir")
+        root = _data_root(names, data_dir)
         started = time.perf_counter()
         with rich_progress() as progress:
             results = run_named(
-                names, selector or _default_selectors(), budget or None, out, data_dir=root, limit=limit,
+                names, selector or _default_selectors(), budgets or None, out, data_dir=root, limit=limit,
                 max_cases=max_cases, step_stride=step_stride, progress=progress,
                 determinism_every=determinism_every, plots=plots,
             )  # fmt: skip
@@ -349,13 +368,16 @@ def eval_caching(
         register()
         counter = get_counter("cl100k_base")
         selectors = make_selectors(selector or ["ctxledger-default", "ctxledger-stable", "newest-fit", "bm25"], counter)
+        names = _dataset_list(dataset)
+        _budget_list([budget])
+        root = _data_root(names, data_dir)
         table = Table(title=f"Cost per call with prompt caching at {budget:,} tokens", title_justify="left")
         for name in ("dataset", "selector", "provider", "calls", "input", "shared prefix", "$/1k calls",
                      "replay $/1k calls", "ratio", "latest error kept"):  # fmt: skip
             table.add_column(name, justify="left" if name in ("dataset", "selector", "provider") else "right")
-        for name in _dataset_list(dataset):
+        for name in names:
             loaded = (
-                [load_dataset(name, data_dir, counter, limit=limit)]
+                [load_dataset(name, root, counter, limit=limit)]
                 if isinstance(name, str)
                 else load_path(name, counter, limit=limit)
             )

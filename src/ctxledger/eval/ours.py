@@ -159,12 +159,20 @@ class PolicySelector:
     def select(self, task: SelectionTask) -> Selection:
         """Assemble the call of ``task`` and report the included items, tokens, hash and manifest facts.
 
-        A task whose required blocks do not fit gives a non-fitting selection (nothing sent), with the
-        error in ``details["error"]``.
+        A task whose required blocks do not fit, or whose budget is not larger than the question
+        (``budget_tokens <= query_tokens``), gives a non-fitting selection (nothing sent), with the error in
+        ``details["error"]``.
         """
         started = time.perf_counter()
         history = self._history(task.items)
         window = task.budget_tokens - task.query_tokens
+        if window < 1:
+            details = {
+                "error": f"the budget of {task.budget_tokens} tokens leaves no room beside the question's "
+                f"{task.query_tokens} tokens",
+                "orphan_results": history.orphans,
+            }
+            return Selection([], task.query_tokens, time.perf_counter() - started, fits=False, details=details)
         try:
             asm = history.ledger.assemble(
                 history.conversation_id,
