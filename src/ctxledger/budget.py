@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxledger.errors import BudgetItem, ConfigurationError, NoRoomForInput, RequiredBlocksDoNotFit
+from ctxledger.errors import BudgetItem, BudgetOutOfBounds, NoRoomForInput, RequiredBlocksDoNotFit
 
 MAX_TOKENS = 10_000_000
 """The largest ``W``, ``O`` or ``M`` a request may name, in tokens."""
@@ -42,8 +42,8 @@ class Budget:
         margin_tokens: ``M``, safety margin (must cover the counter's error when it is an estimate).
 
     Raises:
-        ConfigurationError: a value outside :data:`TOKEN_BOUNDS` (``W`` ≥ 1, ``O`` and ``M`` ≥ 0, each at most
-            :data:`MAX_TOKENS`).
+        BudgetOutOfBounds: a value outside :data:`TOKEN_BOUNDS` (``W`` ≥ 1, ``O`` and ``M`` ≥ 0, each at most
+            :data:`MAX_TOKENS`; a :class:`~ctxledger.errors.ConfigurationError` too; names the field).
         NoRoomForInput: ``B_input <= 0`` (a :class:`~ctxledger.errors.ConfigurationError` too; names the fields).
     """
 
@@ -56,8 +56,7 @@ class Budget:
         for name, (least, most) in TOKEN_BOUNDS.items():
             value = getattr(self, name)
             if not least <= value <= most:
-                option = "--" + name.removesuffix("_tokens")
-                raise ConfigurationError(f"{name} ({option}) must be between {least} and {most:,}, got {value}")
+                raise BudgetOutOfBounds(name, value, least, most)
         if self.input_tokens <= 0:
             raise NoRoomForInput(self.window_tokens, self.output_tokens, self.margin_tokens)
 

@@ -218,6 +218,30 @@ class BudgetError(CtxledgerError):
     """The token budget cannot be satisfied."""
 
 
+class BudgetOutOfBounds(BudgetError, ConfigurationError):
+    """One budget field is outside its bounds (:data:`ctxledger.budget.TOKEN_BOUNDS`).
+
+    Also a :class:`ConfigurationError`. Front ends name their own option from ``field`` (the CLI ``--window``,
+    or ``--budget`` for ``ctxledger demo``).
+
+    Attributes:
+        field: the library argument name (``window_tokens``, ``output_tokens`` or ``margin_tokens``).
+        value: the value asked, in tokens.
+        least, most: the inclusive bounds, in tokens.
+    """
+
+    def __init__(self, field: str, value: int, least: int, most: int) -> None:
+        self.field = field
+        self.value = value
+        self.least = least
+        self.most = most
+        super().__init__(self.describe({field: field}))
+
+    def describe(self, names: dict[str, str]) -> str:
+        """The message with the field called by ``names`` (library argument name → the front end's name)."""
+        return f"{names[self.field]} must be between {self.least} and {self.most:,}, got {self.value}"
+
+
 class NoRoomForInput(BudgetError, ConfigurationError):
     """The budget leaves no tokens for input: ``B_input = W − O − M <= 0``.
 

@@ -162,6 +162,32 @@ def test_a_budget_with_no_room_for_input_names_the_cli_options(
     assert "window_tokens" not in flat and "output_tokens" not in flat and "Traceback" not in result.output
 
 
+@pytest.mark.parametrize(
+    ("command", "option", "value"),
+    [
+        ("assemble", "--window", "99999999999"),
+        ("assemble", "--window", "0"),
+        ("assemble", "--output", "10000001"),
+        ("assemble", "--margin", "-1"),
+        ("demo", "--budget", "99999999999"),
+        ("demo", "--budget", "-5"),
+        ("demo", "--output", "-3"),
+    ],
+)
+def test_a_budget_field_out_of_bounds_names_this_commands_option(
+    runner: CliRunner, demo_store: DemoStore, command: str, option: str, value: str
+) -> None:
+    """A W, O or M outside the library's bounds exits 2 naming the option the user typed, with its value."""
+    args = [DEMO_CONVERSATION] if command == "assemble" else []
+    result = runner.invoke(app, ["--db", demo_store.url, command, *args, option, value])
+    flat = _flat(result.output)
+    assert result.exit_code == 2, result.output
+    assert f"{option} must be between" in flat and f"got {value}" in flat, flat
+    others = {"--window", "--budget", "--output", "--margin"} - {option}
+    assert not any(f"{o} must be" in flat or f"({o})" in flat for o in others), flat
+    assert "window_tokens" not in flat and "Traceback" not in result.output
+
+
 def test_assemble_unknown_conversation_is_a_user_error(runner: CliRunner, demo_store: DemoStore) -> None:
     """A conversation id that does not exist exits 2 with the id in the message."""
     result = runner.invoke(app, ["--db", demo_store.url, "assemble", "no-such-conversation"])

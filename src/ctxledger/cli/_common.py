@@ -18,6 +18,7 @@ from ctxledger.cli._render import _required_table
 from ctxledger.demo import demo_dir
 from ctxledger.errors import (
     BudgetError,
+    BudgetOutOfBounds,
     ConfigurationError,
     CtxledgerError,
     InputError,
@@ -137,10 +138,10 @@ def _handled(window_option: str = "--window") -> Iterator[None]:
     ``window_option`` is the command's option for W, named when the budget leaves no room for input or the
     required blocks do not fit.
     """
+    names = {"window_tokens": window_option, "output_tokens": "--output", "margin_tokens": "--margin"}
     try:
         yield
-    except NoRoomForInput as exc:
-        names = {"window_tokens": window_option, "output_tokens": "--output", "margin_tokens": "--margin"}
+    except (NoRoomForInput, BudgetOutOfBounds) as exc:
         _err().print(f"[red]error:[/] {escape(exc.describe(names))}")
         raise typer.Exit(2) from None
     except RequiredBlocksDoNotFit as exc:
