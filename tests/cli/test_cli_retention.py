@@ -110,3 +110,14 @@ def test_forget_of_nobody_says_so_and_json_stays_json(runner: CliRunner, tmp_pat
     assert shown.exit_code == 0 and json.loads(shown.stdout)["by_rule"]["forget"]["delete"] > 0
     audit = runner.invoke(app, ["--db", url, "retention-audit", "--ref", "nothing-here"])
     assert audit.exit_code == 0 and "no retention audit rows" in audit.stdout
+
+
+def test_retain_with_only_a_retention_table_says_what_the_policy_file_lacks(runner: CliRunner, tmp_path: Path) -> None:
+    """A file holding only [retention] (the table a user copies first) names the [policy] keys it needs."""
+    url = _demo(runner, tmp_path)
+    only_rules = POLICY.split("[[retention.rules]]", 1)[1]
+    (tmp_path / "rules.toml").write_text("[[retention.rules]]" + only_rules, encoding="utf-8")
+    result = runner.invoke(app, ["--db", url, "retain", "--policy", str(tmp_path / "rules.toml"), "--dry-run"])
+    flat = " ".join(result.output.split())
+    assert result.exit_code == 2, result.output
+    assert "missing [policy] table" in flat and "name =" in flat and "version =" in flat, flat

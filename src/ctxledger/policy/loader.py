@@ -315,7 +315,8 @@ def _table(data: Mapping[str, Any], key: str, source: str, required: bool = Fals
     value = data.get(key)
     if value is None:
         if required:
-            raise PolicyFileError(f"missing [{key}] table", source=source, field=key)
+            hint = ' (a policy file names itself: [policy] name = "…" and version = "…")' if key == "policy" else ""
+            raise PolicyFileError(f"missing [{key}] table{hint}", source=source, field=key)
         return {}
     if not isinstance(value, Mapping):
         raise PolicyFileError("must be a table", source=source, field=key)
