@@ -171,3 +171,22 @@ def test_eval_budget_below_the_question_is_a_non_fitting_call(runner: CliRunner,
     rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
     ours = [r for r in rows if r["selector"] == "ctxledger-default"]
     assert ours and all(not r["fits"] for r in ours), ours[:1]
+
+
+def test_eval_run_warns_about_and_reports_a_folder_file_that_is_not_json(runner: CliRunner, data_dir, tmp_path) -> None:
+    """A cut-off file in a dataset folder is named on stderr and in the report; the rest of the folder runs."""
+    records = json.loads((data_dir / "tau-bench" / "gpt-4o-airline_tasks0-39.json").read_text())[:1]
+    folder = tmp_path / "tb"
+    folder.mkdir()
+    (folder / "good.json").write_text(json.dumps(records))
+    (folder / "broken.json").write_text(json.dumps(records)[:3000])
+    out = tmp_path / "rep"
+    args = ["eval", "run", "-d", str(folder), "-s", "bm25", "-b", "4000", "--max-cases", "2", "--no-checks"]
+    result = runner.invoke(app, [*args, "--no-plots", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "warning: tau-bench: 1 files unreadable" in _flat(result.output)
+    assert "broken.json" in result.output
+    report = (out / "report.md").read_text()
+    assert "files_unreadable = 1" in report and "- broken.json: not one JSON document" in report
+    alone = runner.invoke(app, ["eval", "run", "-d", str(folder / "broken.json"), "--out", str(out)])
+    assert alone.exit_code != 0 and "not one JSON document" in _flat(alone.output)

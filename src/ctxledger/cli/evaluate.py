@@ -257,12 +257,32 @@ def eval_run(
         goals = goal_checks(results.aggregates) + held_out_checks(results.aggregates)
         report = out / "report.md"
         report.write_text(report.read_text(encoding="utf-8") + "\n" + checks_markdown(goals, scenarios, cases))
+    _warn_skipped(results)
     console.print(_headline_table(results))
     console.print(_goals_table(goals))
     if checks:
         passed = sum(r.passed for r in scenarios) + sum(c.passed for c in cases)
         console.print(f"seed scenarios and failure cases: {passed}/{len(scenarios) + len(cases)} pass")
     console.print(f"report written to {escape(str(report))} in {time.perf_counter() - started:.0f} s", soft_wrap=True)
+
+
+SKIPPED_QUIRKS = ("files_unreadable", "runs_skipped")
+"""Listed quirks that leave source data out of a run: each is also warned about on stderr."""
+
+
+def _warn_skipped(results: Any) -> None:
+    """One warning per dataset and skipping quirk, naming the first few skipped items (all are in the report)."""
+    err = _err()
+    for info in results.datasets:
+        for quirk in SKIPPED_QUIRKS:
+            entries = info.listed.get(quirk) or []
+            if entries:
+                shown = "; ".join(entries[:3]) + ("; …" if len(entries) > 3 else "")
+                err.print(
+                    f"warning: {info.name}: {len(entries)} {quirk.replace('_', ' ')} (listed in the report): {shown}",
+                    markup=False,
+                    soft_wrap=True,
+                )
 
 
 @eval_app.command("scenarios")

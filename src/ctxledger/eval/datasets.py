@@ -906,10 +906,20 @@ def sniff_format(value: Any) -> str | None:
     return None
 
 
-def _sniff_file(path: Path) -> str | None:
+UNREADABLE = "files_unreadable"
+"""The quirk (and ``listed`` key) of the files of a folder that are not one JSON document in UTF-8."""
+
+
+def _sniff_file(path: Path, unreadable: list[tuple[Path, str]] | None = None) -> str | None:
+    """The dataset ``path`` holds (:func:`sniff_format`); ``None`` for another shape or unreadable text.
+
+    ``unreadable``: collects ``(path, why)`` for a file that is not one JSON document in UTF-8.
+    """
     try:
         return sniff_format(json.loads(path.read_text(encoding="utf-8")))
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError) as exc:
+        if unreadable is not None:
+            unreadable.append((path, f"not one JSON document in UTF-8 ({exc})"))
         return None
 
 
@@ -938,10 +948,11 @@ def _files_of(name: str, directory: Path) -> list[Path]:
     return paths
 
 
-def formats_in(path: Path) -> dict[str, list[Path]]:
+def formats_in(path: Path, unreadable: list[tuple[Path, str]] | None = None) -> dict[str, list[Path]]:
     """The dataset files under ``path`` (a file or a folder), by dataset name (see :func:`sniff_format`).
 
-    A folder holding ``BFCL_v4_memory.json`` is BFCL v4 memory. Files of no known shape are left out.
+    A folder holding ``BFCL_v4_memory.json`` is BFCL v4 memory. Files of no known shape are left out;
+    ``unreadable`` collects those that are not one JSON document, as ``(path, why)``.
 
     Raises:
         InputError: ``path`` does not exist.
@@ -952,7 +963,7 @@ def formats_in(path: Path) -> dict[str, list[Path]]:
         return {"bfcl-memory": [path]}
     found: dict[str, list[Path]] = {}
     for file in _candidates(path):
-        name = _sniff_file(file)
+        name = _sniff_file(file, unreadable)
         if name is not None:
             found.setdefault(name, []).append(file)
     return found
@@ -982,20 +993,31 @@ def load_path(
         max_cases: keep only the first ``max_cases`` cases of each dataset.
         step_stride: for trajectories, keep every ``step_stride``-th call.
 
+    A folder's files that are not one JSON document are counted (quirk ``files_unreadable``) and listed
+    (``listed["files_unreadable"]``, each with the parser's line and column) on every dataset loaded from it.
+
     Raises:
         ConfigurationError: unknown ``name``.
-        InputError: the path does not exist or holds no dataset file (of ``name``); malformed data.
+        InputError: the path does not exist or holds no dataset file (of ``name``); a file given by path that
+            is not one JSON document (with the parser's message); malformed data.
     """
     if name is not None and name not in _SPECS:
         raise ConfigurationError(f"unknown dataset {name!r}; known: {dataset_names()}")
-    found = formats_in(path)
+    unreadable: list[tuple[Path, str]] = []
+    found = formats_in(path, unreadable)
+    if path.is_file() and unreadable:
+        raise InputError(
+            f"{unreadable[0][1]}; a dataset file is one JSON document (BFCL memory: pass its folder)", source=str(path)
+        )
+    skipped = tuple(f"{p.relative_to(path) if p != path else p}: {why}" for p, why in unreadable)
     if name == "locomo-memory" and "locomo" in found:
         found = {"locomo-memory": found["locomo"]}
     elif name is not None:
         found = {name: found[name]} if name in found else {}
     if not found:
         what = f"no {name} file" if name else f"no dataset file ({', '.join(dataset_names())})"
-        raise InputError(f"{what} found", source=str(path))
+        also = f"; {len(skipped)} file(s) are not JSON, e.g. {skipped[0]}" if skipped else ""
+        raise InputError(f"{what} found{also}", source=str(path))
     out = []
     for fmt, files in sorted(found.items()):
         if fmt in ("locomo", "locomo-memory"):
@@ -1004,6 +1026,12 @@ def load_path(
             dataset = load_bfcl_memory(files[0], counter, limit=limit)
         else:
             dataset = _trajectories(fmt, files, path, counter, limit=limit, step_stride=step_stride)
+        if skipped:  # the folder's files no dataset could read: counted and listed with every dataset of it
+            dataset = replace(
+                dataset,
+                quirks={**dataset.quirks, UNREADABLE: len(skipped)},
+                listed={**dataset.listed, UNREADABLE: skipped},
+            )
         out.append(replace(dataset, cases=dataset.cases[:max_cases]) if max_cases is not None else dataset)
     return out
 
