@@ -183,15 +183,21 @@ class UsageAlreadyRecorded(InputError):
     """
 
     def __init__(self, assembly_id: str, input_tokens: int, output_tokens: int) -> None:
-        super().__init__(
-            f"observed usage is already recorded for this assembly (input {input_tokens:,}, output "
-            f"{output_tokens:,} tokens); pass overwrite=True (CLI: ctxledger usage --overwrite) to replace it",
-            source=f"assembly {assembly_id}",
-            field="observed_usage",
-        )
         self.assembly_id = assembly_id
         self.input_tokens = input_tokens
         self.output_tokens = output_tokens
+        super().__init__(
+            self.describe("pass overwrite=True (CLI: ctxledger usage --overwrite)"),
+            source=f"assembly {assembly_id}",
+            field="observed_usage",
+        )
+
+    def describe(self, fix: str) -> str:
+        """The message with ``fix`` saying how to replace the usage (each interface names its own option)."""
+        return (
+            f"observed usage is already recorded for this assembly (input {self.input_tokens:,}, output "
+            f"{self.output_tokens:,} tokens); {fix} to replace it"
+        )
 
 
 class FormatNotRecognised(InputError):

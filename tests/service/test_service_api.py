@@ -62,7 +62,8 @@ def test_usage_is_recorded_once_then_409_unless_overwrite(served: Served) -> Non
     again = served.client.post(
         f"/v1/assemblies/{aid}/usage", headers=auth, json={"input_tokens": 11, "output_tokens": 2}
     )
-    assert again.status_code == 409 and again.json()["field"] == "overwrite"
+    assert again.status_code == 409 and again.json()["field"] == "body.overwrite"
+    assert '"overwrite": true' in again.json()["detail"] and "overwrite=True" not in again.json()["detail"]
     fixed = served.client.post(
         f"/v1/assemblies/{aid}/usage", headers=auth, json={"input_tokens": 11, "output_tokens": 2, "overwrite": True}
     )

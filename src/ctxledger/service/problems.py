@@ -95,7 +95,8 @@ def ctxledger_problem(exc: CtxledgerError) -> JSONResponse:
     if isinstance(exc, RecordNotFound):
         return problem(404, "not-found", "Not found", f"{exc.record_id!r} was not found", field=None)
     if isinstance(exc, UsageAlreadyRecorded):
-        return problem(409, "usage-already-recorded", "Usage already recorded", str(exc), field="overwrite")
+        detail = exc.describe('send "overwrite": true in the body')
+        return problem(409, "usage-already-recorded", "Usage already recorded", detail, field=BODY + "overwrite")
     if isinstance(exc, NoRoomForInput):
         fields = [BODY + name for name in exc.culprits]
         return problem(
