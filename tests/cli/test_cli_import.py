@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from ctxledger.cli import app
@@ -211,3 +213,37 @@ def test_a_toolbench_failed_run_is_skipped_with_a_warning_and_the_rest_imports(
     assert sorted(_conversations(_db(tmp_path))) == sorted(n.removesuffix(".json") for n in names[1:])
     single = runner.invoke(app, ["--db", _db(tmp_path), "import", str(folder / names[0])])
     assert single.exit_code == 2 and "failed run" in _flat(single.output)
+
+
+def _chat(k: int, turns: int) -> str:
+    """A small OpenAI Chat transcript, distinct per ``k``."""
+    messages = [{"role": "user", "content": f"question {k}"}]
+    messages += [{"role": "assistant" if i % 2 == 0 else "user", "content": f"turn {k}.{i}"} for i in range(turns)]
+    return json.dumps({"messages": messages})
+
+
+@given(total=st.integers(min_value=2, max_value=4), data=st.data())
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_an_interrupted_folder_import_finishes_with_skip_imported(runner: CliRunner, tmp_path_factory, total, data):
+    """Whatever part of a folder was written before, --skip-imported writes exactly the rest; a plain re-run
+    is refused with a hint naming it, and a stored conversation whose records differ is still refused."""
+    tmp = tmp_path_factory.mktemp("resume")
+    folder, url = tmp / "chats", f"sqlite:///{tmp / 'ctx.db'}"
+    folder.mkdir()
+    done = data.draw(st.sets(st.integers(min_value=0, max_value=total - 1), min_size=1, max_size=total - 1))
+    for k in sorted(done):  # what an interrupted run had written: whole files
+        (folder / f"c{k}.json").write_text(_chat(k, 3))
+    assert runner.invoke(app, ["--db", url, "import", str(folder), "--model", ""]).exit_code == 0
+    for k in range(total):
+        (folder / f"c{k}.json").write_text(_chat(k, 3))
+    plain = runner.invoke(app, ["--db", url, "import", str(folder), "--model", ""])
+    assert plain.exit_code == 2 and "--skip-imported" in _flat(plain.stderr)
+    resumed = runner.invoke(app, ["--db", url, "import", str(folder), "--model", "", "--skip-imported"])
+    assert resumed.exit_code == 0, resumed.output
+    assert f"skipped {len(done)} conversation(s) already imported" in _flat(resumed.stderr)
+    assert sorted(_conversations(url)) == [f"c{k}" for k in range(total)]
+    again = runner.invoke(app, ["--db", url, "import", str(folder), "--model", "", "--skip-imported"])
+    assert again.exit_code == 0 and "nothing left to import" in _flat(again.stderr)
+    (folder / f"c{min(done)}.json").write_text(_chat(min(done), 5))  # same id, other records
+    changed = runner.invoke(app, ["--db", url, "import", str(folder), "--model", "", "--skip-imported"])
+    assert changed.exit_code == 2 and "already in tenant" in _flat(changed.stderr)

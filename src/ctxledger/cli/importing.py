@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from enum import StrEnum
@@ -18,6 +19,8 @@ from ctxledger.cli._common import COUNTER_HELP, _coster, _err, _handled, _open, 
 from ctxledger.conversation_ids import conflict
 from ctxledger.errors import FormatNotRecognised, InputError, NothingToImport
 from ctxledger.ledger import Ledger
+from ctxledger.records import Conversation, Kind
+from ctxledger.store._rules import get_or_none
 
 IMPORT_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
 """Files a directory import picks up (others, such as READMEs, are skipped)."""
@@ -158,6 +161,14 @@ def import_(
         str, typer.Option("--model", help="Count and cache token counts for this model while importing ('' skips).")
     ] = "gpt-4o",
     counter: Annotated[str | None, typer.Option("--counter", help=COUNTER_HELP, show_default=False)] = None,
+    skip_imported: Annotated[
+        bool,
+        typer.Option(
+            "--skip-imported",
+            help="Skip conversations already stored with exactly these record ids (to finish an interrupted "
+            "import of a folder); one stored with other records is still refused.",
+        ),
+    ] = False,
 ) -> None:
     """Import agent transcripts or trajectories into the execution graph.
 
@@ -168,7 +179,8 @@ def import_(
     refused (ids are deterministic). In a directory each file's conversation id is its relative path
     without the suffix (stems collide across folders); files there whose format cannot be told (a
     package.json, say) are skipped with a warning that lists them, and a directory where no file is
-    recognised is an error.
+    recognised is an error. Each file is written in one transaction, so an interrupted import leaves whole
+    files written and the rest not: run it again with --skip-imported to write the rest.
 
     Example: [bold]ctxledger import ../shared/data/tau-bench/gpt-4o-airline_tasks0-39.json[/bold]
     """
@@ -178,12 +190,41 @@ def import_(
         batches = _parse_all(_input_files(paths), fmt.value, settings.tenant, conversation_id, roots=paths)
         with _open(settings, create=True) as ledger:
             coster = _coster(ledger, "openai-chat", count_tokens_for, counter) if count_tokens_for else None
-            results = _write_all(ledger, batches, coster)
+            if skip_imported:
+                batches = _without_imported(ledger, batches)
+            results = _write_all(ledger, batches, coster, resumable=len(batches) > 1)
         elapsed = time.perf_counter() - start
     _out().print(_import_table(batches, results, elapsed))
 
 
-def _write_all(ledger: Ledger, batches: Sequence[Any], coster: Any | None) -> list[Any]:
+def _without_imported(ledger: Ledger, batches: Sequence[Any]) -> list[Any]:
+    """``batches`` without the conversations the store already holds with the same record ids (warned about)."""
+    kept, skipped = [], []
+    for batch in batches:
+        fresh = [c for c in batch.conversations if not _stored_alike(ledger, c)]
+        skipped += [c.conversation_id for c in batch.conversations if c not in fresh]
+        if fresh:
+            kept.append(dataclasses.replace(batch, conversations=fresh))
+    if skipped:
+        shown = ", ".join(skipped[:5]) + (", …" if len(skipped) > 5 else "")
+        _err().print(
+            f"skipped {len(skipped)} conversation(s) already imported: {escape(shown)}", markup=False, soft_wrap=True
+        )
+    if not kept:
+        _err().print("nothing left to import: every conversation of the input is stored already", soft_wrap=True)
+    return kept
+
+
+def _stored_alike(ledger: Ledger, conv: Any) -> bool:
+    """Whether the store holds ``conv`` already: its conversation record, and exactly its record ids in order."""
+    tenant = conv.records[0].tenant_id
+    if not isinstance(get_or_none(ledger.store, tenant, conv.conversation_id), Conversation):
+        return False
+    stored = [r.id for r in ledger.store.records(tenant, conv.conversation_id) if r.kind is not Kind.CONVERSATION]
+    return stored == [r.id for r in conv.records if r.kind is not Kind.CONVERSATION]
+
+
+def _write_all(ledger: Ledger, batches: Sequence[Any], coster: Any | None, *, resumable: bool = False) -> list[Any]:
     """Refuse duplicate or already stored conversation ids across all batches, then write each batch.
 
     Checking every id first means a re-import refuses the whole set before anything is written. Each
@@ -195,7 +236,7 @@ def _write_all(ledger: Ledger, batches: Sequence[Any], coster: Any | None) -> li
     """
     from ctxledger.ingest import write_batch
 
-    _refuse_duplicates(ledger, batches)
+    _refuse_duplicates(ledger, batches, resumable=resumable)
     results = []
     for batch in batches:
         results.append(write_batch(ledger.store, batch))
@@ -204,7 +245,13 @@ def _write_all(ledger: Ledger, batches: Sequence[Any], coster: Any | None) -> li
     return results
 
 
-def _refuse_duplicates(ledger: Ledger, batches: Sequence[Any]) -> None:
+def _refuse_duplicates(ledger: Ledger, batches: Sequence[Any], *, resumable: bool = False) -> None:
+    """Raise on a conversation id given twice or already stored; ``resumable``: the hint names --skip-imported."""
+    hint = (
+        "pass --skip-imported to write only what is not stored yet, or --conversation-id to import it under another id"
+        if resumable
+        else "pass --conversation-id to import it under another id"
+    )
     seen: dict[str, str] = {}
     for batch in batches:
         for conv in batch.conversations:
@@ -215,7 +262,7 @@ def _refuse_duplicates(ledger: Ledger, batches: Sequence[Any]) -> None:
             problem = conflict(ledger.store, tenant, cid, known=list(seen))
             if problem is not None:
                 raise InputError(
-                    f"{problem}; pass --conversation-id to import it under another id",
+                    f"{problem}; {hint}",
                     source=batch.source,
                     field="conversation_id",
                 )
