@@ -267,6 +267,8 @@ def test_explain_unknown_ref_or_assembly_exits_2(runner: CliRunner, demo_store: 
     bad_asm = runner.invoke(app, ["--db", demo_store.url, "explain", "asm_missing"])
     assert (bad_ref.exit_code, bad_asm.exit_code) == (2, 2)
     assert "asm_missing" in bad_asm.stderr
+    conv = demo_store.manifest["conversation_id"]
+    assert f"'{conv}/9999' not found" in _flat(bad_ref.stderr)  # the whole id looked for, not the short form
 
 
 def test_usage_records_observed_tokens_and_shows_the_estimate_error(

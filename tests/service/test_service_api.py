@@ -48,6 +48,8 @@ def test_assemble_returns_the_payload_and_an_assembly_that_explains_itself(serve
     assert why["status"] == "omitted" and why["reason"] == manifest["omitted"][0]["reason"]
     short = omitted.removeprefix(f"{CONV}/")
     assert served.client.get(f"/v1/assemblies/{body['assembly_id']}/explain/{short}", headers=auth).json() == why
+    unknown = served.client.get(f"/v1/assemblies/{body['assembly_id']}/explain/99999", headers=auth)
+    assert unknown.status_code == 404 and f"'{CONV}/99999'" in unknown.json()["detail"]
     listed = served.client.get(f"/v1/conversations/{CONV}/assemblies", headers=auth).json()
     assert body["assembly_id"] in [a["id"] for a in listed]
 

@@ -381,7 +381,8 @@ def _explain_ref(
     never = never_a_candidate(ledger.store, manifest, ref)
     if never is not None:
         raise InputError(never, source="<cli>", field="REF")
-    raise RecordNotFound(settings.tenant, ref, what=f"candidate of assembly {manifest['id']}")
+    shown = ref if ref.startswith(f"{conv}/") else f"{conv}/{ref}"  # both were looked for; name the whole id
+    raise RecordNotFound(settings.tenant, shown, what=f"candidate of assembly {manifest['id']}")
 
 
 @app.command()
