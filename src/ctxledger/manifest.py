@@ -37,7 +37,8 @@ Fields of the persisted record (:class:`Manifest`; JSON keys are the field names
 * ``decisions`` / ``marks``: the policy decisions and marks about included records (all of them with
   ``trace="full"``); ``rehydrations``, ``tools`` ``{exposed, withheld[, renamed]}``, ``lineage``,
   ``contract``, ``warnings``;
-* ``tokens`` ``{estimated_input, replay, saved, observed_input, observed_output, error}``, ``timings`` (ms),
+* ``tokens`` ``{estimated_input, replay, saved, observed_input, observed_output, error}`` (``saved`` = ``replay``
+  − ``estimated_input``, negative when the payload's framing outweighs what was left out), ``timings`` (ms),
   ``turn_refs``, ``payload_hash``; ``payload``: the provider body with ``trace="full"``, else ``None``
   (a replay re-derives it and checks it against ``payload_hash``).
 
