@@ -69,13 +69,16 @@ def _data_root(names: Sequence[str | Path], data_dir: Path) -> Path:
 
 
 def _budget_list(budgets: Sequence[int]) -> list[int]:
-    """The ``--budget`` values, each within the library's bounds of ``W``, refused before any dataset loads."""
-    from ctxledger.budget import TOKEN_BOUNDS
+    """The ``--budget`` values, each checked as a window ``W`` before any dataset loads.
 
-    least, most = TOKEN_BOUNDS["window_tokens"]
+    Raises:
+        BudgetOutOfBounds: a value outside the bounds of ``W`` (``ctxledger.budget.TOKEN_BOUNDS``), which the
+            commands' ``_handled("--budget")`` reports naming ``--budget``.
+    """
+    from ctxledger.budget import Budget
+
     for value in budgets:
-        if not least <= value <= most:
-            raise ConfigurationError(f"--budget must be between {least} and {most:,} tokens, got {value}")
+        Budget(window_tokens=value)
     return list(budgets)
 
 
@@ -232,7 +235,7 @@ def eval_run(
     from ctxledger.eval.ours import register
 
     console = _out()
-    with _handled():
+    with _handled(window_option="--budget"):
         if _is_stdout(out):
             raise ConfigurationError(
                 "--out - (stdout) cannot hold the report's files (report.md, results.json, rows.jsonl, plots); "
@@ -384,7 +387,7 @@ def eval_caching(
     from ctxledger.tokens import get_counter
 
     console = _out()
-    with _handled():
+    with _handled(window_option="--budget"):
         register()
         counter = get_counter("cl100k_base")
         selectors = make_selectors(selector or ["ctxledger-default", "ctxledger-stable", "newest-fit", "bm25"], counter)
