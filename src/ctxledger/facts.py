@@ -25,11 +25,11 @@ map); the assembler reads it instead of rescanning:
   records, so the list is known at append.
 
 The facts are stamped with :data:`DETECTOR_STAMP`, a digest of the code that computed them (the modules of
-the secret scanner, the instruction-like patterns, the renderers, the tokenizer and the embedding) and of the
-versions of detect-secrets, bm25s and PyStemmer and of the embedding model (``none`` without it), so installing
-or upgrading the ``semantic`` extra makes the stored facts stale and they are recomputed with vectors. Facts with
-another stamp were computed by another detector: readers recompute them (and store the result) instead of trusting
-them.
+the secret scanner, the instruction-like patterns and the regex structure both read, the renderers, the tokenizer
+and the embedding) and of the versions of detect-secrets, bm25s and PyStemmer and of the embedding model
+(``none`` without it), so installing or upgrading the ``semantic`` extra makes the stored facts stale and they are
+recomputed with vectors. Facts with another stamp were computed by another detector: readers recompute them (and
+store the result) instead of trusting them.
 
 The computation calls the detectors and renderers; it does not copy them. It imports only leaf modules
 (records, the scanner, the instruction-like patterns, the unit renderers, the tokenizer, the embedding), none of which
@@ -55,6 +55,7 @@ import ctxledger._fact_workers as fact_workers
 import ctxledger.assemble.relevance as relevance
 import ctxledger.assemble.semantic as semantic
 import ctxledger.policy.injection as injection
+import ctxledger.policy.regex_shape as regex_shape
 import ctxledger.policy.secrets as secrets
 import ctxledger.units as units
 from ctxledger.errors import BlobNotFound, InputError, IntegrityError
@@ -158,6 +159,7 @@ def detector_stamp() -> str:
     for obj in (
         secrets.default_scanner,
         injection.instruction_like,
+        regex_shape.structure,
         units.render_data_block,
         relevance.tokenize,
         semantic.StaticEmbedder,

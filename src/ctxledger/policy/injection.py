@@ -29,6 +29,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from ctxledger.policy.regex_shape import alternatives
+
 _PATTERNS = (
     r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+|your\s+)*(?:previous|prior|above|earlier|"
     r"preceding|system|original)\s+(?:instructions?|prompts?|rules|directions|messages)",
@@ -123,7 +125,7 @@ _LOWERED = tuple(_for_lowered(p) for p in (*_STRUCTURE, *_PATTERNS, *_OTHER_LANG
 
 def _leading_literal(pattern: str) -> str:
     r"""The text every match of the lower-cased ``pattern`` starts with (after a leading ``\b``; ``""``: none)."""
-    if _top_level_choice(pattern):
+    if len(alternatives(pattern)) > 1:  # its matches may start in several ways
         return ""
     body = pattern.removeprefix("\\b")
     out = ""
@@ -134,28 +136,6 @@ def _leading_literal(pattern: str) -> str:
             break
         out += c
     return out
-
-
-def _top_level_choice(pattern: str) -> bool:
-    """Whether ``pattern`` has a ``|`` outside every group and class (its matches may start in several ways)."""
-    depth, i, in_class = 0, 0, False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0:
-            return True
-        i += 1
-    return False
 
 
 _LEADS = tuple(_leading_literal(lower.pattern) if lower is not None else "" for lower in _LOWERED)

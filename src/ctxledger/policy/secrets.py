@@ -51,6 +51,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ctxledger.policy.regex_shape import alternatives, group_end
+
 DEFAULT_PLUGINS = (
     "ArtifactoryDetector",
     "AWSKeyDetector",
@@ -598,29 +600,6 @@ _PREFIX = re.compile(r"(?:[A-Za-z0-9_=:/\-]|\\\.)*")
 _Part = tuple[frozenset[str], str, "re.Pattern[str] | None", "re.Pattern[str] | None"]
 
 
-def _alternatives(pattern: str) -> list[str]:
-    """The top-level alternatives of ``pattern`` (split at ``|`` outside groups and classes)."""
-    out, depth, start, i, in_class = [], 0, 0, 0, False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0:
-            out.append(pattern[start:i])
-            start = i + 1
-        i += 1
-    return [*out, pattern[start:]]
-
-
 def _parts(pattern: str, words: tuple[str, ...] = ()) -> tuple[_Part, ...]:
     """``pattern`` as ``(words, prefix, regex, folded regex)`` parts, one per top-level alternative.
 
@@ -632,7 +611,7 @@ def _parts(pattern: str, words: tuple[str, ...] = ()) -> tuple[_Part, ...]:
     matches in the line, and Python's ``re`` searches a case-sensitive alternation several times faster.
     """
     out: list[_Part] = []
-    for alt in _alternatives(pattern):
+    for alt in alternatives(pattern):
         folded = frozenset(words if alt.startswith("(?i:") else ())
         if _LITERAL.fullmatch(alt):
             out.append((folded, alt, None, None))
@@ -651,7 +630,7 @@ def _folded_regex(alternative: str) -> re.Pattern[str] | None:
     form matches it (:func:`_folded` keeps offsets and folds the characters ``re.IGNORECASE`` equates with an
     ASCII letter to that letter). ``None`` otherwise (the case-insensitive regex is searched in the line).
     """
-    if not alternative.startswith("(?i:") or _group_end(alternative, 0) != len(alternative) - 1:
+    if not alternative.startswith("(?i:") or group_end(alternative, 0) != len(alternative) - 1:
         return None
     body = alternative[4:-1]
     i = 0
@@ -715,28 +694,6 @@ def _class_end(pattern: str, start: int) -> int:
             continue
         if pattern[i] == "]":
             return i
-        i += 1
-    return -1
-
-
-def _group_end(pattern: str, start: int) -> int:
-    """The index of the ``)`` closing the group opened at ``pattern[start]`` (``-1``: none)."""
-    depth, i, in_class = 0, start, False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i
         i += 1
     return -1
 
