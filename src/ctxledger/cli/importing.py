@@ -201,15 +201,14 @@ def _without_imported(ledger: Ledger, batches: Sequence[Any]) -> list[Any]:
     """``batches`` without the conversations the store already holds with the same record ids (warned about)."""
     kept, skipped = [], []
     for batch in batches:
-        fresh = [c for c in batch.conversations if not _stored_alike(ledger, c)]
-        skipped += [c.conversation_id for c in batch.conversations if c not in fresh]
+        fresh = []
+        for conv in batch.conversations:
+            (skipped if _stored_alike(ledger, conv) else fresh).append(conv)
         if fresh:
             kept.append(dataclasses.replace(batch, conversations=fresh))
     if skipped:
-        shown = ", ".join(skipped[:5]) + (", …" if len(skipped) > 5 else "")
-        _err().print(
-            f"skipped {len(skipped)} conversation(s) already imported: {escape(shown)}", markup=False, soft_wrap=True
-        )
+        shown = ", ".join(c.conversation_id for c in skipped[:5]) + (", …" if len(skipped) > 5 else "")
+        _err().print(f"skipped {len(skipped)} conversation(s) already imported: {shown}", markup=False, soft_wrap=True)
     if not kept:
         _err().print("nothing left to import: every conversation of the input is stored already", soft_wrap=True)
     return kept

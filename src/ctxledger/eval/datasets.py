@@ -1009,7 +1009,7 @@ def load_path(
         raise InputError(
             f"{unreadable[0][1]}; a dataset file is one JSON document (BFCL memory: pass its folder)", source=str(path)
         )
-    skipped = tuple(f"{p.relative_to(path) if p != path else p}: {why}" for p, why in unreadable)
+    skipped = tuple(f"{p.relative_to(path)}: {why}" for p, why in unreadable)  # a folder's files (a file raised)
     if name == "locomo-memory" and "locomo" in found:
         found = {"locomo-memory": found["locomo"]}
     elif name is not None:
