@@ -80,9 +80,11 @@ def test_a_payload_larger_than_replay_says_so_instead_of_a_negative_saving(
         assert "saved:" in report and "-" not in report.split("saved:")[1].split()[0]
 
 
-def test_explain_on_a_record_no_context_can_hold_says_what_it_is(runner: CliRunner, tmp_path: Path) -> None:
+def test_explain_on_a_record_no_context_can_hold_says_what_it_is(
+    runner: CliRunner, tmp_path: Path, data_dir: Path
+) -> None:
     """A model run, participant or branch is never a candidate: explain says which kind it is and why, exit 2."""
-    source = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "mini-swe-agent-deepseek"
+    source = data_dir / "mini-swe-agent-deepseek"
     url = f"sqlite:///{tmp_path / 'm.db'}"
     imported = runner.invoke(app, ["--db", url, "import", str(source / "pydicom__pydicom-901.traj.json")])
     assert imported.exit_code == 0, imported.output

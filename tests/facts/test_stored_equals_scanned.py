@@ -8,6 +8,7 @@ facts, and the BM25 document built from stored terms equals the tokenized unit t
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
@@ -30,7 +31,9 @@ from ctxledger.scenarios.catalog import SCENARIOS
 from ctxledger.store.base import GraphStore
 from ctxledger.testing import MemoryStore
 
-CASES = sorted((Path(__file__).parents[2] / ".." / "shared" / "cases").resolve().glob("*.json"))
+_SHARED = os.environ.get("CTXLEDGER_SHARED_DIR") or Path(__file__).resolve().parents[2].parent / "shared"
+CASES = sorted((Path(_SHARED) / "cases").glob("*.json"))
+"""The shared failure cases (where the root conftest looks), listed at collection to parametrize."""
 
 
 def _scenario_store(scenario) -> tuple[GraphStore, str, str]:
