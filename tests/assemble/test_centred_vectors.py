@@ -40,7 +40,9 @@ def test_running_sums_give_the_scores_of_a_full_pass(history: list[tuple[str, ob
     query = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
     query /= np.linalg.norm(query)
     expected = plain.scores(query, centred=True)
-    assert np.allclose(running.scores(query, centred=True), expected, atol=1e-5)
+    # float32 rounding of r·m against m·m: about 1e-6, a few 1e-5 at worst when the vectors cluster around their
+    # mean (2.2e-5 the largest a targeted search found); a wrong formula is off by far more
+    assert np.allclose(running.scores(query, centred=True), expected, atol=1e-4)
     assert np.array_equal(running.scores(query), plain.scores(query))  # the plain cosine is untouched
     if len(plain) > 1:  # a prefix is scored as before
         assert np.array_equal(

@@ -10,7 +10,8 @@ centred vector's norm on each call, about five passes over ``n × dim`` floats a
 
 so one product of the vectors with ``[q, m]`` gives every score once ``|r|²`` of each vector and the sum of the
 vectors are kept as vectors are appended (and taken back when the index is truncated).
-:class:`CentredVectorIndex` keeps them; its scores equal the plain ones up to float32 rounding (about 1e-6),
+:class:`CentredVectorIndex` keeps them; its scores equal the plain ones up to float32 rounding (about 1e-6; up to
+a few 1e-5 when the vectors cluster tightly around their mean, since ``r·m`` then nearly cancels ``m·m``),
 except that a vector within rounding of the mean (a single unit, or all of them alike) scores 0 instead of a
 cosine of rounding noise.
 """
