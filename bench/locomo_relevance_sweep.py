@@ -39,6 +39,7 @@ import numpy as np
 
 import ctxledger.assemble.assembler as assembler
 from ctxledger.assemble.dates import days_match, query_dates
+from ctxledger.assemble.phases.select import latest_user_text
 from ctxledger.assemble.query import query_topic, unit_relevance
 from ctxledger.assemble.relevance import spread, tokenize
 from ctxledger.assemble.semantic import default_embedder
@@ -55,7 +56,7 @@ DEFAULT = default_policy().selection
 
 def _unit_relevance(request: Any, snap: Any, policy: Any = None) -> np.ndarray:
     """The assembler's relevance as :func:`~ctxledger.assemble.query.unit_relevance` computes it (every setting)."""
-    query = request.query if request.query is not None else assembler._latest_user_text(snap.units)
+    query = request.query if request.query is not None else latest_user_text(snap.units)
     selection = policy.selection if policy is not None else None
     return unit_relevance(query, snap.index, snap.vectors, snap.facets, len(snap.units), selection)
 
@@ -70,7 +71,7 @@ def _capture() -> dict[str, Any]:
         seen["scores"] = scores = original(request, snap, policy)
         return scores
 
-    assembler._relevance = wrapped  # type: ignore[assignment]
+    assembler.relevance_scores = wrapped  # type: ignore[assignment]
     return seen
 
 

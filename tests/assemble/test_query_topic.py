@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import ctxledger.assemble.assembler as assembler
 from ctxledger.assemble.dates import with_dates, with_session
+from ctxledger.assemble.phases.select import relevance_scores
 from ctxledger.assemble.query import QUESTION_WORDS, query_topic, unit_relevance
 from ctxledger.assemble.relevance import spread, tokenize, with_semantic
 from ctxledger.assemble.snapshot import SnapshotLoader
@@ -109,11 +109,11 @@ def test_with_question_words_kept_unit_relevance_is_the_signals_composed(words: 
     policy = dataclasses.replace(policy, selection=kept)
     query = " ".join(words) + "?"
     request = types.SimpleNamespace(query=query)
-    assert np.array_equal(assembler._relevance(request, snap, policy), _composed(query, snap, kept))  # type: ignore[arg-type]
+    assert np.array_equal(relevance_scores(request, snap, policy), _composed(query, snap, kept))  # type: ignore[arg-type]
     bm25 = snap.index.scores(tokenize([query])[0], len(snap.units))
     top = float(bm25.max()) if len(bm25) else 0.0
     expected = bm25 / top if top > 0 else bm25
-    assert np.array_equal(assembler._relevance(request, snap, None), expected)  # type: ignore[arg-type]
+    assert np.array_equal(relevance_scores(request, snap, None), expected)  # type: ignore[arg-type]
 
 
 _SHARED = _conversation()

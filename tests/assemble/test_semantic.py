@@ -167,13 +167,14 @@ def test_the_manifest_says_which_relevance_the_assembly_used() -> None:
     ],
 )
 def test_semantic_relevance_ranks_the_answer_that_shares_no_stem_with_the_question(query: str, answer: str) -> None:
-    from ctxledger.assemble.assembler import AssemblyRequest, _relevance_by_id
+    from ctxledger.assemble.phases.select import relevance_by_id
+    from ctxledger.assemble.request import AssemblyRequest
     from ctxledger.policy.default import default_policy
 
     snap = _ledger().snapshots.load("default", "c", "c/main")
     request = AssemblyRequest(tenant_id="default", conversation_id="c", query=query)
     assert not snap.index.scores(relevance.tokenize([query])[0]).any()  # BM25 alone has nothing to rank by
-    ranked = _relevance_by_id(request, snap, default_policy())
+    ranked = relevance_by_id(request, snap, default_policy())
     assert max(ranked, key=ranked.__getitem__) == answer
 
 

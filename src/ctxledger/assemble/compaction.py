@@ -14,7 +14,7 @@ runs and earlier compactions of the branch lineage up to the boundary, except in
 summarised; they stay fixed blocks) and records not visible to the whole conversation (private,
 audit-only or shared with named participants: a summary must not carry them to readers who may not see
 them). Validity is judged as the assemblies judge it, at the compaction's clock (``now``): the policy's
-stages run through ``validity`` (:func:`~ctxledger.assemble.assembler.run_policy`) over the snapshot, and
+stages run through ``validity`` (:func:`~ctxledger.assemble.phases.filter.run_policy`) over the snapshot, and
 
 * a unit with a record the validity stage omits as ``superseded`` or ``stale`` (and the raw sources of such
   memories) is left out of the compaction altogether: it is not summarised and not among ``source_ids``,
@@ -139,14 +139,15 @@ def judge_validity(
     """What the policy's validity stage says about a snapshot's records at ``now``.
 
     Runs the policy's stages through ``validity`` for an anonymous caller of the snapshot's conversation
-    and branch (:func:`~ctxledger.assemble.assembler.run_policy`), so supersession, staleness by time or by
+    and branch (:func:`~ctxledger.assemble.phases.filter.run_policy`), so supersession, staleness by time or by
     source version, and broken provenance are decided by that stage and nowhere else.
 
     Returns:
         ``(dead, stale)``: record id → ``(reason, detail)`` for the records omitted as ``superseded`` or
         ``stale`` (reasons of :data:`_DEAD`), and record id → detail for those kept but marked ``stale``.
     """
-    from ctxledger.assemble.assembler import AssemblyRequest, run_policy
+    from ctxledger.assemble.phases.filter import run_policy
+    from ctxledger.assemble.request import AssemblyRequest
 
     request = AssemblyRequest(snap.tenant_id, snap.conversation_id, branch_id=snap.branch_id, now=now)
     plan = run_policy(policy, request, snap, find_artifacts=find_artifacts, find_record=find_record, until="validity")

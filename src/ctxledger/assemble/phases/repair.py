@@ -1,0 +1,276 @@
+"""The repair phase: room for errors, question/answer pairs, the provider's role order, and fill."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxledger.assemble.costing import Coster
+from ctxledger.assemble.fill import fill_budget
+from ctxledger.assemble.lead import anchor_lead
+from ctxledger.assemble.pairs import keep_pairs, partners
+from ctxledger.assemble.phases.budget import Budgeted
+from ctxledger.assemble.phases.plan import Plan, omit_unit
+from ctxledger.assemble.phases.select import Selected
+from ctxledger.assemble.preamble import keep_preamble
+from ctxledger.assemble.represent import Pointer, charge_savings, settle_redundant
+from ctxledger.assemble.request import AssemblyRequest
+from ctxledger.assemble.room import anchor_user_turn, make_room_for_errors
+from ctxledger.assemble.select import Option, SelectionItem, SelectionResult
+from ctxledger.budget import BudgetLedger
+from ctxledger.policy.base import Policy, ReasonCode
+from ctxledger.units import Unit, UnitKind
+
+FILL_TARGET = 0.95
+"""Share of ``B_dynamic`` an assembly uses whenever it leaves something out for budget, or says why not."""
+
+
+def fill_note(dynamic: int, chosen: Sequence[tuple[Unit, Option]], left_out: Iterable[SelectionItem]) -> str | None:
+    """Why less than :data:`FILL_TARGET` of ``B_dynamic`` is used although units were left out for budget.
+
+    ``None`` when nothing was left out for budget or the target is met; otherwise a sentence with the
+    tokens left and the cheapest form of any unit left out (none fits the room left, or a class cap or the
+    role order kept it out).
+    """
+    left = list(left_out)
+    used = sum(o.tokens for _, o in chosen)
+    if not left or dynamic <= 0 or used >= FILL_TARGET * dynamic:
+        return None
+    room = dynamic - used
+    cheapest = min(o.tokens for i in left for o in i.options)
+    share = f"{used} of {dynamic} tokens of B_dynamic used ({used / dynamic:.0%}), {room} left"
+    if cheapest > room:
+        return f"{share}: the cheapest form of any unit left out for budget takes {cheapest} tokens"
+    return f"{share}: units that would fit were kept out by class caps or the provider's role order"
+
+
+def _fix_role_order(
+    chosen: list[Unit],
+    plan: Plan,
+    options: dict[str, Option],
+    required: Sequence[Unit],
+    ledger: BudgetLedger,
+    live: tuple[Sequence[Unit], Sequence[SelectionItem], int] | None = None,
+) -> list[Unit]:
+    """Anchor or drop leading optional units until the first non-instruction turn is a user turn (case B04).
+
+    With ``live`` (the live units, the selection items, ``B_dynamic``), a leading optional unit first tries
+    to stay behind the user message before it (:func:`~ctxledger.assemble.lead.anchor_lead`: room made from
+    lower-utility units only); otherwise it is dropped. The ledger gets the tokens of what leaves back, so
+    ``used`` stays what the payload carries.
+    """
+    required_ids = {u.id for u in required}
+    while chosen and chosen[0].role != "user" and chosen[0].id not in required_ids:
+        items = {i.unit_id: i for i in live[1]} if live is not None else {}
+        found = anchor_lead(chosen, live[0], items, options, live[2], required_ids, ledger) if live else None
+        if found is not None:
+            for unit in found.displaced:
+                ledger.charge(unit.context_class.value, -options.pop(unit.id).tokens)
+                omit_unit(plan, unit, ReasonCode.BUDGET, "role_order")
+            for rid in found.unit.record_ids:
+                plan.omitted.pop(rid, None)
+            options[found.unit.id] = found.option
+            ledger.charge(found.unit.context_class.value, found.option.tokens)
+            return [found.unit, *(u for u in chosen if u not in found.displaced)]
+        unit = chosen.pop(0)
+        dropped = options.pop(unit.id, None)
+        if dropped is not None:
+            ledger.charge(unit.context_class.value, -dropped.tokens)
+        omit_unit(plan, unit, ReasonCode.ROLE_ORDER, "role_order")
+    return chosen
+
+
+def _fill(
+    items: Sequence[SelectionItem],
+    result: SelectionResult,
+    chosen: list[Unit],
+    by_id: Mapping[str, Unit],
+    plan: Plan,
+    dynamic: int,
+    ledger: BudgetLedger,
+    options_for: Any,
+    coster: Coster,
+) -> list[Unit]:
+    """The fill phase (:func:`~ctxledger.assemble.fill.fill_budget`) after role order: the chosen units, grown.
+
+    Only units after the first chosen one may enter: the payload still opens with the same user turn, and
+    no unit the role-order repair dropped is left stranded behind an older one. Half of a question/answer
+    pair enters only with the other half. The admitted units' records leave the omissions.
+    """
+    lead = chosen[0].seq if chosen else None
+    admitted = fill_budget(
+        items,
+        result,
+        dynamic,
+        ledger,
+        lambda i: options_for(by_id[i.unit_id], i.options[0], coster, required=True),
+        FILL_TARGET,
+        allowed=lambda i: lead is not None and i.seq > lead,
+        partners=partners(list(by_id.values())),
+    )
+    for uid in admitted:
+        for rid in by_id[uid].record_ids:
+            plan.omitted.pop(rid, None)
+    return sorted([*chosen, *(by_id[uid] for uid in admitted)], key=lambda u: u.seq)
+
+
+def _keep_final_pairs(
+    units: Sequence[Unit],
+    items: Sequence[SelectionItem],
+    result: SelectionResult,
+    chosen: list[Unit],
+    plan: Plan,
+    dynamic: int,
+    ledger: BudgetLedger,
+) -> tuple[list[Unit], list[dict[str, str]]]:
+    """The pair rule (:func:`~ctxledger.assemble.pairs.keep_pairs`) on the final inclusion set.
+
+    Preamble carrying, role-order repair, the required lead's anchor and fill all run after the first pair
+    pass and change what is included, so the pairs are checked again on what the payload carries: a missing
+    half that fits the room left enters (its records leave the omissions), and the warnings name the pairs
+    that stay split. Admitting a question or an answer keeps the payload's first turn a user turn.
+
+    Returns:
+        ``(the chosen units in seq order, the pair warnings)``.
+    """
+    before = set(result.chosen)
+    warnings = keep_pairs(units, items, result, dynamic, ledger)
+    admitted = [u for u in units if u.id in result.chosen and u.id not in before]
+    if not admitted:
+        return chosen, warnings
+    for unit in admitted:
+        for rid in unit.record_ids:
+            plan.omitted.pop(rid, None)
+    return sorted([*chosen, *admitted], key=lambda u: u.seq), warnings
+
+
+def _anchor_required_lead(
+    chosen: list[Unit],
+    units: Sequence[Unit],
+    items: Sequence[SelectionItem],
+    plan: Plan,
+    options: dict[str, Option],
+    budget_tokens: int,
+    ledger: BudgetLedger,
+) -> list[Unit]:
+    """When a *required* non-user unit leads the history, admit the newest user turn before it.
+
+    Anthropic's Messages API requires the first message to come from the user and ctxledger never invents
+    one, so the user turn that led to the required step (e.g. an unresolved tool call) is brought in, with
+    room made by leaving out the oldest optional chosen units (``budget``). If no user turn precedes it, or
+    it cannot fit, nothing changes (OpenAI Chat accepts an assistant-first history; the Anthropic serializer
+    then refuses with a ProviderContractError naming the turn).
+    """
+    if not chosen or chosen[0].role == "user":
+        return chosen
+    lead = chosen[0]
+    before = [u for u in units if u.role == "user" and u.kind is UnitKind.MESSAGE and u.seq < lead.seq]
+    if not before:
+        return chosen
+    anchor = before[-1]
+    item = next(i for i in items if i.unit_id == anchor.id)
+    option = min(item.options, key=lambda o: (o.tokens, -o.utility))
+    used = sum(o.tokens for o in options.values())
+    droppable = [u for u in chosen if u.id not in plan.required]
+    freed: list[Unit] = []
+    while used + option.tokens > budget_tokens and droppable:
+        unit = droppable.pop(0)
+        freed.append(unit)
+        used -= options[unit.id].tokens
+    if used + option.tokens > budget_tokens:
+        return chosen
+    for unit in freed:
+        ledger.charge(unit.context_class.value, -options.pop(unit.id).tokens)
+        omit_unit(plan, unit, ReasonCode.BUDGET, "role_order")
+    for rid in anchor.record_ids:
+        plan.omitted.pop(rid, None)
+    options[anchor.id] = option
+    ledger.charge(anchor.context_class.value, option.tokens)
+    plan.required.setdefault(anchor.id, "turn_anchor")
+    return sorted([anchor, *(u for u in chosen if u not in freed)], key=lambda u: u.seq)
+
+
+@dataclass(slots=True)
+class Repaired:
+    """The repair phase's result.
+
+    Attributes:
+        chosen: the included live units, in ``seq`` order (their options are in the selection's ``result``).
+        split_pairs: warnings naming the question/answer pairs that stay split.
+        short: everything visited entered and less than :data:`FILL_TARGET` of ``B_dynamic`` is used: the reach
+            should widen.
+    """
+
+    chosen: list[Unit]
+    split_pairs: list[dict[str, str]]
+    short: bool
+
+
+def repair_selection(
+    request: AssemblyRequest,
+    units: Sequence[Unit],
+    plan: Plan,
+    budgeted: Budgeted,
+    selected: Selected,
+    policy: Policy,
+    coster: Coster,
+    options_for: Any,
+) -> Repaired:
+    """Repair the selection in place: error evidence, pairs, preamble, role order, the required lead, and fill.
+
+    Every step amends ``selected.result`` (chosen options, omissions) and ``selected.ledger``, and records what
+    it left out in ``plan``. Fill is skipped when the selection keeps a stable prefix, so the prefix stays whole.
+    """
+    items, result, ledger, dynamic = selected.items, selected.result, selected.ledger, budgeted.dynamic
+    by_id = {u.id: u for u in units}
+    if options_for is not None:
+        make_room_for_errors(items, result, dynamic, ledger)
+        anchor_user_turn(items, result, dynamic, ledger, {u.id: u.role for u in units})
+    keep_pairs(units, items, result, dynamic, ledger)  # the manifest's pair warnings: _keep_final_pairs
+    for uid, reason in result.omitted.items():
+        omit_unit(plan, by_id[uid], reason, "selection")
+    chosen_units = [u for u in units if u.id in result.chosen]
+    lead = keep_preamble(
+        request.api,
+        chosen_units,
+        units,
+        result.chosen,
+        coster,
+        ledger,
+        dynamic,
+        lambda unit, plan=plan: omit_unit(plan, unit, ReasonCode.BUDGET, "role_order"),
+        plan.required,
+    )
+    required = [*budgeted.required, *lead]
+    chosen_units = [u for u in chosen_units if u.id in result.chosen]
+    chosen_units = _fix_role_order(chosen_units, plan, result.chosen, required, ledger, (units, items, dynamic))
+    chosen_units = _anchor_required_lead(chosen_units, units, items, plan, result.chosen, dynamic, ledger)
+    if options_for is not None and selected.stable is None:
+        chosen_units = _fill(items, result, chosen_units, by_id, plan, selected.target, ledger, options_for, coster)
+        chosen_units = _fix_role_order(chosen_units, plan, result.chosen, required, ledger)
+    chosen_units, split_pairs = _keep_final_pairs(units, items, result, chosen_units, plan, dynamic, ledger)
+    used = sum(o.tokens for o in result.chosen.values())
+    left = any(r is ReasonCode.BUDGET for r in result.omitted.values())
+    short = used < FILL_TARGET * dynamic and not left  # all it visited entered, and room is left
+    return Repaired(chosen_units, split_pairs, short)
+
+
+def settle(
+    filtered_units: Sequence[Unit],
+    pointers: Mapping[str, str | Pointer],
+    plan: Plan,
+    budgeted: Budgeted,
+    selected: Selected,
+    repaired: Repaired,
+) -> None:
+    """Once the reach is final: record the split pairs, settle redundant units, and charge what the ladder saved.
+
+    A redundant unit whose kept unit is not sent either leaves under that unit's reason
+    (:func:`settle_redundant`); the ledger's ``saved`` gets the tokens each cheaper rung saved against verbatim.
+    """
+    if plan.ctx is not None:
+        plan.ctx.warnings += repaired.split_pairs
+    sent = {u.id for u in (*budgeted.fixed, *repaired.chosen)}
+    settle_redundant(filtered_units, pointers, sent, plan.omitted, plan.decisions)
+    charge_savings(selected.ledger.saved, selected.result.chosen, budgeted.costs)

@@ -1,0 +1,200 @@
+"""The select phase: utility per live unit and the multiple-choice knapsack under ``B_dynamic``."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ctxledger.assemble import stability
+from ctxledger.assemble.costing import Coster
+from ctxledger.assemble.phases.budget import Budgeted
+from ctxledger.assemble.phases.plan import Plan
+from ctxledger.assemble.query import unit_relevance
+from ctxledger.assemble.reach import (
+    Reach,
+    unvisited_newer,
+)
+from ctxledger.assemble.relevance import is_question
+from ctxledger.assemble.request import AssemblyRequest
+from ctxledger.assemble.select import Option, SelectionItem, SelectionResult, select
+from ctxledger.assemble.snapshot import Snapshot
+from ctxledger.budget import Budget, BudgetLedger
+from ctxledger.policy.base import VERBATIM_REASONS, Policy, ReasonCode
+from ctxledger.records import Message, Role, ToolStatus
+from ctxledger.units import ContextClass, Unit, UnitKind, content_text
+
+KIND_PRIOR: Mapping[str, float] = {
+    UnitKind.INSTRUCTION: 1.0,
+    UnitKind.MESSAGE: 0.6,
+    UnitKind.TOOL_EXCHANGE: 0.5,
+    UnitKind.MEMORY: 0.7,
+    UnitKind.COMPACTION: 0.8,
+    UnitKind.CHECKPOINT: 0.9,
+}
+"""Prior utility of a unit by kind (user turns get +0.1, failed tool exchanges +0.3)."""
+
+FILL_FACTOR = 0.25
+"""Utility scale of conversation-visible or shared units of other branches: they rank below the lineage's."""
+
+_CLASS_NAMES = {c: c.value for c in ContextClass}
+
+
+def _selection_items(
+    units: Sequence[Unit],
+    plan: Plan,
+    turn_costs: Mapping[str, tuple[int, ...]],
+    relevance: Mapping[str, float],
+    policy: Policy,
+    coster: Coster,
+    options_for: Any,
+    weights: tuple[float, float, float] | None = None,
+    oversized: Mapping[str, Sequence[Option]] | None = None,
+    unvisited_newer: Mapping[str, int] | None = None,
+) -> list[SelectionItem]:
+    """One selection item per dynamic unit; a unit's age counts the newer units, the unvisited ones too."""
+    params = policy.selection
+    w_relevance, w_recency, w_kind = weights or params.weights(False)
+    dynamic = [u for u in units if u.kind is not UnitKind.INSTRUCTION]
+    half_life = params.recency_half_life
+    required_ids = plan.required
+    newer = unvisited_newer or {}
+    items = []
+    for age, unit in enumerate(reversed(dynamic)):
+        uid = unit.id
+        if newer:
+            age += newer.get(uid, 0)
+        score = relevance.get(uid)
+        utility = w_relevance * (score or 0.0) + w_recency * 0.5 ** (age / half_life) + w_kind * _kind_prior(unit)
+        if score is None:  # from another branch: it only fills what the lineage leaves
+            utility *= FILL_FACTOR
+        costs = turn_costs[uid]
+        verbatim = Option("verbatim", sum(costs), round(utility, 9), unit.turns, turn_tokens=costs)
+        options = [verbatim]
+        required = uid in required_ids
+        if oversized and uid in oversized:  # too large to enter verbatim: exact excerpts only
+            options = [dataclasses.replace(o, utility=round(utility * o.utility, 9)) for o in oversized[uid]]
+        elif options_for is not None and not (required and required_ids[uid] in VERBATIM_REASONS):
+            options += options_for(unit, verbatim, coster)
+        items.append(
+            SelectionItem(
+                uid, unit.seq, _CLASS_NAMES[unit.context_class], options, required, required and len(options) == 1
+            )
+        )
+    return items
+
+
+def relevance_by_id(request: AssemblyRequest, snap: Snapshot, policy: Policy | None = None) -> dict[str, float]:
+    """Relevance (normalised to [0, 1]) of the snapshot's units; other branches' units score 0."""
+    scores = relevance_scores(request, snap, policy)
+    return {u.id: float(scores[i]) for i, u in enumerate(snap.units)}
+
+
+def relevance_scores(request: AssemblyRequest, snap: Snapshot, policy: Policy | None = None) -> np.ndarray:
+    """Relevance of each unit to the query with the policy's signals (:func:`unit_relevance`), over the max."""
+    query = request.query if request.query is not None else latest_user_text(snap.units)
+    selection = policy.selection if policy is not None else None
+    return unit_relevance(query, snap.index, snap.vectors, snap.facets, len(snap.units), selection)
+
+
+def _asks_question(request: AssemblyRequest, units: Sequence[Unit]) -> bool:
+    """The weight rule of :class:`SelectionParams`: the query is a question and no tool loop is under way."""
+    dynamic = [u for u in units if u.kind is not UnitKind.INSTRUCTION]
+    if dynamic and dynamic[-1].kind is UnitKind.TOOL_EXCHANGE:
+        return False
+    query = request.query if request.query is not None else latest_user_text(units)
+    return bool(query) and is_question(query)
+
+
+def latest_user_text(units: Sequence[Unit]) -> str:
+    """The text of the newest user message among ``units`` (the default query), or ``""``."""
+    for u in reversed(units):
+        rec = u.records[0]
+        if u.kind is UnitKind.MESSAGE and isinstance(rec, Message) and rec.role is Role.USER:
+            return content_text(rec.content)
+    return ""
+
+
+def _kind_prior(unit: Unit) -> float:
+    prior = KIND_PRIOR[unit.kind]
+    if unit.role == "user" and not unit.turns[0].relayed:  # another participant's turn is no user turn
+        prior += 0.1
+    if unit.kind is UnitKind.TOOL_EXCHANGE and unit.status is not None and unit.status is not ToolStatus.SUCCEEDED:
+        prior += 0.3
+    return min(prior, 1.0)
+
+
+@dataclass(slots=True)
+class Selected:
+    """The select phase's result.
+
+    Attributes:
+        items: one :class:`SelectionItem` per live dynamic unit (newest first), with its options.
+        result: the chosen option per unit and the omission reason per unit left out.
+        ledger: the budget ledger of ``B_dynamic`` per context class.
+        previous: the previous assembly of this branch and budget made in this process (or, with a stable
+            prefix, read from the store): what the payload's shared prefix is measured against.
+        stable: ``previous`` when the policy keeps a stable prefix (``selection.stable_prefix``), else ``None``.
+        grown: whether the previous selection was grown instead of re-chosen.
+        target: the tokens selection aimed at (``B_dynamic`` less the stable prefix's headroom).
+        stable_key: ``(api, requested B_input)``: the key a later assembly finds this one under.
+    """
+
+    items: list[SelectionItem]
+    result: SelectionResult
+    ledger: BudgetLedger
+    previous: stability.PreviousAssembly | None
+    stable: stability.PreviousAssembly | None
+    grown: bool
+    target: int
+    stable_key: tuple[str, int]
+
+
+def select_units(
+    request: AssemblyRequest,
+    requested: Budget,
+    snap: Snapshot,
+    rch: Reach,
+    scores: np.ndarray,
+    units: Sequence[Unit],
+    plan: Plan,
+    budgeted: Budgeted,
+    policy: Policy,
+    coster: Coster,
+    options_for: Any,
+    stored_previous: Callable[[Any, int], Mapping[str, Any] | None] | None = None,
+) -> Selected:
+    """Score the live units and choose under ``B_dynamic``; ``budgeted`` is the budget phase's result.
+
+    With ``selection.stable_prefix`` the previous assembly of the branch and budget (kept in the snapshot's
+    memo, else read through ``stored_previous``) is grown when it still fits, else re-chosen keeping its leading
+    units (:mod:`ctxledger.assemble.stability`).
+    """
+    dynamic = budgeted.dynamic
+    ledger = BudgetLedger(dynamic, policy.selection.class_caps)
+    visited_ids = [snap.units[p].id for p in rch.positions]
+    relevance = dict(zip(visited_ids, scores[list(rch.positions)].tolist(), strict=True))
+    weights = policy.selection.weights(_asks_question(request, units))
+    older = {snap.units[p].id: k for p, k in unvisited_newer(rch).items()}
+    items = _selection_items(
+        units, plan, budgeted.turn_costs, relevance, policy, coster, options_for, weights, budgeted.oversized, older
+    )
+    stable_key = (request.api, requested.input_tokens)
+    prev = stability.previous(snap.memo, stable_key, snap.seq)
+    if prev is None and policy.selection.stable_prefix and stored_previous is not None:
+        prev = stability.from_manifest(stored_previous(stable_key, snap.seq), items)
+    stable = prev if policy.selection.stable_prefix else None
+    target = stability.target_budget(dynamic, policy.selection.stable_headroom, stable)
+    result = select(items, target, ledger)
+    grown = stability.grow(stable, items, result, dynamic, policy.selection.class_caps)
+    if grown is not None:
+        result, ledger = grown
+    elif stable is not None and (kept := stability.keep_prefix(stable, items, target, policy.selection.stable_keep,
+                                        stability.essentials(items, result))) is not None:  # fmt: skip
+        ledger = BudgetLedger(dynamic, policy.selection.class_caps)
+        result = select(kept[0], target, ledger)
+        result.omitted.update(dict.fromkeys(kept[1], ReasonCode.BUDGET))
+    return Selected(items, result, ledger, prev, stable, grown is not None, target, stable_key)
