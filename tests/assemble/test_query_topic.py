@@ -161,3 +161,32 @@ def test_bm25_b_is_a_policy_setting() -> None:
     assert SelectionParams(bm25_b=0.5).as_dict()["bm25_b"] == 0.5
     with pytest.raises(InvalidSetting, match="bm25_b"):
         SelectionParams(bm25_b=1.5)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(st.sampled_from([*_VOCAB, "risotto", "errand", "sister", "framed"]), min_size=1, max_size=6),
+    st.lists(st.sampled_from(["risotto", "lake", "errand", "sunset", "framed", "paint"]), min_size=1, max_size=5),
+)
+def test_relevance_is_reused_only_for_the_same_query_on_the_same_snapshot(words: list[str], added: list[str]) -> None:
+    ledger, g = _conversation()
+    loader = SnapshotLoader(ledger.store)
+    policy = default_policy()
+    request = types.SimpleNamespace(query=None)  # the latest user turn is the query
+    snap = loader.load("default", g.conversation_id, g.branch_id)
+    first = relevance_scores(request, snap, policy)  # type: ignore[arg-type]
+    assert relevance_scores(request, snap, policy) is first  # unchanged snapshot, same query: kept
+    assert not first.flags.writeable
+    asked = types.SimpleNamespace(query=" ".join(words))
+    fresh = unit_relevance(asked.query, snap.index, snap.vectors, snap.facets, len(snap.units), policy.selection)
+    assert np.array_equal(relevance_scores(asked, snap, policy), fresh)  # type: ignore[arg-type]
+    g.user("next", " ".join(added) + "?", speaker="Bob")  # a new turn: a new snapshot seq and a new latest query
+    snap = loader.load("default", g.conversation_id, g.branch_id)
+    latest = " ".join(added) + "?"
+    expected = unit_relevance(latest, snap.index, snap.vectors, snap.facets, len(snap.units), policy.selection)
+    assert np.array_equal(relevance_scores(request, snap, policy), expected)  # type: ignore[arg-type]
+    relevance_scores(asked, snap, policy)  # type: ignore[arg-type]
+    g.assistant("reply", "Noted: " + " ".join(words), speaker="Ann")  # the same query on a grown snapshot
+    snap = loader.load("default", g.conversation_id, g.branch_id)
+    fresh = unit_relevance(asked.query, snap.index, snap.vectors, snap.facets, len(snap.units), policy.selection)
+    assert np.array_equal(relevance_scores(asked, snap, policy), fresh)  # type: ignore[arg-type]

@@ -21,6 +21,7 @@ from ctxledger.assemble.reach import (
 from ctxledger.assemble.relevance import is_question
 from ctxledger.assemble.request import AssemblyRequest
 from ctxledger.assemble.select import Option, SelectionItem, SelectionResult, select
+from ctxledger.assemble.semantic import default_embedder
 from ctxledger.assemble.snapshot import Snapshot
 from ctxledger.budget import Budget, BudgetLedger
 from ctxledger.policy.base import VERBATIM_REASONS, Policy, ReasonCode
@@ -94,10 +95,22 @@ def relevance_by_id(request: AssemblyRequest, snap: Snapshot, policy: Policy | N
 
 
 def relevance_scores(request: AssemblyRequest, snap: Snapshot, policy: Policy | None = None) -> np.ndarray:
-    """Relevance of each unit to the query with the policy's signals (:func:`unit_relevance`), over the max."""
+    """Relevance of each unit to the query with the policy's signals (:func:`unit_relevance`), over the max.
+
+    The scores of the last query are kept on the snapshot's memo: a call on an unchanged snapshot (same ``seq``,
+    same units) with the same query, settings and embedding model gets the same array back, read-only.
+    """
     query = request.query if request.query is not None else latest_user_text(snap.units)
     selection = policy.selection if policy is not None else None
-    return unit_relevance(query, snap.index, snap.vectors, snap.facets, len(snap.units), selection)
+    key = (query, snap.seq, len(snap.units), default_embedder())
+    table = snap.memo.setdefault("relevance", {})
+    hit = table.get("")
+    if hit is not None and hit[0] == key and hit[1] == selection:
+        return hit[2]  # type: ignore[no-any-return]
+    scores = unit_relevance(query, snap.index, snap.vectors, snap.facets, len(snap.units), selection)
+    scores.setflags(write=False)
+    table[""] = (key, selection, scores)
+    return scores
 
 
 def _asks_question(request: AssemblyRequest, units: Sequence[Unit]) -> bool:
