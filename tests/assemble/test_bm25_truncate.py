@@ -32,6 +32,8 @@ def test_truncating_the_index_scores_as_an_index_built_from_the_kept_documents(d
 
 _TERMS = st.sampled_from(["alpha", "beta", "gamma", "delta", "eps"])
 _DOC_PARTS = st.lists(st.lists(_TERMS, max_size=5), min_size=1, max_size=3)
+_ASKED = st.sampled_from(["alpha", "beta", "zeta", "eta", "theta"])
+_NEW_PARTS = st.lists(st.lists(st.sampled_from(["alpha", "zeta", "eta", "eps"]), max_size=5), min_size=1, max_size=3)
 
 
 @settings(max_examples=60, deadline=None)
@@ -88,3 +90,49 @@ def test_terms_first_asked_at_different_times_score_as_a_fresh_index(docs, steps
     for parts in kept:
         fresh.add([t for p in parts for t in p])
     assert grown.scores(query).tolist() == fresh.scores(query).tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(st.lists(_NEW_PARTS, max_size=8), st.integers(0, 60), st.lists(_ASKED, min_size=1, max_size=3)),
+        min_size=1,
+        max_size=8,
+    ),
+    query=st.lists(_ASKED, min_size=1, max_size=4),
+)
+def test_terms_asked_before_any_document_holds_them_score_as_a_fresh_index(steps, query):
+    """A term no document holds yet has no postings to look for; documents that bring it later are found."""
+    from collections import Counter
+
+    grown = IncrementalBM25()
+    kept: list[list[list[str]]] = []
+    for added, cut, asked in steps:
+        grown.scores(asked)  # new words first: their postings are empty until a document holds them
+        for parts in added:
+            grown.add_parts([Counter(p) for p in parts], sum(len(p) for p in parts))
+            kept.append(parts)
+        grown.scores(asked)
+        grown.truncate(cut)
+        del kept[cut:]
+    fresh = IncrementalBM25()
+    for parts in kept:
+        fresh.add([t for p in parts for t in p])
+    assert grown.scores(query).tolist() == fresh.scores(query).tolist()
+
+
+def test_a_word_no_document_holds_is_answered_from_the_vocabulary_and_found_once_a_document_brings_it():
+    index = IncrementalBM25()
+    for doc in (["alpha", "beta"], ["beta", "gamma"], ["gamma"]):
+        index.add(doc)
+    index.scores(["alpha"])  # the first pass over every document
+    index.scores(["beta"])  # the second one also learns the vocabulary
+    assert index._vocabulary == {"alpha", "beta", "gamma"}
+    assert index.scores(["zeta"]).tolist() == [0.0, 0.0, 0.0]
+    index.add(["zeta", "alpha"])
+    assert "zeta" in index._vocabulary
+    fresh = IncrementalBM25()
+    for doc in (["alpha", "beta"], ["beta", "gamma"], ["gamma"], ["zeta", "alpha"]):
+        fresh.add(doc)
+    assert index.scores(["zeta", "alpha"]).tolist() == fresh.scores(["zeta", "alpha"]).tolist()
+    assert index.scores(["zeta"])[3] > 0

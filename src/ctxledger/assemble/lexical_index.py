@@ -50,6 +50,11 @@ class IncrementalBM25:
         self._total_length = 0
         # term -> (docs, tfs, parts scanned): postings of the first ``parts scanned`` parts
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}
+        # every term any part ever held (never shrinks), once a second pass over every part built it: a term
+        # outside it has no postings to look for. The first pass (a new process's first query) does not build it,
+        # so a call that never asks a new word does not pay for it.
+        self._vocabulary: set[str] | None = None
+        self._full_passes = 0
 
     def __len__(self) -> int:
         """Number of documents indexed."""
@@ -73,6 +78,8 @@ class IncrementalBM25:
             if part:
                 self._parts.append(part)
                 self._part_doc.append(doc)
+                if self._vocabulary is not None:
+                    self._vocabulary.update(part)
         self._lengths.append(length)
         self._total_length += length
         return doc
@@ -81,23 +88,37 @@ class IncrementalBM25:
         """Bring the postings of ``terms`` up to every indexed part: one pass over the new parts per starting point.
 
         Each part is intersected with the terms still to find (a C-level set operation on its keys), so a pass
-        costs one step per part, not one per (part, term).
+        costs one step per part, not one per (part, term). Once the vocabulary is known (built during the second
+        pass over every part), a term no part ever held (a new word, a fresh id) gets empty postings without a pass.
         """
         total = len(self._parts)
+        vocabulary = self._vocabulary
         by_start: dict[int, list[str]] = {}
         for term in terms:
             cached = self._arrays.get(term)
             start = 0 if cached is None else cached[2]
+            if vocabulary is not None and term not in vocabulary:
+                if cached is None:
+                    self._arrays[term] = (_EMPTY, _EMPTY, total)
+                continue
             if cached is None or start < total:
                 by_start.setdefault(start, []).append(term)
         for start, group in by_start.items():
             wanted = set(group)
             hits: dict[str, tuple[list[int], list[int]]] = {t: ([], []) for t in group}
+            learn = start == 0 and vocabulary is None and self._full_passes > 0
+            if start == 0:
+                self._full_passes += 1
+            seen: set[str] = set()
             for position, part in enumerate(self._parts[start:], start):
+                if learn:
+                    seen.update(part)
                 for term in part.keys() & wanted:
                     found = hits[term]
                     found[0].append(position)
                     found[1].append(part[term])
+            if learn:
+                self._vocabulary = vocabulary = seen
             for term in group:
                 cached = self._arrays.pop(term, None)
                 docs, tfs = (cached[0], cached[1]) if cached is not None else (_EMPTY, _EMPTY)
