@@ -136,3 +136,25 @@ def test_a_word_no_document_holds_is_answered_from_the_vocabulary_and_found_once
         fresh.add(doc)
     assert index.scores(["zeta", "alpha"]).tolist() == fresh.scores(["zeta", "alpha"]).tolist()
     assert index.scores(["zeta"])[3] > 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    docs=st.lists(st.lists(_TERMS, min_size=1, max_size=6), min_size=1, max_size=20),
+    rebuilt=st.lists(st.lists(_TERMS, min_size=1, max_size=12), min_size=1, max_size=3),
+    query=st.lists(st.sampled_from(["alpha", "beta", "gamma"]), min_size=1, max_size=3),
+)
+def test_documents_rebuilt_to_the_same_count_are_scored_with_their_new_lengths(docs, rebuilt, query):
+    """A late tool result rebuilds the newest units: as many documents as before, of other lengths."""
+    cut = max(len(docs) - len(rebuilt), 0)
+    grown = IncrementalBM25()
+    for doc in docs:
+        grown.add(doc)
+    grown.scores(query)  # the lengths' array form is built here
+    grown.truncate(cut)
+    for doc in rebuilt[: len(docs) - cut]:
+        grown.add(doc)
+    fresh = IncrementalBM25()
+    for doc in [*docs[:cut], *rebuilt[: len(docs) - cut]]:
+        fresh.add(doc)
+    assert grown.scores(query).tolist() == fresh.scores(query).tolist()

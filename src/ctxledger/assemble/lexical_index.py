@@ -191,3 +191,5 @@ class IncrementalBM25:
             self._arrays[term] = (docs[:keep], tfs[:keep], cut)
         self._total_length -= sum(self._lengths[n_docs:])
         del self._lengths[n_docs:]
+        # the array form is rebuilt when its length differs; documents added after a cut may restore the length
+        self._length_array = self._length_array[:n_docs]
