@@ -252,3 +252,15 @@ def test_assembling_an_empty_conversation_is_a_422_nothing_to_send(served: Serve
     answer = served.client.post("/v1/conversations/empty-conv/assemble", headers=auth, json={})
     assert answer.status_code == 422, answer.text
     assert answer.json()["type"].endswith("/nothing-to-send") and "nothing to send" in answer.json()["detail"]
+
+
+def test_assembly_lists_show_the_usage_recorded_for_each_call(served: Served) -> None:
+    auth = served.auth("acme")
+    aid = served.client.post(f"/v1/conversations/{CONV}/assemble", headers=auth, json={}).json()["assembly_id"]
+    answer = served.client.post(
+        f"/v1/assemblies/{aid}/usage", headers=auth, json={"input_tokens": 321, "output_tokens": 7}
+    )
+    assert answer.status_code == 200, answer.text
+    for route in (f"/v1/conversations/{CONV}/assemblies", "/v1/assemblies"):
+        listed = {a["id"]: a for a in served.client.get(route, headers=auth).json()}
+        assert listed[aid]["observed_input"] == 321, route
