@@ -22,6 +22,7 @@ from ctxledger.errors import (
     ConfigurationError,
     ContentRetained,
     CtxledgerError,
+    FormatNotRecognised,
     InputError,
     NoRoomForInput,
     NothingToSend,
@@ -93,7 +94,7 @@ def ctxledger_problem(exc: CtxledgerError) -> JSONResponse:
     if isinstance(exc, ContentRetained):
         return problem(410, "retained", "Content removed by retention", str(exc), field=None)
     if isinstance(exc, RecordNotFound):
-        return problem(404, "not-found", "Not found", f"{exc.record_id!r} was not found", field=None)
+        return problem(404, "not-found", "Not found", f"{exc.what} {exc.record_id!r} was not found", field=None)
     if isinstance(exc, UsageAlreadyRecorded):
         detail = exc.describe('send "overwrite": true in the body')
         return problem(409, "usage-already-recorded", "Usage already recorded", detail, field=BODY + "overwrite")
@@ -123,6 +124,9 @@ def ctxledger_problem(exc: CtxledgerError) -> JSONResponse:
         )
     if isinstance(exc, NothingToSend):
         return problem(422, "nothing-to-send", "Nothing to send", str(exc), field=None)
+    if isinstance(exc, FormatNotRecognised):
+        detail = f'cannot tell the format of this input; send "format": one of {", ".join(exc.formats)}'
+        return problem(422, "invalid-input", "Invalid input", detail, field=BODY + "format")
     if isinstance(exc, InputError):
         return problem(422, "invalid-input", "Invalid input", exc.problem, field=exc.field, index=exc.index)
     if isinstance(exc, BudgetError):
