@@ -168,17 +168,28 @@ def _open(settings: Settings, *, create: bool = False) -> Iterator[Ledger]:
             path must not become a new, empty store); the message says how to create one, and where the demo's
             store is once the demo has run.
     """
+    if not create:
+        _require_store(settings)
+    with Ledger.open(settings.db, blobs_dir=settings.blobs, create=create) as ledger:
+        yield ledger
+
+
+def _require_store(settings: Settings) -> None:
+    """Refuse a ``--db`` SQLite file that does not exist (a mistyped path must not become a new, empty store).
+
+    Raises:
+        ConfigurationError: the file is not there; the message says how to create one, and where the demo's
+            store is once the demo has run.
+    """
     from ctxledger.store import missing_sqlite_file
 
-    if not create and (missing := missing_sqlite_file(settings.db)) is not None:
+    if (missing := missing_sqlite_file(settings.db)) is not None:
         demo_db = demo_dir() / "demo.db"
         demo = f"; the demo keeps its own store: --db sqlite:///{demo_db}" if demo_db.exists() else ""
         raise ConfigurationError(
             f"no store at {missing} (--db {settings.db}): check the path, or create one with "
             f"`ctxledger import PATH --db …` or `ctxledger demo --db …`{demo}"
         )
-    with Ledger.open(settings.db, blobs_dir=settings.blobs, create=create) as ledger:
-        yield ledger
 
 
 def _records(ledger: Ledger, settings: Settings, conversation_id: str) -> dict[str, Record]:
