@@ -303,3 +303,27 @@ def test_not_found_names_the_kind_of_what_is_missing(served: Served) -> None:
     assert conversation.json()["detail"] == "conversation 'no-such-chat' was not found"
     assembly = served.client.get("/v1/assemblies/asm_missing", headers=auth)
     assert assembly.status_code == 404 and assembly.json()["detail"] == "assembly 'asm_missing' was not found"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(min_size=1, max_size=40).filter(lambda t: not _is_json(t)))
+def test_a_body_that_is_not_json_names_the_body_and_where_it_breaks(served: Served, text: str) -> None:
+    answer = served.client.post(
+        f"/v1/conversations/{CONV}/assemble",
+        headers={**served.auth("acme"), "content-type": "application/json"},
+        content=text.encode("utf-8"),
+    )
+    assert answer.status_code == 422
+    problem = answer.json()
+    assert problem["field"] == "body", problem
+    assert problem["detail"].startswith("body: malformed JSON at character "), problem
+
+
+def _is_json(text: str) -> bool:
+    import json
+
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True

@@ -10,6 +10,7 @@ exists elsewhere.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import Request
@@ -63,10 +64,20 @@ def _dotted(loc: Any) -> str:
     return out
 
 
+def _field_error(error: Mapping[str, Any]) -> dict[str, str]:
+    """One validation error as ``{field, message}``; a body that is not JSON names ``body`` and where it breaks."""
+    loc = tuple(error.get("loc", ()))
+    if error.get("type") == "json_invalid" and loc[:1] == ("body",):
+        where = loc[1] if len(loc) > 1 else 0
+        reason = (error.get("ctx") or {}).get("error", "not JSON")
+        return {"field": "body", "message": f"malformed JSON at character {where}: {reason}"}
+    return {"field": _dotted(loc), "message": str(error.get("msg", ""))}
+
+
 async def validation_problem(_request: Request, exc: Exception) -> JSONResponse:
     """422 for a request whose body, path or query does not validate; names every field at fault."""
     assert isinstance(exc, RequestValidationError)
-    errors = [{"field": _dotted(e.get("loc", ())), "message": str(e.get("msg", ""))} for e in exc.errors()]
+    errors = [_field_error(e) for e in exc.errors()]
     first = errors[0] if errors else {"field": None, "message": "invalid request"}
     return problem(
         422,
