@@ -82,12 +82,14 @@ class RecordNotFound(StoreError):
     Attributes:
         tenant_id: the tenant searched.
         record_id: the id that was not found.
+        what: what kind of thing was looked for (``record``, ``conversation``, ``assembly`` …).
     """
 
     def __init__(self, tenant_id: str, record_id: str, what: str = "record") -> None:
         super().__init__(f"{what} {record_id!r} not found in tenant {tenant_id!r}")
         self.tenant_id = tenant_id
         self.record_id = record_id
+        self.what = what
 
 
 class BlobNotFound(RecordNotFound):
@@ -103,6 +105,7 @@ class BlobNotFound(RecordNotFound):
         owner = f" (the raw bytes of artifact {artifact_id!r})" if artifact_id else ""
         StoreError.__init__(self, f"blob {sha256!r}{owner} not found in {where}")
         self.artifact_id = artifact_id
+        self.what = "blob"
         self.tenant_id = ""
         self.record_id = sha256
         self.sha256 = sha256
@@ -121,6 +124,7 @@ class ContentRetained(RecordNotFound):
         StoreError.__init__(self, f"record {record_id!r} of tenant {tenant_id!r}: content {sentence}")
         self.tenant_id = tenant_id
         self.record_id = record_id
+        self.what = "record"
         self.sentence = sentence
 
 

@@ -559,6 +559,7 @@ def test_assemble_names_an_unknown_conversation_as_a_conversation(runner: CliRun
     result = runner.invoke(app, ["--db", url, "assemble", "nope"])
     assert result.exit_code == 2
     assert "error: conversation 'nope' not found in tenant 'default'" in _flat(result.stderr)
+    assert "ctxledger --db" in _flat(result.stderr) and "conversations lists" in _flat(result.stderr)
 
 
 def test_assemble_warns_about_contract_options_without_contracts_and_resolves_participant_names(

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from ctxledger.cli import app
@@ -218,3 +220,29 @@ def test_readme_explain_example_names_a_record_the_demo_leaves_out(demo_store: D
     assert omitted[f"{DEMO_CONVERSATION}/{number}"] == "budget"
     assert f"record {number} was left out (budget)" in line
     assert f"explain {demo_store.manifest['id']} {number}" in demo_store.output  # the demo suggests the same one
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    budget=st.integers(-5, 20_000_000),
+    output=st.integers(-5, 20_000_000),
+    margin=st.integers(-5, 20_000_000),
+)
+def test_a_budget_outside_the_bounds_is_refused_before_the_store_is_made(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, budget: int, output: int, margin: int
+) -> None:
+    """An impossible budget exits 2 naming the option, and neither the demo folder nor a --db store appears."""
+    from ctxledger.budget import TOKEN_BOUNDS
+
+    values = {"window_tokens": budget, "output_tokens": output, "margin_tokens": margin}
+    in_bounds = all(lo <= values[k] <= hi for k, (lo, hi) in TOKEN_BOUNDS.items())
+    assume(not in_bounds or budget - output - margin <= 0)
+    case = tmp_path / f"{budget}_{output}_{margin}"
+    monkeypatch.setenv("CTXLEDGER_CACHE_DIR", str(case / "cache"))
+    store = case / "given.db"
+    options = ["--budget", str(budget), "--output", str(output), "--margin", str(margin)]
+    for args in (["demo", *options], ["--db", f"sqlite:///{store}", "demo", *options]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, result.output
+        assert "--budget" in result.stderr or "--output" in result.stderr or "--margin" in result.stderr
+    assert not (case / "cache").exists() and not store.exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 import typer
@@ -190,3 +191,11 @@ def test_eval_run_warns_about_and_reports_a_folder_file_that_is_not_json(runner:
     assert "files_unreadable = 1" in report and "- broken.json: not one JSON document" in report
     alone = runner.invoke(app, ["eval", "run", "-d", str(folder / "broken.json"), "--out", str(out)])
     assert alone.exit_code != 0 and "not one JSON document" in _flat(alone.output)
+
+
+def test_the_readme_says_how_long_the_whole_evaluation_takes_and_how_to_run_a_slice() -> None:
+    """The README's first eval command runs tens of thousands of calls; the text after it offers a slice."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    command = readme.index("ctxledger eval run -d locomo -d tau-bench -b 2000 -b 8000")
+    after = readme[command : readme.index("For evidence datasets", command)]
+    assert "--max-cases" in after and "half an hour" in after

@@ -107,3 +107,13 @@ def test_help_at_80_columns_is_filled_and_shows_no_value_for_flags(runner: CliRu
     assert "<bool>" not in result.output
     assert not re.search(r"<[\w|-]*\|[\w-]*\s*│\s*\n", result.output), result.output  # a cut "<a|b|c>" label
     assert not re.search(r"\w… *│", result.output), result.output  # a cell cut short
+
+
+def test_the_rehydrate_example_reads_a_tool_result_of_the_demo(runner: CliRunner, demo_store: Any) -> None:
+    """The example of `rehydrate --help` names a record that holds bytes (a tool result), so it runs on the demo."""
+    flat = " ".join(runner.invoke(app, ["rehydrate", "--help"]).output.split())
+    example = re.search(r"Example: ctxledger (rehydrate \S+ --bytes \S+)", flat)
+    assert example, flat
+    result = runner.invoke(app, ["--db", demo_store.url, *example.group(1).split()])
+    assert result.exit_code == 0, result.output
+    assert result.stdout

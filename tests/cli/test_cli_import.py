@@ -247,3 +247,28 @@ def test_an_interrupted_folder_import_finishes_with_skip_imported(runner: CliRun
     (folder / f"c{min(done)}.json").write_text(_chat(min(done), 5))  # same id, other records
     changed = runner.invoke(app, ["--db", url, "import", str(folder), "--model", "", "--skip-imported"])
     assert changed.exit_code == 2 and "already in tenant" in _flat(changed.stderr)
+
+
+def test_a_folder_import_shows_each_files_name_whole(runner: CliRunner, tmp_path: Path) -> None:
+    """Files whose paths share a long prefix stay told apart in the table (the folder is named once, above)."""
+    folder = tmp_path / "a-rather-long-folder-name-for-runs" / "trajectories-of-one-agent-run"
+    folder.mkdir(parents=True)
+    names = [f"same-long-prefix-run-{i}.json" for i in range(3)]
+    for name in names:
+        (folder / name).write_text('[{"role": "user", "content": "hello"}]', encoding="utf-8")
+    result = runner.invoke(app, ["--db", _db(tmp_path), "import", str(folder), "--model", ""])
+    assert result.exit_code == 0, result.output
+    for name in names:
+        assert name in result.stdout, result.stdout
+    assert str(folder) in _flat(result.stdout).replace(" ", "")
+
+
+@given(st.lists(st.lists(st.sampled_from(["a", "bb", "run-1", "x.json", ".."]), min_size=1, max_size=5), min_size=1))
+def test_display_names_are_suffixes_that_keep_different_files_apart(parts: list[list[str]]) -> None:
+    from ctxledger.cli.importing import _display_names
+
+    sources = list(dict.fromkeys("/".join(p) for p in parts))
+    root, shown = _display_names(sources)
+    assert len(shown) == len(sources) and len(set(shown)) == len(set(sources))
+    for source, name in zip(sources, shown, strict=True):
+        assert source == name if root is None else source == f"{root}/{name}"

@@ -46,3 +46,12 @@ def test_gc_keeps_young_orphans_and_removes_old_ones(runner: CliRunner, tmp_path
     assert done.exit_code == 0 and "removed 1" in done.stdout and not path.exists()
     bad = runner.invoke(app, ["gc", "--db", url, "--grace", "soon"])
     assert bad.exit_code == 2 and "--grace" in bad.stderr
+
+
+def test_revoking_an_unknown_key_says_where_the_ids_are(runner: CliRunner, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'k.db'}"
+    assert runner.invoke(app, ["--db", url, "keys", "create", "--tenant", "acme"]).exit_code == 0
+    answer = runner.invoke(app, ["--db", url, "keys", "revoke", "0123456789ab"])
+    flat = " ".join(answer.stderr.split())
+    assert answer.exit_code == 2
+    assert "'0123456789ab'" in flat and "keys list" in flat and "tenant '*'" not in flat

@@ -31,3 +31,36 @@ def test_readme_integration_example_runs_as_written(readme_block, marker: str, m
         exec(compile(code, "README.md", "exec"), scope)  # the README's own example
     scope["ledger"].close()
     assert out.getvalue().splitlines() == expected
+
+
+def test_the_agents_sdk_example_records_no_trace_for_openais_exporter(readme_block, monkeypatch) -> None:
+    """With OPENAI_API_KEY set, the SDK exports run traces to OpenAI unless the run disables tracing."""
+    pytest.importorskip("agents")
+    from agents.tracing import get_trace_provider
+
+    provider = get_trace_provider()
+    create_trace = provider.create_trace
+    asked: list[bool] = []
+
+    def recording(*args, **kwargs):
+        asked.append(bool(kwargs.get("disabled", False)))
+        return create_trace(*args, **kwargs)
+
+    monkeypatch.setattr(provider, "create_trace", recording)
+    code = readme_block("python", "LedgerInputFilter(ledger")
+    scope: dict = {}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(code, "README.md", "exec"), scope)  # the README's own example
+    scope["ledger"].close()
+    assert asked and all(asked), asked
+
+
+def test_the_otel_example_says_it_needs_the_sdk(readme_block) -> None:
+    """The example builds a TracerProvider from opentelemetry-sdk, which the otel extra (API only) does not install."""
+    from pathlib import Path
+
+    code = readme_block("python", "traced_assemble(ledger")
+    assert "opentelemetry.sdk" in code
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    before = readme[: readme.index(code)]
+    assert "opentelemetry-sdk" in before[before.rindex("**OpenTelemetry**") :]

@@ -65,3 +65,12 @@ def test_a_later_stages_hard_omission_refuses_even_after_a_readable_reason() -> 
          "decisions": [{"ref": "c/1", "stage": "privacy", "outcome": "omit", "reason": "privacy_restricted",
                         "detail": ""}]}  # fmt: skip
     assert mv.rehydration_refusal(m, "c/1") == "omitted by a hard filter: privacy_restricted"
+
+
+@given(st.integers(0, 10**8), st.integers(0, 10**8), st.integers(0, 10**8))
+def test_tokens_read_the_usage_stored_beside_a_listed_manifest(estimated: int, observed: int, output: int) -> None:
+    listed = {"tokens": {"estimated_input": estimated, "replay": estimated, "observed_input": None},
+              "observed_usage": {"input_tokens": observed, "output_tokens": output}}  # fmt: skip
+    t = mv.tokens(listed)
+    assert (t["estimated_input"], t["observed_input"], t["observed_output"]) == (estimated, observed, output)
+    assert mv.tokens({"tokens": {"estimated_input": estimated}})["observed_input"] is None

@@ -252,3 +252,78 @@ def test_assembling_an_empty_conversation_is_a_422_nothing_to_send(served: Serve
     answer = served.client.post("/v1/conversations/empty-conv/assemble", headers=auth, json={})
     assert answer.status_code == 422, answer.text
     assert answer.json()["type"].endswith("/nothing-to-send") and "nothing to send" in answer.json()["detail"]
+
+
+def test_assembly_lists_show_the_usage_recorded_for_each_call(served: Served) -> None:
+    auth = served.auth("acme")
+    aid = served.client.post(f"/v1/conversations/{CONV}/assemble", headers=auth, json={}).json()["assembly_id"]
+    answer = served.client.post(
+        f"/v1/assemblies/{aid}/usage", headers=auth, json={"input_tokens": 321, "output_tokens": 7}
+    )
+    assert answer.status_code == 200, answer.text
+    for route in (f"/v1/conversations/{CONV}/assemblies", "/v1/assemblies"):
+        listed = {a["id"]: a for a in served.client.get(route, headers=auth).json()}
+        assert listed[aid]["observed_input"] == 321, route
+
+
+RESPONSES_ITEMS = '[{"type": "message", "role": "user", "content": "Weather in Oslo?"}]'
+
+
+def test_every_format_of_the_library_is_accepted_by_import_and_assemble(served: Served) -> None:
+    from ctxledger.ingest import FORMATS
+    from ctxledger.serialize import SERIALIZER_NAMES
+
+    schema = served.client.get("/openapi.json").json()["components"]["schemas"]
+    assert set(schema["ImportFile"]["properties"]["format"]["enum"]) == {"auto", *FORMATS}
+    api = schema["AssembleRequest"]["properties"]["api"]["anyOf"][0]["enum"]
+    assert set(api) == set(SERIALIZER_NAMES)
+    auth = served.auth("acme")
+    body = {"content": RESPONSES_ITEMS, "filename": "responses.json", "format": "openai-responses"}
+    imported = served.client.post("/v1/imports", headers=auth, json=body)
+    assert imported.status_code == 201, imported.text
+    for name in SERIALIZER_NAMES:
+        answer = served.client.post(f"/v1/conversations/{CONV}/assemble", headers=auth, json={"api": name})
+        assert answer.status_code == 200, (name, answer.text)
+
+
+def test_an_import_whose_format_cannot_be_told_names_the_format_field(served: Served) -> None:
+    body = {"content": '{"foo": 1}', "filename": "odd.json"}
+    answer = served.client.post("/v1/imports", headers=served.auth("acme"), json=body)
+    assert answer.status_code == 422
+    problem = answer.json()
+    assert problem["field"] == "body.format"
+    assert '"format"' in problem["detail"] and "fmt=" not in problem["detail"]
+    assert "openai-responses" in problem["detail"]
+
+
+def test_not_found_names_the_kind_of_what_is_missing(served: Served) -> None:
+    auth = served.auth("acme")
+    conversation = served.client.post("/v1/conversations/no-such-chat/assemble", headers=auth, json={})
+    assert conversation.status_code == 404
+    assert conversation.json()["detail"] == "conversation 'no-such-chat' was not found"
+    assembly = served.client.get("/v1/assemblies/asm_missing", headers=auth)
+    assert assembly.status_code == 404 and assembly.json()["detail"] == "assembly 'asm_missing' was not found"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(min_size=1, max_size=40).filter(lambda t: not _is_json(t)))
+def test_a_body_that_is_not_json_names_the_body_and_where_it_breaks(served: Served, text: str) -> None:
+    answer = served.client.post(
+        f"/v1/conversations/{CONV}/assemble",
+        headers={**served.auth("acme"), "content-type": "application/json"},
+        content=text.encode("utf-8"),
+    )
+    assert answer.status_code == 422
+    problem = answer.json()
+    assert problem["field"] == "body", problem
+    assert problem["detail"].startswith("body: malformed JSON at character "), problem
+
+
+def _is_json(text: str) -> bool:
+    import json
+
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True

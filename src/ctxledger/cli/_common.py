@@ -126,17 +126,24 @@ def _command_prefix(settings: Settings) -> str:
     return " ".join(parts)
 
 
+def _list_conversations(settings: Settings) -> str:
+    """The command that lists the conversations of the store and tenant a command was given."""
+    tenant = [] if settings.tenant == "default" else ["--tenant", settings.tenant]
+    return " ".join([_command_prefix(settings), *tenant, "conversations"])
+
+
 def _settings(ctx: typer.Context) -> Settings:
     obj = ctx.find_root().obj
     return obj if isinstance(obj, Settings) else Settings(DEFAULT_URL, False, "default")
 
 
 @contextmanager
-def _handled(window_option: str = "--window") -> Iterator[None]:
+def _handled(window_option: str = "--window", settings: Settings | None = None) -> Iterator[None]:
     """Turn ctxledger errors into one message and an exit code (2 for user errors, 1 otherwise).
 
     ``window_option`` is the command's option for W, named when the budget leaves no room for input or the
-    required blocks do not fit.
+    required blocks do not fit. With the command's ``settings``, an unknown conversation is answered with the
+    command that lists the conversations of that store and tenant.
     """
     names = {"window_tokens": window_option, "output_tokens": "--output", "margin_tokens": "--margin"}
     try:
@@ -150,6 +157,11 @@ def _handled(window_option: str = "--window") -> Iterator[None]:
             f"[red]error:[/] the required blocks need {exc.required_tokens} tokens but B_input is "
             f"{exc.budget_tokens}. Raise {window_option}, or lower --output / --margin."
         )
+        raise typer.Exit(2) from None
+    except RecordNotFound as exc:
+        known = exc.what == "conversation" and settings is not None
+        hint = f"; {_list_conversations(settings)} lists them" if known else ""
+        _err().print(f"[red]error:[/] {escape(str(exc) + hint)}")
         raise typer.Exit(2) from None
     except USER_ERRORS as exc:
         _err().print(f"[red]error:[/] {escape(str(exc))}")
@@ -168,17 +180,28 @@ def _open(settings: Settings, *, create: bool = False) -> Iterator[Ledger]:
             path must not become a new, empty store); the message says how to create one, and where the demo's
             store is once the demo has run.
     """
+    if not create:
+        _require_store(settings)
+    with Ledger.open(settings.db, blobs_dir=settings.blobs, create=create) as ledger:
+        yield ledger
+
+
+def _require_store(settings: Settings) -> None:
+    """Refuse a ``--db`` SQLite file that does not exist (a mistyped path must not become a new, empty store).
+
+    Raises:
+        ConfigurationError: the file is not there; the message says how to create one, and where the demo's
+            store is once the demo has run.
+    """
     from ctxledger.store import missing_sqlite_file
 
-    if not create and (missing := missing_sqlite_file(settings.db)) is not None:
+    if (missing := missing_sqlite_file(settings.db)) is not None:
         demo_db = demo_dir() / "demo.db"
         demo = f"; the demo keeps its own store: --db sqlite:///{demo_db}" if demo_db.exists() else ""
         raise ConfigurationError(
             f"no store at {missing} (--db {settings.db}): check the path, or create one with "
             f"`ctxledger import PATH --db …` or `ctxledger demo --db …`{demo}"
         )
-    with Ledger.open(settings.db, blobs_dir=settings.blobs, create=create) as ledger:
-        yield ledger
 
 
 def _records(ledger: Ledger, settings: Settings, conversation_id: str) -> dict[str, Record]:

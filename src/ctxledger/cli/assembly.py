@@ -240,7 +240,7 @@ def assemble(
     with _handled():
         if out is not None:
             _check_out(out)
-    with _handled(), _open(settings) as ledger:
+    with _handled(settings=settings), _open(settings) as ledger:
         from ctxledger.policy.loader import load_policy
 
         extra: dict[str, Any] = {"provider": provider} if provider is not None else {}

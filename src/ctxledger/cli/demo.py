@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from ctxledger.budget import Budget
 from ctxledger.cli._app import app
 from ctxledger.cli._common import ApiFormat, _check_out, _err, _handled, _is_stdout, _out, _records, _settings
 from ctxledger.cli._render import (
@@ -60,6 +61,8 @@ def demo(
     from ctxledger.demo import DEMO_ATTRIBUTION, demo_dir, run_demo
 
     settings = _settings(ctx)
+    with _handled(window_option="--budget"):
+        Budget(budget, output, margin)  # an impossible budget is refused before the demo's store is made
     folder = None if settings.db_given else demo_dir()
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)

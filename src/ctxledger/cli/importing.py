@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Sequence
 from enum import StrEnum
@@ -275,15 +276,35 @@ def _warm_counts(ledger: Ledger, batch: Any, coster: Any) -> None:
         coster.prefetch([t for u in snap.units for t in u.turns])
 
 
+def _display_names(sources: Sequence[str]) -> tuple[str | None, list[str]]:
+    """The folder several imported files share, and each file's path below it.
+
+    ``None`` and the paths as given when there is one file or no shared folder. The table names the folder once,
+    so that the rows of one folder differ in what they show instead of all starting with the same cut prefix.
+    """
+    if len(sources) < 2:
+        return None, list(sources)
+    try:
+        root = os.path.commonpath([os.path.dirname(s) for s in sources])
+    except ValueError:
+        return None, list(sources)
+    if not root or not all(s.startswith(root + os.sep) for s in sources):
+        return None, list(sources)
+    return root, [s[len(root) + 1 :] for s in sources]
+
+
 def _import_table(batches: Sequence[Any], results: Sequence[Any], elapsed: float) -> Table:
-    table = Table(title="Imported", title_justify="left")
+    root, shown = _display_names([batch.source for batch in batches])
+    title = "Imported" if root is None else f"Imported from {escape(root)}"
+    table = Table(title=title, title_justify="left")
     for name in ("file", "format", "conversations", "messages", "tool calls", "artifacts", "records"):
-        table.add_column(name, justify="left" if name in ("file", "format") else "right")
+        left = name in ("file", "format")
+        table.add_column(name, justify="left" if left else "right", overflow="fold" if name == "file" else "ellipsis")
     totals = [0, 0, 0, 0, 0]
-    for batch, result in zip(batches, results, strict=True):
+    for batch, result, file in zip(batches, results, shown, strict=True):
         row = [len(result.conversation_ids), result.messages, result.tool_calls, result.artifacts, len(result.records)]
         totals = [a + b for a, b in zip(totals, row, strict=True)]
-        table.add_row(escape(batch.source), batch.format, *(f"{n:,}" for n in row))
+        table.add_row(escape(file), batch.format, *(f"{n:,}" for n in row))
     if len(batches) > 1:
         table.add_row("total", "", *(f"{n:,}" for n in totals), style="bold")
     rate = totals[4] / elapsed if elapsed > 0 else 0.0

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from ctxledger.cli._app import app
 from ctxledger.cli._common import _err, _handled, _open, _out, _settings
+from ctxledger.errors import InputError, RecordNotFound
 
 keys_app = typer.Typer(
     help=(
@@ -82,5 +83,13 @@ def revoke(
 
     settings = _settings(ctx)
     with _handled(), _open(settings) as ledger:
-        revoke_key(ledger.store, key_id)
+        try:
+            revoke_key(ledger.store, key_id)
+        except RecordNotFound:
+            raise InputError(
+                f"API key {key_id!r} not found among the active keys (it does not exist or is already revoked); "
+                "ctxledger keys list --tenant T shows a tenant's key ids",
+                source="<command line>",
+                field="KEY_ID",
+            ) from None
     _out().print(f"key {escape(key_id)} revoked; its inspector sessions ended")

@@ -37,7 +37,7 @@ def rehydrate(
     gives them back byte for byte (or a range of them), refusing bytes that no longer match their hash.
     Every excerpt and reference in a manifest names the command that fetches the rest.
 
-    Example: [bold]ctxledger rehydrate tau-bench-airline-task2-trial1/30 --bytes 0:200[/bold]
+    Example: [bold]ctxledger rehydrate tau-bench-airline-task2-trial1/31 --bytes 0:200[/bold]
     """
     from ctxledger.represent.rehydrate import parse_byte_range
 

@@ -132,7 +132,7 @@ def forget(
     Example: [bold]ctxledger --tenant acme forget --conversation chat-7 --yes[/bold]
     """
     settings = _settings(ctx)
-    with _handled():
+    with _handled(settings=settings):
         if (conversation is None) == (participant is None):
             raise InputError(
                 "give --conversation ID or --participant ID" + (", not both" if conversation is not None else ""),

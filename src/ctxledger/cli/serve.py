@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import socket
 from datetime import timedelta
 from typing import Annotated
 
@@ -9,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from ctxledger.cli._app import app
-from ctxledger.cli._common import _err, _handled, _settings
+from ctxledger.cli._common import _err, _handled, _require_store, _settings
 from ctxledger.errors import ConfigurationError
 
 SERVE_HINT = "ctxledger serve needs the serve extra: pip install 'ctxledger[serve]'"
@@ -36,6 +38,8 @@ def serve(
     """
     settings = _settings(ctx)
     with _handled():
+        _require_store(settings)
+        _check_listen(host, port)
         try:
             import uvicorn
 
@@ -45,3 +49,27 @@ def serve(
         application = create_app(settings.db, blobs=settings.blobs, session_ttl=timedelta(hours=session_hours))
     _err().print(f"serving {escape(settings.db)} on http://{host}:{port} (inspector: /inspect)", soft_wrap=True)
     uvicorn.run(application, host=host, port=port, log_level=log_level)
+
+
+def _check_listen(host: str, port: int) -> None:
+    """Refuse an address the server could not listen on, naming --host or --port, before the store is opened.
+
+    Raises:
+        ConfigurationError: ``host`` is no address of this machine, or ``port`` is taken (or not allowed).
+    """
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise ConfigurationError(f"--host {host}: not an address ({exc.strerror})") from None
+    family, kind, proto, _name, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRNOTAVAIL:
+                raise ConfigurationError(f"--host {host}: not an address of this machine") from None
+            fix = "choose another --port (0: any free one)"
+            if exc.errno == errno.EADDRINUSE:
+                raise ConfigurationError(f"--port {port}: {host}:{port} is already in use; {fix}") from None
+            raise ConfigurationError(f"--port {port}: cannot listen on {host}:{port} ({exc.strerror}); {fix}") from None

@@ -99,6 +99,22 @@ def search_history(
     return [h[2] for h in hits[: max(1, min(limit, 100))]]
 
 
+def byte_span(start: int | None, end: int | None, size: int) -> tuple[int, int]:
+    """The bytes ``[start, end)`` of ``size`` that the rehydrate tool was asked for (default: from 0, to the end).
+
+    Raises:
+        InputError: a bound outside ``0..size``, or ``end`` before ``start``; names the argument at fault.
+    """
+    a = 0 if start is None else start
+    b = size if end is None else end
+    if not 0 <= a <= size:
+        raise InputError(f"start {a} is outside the {size:,} bytes (0 to {size})", source="<mcp>", field="start")
+    if not a <= b <= size:
+        problem = f"end {b} must be from start {a} to the size, {size:,} bytes (end is exclusive)"
+        raise InputError(problem, source="<mcp>", field="end")
+    return a, b
+
+
 def build_server(ledger: Ledger, tenant: str, reader: Reader | None = None) -> MCPServer:
     """The MCP server whose tools read ``tenant``'s records from ``ledger`` (read-only) for ``reader``.
 
@@ -112,7 +128,7 @@ def build_server(ledger: Ledger, tenant: str, reader: Reader | None = None) -> M
         try:
             return fn()
         except RecordNotFound as exc:
-            raise ToolError(f"{exc.record_id!r} not found") from None
+            raise ToolError(f"{exc.what} {exc.record_id!r} not found") from None
         except CtxledgerError as exc:
             raise ToolError(str(exc)) from None
 
@@ -163,8 +179,9 @@ def build_server(ledger: Ledger, tenant: str, reader: Reader | None = None) -> M
                 refusal = reasons(hidden, full)
             if refusal is not None:
                 raise ToolError(f"rehydration refused by the policy: {refusal}")
-            span = None if start is None and end is None else (start or 0, end if end is not None else 1 << 62)
-            raw = ledger.rehydrate(full, span, tenant_id=tenant).decode("utf-8", "replace")
+            data = ledger.rehydrate(full, None, tenant_id=tenant)
+            a, b = byte_span(start, end, len(data))
+            raw = data[a:b].decode("utf-8", "replace")
             text = redact(raw, scanner_of(ledger))
             cut = f"\n[cut at {MAX_TEXT:,} of {len(text):,} characters]" if len(text) > MAX_TEXT else ""
             return text[:MAX_TEXT] + cut

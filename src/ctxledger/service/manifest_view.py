@@ -183,12 +183,22 @@ def rehydration_refusal(manifest: Mapping[str, Any], ref: str) -> str | None:
     return None
 
 
+def _first(*values: Any) -> Any:
+    """The first value that is not ``None`` (``None`` if none is)."""
+    return next((v for v in values if v is not None), None)
+
+
 def tokens(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    """Estimated input, replay and (once recorded) observed tokens of the call."""
+    """Estimated input, replay and (once recorded) observed tokens of the call.
+
+    A manifest from ``Ledger.get_assembly`` carries the observed usage in ``tokens``; one listed from the store
+    (``list_assemblies``) carries it beside them, as ``observed_usage``; both are read.
+    """
     t = manifest.get("tokens", {})
+    usage = manifest.get("observed_usage") or {}
     return {
         "estimated_input": t.get("estimated_input"),
         "replay": t.get("replay"),
-        "observed_input": t.get("observed_input"),
-        "observed_output": t.get("observed_output"),
+        "observed_input": _first(t.get("observed_input"), usage.get("input_tokens")),
+        "observed_output": _first(t.get("observed_output"), usage.get("output_tokens")),
     }

@@ -8,23 +8,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from ctxledger.budget import DEFAULT_BUDGET, TOKEN_BOUNDS
+from ctxledger.ingest import FORMATS as IMPORT_FORMATS
 from ctxledger.manifest import TRACES
+from ctxledger.serialize import SERIALIZER_NAMES
 from ctxledger.service.messages import FORMATS
 
 MessageFormat = Literal["openai-chat", "anthropic-messages", "openai-responses"]
 assert MessageFormat.__args__ == FORMATS  # type: ignore[attr-defined]
-ImportFormat = Literal[
-    "auto",
-    "openai-chat",
-    "anthropic-messages",
-    "tau-bench",
-    "mini-swe-agent",
-    "swe-agent",
-    "toolbench",
-    "locomo",
-    "bfcl-memory",
-]
-Api = Literal["openai-chat", "anthropic-messages"]
+ImportFormat = Literal[("auto", *IMPORT_FORMATS)]  # type: ignore[valid-type]
+"""What ``/v1/imports`` takes: every format of the importers (:data:`ctxledger.ingest.FORMATS`), or ``auto``."""
+Api = Literal[SERIALIZER_NAMES]  # type: ignore[valid-type]
+"""What ``assemble`` serializes for: every API contract of :data:`ctxledger.serialize.SERIALIZER_NAMES`."""
 Trace = Literal["summary", "full"]
 assert Trace.__args__ == TRACES  # type: ignore[attr-defined]
 

@@ -10,6 +10,7 @@ exists elsewhere.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import Request
@@ -22,6 +23,7 @@ from ctxledger.errors import (
     ConfigurationError,
     ContentRetained,
     CtxledgerError,
+    FormatNotRecognised,
     InputError,
     NoRoomForInput,
     NothingToSend,
@@ -62,10 +64,20 @@ def _dotted(loc: Any) -> str:
     return out
 
 
+def _field_error(error: Mapping[str, Any]) -> dict[str, str]:
+    """One validation error as ``{field, message}``; a body that is not JSON names ``body`` and where it breaks."""
+    loc = tuple(error.get("loc", ()))
+    if error.get("type") == "json_invalid" and loc[:1] == ("body",):
+        where = loc[1] if len(loc) > 1 else 0
+        reason = (error.get("ctx") or {}).get("error", "not JSON")
+        return {"field": "body", "message": f"malformed JSON at character {where}: {reason}"}
+    return {"field": _dotted(loc), "message": str(error.get("msg", ""))}
+
+
 async def validation_problem(_request: Request, exc: Exception) -> JSONResponse:
     """422 for a request whose body, path or query does not validate; names every field at fault."""
     assert isinstance(exc, RequestValidationError)
-    errors = [{"field": _dotted(e.get("loc", ())), "message": str(e.get("msg", ""))} for e in exc.errors()]
+    errors = [_field_error(e) for e in exc.errors()]
     first = errors[0] if errors else {"field": None, "message": "invalid request"}
     return problem(
         422,
@@ -93,7 +105,7 @@ def ctxledger_problem(exc: CtxledgerError) -> JSONResponse:
     if isinstance(exc, ContentRetained):
         return problem(410, "retained", "Content removed by retention", str(exc), field=None)
     if isinstance(exc, RecordNotFound):
-        return problem(404, "not-found", "Not found", f"{exc.record_id!r} was not found", field=None)
+        return problem(404, "not-found", "Not found", f"{exc.what} {exc.record_id!r} was not found", field=None)
     if isinstance(exc, UsageAlreadyRecorded):
         detail = exc.describe('send "overwrite": true in the body')
         return problem(409, "usage-already-recorded", "Usage already recorded", detail, field=BODY + "overwrite")
@@ -123,6 +135,9 @@ def ctxledger_problem(exc: CtxledgerError) -> JSONResponse:
         )
     if isinstance(exc, NothingToSend):
         return problem(422, "nothing-to-send", "Nothing to send", str(exc), field=None)
+    if isinstance(exc, FormatNotRecognised):
+        detail = f'cannot tell the format of this input; send "format": one of {", ".join(exc.formats)}'
+        return problem(422, "invalid-input", "Invalid input", detail, field=BODY + "format")
     if isinstance(exc, InputError):
         return problem(422, "invalid-input", "Invalid input", exc.problem, field=exc.field, index=exc.index)
     if isinstance(exc, BudgetError):
