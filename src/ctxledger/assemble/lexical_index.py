@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import bisect
 import math
-from array import array
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
@@ -51,11 +50,11 @@ class IncrementalBM25:
         self._total_length = 0
         # term -> (docs, tfs, parts scanned): postings of the first ``parts scanned`` parts
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}
-        # every part's terms as numbers (:class:`_TermTable`), once a second pass over every part built it; the
-        # first pass (a new process's first query) does not, so a process that never asks a new word never pays
-        self._table: _TermTable | None = None
+        # every term any part ever held (never shrinks), once a second pass over every part built it: a term
+        # outside it has no postings to look for. The first pass (a new process's first query) does not build it,
+        # so a call that never asks a new word does not pay for it.
+        self._vocabulary: set[str] | None = None
         self._full_passes = 0
-        self._part_doc_array = np.zeros(0, dtype=np.int64)
 
     def __len__(self) -> int:
         """Number of documents indexed."""
@@ -79,79 +78,57 @@ class IncrementalBM25:
             if part:
                 self._parts.append(part)
                 self._part_doc.append(doc)
-                if self._table is not None:
-                    self._table.add(part)
+                if self._vocabulary is not None:
+                    self._vocabulary.update(part)
         self._lengths.append(length)
         self._total_length += length
         return doc
 
     def _extend(self, terms: Sequence[str]) -> None:
-        """Bring the postings of ``terms`` up to every indexed part.
+        """Bring the postings of ``terms`` up to every indexed part: one pass over the new parts per starting point.
 
-        Before the term table exists: one pass over the new parts per starting point, each part intersected with
-        the terms still to find (a C-level set operation on its keys), so a pass costs one step per part, not one
-        per (part, term); the second pass over every part builds the table. With the table, a term no part ever
-        held (a new word, a fresh id) gets empty postings at once, and the others are found by one vectorised
-        comparison over the table's term numbers.
+        Each part is intersected with the terms still to find (a C-level set operation on its keys), so a pass
+        costs one step per part, not one per (part, term). Once the vocabulary is known (built during the second
+        pass over every part), a term no part ever held (a new word, a fresh id) gets empty postings without a pass.
         """
         total = len(self._parts)
-        table = self._table
+        vocabulary = self._vocabulary
         by_start: dict[int, list[str]] = {}
         for term in terms:
             cached = self._arrays.get(term)
             start = 0 if cached is None else cached[2]
-            if table is not None and term not in table.number:
+            if vocabulary is not None and term not in vocabulary:
                 if cached is None:
                     self._arrays[term] = (_EMPTY, _EMPTY, total)
                 continue
             if cached is None or start < total:
                 by_start.setdefault(start, []).append(term)
         for start, group in by_start.items():
-            if table is not None:  # (a table built by an earlier group's pass may not know this group's terms)
-                found = table.parts_holding([t for t in group if t in table.number], start)
-                hits = {t: (found[t], [self._parts[p][t] for p in found[t].tolist()]) if t in found else ([], [])
-                        for t in group}  # fmt: skip
-            else:
-                hits = self._pass(group, start)
-                table = self._table
+            wanted = set(group)
+            hits: dict[str, tuple[list[int], list[int]]] = {t: ([], []) for t in group}
+            learn = start == 0 and vocabulary is None and self._full_passes > 0
+            if start == 0:
+                self._full_passes += 1
+            seen: set[str] = set()
+            for position, part in enumerate(self._parts[start:], start):
+                if learn:
+                    seen.update(part)
+                for term in part.keys() & wanted:
+                    found = hits[term]
+                    found[0].append(position)
+                    found[1].append(part[term])
+            if learn:
+                self._vocabulary = vocabulary = seen
             for term in group:
                 cached = self._arrays.pop(term, None)
                 docs, tfs = (cached[0], cached[1]) if cached is not None else (_EMPTY, _EMPTY)
                 positions, counts = hits[term]
-                if len(positions):
-                    owners = self._part_docs()[np.asarray(positions, dtype=np.int64)]
+                if positions:
+                    owners = np.asarray([self._part_doc[i] for i in positions], dtype=np.int64)
                     new_docs, first = np.unique(owners, return_index=True)  # a document's parts are adjacent
                     new_tfs = np.add.reduceat(np.asarray(counts, dtype=np.int64), first)
                     docs, tfs = np.concatenate((docs, new_docs)), np.concatenate((tfs, new_tfs))
                 self._arrays[term] = (docs, tfs, total)
-
-    def _pass(self, group: Sequence[str], start: int) -> dict[str, tuple[list[int], list[int]]]:
-        """``term → (part positions, frequencies)`` of ``group`` in the parts from ``start``, by one walk over them.
-
-        The second walk that starts at the first part also builds the term table.
-        """
-        wanted = set(group)
-        hits: dict[str, tuple[list[int], list[int]]] = {t: ([], []) for t in group}
-        learn = start == 0 and self._table is None and self._full_passes > 0
-        if start == 0:
-            self._full_passes += 1
-        table = _TermTable() if learn else None
-        for position, part in enumerate(self._parts[start:], start):
-            if table is not None:
-                table.add(part)
-            for term in part.keys() & wanted:
-                found = hits[term]
-                found[0].append(position)
-                found[1].append(part[term])
-        if table is not None:
-            self._table = table
-        return hits
-
-    def _part_docs(self) -> np.ndarray:
-        """The document of each part, as an array (rebuilt only when parts were added or cut)."""
-        if len(self._part_doc_array) != len(self._part_doc):
-            self._part_doc_array = np.asarray(self._part_doc, dtype=np.int64)
-        return self._part_doc_array
 
     def _term_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """``(docs, tfs)`` of a term over every indexed document (docs ascending), built on first use."""
@@ -207,8 +184,6 @@ class IncrementalBM25:
         cut = bisect.bisect_left(self._part_doc, n_docs)
         del self._parts[cut:]
         del self._part_doc[cut:]
-        if self._table is not None:
-            self._table.cut(cut)
         for term, (docs, tfs, scanned) in list(self._arrays.items()):
             if scanned <= cut:
                 continue
@@ -216,52 +191,5 @@ class IncrementalBM25:
             self._arrays[term] = (docs[:keep], tfs[:keep], cut)
         self._total_length -= sum(self._lengths[n_docs:])
         del self._lengths[n_docs:]
-        # the array forms are rebuilt when their length differs; documents added after a cut may restore it
+        # the array form is rebuilt when its length differs; documents added after a cut may restore the length
         self._length_array = self._length_array[:n_docs]
-        self._part_doc_array = self._part_doc_array[:cut]
-
-
-class _TermTable:
-    """Every (part, term) pair of an index's parts as a term number, part by part.
-
-    ``number`` maps each term any part held to its number (it only grows, so a term outside it is in no part);
-    ``ids`` holds the term numbers of each part in turn (C ints) and ``offsets[k]`` where part ``k``'s start.
-    Finding the parts that hold a few terms is then one comparison over ``ids``, done by numpy, instead of a
-    Python step per part: about 5 bytes per pair (a 10,000-event history holds about 1.2 million).
-    """
-
-    def __init__(self) -> None:
-        self.number: dict[str, int] = {}
-        self.ids = array("i")
-        self.offsets = array("q", [0])
-
-    @property
-    def parts(self) -> int:
-        """How many parts the table holds."""
-        return len(self.offsets) - 1
-
-    def add(self, part: Mapping[str, int]) -> None:
-        """Append one part's terms."""
-        number = self.number
-        for term in part.keys() - number.keys():
-            number[term] = len(number)
-        self.ids.extend(map(number.__getitem__, part))
-        self.offsets.append(len(self.ids))
-
-    def cut(self, parts: int) -> None:
-        """Forget every part at position ``>= parts`` (their terms keep their numbers)."""
-        if parts < self.parts:
-            del self.ids[self.offsets[parts] :]
-            del self.offsets[parts + 1 :]
-
-    def parts_holding(self, terms: Sequence[str], start: int) -> dict[str, np.ndarray]:
-        """``term → positions`` (ascending) of the parts from ``start`` that hold it; every term must have a number."""
-        low = self.offsets[start]
-        ids = np.frombuffer(self.ids, dtype=np.int32)[low:]  # a view: nothing is copied
-        offsets = np.frombuffer(self.offsets, dtype=np.int64)
-        numbers = np.asarray([self.number[t] for t in terms], dtype=np.int32)
-        where = np.flatnonzero(np.isin(ids, numbers))
-        which = ids[where]
-        owners = np.searchsorted(offsets, where + low, side="right") - 1
-        del ids  # release the view before the array can grow again
-        return {t: owners[which == n] for t, n in zip(terms, numbers.tolist(), strict=True)}
