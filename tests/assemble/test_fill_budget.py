@@ -7,8 +7,7 @@ units, so older large outputs are offered verbatim only; the fill phase must off
 
 from __future__ import annotations
 
-import json
-
+from generated_histories import assemble_history, history, history_steps
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,42 +15,15 @@ from ctxledger.assemble.assembler import FILL_TARGET
 from ctxledger.assemble.fill import fill_budget
 from ctxledger.assemble.select import Option, SelectionItem, SelectionResult
 from ctxledger.budget import BudgetLedger
-from ctxledger.ledger import Ledger
 from ctxledger.policy.base import ReasonCode
-from ctxledger.scenarios._graph import GraphBuilder
-from ctxledger.testing import MemoryStore
 
-STEP = st.one_of(
-    st.tuples(st.just("user"), st.integers(5, 400)),
-    st.tuples(st.just("assistant"), st.integers(5, 400)),
-    st.tuples(st.just("tool"), st.integers(1, 3_000)),
-)
-
-
-def _history(steps: list[tuple[str, int]], name: str) -> tuple[Ledger, GraphBuilder]:
-    ledger = Ledger(MemoryStore())
-    g = GraphBuilder(ledger, name)
-    g.system("sys", "You are a careful build engineer.")
-    g.user("u0", "The nightly build fails; find out why.")
-    for i, (kind, size) in enumerate(steps):
-        if kind == "user":
-            g.user(f"u{i + 1}", " ".join(f"question{i}-{k}" for k in range(size)))
-        elif kind == "assistant":
-            g.assistant(f"a{i}", " ".join(f"note{i}-{k}" for k in range(size)))
-        else:
-            rows = [{"line": k, "text": f"step {i} log line {k} ok"} for k in range(size)]
-            g.tool(f"t{i}", "read_log", {"part": i}, json.dumps(rows))
-    g.user("ulast", "What is the cause of the failure?")
-    return ledger, g
+STEP = history_steps(400, 3_000, fewest=5)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=st.lists(STEP, min_size=8, max_size=40), window=st.integers(3_000, 40_000))
 def test_something_left_out_for_budget_means_the_budget_is_used_or_the_manifest_says_why(steps, window):
-    ledger, g = _history(steps, "fill")
-    asm = ledger.assemble(
-        g.conversation_id, window_tokens=window, output_tokens=500, margin_tokens=100, branch_id=g.branch_id, now=g.now
-    )
+    asm = assemble_history(*history(steps, "fill"), window)
     m = asm.manifest
     dynamic = m["ledger"]["dynamic_tokens"]
     used = sum(e["tokens"] for e in m["included"] if e["stage"] != "fixed")
@@ -66,7 +38,7 @@ def test_old_large_outputs_enter_at_a_cheaper_rung_when_the_budget_would_stay_em
     # forty large outputs, the newest of them far beyond what the budget holds: before the fill phase the
     # ladder's reach offered the older ones verbatim only, and most of B_dynamic stayed empty
     steps = [("tool", 2_500) for _ in range(40)]
-    ledger, g = _history(steps, "old-bulk")
+    ledger, g = history(steps, "old-bulk")
     asm = ledger.assemble(
         g.conversation_id, window_tokens=24_000, output_tokens=500, margin_tokens=100, branch_id=g.branch_id
     )

@@ -6,51 +6,19 @@ from tight to roomy, so the reach, the filters, selection, the repairs and fill 
 
 from __future__ import annotations
 
-import json
-
+from generated_histories import assemble_history, history, history_steps
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxledger.assemble.assembler import PhaseTrace
-from ctxledger.ledger import Ledger
-from ctxledger.scenarios._graph import GraphBuilder
-from ctxledger.testing import MemoryStore
 
-STEP = st.one_of(
-    st.tuples(st.just("user"), st.integers(3, 300)),
-    st.tuples(st.just("assistant"), st.integers(3, 300)),
-    st.tuples(st.just("tool"), st.integers(1, 2_000)),
-    st.tuples(st.just("failed"), st.integers(1, 50)),
-)
-
-
-def _history(steps: list[tuple[str, int]]) -> tuple[Ledger, GraphBuilder]:
-    ledger = Ledger(MemoryStore())
-    g = GraphBuilder(ledger, "phases")
-    g.system("sys", "You are a careful build engineer.")
-    g.user("u0", "The nightly build fails; find out why.")
-    for i, (kind, size) in enumerate(steps):
-        if kind == "user":
-            g.user(f"u{i + 1}", " ".join(f"question{i}-{k}" for k in range(size)))
-        elif kind == "assistant":
-            g.assistant(f"a{i}", " ".join(f"note{i}-{k}" for k in range(size)))
-        elif kind == "tool":
-            rows = [{"line": k, "text": f"step {i} log line {k} ok"} for k in range(size)]
-            g.tool(f"t{i}", "read_log", {"part": i}, json.dumps(rows))
-        else:
-            log = "\n".join(f"E{k} AssertionError in test_{k}" for k in range(size))
-            g.tool(f"f{i}", "run_tests", {"part": i}, log, status="failed", media_type="text/plain")
-    g.user("ulast", "What is the cause of the failure?")
-    return ledger, g
+STEP = history_steps(300, 2_000, 50, fewest=3)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=st.lists(STEP, min_size=3, max_size=30), window=st.integers(4_000, 40_000))
 def test_each_phase_receives_what_the_previous_one_returned(steps, window):
-    ledger, g = _history(steps)
-    asm = ledger.assemble(
-        g.conversation_id, window_tokens=window, output_tokens=500, margin_tokens=100, branch_id=g.branch_id, now=g.now
-    )
+    asm = assemble_history(*history(steps, "phases"), window)
     trace = asm.phases
     assert isinstance(trace, PhaseTrace)
     filtered, budgeted, selected, repaired = trace.filtered, trace.budgeted, trace.selected, trace.repaired
