@@ -51,6 +51,7 @@ from typing import Any
 
 import msgspec
 
+import ctxledger._blas as blas
 import ctxledger._fact_workers as fact_workers
 import ctxledger.assemble.relevance as relevance
 import ctxledger.assemble.semantic as semantic
@@ -425,7 +426,8 @@ def _vectors(texts: Sequence[str]) -> list[bytes]:
     embedder = semantic.default_embedder()
     if embedder is None:
         return [b""] * len(texts)
-    vectors = embedder.embed(texts)
+    with blas.one_thread():  # one small product per text: threads cost more than they share (ctxledger._blas)
+        vectors = embedder.embed(texts)
     rows = semantic.quantize_rows(vectors)
     return [
         row.tobytes() if text and vector.any() else b"" for text, vector, row in zip(texts, vectors, rows, strict=True)
