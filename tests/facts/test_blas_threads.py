@@ -91,3 +91,23 @@ def test_without_threadpoolctl_the_block_changes_nothing(monkeypatch: pytest.Mon
         with blas.one_thread():
             assert _threads() == before
     assert np.ones(3) @ np.ones(3) == 3.0
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.integers(1, 3_000),
+    st.integers(0, 2**31 - 1),
+    st.lists(st.floats(-1, 1, width=32), min_size=256, max_size=256),
+)
+def test_centred_scores_are_the_same_bits_on_one_blas_thread_and_on_several(n: int, seed: int, query: list[float]):
+    """Relevance computes the semantic scores on one BLAS thread: the values must be those of several threads."""
+    from ctxledger.assemble.centred_vectors import CentredVectorIndex
+
+    index = CentredVectorIndex(256, "test-model")
+    index.add_many(np.random.default_rng(seed).standard_normal((n, 256)).astype(np.float32))
+    q = np.asarray(query, dtype=np.float32)
+    with threadpoolctl.threadpool_limits(limits=max(2, _threads()), user_api="blas"):
+        several = index.scores(q, centred=True)
+    with blas.one_thread():
+        one = index.scores(q, centred=True)
+    assert one.tobytes() == several.tobytes()

@@ -42,6 +42,7 @@ import numpy as np
 import Stemmer  # type: ignore[import-not-found]  # PyStemmer ships no type stubs
 from bm25s.stopwords import STOPWORDS_EN
 
+from ctxledger._blas import one_thread
 from ctxledger.assemble.facets import UnitFacets
 from ctxledger.assemble.semantic import LEXICAL, VectorIndex, default_embedder
 
@@ -137,10 +138,11 @@ def with_semantic(lexical: np.ndarray, query: str, vectors: VectorIndex | None, 
     embedder = default_embedder()
     if embedder is None or embedder.model_id != vectors.model_id:
         return lexical
-    q = embedder.embed([query])[0]
-    if not q.any():
-        return lexical
-    cos = vectors.scores(q, len(lexical), centred=True)
+    with one_thread():  # two small products: BLAS threads would cost more CPU than they share (ctxledger._blas)
+        q = embedder.embed([query])[0]
+        if not q.any():
+            return lexical
+        cos = vectors.scores(q, len(lexical), centred=True)
     if len(cos) < len(lexical):  # units past the vectors (should not happen): no semantic part
         cos = np.concatenate([cos, np.zeros(len(lexical) - len(cos))])
     top_lex = float(lexical.max())
