@@ -340,7 +340,7 @@ def test_rehydrate_gives_message_text_and_refuses_contentless_records_and_bad_ra
         artifact = next(r for r in refs if isinstance(ledger.store.get("default", r), ToolArtifact))
     past = runner.invoke(app, ["--db", demo_store.url, "rehydrate", artifact, "--bytes", "0:99999999"])
     assert past.exit_code == 2
-    assert "outside blob" in past.stderr
+    assert "ends past the end of blob" in past.stderr
 
 
 def test_migrate_creates_the_schema_and_is_idempotent(runner: CliRunner, tmp_path: Path) -> None:

@@ -79,11 +79,17 @@ def test_bad_references_are_refused_with_clear_errors(swe):
     """A range past the end, a record without content, an unknown id and another tenant's artifact are refused."""
     ledger, cid = swe
     art = _artifact(swe)
-    with pytest.raises(InputError, match="outside"):
+    with pytest.raises(InputError, match="ends past the end"):
         ledger.rehydrate(art.id, (0, art.size_bytes + 1))
-    call = next(r for r in ledger.store.records("default", cid) if r.kind.value == "tool_call")
-    with pytest.raises(InputError, match="no stored content"):
-        ledger.rehydrate(call.id)
+    with pytest.raises(InputError, match="start 40 is after its end 0"):
+        ledger.rehydrate(art.id, (40, 0))
+    records = ledger.store.records("default", cid)
+    for call in (r for r in records if r.kind.value == "tool_call"):
+        results = [r.id for r in records if isinstance(r, ToolArtifact) and r.tool_call_id == call.id]
+        with pytest.raises(InputError, match="no stored content") as info:
+            ledger.rehydrate(call.id)
+        assert all(rid in str(info.value) for rid in results)  # the call's result is named, to rehydrate instead
+        assert results or "no result of it was recorded" in str(info.value)
     with pytest.raises(RecordNotFound):
         ledger.rehydrate(f"{cid}/no-such-record")
     with pytest.raises(RecordNotFound):

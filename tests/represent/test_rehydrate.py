@@ -5,10 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from represent_helpers import mini_swe_output
 
 from ctxledger.errors import InputError, IntegrityError, RecordNotFound
 from ctxledger.represent import Locator, make_excerpt, parse_byte_range, rehydrate
+from ctxledger.represent.rehydrate import check_range
 from ctxledger.testing import MemoryBlobStore
 from ctxledger.tokens import TokenCounter
 
@@ -68,7 +71,7 @@ def test_missing_blob_and_bad_ranges(stored: tuple[bytes, str], blobs: MemoryBlo
     data, sha = stored
     with pytest.raises(RecordNotFound):
         rehydrate(blobs, "0" * 64)
-    with pytest.raises(InputError, match="outside blob") as info:
+    with pytest.raises(InputError, match="ends past the end of blob") as info:
         rehydrate(blobs, sha, byte_range=(0, len(data) + 1))
     assert info.value.field == "byte_range"
     with pytest.raises(InputError, match="locator field missing"):
@@ -82,3 +85,20 @@ def test_parse_byte_range_for_the_cli():
         with pytest.raises(InputError) as info:
             parse_byte_range(bad)
         assert info.value.field == "byte_range"
+
+
+@given(st.integers(-5, 60), st.integers(-5, 60), st.integers(0, 50))
+def test_a_bad_range_says_what_is_wrong_with_it(start: int, end: int, size: int):
+    """A range inside the content passes; otherwise the error says negative, reversed or past the end."""
+    if 0 <= start <= end <= size:
+        check_range(start, end, size, "blob x")
+        return
+    with pytest.raises(InputError) as info:
+        check_range(start, end, size, "blob x")
+    assert info.value.field == "byte_range"
+    if min(start, end) < 0:
+        assert "negative" in str(info.value)
+    elif start > end:
+        assert f"start {start} is after its end {end}" in str(info.value)
+    else:
+        assert f"past the end of blob x ({size} bytes)" in str(info.value)

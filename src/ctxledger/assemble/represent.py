@@ -90,6 +90,7 @@ from ctxledger.represent import Excerpter, LineIndex, Locator, promote, rehydrat
 from ctxledger.represent._patterns import is_error_line
 from ctxledger.represent.extract._base import query_terms
 from ctxledger.represent.redundancy import NUM_PERM, _lsh_params, _minhash, call_key, outcome_lines
+from ctxledger.represent.rehydrate import check_range
 from ctxledger.retention.state import retained
 from ctxledger.serialize.base import Turn
 from ctxledger.tokens import TokenCounter
@@ -988,13 +989,28 @@ def rehydrate_ref(
         if locator is not None and sha256_hex(data) != locator.sha256:
             raise IntegrityError(f"message {rec.id} no longer matches the locator's sha256")
         return _cut(data, wanted, rec.id)
-    raise InputError(f"record {rec.id} is a {rec.kind.value} with no stored content to rehydrate", field="ref")
+    raise InputError(_no_content(store, tenant_id, rec), field="ref")
+
+
+RESULT_SEARCH = 256
+"""Records after a tool call searched for its result when a caller asks to rehydrate the call itself."""
+
+
+def _no_content(store: Any, tenant_id: str, rec: Record) -> str:
+    """Why ``rec`` has no bytes to give back, naming the record that holds a tool call's result when one is near."""
+    sentence = f"record {rec.id} is a {rec.kind.value} with no stored content to rehydrate"
+    if not isinstance(rec, ToolCall):
+        return sentence
+    after = store.records(tenant_id, rec.conversation_id, after_seq=rec.seq, as_of_seq=rec.seq + RESULT_SEARCH)
+    results = [r.id for r in after if isinstance(r, ToolArtifact) and r.tool_call_id == rec.id]
+    if results:
+        return f"{sentence}; its result is {', '.join(results)} (rehydrate that)"
+    return f"{sentence}, and no result of it was recorded in the {RESULT_SEARCH} records after it"
 
 
 def _cut(data: bytes, wanted: tuple[int, int] | None, name: str) -> bytes:
     if wanted is None:
         return data
     start, end = wanted
-    if not 0 <= start <= end <= len(data):
-        raise InputError(f"byte range {start}:{end} is outside {name} ({len(data)} bytes)", field="byte_range")
+    check_range(start, end, len(data), name)
     return data[start:end]

@@ -68,8 +68,23 @@ def rehydrate(blobs: BlobStore, locator_or_sha: Reference, *, byte_range: tuple[
     if wanted is None:
         return whole
     start, end = wanted
-    if not 0 <= start <= end <= len(whole):
-        raise InputError(
-            f"byte range {start}:{end} is outside blob {sha[:16]} ({len(whole)} bytes)", field="byte_range"
-        )
+    check_range(start, end, len(whole), f"blob {sha[:16]}")
     return whole[start:end]
+
+
+def check_range(start: int, end: int, size: int, name: str) -> None:
+    """Check that ``[start, end)`` is a byte range within ``size`` bytes of ``name``.
+
+    Raises:
+        InputError: (field ``byte_range``) a negative offset, a start after the end, or an end past ``size``;
+            the message says which.
+    """
+    if start < 0 or end < 0:
+        problem = f"byte range {start}:{end} has a negative offset"
+    elif start > end:
+        problem = f"byte range start {start} is after its end {end}"
+    elif end > size:
+        problem = f"byte range {start}:{end} ends past the end of {name} ({size} bytes)"
+    else:
+        return
+    raise InputError(problem, field="byte_range")
