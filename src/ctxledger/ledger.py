@@ -41,6 +41,7 @@ from ctxledger.policy.default import default_policy
 from ctxledger.policy.secrets import check_identifiers
 from ctxledger.records import Branch, Compaction, Conversation, Record
 from ctxledger.represent.compaction import Compactor
+from ctxledger.retention.state import retained
 from ctxledger.serialize import default_model, get_serializer
 from ctxledger.store.base import GraphStore
 from ctxledger.tokens import TokenCounter, counter_for_model
@@ -770,17 +771,35 @@ class Ledger:
         """
         manifest = self.get_assembly(assembly_id, tenant_id=tenant_id)
         if any(ref in (e["ref"], e.get("external_id")) for e in manifest["included"]):
-            return explain(manifest, ref)
+            return self.with_content_now(explain(manifest, ref), tenant_id=tenant_id)
         tool_state = explain_skill_state(self.store, manifest, ref)
         if tool_state is not None:
             return tool_state
         if has_full_trace(manifest):
-            return explain(manifest, ref)
+            return self.with_content_now(explain(manifest, ref), tenant_id=tenant_id)
         replayed, mismatch = self.replay(manifest, coster=coster, policy=policy)
         if mismatch is not None:
             return unexplained(manifest, ref, mismatch)
         assert replayed is not None
-        return explain(replayed, ref)
+        return self.with_content_now(explain(replayed, ref), tenant_id=tenant_id)
+
+    def with_content_now(self, why: dict[str, Any], *, tenant_id: str = "default") -> dict[str, Any]:
+        """``why`` (an explanation) with ``content_now`` when retention has since changed the record's content.
+
+        A manifest says what the model saw when it was made; a retention rule may have redacted, hashed or deleted
+        the record since. ``content_now`` is then the rule's sentence ("redacted by retention rule R at T"), so an
+        explanation of an included record does not read as if its content were still there.
+        """
+        rid = why.get("ref")
+        if not isinstance(rid, str) or why.get("status") not in ("included", "omitted"):
+            return why
+        try:
+            state = retained(self.store.get(tenant_id, rid))
+            now = state.sentence if state is not None else None
+        except RecordNotFound:
+            gone = [e for e in self.store.retention_audit(tenant_id, ref=rid) if e.action == "delete"]
+            now = gone[-1].detail if gone else None
+        return {**why, "content_now": now} if now else why
 
     def replay(
         self, manifest: Mapping[str, Any], *, coster: Coster | None = None, policy: Policy | None = None

@@ -205,3 +205,29 @@ def test_a_compaction_of_redacted_history_goes_and_the_history_shows_its_notices
         shown = str(asm.payload)
         assert not any(u.content in shown for u in users if len(u.content) > 20)
         assert "redacted by retention rule chat-now" in shown
+
+
+@pytest.mark.parametrize("action", ["redact", "hash_only", "delete"])
+def test_explaining_an_included_record_says_what_retention_did_to_it_since(tmp_path: Path, action: str) -> None:
+    """The manifest says what the model saw then; the explanation adds what the record's content is now."""
+    from typer.testing import CliRunner
+
+    from ctxledger.cli import app
+    from ctxledger.demo import demo_source
+
+    url = f"sqlite:///{tmp_path}/e.db"
+    with Ledger.open(url) as ledger, demo_source() as path:
+        conv = ledger.import_file(path, "tau-bench", conversation_id="tau").conversation_ids[0]
+        asm = ledger.assemble(conv, window_tokens=16_000, output_tokens=1_000, counter="chars/4")
+        result = next(e["ref"] for e in asm.manifest["included"] if e["kind"] == "tool_artifact")
+        user = next(e["ref"] for e in asm.manifest["included"] if e["kind"] == "message")
+        assert "content_now" not in ledger.explain(asm.id, result)
+        rules = RetentionRules((RetentionRule(name="results-now", kinds=("tool_artifact",), action=action),))
+        ledger.retain(policy=dataclasses.replace(default_policy(), retention=rules))
+        why = ledger.explain(asm.id, result)
+        assert why["status"] == "included"
+        assert "by retention rule results-now" in why["content_now"]
+        assert "content_now" not in ledger.explain(asm.id, user)  # messages were not touched
+    shown = CliRunner().invoke(app, ["--db", url, "explain", asm.id, result])
+    assert shown.exit_code == 0, shown.output
+    assert "content now" in shown.stdout and "results-now" in shown.stdout

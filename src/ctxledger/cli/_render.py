@@ -408,6 +408,7 @@ def _print_explanation(console: Console, why: Mapping[str, Any], conv: str, kind
         ("transform", why.get("transform")),
         ("detail", why.get("detail") or None),
         ("note", why.get("note")),
+        ("content now", why.get("content_now")),
         ("branch", why.get("branch_id")),
         ("policy", why.get("policy")),
     ]

@@ -341,6 +341,7 @@ def explain(
             _print_manifest(_out(), manifest, _records(ledger, settings, conv))
             return
         why = _explain_ref(ledger, settings, manifest, ref, mismatch)
+        why = ledger.with_content_now(why, tenant_id=settings.tenant)
     _print_explanation(_out(), why, conv, unit_kind(manifest, why))
 
 

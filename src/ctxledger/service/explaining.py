@@ -42,7 +42,7 @@ def explain_record(ledger: Ledger, tenant: str, assembly_id: str, ref: str, *, s
         if (tool_state := explain_skill_state(ledger.store, stored, candidate)) is not None:
             return tool_state
     if (found := _answer(stored, candidates)) is not None:
-        return found
+        return ledger.with_content_now(found, tenant_id=tenant)
     never = never_a_candidate(ledger.store, stored, ref)
     if never is not None:
         raise InputError(never, source=source, field="ref")
@@ -50,7 +50,7 @@ def explain_record(ledger: Ledger, tenant: str, assembly_id: str, ref: str, *, s
         replayed, mismatch = ledger.replay(stored)
         if replayed is not None:
             if (found := _answer(replayed, candidates)) is not None:
-                return found
+                return ledger.with_content_now(found, tenant_id=tenant)
         elif (record := _record_of(ledger, stored, candidates)) is not None:
             return unexplained(stored, record, str(mismatch))
     shown = ref if ref.startswith(f"{stored['conversation_id']}/") else candidates[1]  # both were looked for
