@@ -6,14 +6,13 @@ import threading
 
 import numpy as np
 import pytest
+import threadpoolctl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctxledger._blas as blas
 from ctxledger import facts
 from ctxledger.assemble import semantic
-
-threadpoolctl = pytest.importorskip("threadpoolctl")
 
 _WORDS = st.sampled_from(
     ["the", "token", "config", "deploy", "error", "0x7f", "id=42", '{"k":', "é", "日本", "😀", "return", "\tx", "  y"]
@@ -30,16 +29,21 @@ _TEXTS = st.lists(
 )
 
 
+def _assert_blas_found() -> None:
+    """numpy's wheels bundle OpenBLAS, which threadpoolctl (the test group installs it) finds and can set."""
+    controller = blas._controller()
+    assert controller is not None and controller.lib_controllers, "threadpoolctl found no BLAS library under numpy"
+
+
 def _threads() -> int:
     return max((lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"), default=1)
 
 
-@pytest.mark.skipif(semantic.default_embedder() is None, reason="the semantic extra is not installed")
 @settings(max_examples=40, deadline=None)
 @given(_TEXTS)
 def test_vectors_are_the_same_bits_on_one_blas_thread_and_on_several(texts: list[str]) -> None:
     embedder = semantic.default_embedder()
-    assert embedder is not None
+    assert embedder is not None, "the test group installs wordllama, the semantic extra's model"
     with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
         one = embedder.embed(texts)
     with threadpoolctl.threadpool_limits(limits=max(2, _threads()), user_api="blas"):
@@ -50,8 +54,7 @@ def test_vectors_are_the_same_bits_on_one_blas_thread_and_on_several(texts: list
 
 
 def test_one_thread_holds_one_thread_and_restores_the_setting_before() -> None:
-    if blas._controller() is None or not blas._controller().lib_controllers:
-        pytest.skip("no BLAS library threadpoolctl can set")
+    _assert_blas_found()
     with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
         before = _threads()
         with blas.one_thread():
@@ -63,8 +66,7 @@ def test_one_thread_holds_one_thread_and_restores_the_setting_before() -> None:
 
 
 def test_a_block_in_another_thread_restores_the_setting_it_found() -> None:
-    if blas._controller() is None or not blas._controller().lib_controllers:
-        pytest.skip("no BLAS library threadpoolctl can set")
+    _assert_blas_found()
     with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
         before = _threads()
         seen: list[int] = []
