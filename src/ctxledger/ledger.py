@@ -614,10 +614,14 @@ class Ledger:
         except RecordNotFound as exc:
             if isinstance(exc, ContentRetained) or not isinstance(ref, str):
                 raise
-            gone = [e for e in self.store.retention_audit(tenant_id, ref=ref) if e.action == "delete"]
-            if gone:
-                raise ContentRetained(tenant_id, ref, gone[-1].detail) from None
+            if (deleted := self._deleted_by(ref, tenant_id)) is not None:
+                raise ContentRetained(tenant_id, ref, deleted) from None
             raise
+
+    def _deleted_by(self, record_id: str, tenant_id: str) -> str | None:
+        """The retention audit's sentence for the deletion of ``record_id`` ("deleted by retention rule R at T")."""
+        gone = [e for e in self.store.retention_audit(tenant_id, ref=record_id) if e.action == "delete"]
+        return gone[-1].detail if gone else None
 
     # -- retention ---------------------------------------------------------------------------------
 
@@ -789,6 +793,13 @@ class Ledger:
         A manifest says what the model saw when it was made; a retention rule may have redacted, hashed or deleted
         the record since. ``content_now`` is then the rule's sentence ("redacted by retention rule R at T"), so an
         explanation of an included record does not read as if its content were still there.
+
+        Args:
+            why: an answer of :meth:`explain` (``ref`` and ``status`` are read; other answers come back as they are).
+            tenant_id: the tenant of the record.
+
+        Returns:
+            ``why``, or a copy of it with ``content_now`` (a sentence) added.
         """
         rid = why.get("ref")
         if not isinstance(rid, str) or why.get("status") not in ("included", "omitted"):
@@ -797,8 +808,7 @@ class Ledger:
             state = retained(self.store.get(tenant_id, rid))
             now = state.sentence if state is not None else None
         except RecordNotFound:
-            gone = [e for e in self.store.retention_audit(tenant_id, ref=rid) if e.action == "delete"]
-            now = gone[-1].detail if gone else None
+            now = self._deleted_by(rid, tenant_id)
         return {**why, "content_now": now} if now else why
 
     def replay(

@@ -320,10 +320,6 @@ def test_a_body_that_is_not_json_names_the_body_and_where_it_breaks(served: Serv
 
 
 def _is_json(text: str) -> bool:
-    import json
+    from ctxledger.ingest._builder import JSON_MEDIA_TYPE, media_type_of
 
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
+    return media_type_of(text) == JSON_MEDIA_TYPE

@@ -228,8 +228,16 @@ def fit_budget(
 ) -> Budgeted:
     """Cost the live units and check that ``F`` and the required units fit ``budget.input_tokens``.
 
+    ``B_input = W − O − M`` and ``B_dynamic = B_input − F`` in tokens, ``F`` being the reply priming, the tool
+    schemas and the instructions (seed 001, the budget ledger). ``options_for`` (the ladder, or ``None``) gives a
+    required unit's cheaper forms, so it must fit only at its cheapest allowed one.
+
+    Returns:
+        :class:`Budgeted`.
+
     Raises:
-        RequiredBlocksDoNotFit: itemised (:func:`_check_budget`).
+        RequiredBlocksDoNotFit: ``F`` and the required units exceed ``B_input``; every block is listed with its
+            tokens (:func:`_check_budget`).
     """
     turn_costs = _turn_costs(snap, coster, filtered_units)
     costs = {uid: sum(c) for uid, c in turn_costs.items()}
@@ -243,7 +251,8 @@ def fit_budget(
 def charge_fixed(ledger: BudgetLedger, budgeted: Budgeted, coster: Coster, tools: Sequence[Mapping[str, Any]]) -> None:
     """Charge ``F`` to the ledger as required: each instruction unit in its class, the rest as ``framing``.
 
-    ``framing`` (reply priming and tool schemas) belongs to no context class.
+    ``framing`` (reply priming and tool schemas, in tokens counted by ``coster``) belongs to no context class
+    (seed 001, the budget ledger). No errors of its own.
     """
     for unit in budgeted.fixed:
         ledger.charge(unit.context_class.value, budgeted.costs[unit.id], required=True)

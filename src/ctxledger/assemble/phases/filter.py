@@ -285,8 +285,13 @@ def filter_candidates(
     """Run the policy's stages over the units ``rch`` visits (and ``extra_records``); return the live units.
 
     An omitted record takes its whole unit out (the first omitted record, in unit order, gives its reason to the
-    rest). ``redundancy`` (``None`` when the ladder is off) finds near-duplicates among the live units. See
-    :func:`ctxledger.assemble.assembler.assemble` for the arguments.
+    rest): a unit enters whole or not at all (seed 000: a tool call and its results are one protocol unit).
+    ``redundancy`` (``None`` when the ladder is off) finds near-duplicates among the live units. ``now_given``
+    says whether the caller set the request's clock (a clock earlier than the records is then warned about). The
+    other arguments are :func:`ctxledger.assemble.assembler.assemble`'s.
+
+    Returns:
+        :class:`Filtered`.
 
     Raises:
         PolicyError: a custom stage failed (:func:`run_policy`).

@@ -36,6 +36,10 @@ class Plan:
 
 
 def omit_unit(plan: Plan, unit: Unit, reason: ReasonCode, stage: str) -> None:
-    """Omit every record of ``unit`` not omitted yet, with ``reason`` and ``stage`` (the others name the unit)."""
+    """Omit every record of ``unit`` not omitted yet, with ``reason`` and ``stage``; no errors.
+
+    The unit's first record gets no detail, the others name the unit: a unit leaves whole (seed 000: a tool call
+    and its results are one protocol unit).
+    """
     for rid in unit.record_ids:
         plan.omitted.setdefault(rid, (str(reason), stage, "" if rid == unit.id else f"unit {unit.id}"))

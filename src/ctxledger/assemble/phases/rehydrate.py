@@ -97,10 +97,16 @@ def rehydrate_chosen(
     dynamic: int,
     ledger: BudgetLedger,
 ) -> list[dict[str, Any]]:
-    """Rehydration phase two on the chosen memories; returns the manifest's rehydration entries.
+    """Rehydration phase two on the chosen memories: raw artifacts read back where exact evidence is needed.
 
-    A rehydrated memory's option in ``result`` is replaced by its raw artifact or by a reference, and the
-    ledger is charged the difference; exact evidence the request named and nothing served becomes a warning.
+    Seed 004: a raw artifact is rehydrated when exact evidence is required.
+
+    A rehydrated memory's option in ``result`` is replaced by its raw artifact (hash-checked) or by a reference,
+    and ``ledger`` is charged the difference in tokens within ``dynamic`` (``B_dynamic``); exact evidence the
+    request named and nothing served becomes a warning in ``plan``.
+
+    Returns:
+        The manifest's rehydration entries (``plan.rehydrations``), one per memory read back or referenced.
     """
     _rehydrate(request, policy, plan, chosen, result, coster, read_blob, dynamic, ledger)
     if plan.ctx is not None:

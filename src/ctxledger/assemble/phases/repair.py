@@ -219,8 +219,14 @@ def repair_selection(
 ) -> Repaired:
     """Repair the selection in place: error evidence, pairs, preamble, role order, the required lead, and fill.
 
-    Every step amends ``selected.result`` (chosen options, omissions) and ``selected.ledger``, and records what
-    it left out in ``plan``. Fill is skipped when the selection keeps a stable prefix, so the prefix stays whole.
+    Every step amends ``selected.result`` (chosen options, omissions) and ``selected.ledger`` (tokens), and records
+    what it left out in ``plan``. Fill is skipped when the selection keeps a stable prefix, so the prefix stays
+    whole. The role-order steps follow the providers' rules: Anthropic Messages needs a user message first, OpenAI
+    Chat takes an assistant turn first (case B04 of the shared failure cases).
+
+    Returns:
+        :class:`Repaired`: the chosen units in ``seq`` order, the pair warnings, and whether less than
+        :data:`FILL_TARGET` of ``B_dynamic`` is used with nothing left out for budget (the reach should widen).
     """
     items, result, ledger, dynamic = selected.items, selected.result, selected.ledger, budgeted.dynamic
     by_id = {u.id: u for u in units}
@@ -246,7 +252,8 @@ def repair_selection(
     chosen_units = [u for u in chosen_units if u.id in result.chosen]
     chosen_units = _fix_role_order(chosen_units, plan, result.chosen, required, ledger, (units, items, dynamic))
     chosen_units = _anchor_required_lead(chosen_units, units, items, plan, result.chosen, dynamic, ledger)
-    if options_for is not None and selected.stable is None:
+    keeps_prefix = policy.selection.stable_prefix and selected.previous is not None
+    if options_for is not None and not keeps_prefix:
         chosen_units = _fill(items, result, chosen_units, by_id, plan, selected.target, ledger, options_for, coster)
         chosen_units = _fix_role_order(chosen_units, plan, result.chosen, required, ledger)
     chosen_units, split_pairs = _keep_final_pairs(units, items, result, chosen_units, plan, dynamic, ledger)

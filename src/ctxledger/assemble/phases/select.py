@@ -97,8 +97,10 @@ def relevance_by_id(request: AssemblyRequest, snap: Snapshot, policy: Policy | N
 def relevance_scores(request: AssemblyRequest, snap: Snapshot, policy: Policy | None = None) -> np.ndarray:
     """Relevance of each unit to the query with the policy's signals (:func:`unit_relevance`), over the max.
 
-    The scores of the last query are kept on the snapshot's memo: a call on an unchanged snapshot (same ``seq``,
-    same units) with the same query, settings and embedding model gets the same array back, read-only.
+    The query is ``request.query``, else the newest user turn (:func:`latest_user_text`). Returns a float array
+    aligned with ``snap.units``, in [0, 1]; no errors of its own. The scores of the last query are kept on the
+    snapshot's memo: a call on an unchanged snapshot (same ``seq``, same units) with the same query, settings and
+    embedding model gets the same array back, read-only.
     """
     query = request.query if request.query is not None else latest_user_text(snap.units)
     selection = policy.selection if policy is not None else None
@@ -150,7 +152,6 @@ class Selected:
         ledger: the budget ledger of ``B_dynamic`` per context class.
         previous: the previous assembly of this branch and budget made in this process (or, with a stable
             prefix, read from the store): what the payload's shared prefix is measured against.
-        stable: ``previous`` when the policy keeps a stable prefix (``selection.stable_prefix``), else ``None``.
         grown: whether the previous selection was grown instead of re-chosen.
         target: the tokens selection aimed at (``B_dynamic`` less the stable prefix's headroom).
         stable_key: ``(api, requested B_input)``: the key a later assembly finds this one under.
@@ -160,7 +161,6 @@ class Selected:
     result: SelectionResult
     ledger: BudgetLedger
     previous: stability.PreviousAssembly | None
-    stable: stability.PreviousAssembly | None
     grown: bool
     target: int
     stable_key: tuple[str, int]
@@ -180,11 +180,31 @@ def select_units(
     options_for: Any,
     stored_previous: Callable[[Any, int], Mapping[str, Any] | None] | None = None,
 ) -> Selected:
-    """Score the live units and choose under ``B_dynamic``; ``budgeted`` is the budget phase's result.
+    """Score the live units and choose at most one option each under ``B_dynamic``.
+
+    Constraints first, relevance second (seed 002); class caps from the budget ledger (seed 001).
+
+    Args:
+        request: the call.
+        requested: the budget as the call asked it (``W``, ``O``, ``M`` in tokens).
+        snap: the snapshot.
+        rch: the units its reach visits.
+        scores: relevance of every unit of ``snap`` in [0, 1] (:func:`relevance_scores`, aligned with
+            ``snap.units``).
+        units: the filter phase's live units.
+        plan: the filter phase's plan.
+        budgeted: the budget phase's result (``B_dynamic``, per-turn token costs, oversized required units).
+        policy: the bound policy.
+        coster: counts tokens of the provider's serialized form.
+        options_for: the representation ladder, or ``None`` (verbatim only).
+        stored_previous: reads the stored assembly a stable prefix grows from (:mod:`ctxledger.assemble.stability`).
 
     With ``selection.stable_prefix`` the previous assembly of the branch and budget (kept in the snapshot's
     memo, else read through ``stored_previous``) is grown when it still fits, else re-chosen keeping its leading
-    units (:mod:`ctxledger.assemble.stability`).
+    units.
+
+    Returns:
+        :class:`Selected`; every optional unit not chosen is in ``result.omitted`` (``budget`` or ``class_cap``).
     """
     dynamic = budgeted.dynamic
     ledger = BudgetLedger(dynamic, policy.selection.class_caps)
@@ -210,4 +230,4 @@ def select_units(
         ledger = BudgetLedger(dynamic, policy.selection.class_caps)
         result = select(kept[0], target, ledger)
         result.omitted.update(dict.fromkeys(kept[1], ReasonCode.BUDGET))
-    return Selected(items, result, ledger, prev, stable, grown is not None, target, stable_key)
+    return Selected(items, result, ledger, prev, grown is not None, target, stable_key)

@@ -70,7 +70,13 @@ def serialize_payload(
     """Build, validate, count and hash the provider payload of ``fixed`` then ``chosen`` (each unit's option).
 
     Tool names the provider would refuse are renamed (``plan.tools["renamed"]``); for Anthropic Messages the
-    stable prefix gets ``cache_control`` breakpoints (:func:`with_breakpoints`).
+    stable prefix gets ``cache_control`` breakpoints (:func:`with_breakpoints`; Anthropic's prompt-caching rules:
+    at most 4 breakpoints, a cached prefix of at least 1,024 tokens). ``previous`` and ``grown`` describe the
+    assembly whose payload this one's shared prefix is measured against. ``input_tokens`` is counted on the
+    serialized payload by ``counter_for_payload`` (default: the coster's counter).
+
+    Returns:
+        :class:`Serialized`.
 
     Raises:
         ProviderContractError: the payload breaks the provider's message rules (a bug; never sent).
