@@ -121,21 +121,52 @@ def test_terms_asked_before_any_document_holds_them_score_as_a_fresh_index(steps
     assert grown.scores(query).tolist() == fresh.scores(query).tolist()
 
 
-def test_a_word_no_document_holds_is_answered_from_the_vocabulary_and_found_once_a_document_brings_it():
+def test_a_word_no_document_holds_has_no_postings_and_is_found_once_a_document_brings_it():
     index = IncrementalBM25()
     for doc in (["alpha", "beta"], ["beta", "gamma"], ["gamma"]):
         index.add(doc)
-    index.scores(["alpha"])  # the first pass over every document
-    index.scores(["beta"])  # the second one also learns the vocabulary
-    assert index._vocabulary == {"alpha", "beta", "gamma"}
     assert index.scores(["zeta"]).tolist() == [0.0, 0.0, 0.0]
     index.add(["zeta", "alpha"])
-    assert "zeta" in index._vocabulary
     fresh = IncrementalBM25()
     for doc in (["alpha", "beta"], ["beta", "gamma"], ["gamma"], ["zeta", "alpha"]):
         fresh.add(doc)
     assert index.scores(["zeta", "alpha"]).tolist() == fresh.scores(["zeta", "alpha"]).tolist()
     assert index.scores(["zeta"])[3] > 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    docs=st.lists(_DOC_PARTS, min_size=1, max_size=80),
+    asked=st.lists(st.sampled_from(["alpha", "beta", "gamma", "zeta"]), min_size=1, max_size=3),
+    cut=st.integers(0, 80),
+    batch=st.integers(1, 12),
+    buckets=st.sampled_from([1, 2, 4, 1024]),
+)
+def test_entries_converted_in_any_batch_size_score_as_one_batch(docs, asked, cut, batch, buckets):
+    """Where conversion batches end, and how many buckets the absent-term filter has, never changes a score."""
+    from collections import Counter
+    from unittest import mock
+
+    def build(pending_entries: int, filter_buckets: int) -> list[list[float]]:
+        index = IncrementalBM25()
+        with (
+            mock.patch("ctxledger.assemble.lexical_index.PENDING_ENTRIES", pending_entries),
+            mock.patch("ctxledger.assemble.lexical_index.MIN_FILTER_BUCKETS", filter_buckets),
+        ):
+            for parts in docs:
+                index.add_parts([Counter(p) for p in parts], sum(len(p) for p in parts))
+            index.scores(asked)
+            index.truncate(cut)
+            index.scores(["zeta", "eta"])
+            for parts in docs[:5]:
+                index.add_parts([Counter(p) for p in parts], sum(len(p) for p in parts))
+            index.scores(["alpha", "zeta"])
+            index.add_parts([Counter(["zeta", "alpha", "zeta"])], 3)
+            for parts in docs[-3:]:
+                index.add_parts([Counter(p) for p in parts], sum(len(p) for p in parts))
+            return [index.scores(q).tolist() for q in (asked, ["alpha", "delta"], ["eps"], ["zeta", "eta"])]
+
+    assert build(batch, buckets) == build(10**9, 2**20)
 
 
 @settings(max_examples=60, deadline=None)
@@ -158,3 +189,23 @@ def test_documents_rebuilt_to_the_same_count_are_scored_with_their_new_lengths(d
     for doc in [*docs[:cut], *rebuilt[: len(docs) - cut]]:
         fresh.add(doc)
     assert grown.scores(query).tolist() == fresh.scores(query).tolist()
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    later=st.lists(st.lists(_TERMS, min_size=1, max_size=4), min_size=1, max_size=60),
+    batch=st.integers(1, 8),
+)
+def test_a_term_only_the_oldest_entries_hold_is_found_after_the_filter_grew(later, batch):
+    """The absent-term filter doubles as entries outgrow it; it must keep the oldest entries' terms."""
+    from unittest import mock
+
+    with (
+        mock.patch("ctxledger.assemble.lexical_index.PENDING_ENTRIES", batch),
+        mock.patch("ctxledger.assemble.lexical_index.MIN_FILTER_BUCKETS", 1),
+    ):
+        index = IncrementalBM25()
+        index.add(["rare", "alpha"])
+        for doc in later:
+            index.add(doc)
+        assert index.scores(["rare"])[0] > 0

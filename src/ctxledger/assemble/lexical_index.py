@@ -1,11 +1,18 @@
 """The snapshot's lexical index: append-only BM25 whose postings are built only for the terms queries ask for.
 
 A snapshot in a new process indexes every unit of the history, and a query names a dozen terms. Building the
-postings of every term up front costs one Python operation per (unit, distinct term) pair, two million at
-10,000 events; building them for a term when a query first needs it costs one dictionary lookup per unit for
-that term, and later calls only look at the units appended since. So adding a document keeps a reference to
-its term counts (the stored write-path terms of its records, or a tokenized text), and
-:meth:`IncrementalBM25.scores` builds and caches ``(docs, tfs)`` arrays per query term.
+postings of every term up front costs one Python operation per (unit, distinct term) pair, millions at 100,000
+events, and keeping each document's term mapping costs most of a long snapshot's memory. So the index keeps each
+document's (term, frequency) entries in three flat arrays (the term's hash, its frequency and the owning
+document: 16 bytes an entry), converting added mappings in batches of :data:`PENDING_ENTRIES` entries with
+C-level loops, and :meth:`IncrementalBM25.scores` builds a query term's ``(docs, tfs)`` postings with one
+vectorised comparison over the entries, cached per term; later calls only look at the entries appended since.
+
+A term stands for itself by Python's 64-bit string hash in this process (the index is never persisted): two
+distinct terms with the same hash would share postings, which for a million distinct terms has odds of about
+one in thirty million per process. A filter of one flag per hash bucket (at least as many buckets as entries, so
+about one bucket in eight is taken) says which terms no entry can hold: such a term has empty postings without a
+comparison.
 
 Scores follow the Lucene BM25 variant that ``bm25s.BM25`` uses by default (``k1 = 1.5``, ``b = 0.75``;
 Kamphuis et al., ECIR 2020). A document's score is computed with the same floating-point operations in the same
@@ -15,7 +22,7 @@ per-posting loop whatever order the postings were built in.
 
 from __future__ import annotations
 
-import bisect
+import itertools
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -27,13 +34,45 @@ _EMPTY = np.zeros(0, dtype=np.int64)
 CACHED_TERMS = 8192
 """Query terms whose postings arrays are kept between calls (the oldest built is dropped beyond this)."""
 
+PENDING_ENTRIES = 65_536
+"""Entries added documents may hold as term mappings before they are converted to the flat arrays."""
+
+MIN_FILTER_BUCKETS = 1024
+"""Buckets of the absent-term filter of an empty index (a power of two; doubled as entries outgrow it)."""
+
+
+class _Column:
+    """A growable one-dimensional numpy array (amortised appends, cuts in place)."""
+
+    __slots__ = ("_buf", "size")
+
+    def __init__(self, dtype: type) -> None:
+        self._buf = np.zeros(0, dtype=dtype)
+        self.size = 0
+
+    def view(self) -> np.ndarray:
+        """The filled part (a view: valid until the next append)."""
+        return self._buf[: self.size]
+
+    def extend(self, values: np.ndarray) -> None:
+        end = self.size + len(values)
+        if end > len(self._buf):
+            grown = np.zeros(max(end, len(self._buf) + len(self._buf) // 4), dtype=self._buf.dtype)
+            grown[: self.size] = self._buf[: self.size]
+            self._buf = grown
+        self._buf[self.size : end] = values
+        self.size = end
+
+    def truncate(self, size: int) -> None:
+        self.size = min(self.size, size)
+
 
 class IncrementalBM25:
     """An append-only BM25 index over documents identified by their insertion position.
 
     A document is one or more *parts*, each a term → frequency mapping (a unit's records' stored terms); its
-    term frequency is the sum over its parts. The index keeps the parts by reference, so the caller must not
-    change a mapping after adding it.
+    term frequency is the sum over its parts. The index reads a mapping when it converts it (at the latest on
+    the next query or cut), so the caller must not change a mapping after adding it.
 
     Args:
         k1: term-frequency saturation (bm25s default 1.5).
@@ -43,18 +82,18 @@ class IncrementalBM25:
     def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
         self.k1 = k1
         self.b = b
-        self._parts: list[Mapping[str, int]] = []
-        self._part_doc: list[int] = []  # document of each part, non-decreasing
+        self._keys = _Column(np.int64)  # hash of each entry's term
+        self._tfs = _Column(np.int32)  # its frequency
+        self._owners = _Column(np.int32)  # its document, non-decreasing
+        # bucket ``hash & (len - 1)`` is set when an entry (even one cut since) held a term of that bucket
+        self._filter = np.zeros(MIN_FILTER_BUCKETS, dtype=bool)
+        self._pending: list[tuple[int, Mapping[str, int]]] = []  # (document, part) not converted yet
+        self._pending_entries = 0
         self._lengths: list[int] = []
         self._length_array = np.zeros(0, dtype=np.int64)
         self._total_length = 0
-        # term -> (docs, tfs, parts scanned): postings of the first ``parts scanned`` parts
+        # term -> (docs, tfs, entries scanned): postings of the first ``entries scanned`` entries
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}
-        # every term any part ever held (never shrinks), once a second pass over every part built it: a term
-        # outside it has no postings to look for. The first pass (a new process's first query) does not build it,
-        # so a call that never asks a new word does not pay for it.
-        self._vocabulary: set[str] | None = None
-        self._full_passes = 0
 
     def __len__(self) -> int:
         """Number of documents indexed."""
@@ -76,59 +115,65 @@ class IncrementalBM25:
         doc = len(self._lengths)
         for part in parts:
             if part:
-                self._parts.append(part)
-                self._part_doc.append(doc)
-                if self._vocabulary is not None:
-                    self._vocabulary.update(part)
+                self._pending.append((doc, part))
+                self._pending_entries += len(part)
         self._lengths.append(length)
         self._total_length += length
+        if self._pending_entries >= PENDING_ENTRIES:
+            self._convert()
         return doc
 
-    def _extend(self, terms: Sequence[str]) -> None:
-        """Bring the postings of ``terms`` up to every indexed part: one pass over the new parts per starting point.
+    def _convert(self) -> None:
+        """Move the pending parts' entries into the flat arrays (C-level loops)."""
+        if not self._pending:
+            return
+        pending, size = self._pending, self._pending_entries
+        self._pending, self._pending_entries = [], 0
+        keys = itertools.chain.from_iterable(part for _, part in pending)
+        counts = itertools.chain.from_iterable(part.values() for _, part in pending)
+        hashes = np.fromiter(map(hash, keys), dtype=np.int64, count=size)
+        self._keys.extend(hashes)
+        self._mark(hashes)
+        self._tfs.extend(np.fromiter(counts, dtype=np.int64, count=size))
+        sizes = np.fromiter(map(len, (part for _, part in pending)), dtype=np.int64, count=len(pending))
+        self._owners.extend(np.repeat(np.fromiter((d for d, _ in pending), np.int64, count=len(pending)), sizes))
 
-        Each part is intersected with the terms still to find (a C-level set operation on its keys), so a pass
-        costs one step per part, not one per (part, term). Once the vocabulary is known (built during the second
-        pass over every part), a term no part ever held (a new word, a fresh id) gets empty postings without a pass.
-        """
-        total = len(self._parts)
-        vocabulary = self._vocabulary
-        by_start: dict[int, list[str]] = {}
+    def _extend(self, terms: Sequence[str]) -> None:
+        """Bring the postings of ``terms`` up to every indexed entry: one comparison over the new entries each."""
+        self._convert()
+        total = self._keys.size
         for term in terms:
             cached = self._arrays.get(term)
             start = 0 if cached is None else cached[2]
-            if vocabulary is not None and term not in vocabulary:
-                if cached is None:
-                    self._arrays[term] = (_EMPTY, _EMPTY, total)
+            if cached is not None and start >= total:
                 continue
-            if cached is None or start < total:
-                by_start.setdefault(start, []).append(term)
-        for start, group in by_start.items():
-            wanted = set(group)
-            hits: dict[str, tuple[list[int], list[int]]] = {t: ([], []) for t in group}
-            learn = start == 0 and vocabulary is None and self._full_passes > 0
-            if start == 0:
-                self._full_passes += 1
-            seen: set[str] = set()
-            for position, part in enumerate(self._parts[start:], start):
-                if learn:
-                    seen.update(part)
-                for term in part.keys() & wanted:
-                    found = hits[term]
-                    found[0].append(position)
-                    found[1].append(part[term])
-            if learn:
-                self._vocabulary = vocabulary = seen
-            for term in group:
-                cached = self._arrays.pop(term, None)
-                docs, tfs = (cached[0], cached[1]) if cached is not None else (_EMPTY, _EMPTY)
-                positions, counts = hits[term]
-                if positions:
-                    owners = np.asarray([self._part_doc[i] for i in positions], dtype=np.int64)
-                    new_docs, first = np.unique(owners, return_index=True)  # a document's parts are adjacent
-                    new_tfs = np.add.reduceat(np.asarray(counts, dtype=np.int64), first)
-                    docs, tfs = np.concatenate((docs, new_docs)), np.concatenate((tfs, new_tfs))
+            docs, tfs = (cached[0], cached[1]) if cached is not None else (_EMPTY, _EMPTY)
+            key = hash(term)
+            if not self._may_hold(key):
                 self._arrays[term] = (docs, tfs, total)
+                continue
+            found = np.flatnonzero(self._keys.view()[start:total] == key) + start
+            if len(found):
+                owners = self._owners.view()[found]
+                new_docs, first = np.unique(owners, return_index=True)  # a document's entries are adjacent
+                new_tfs = np.add.reduceat(self._tfs.view()[found].astype(np.int64), first)
+                docs = np.concatenate((docs, new_docs.astype(np.int64)))
+                tfs = np.concatenate((tfs, new_tfs))
+            self._arrays[term] = (docs, tfs, total)
+
+    def _mark(self, hashes: np.ndarray) -> None:
+        """Set the filter's buckets of ``hashes`` (just appended), first doubling it while entries outnumber it."""
+        size = len(self._filter)
+        if self._keys.size > size:
+            while self._keys.size > size:
+                size *= 2
+            self._filter = np.zeros(size, dtype=bool)
+            hashes = self._keys.view()
+        self._filter[hashes & (size - 1)] = True
+
+    def _may_hold(self, key: int) -> bool:
+        """Whether some entry may hold the term of hash ``key`` (``False``: none does)."""
+        return bool(self._filter[key & (len(self._filter) - 1)])
 
     def _term_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """``(docs, tfs)`` of a term over every indexed document (docs ascending), built on first use."""
@@ -181,9 +226,10 @@ class IncrementalBM25:
         """Forget every document at position ``>= n_docs`` (used when the newest units are rebuilt)."""
         if n_docs >= len(self._lengths):
             return
-        cut = bisect.bisect_left(self._part_doc, n_docs)
-        del self._parts[cut:]
-        del self._part_doc[cut:]
+        self._convert()
+        cut = int(np.searchsorted(self._owners.view(), n_docs))
+        for column in (self._keys, self._tfs, self._owners):
+            column.truncate(cut)
         for term, (docs, tfs, scanned) in list(self._arrays.items()):
             if scanned <= cut:
                 continue

@@ -11,11 +11,13 @@ fresh and not cached.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -53,9 +55,9 @@ class Snapshot:
         facets: each unit's speaker and day, for relevance (:mod:`.facets`), read once per unit.
         graph_ms: milliseconds spent reading the store for this snapshot.
         facts: record id → the record's write-path facts (:class:`~ctxledger.facts.RecordFacts`: secret
-            findings, instruction-like phrase, inherited restrictions, lexical terms (which ``index`` holds
-            by reference) and vector), read from the store, recomputed (and stored again) only when the
-            detectors changed since they were written.
+            findings, instruction-like phrase, inherited restrictions), read from the store, recomputed (and
+            stored again) only when the detectors changed since they were written. Their lexical terms and
+            vectors are left out once ``index`` and ``vectors`` hold them.
         memo: facts that depend on one unit or record alone (secret findings, tags, stage verdicts,
             rendered units, manifest entries), kept across assemblies as ``namespace → key → entry``; an
             entry is valid only for the very objects it was made from
@@ -157,7 +159,7 @@ class SnapshotLoader:
                 tenant_id, conversation_id, lineage, window, as_of_seq=window[-1].seq, after_seq=window[0].seq - 1
             )
             pending.update(facts)
-            snap.facts.update(facts)
+            snap.facts.update(_without_index_terms(facts))
             done = next_unit
             while done < len(units) and units[done].last_seq <= window[-1].seq:
                 done += 1
@@ -201,7 +203,7 @@ class SnapshotLoader:
         snap.units.extend(units)
         snap.facets.extend(units, new)
         _index_units(snap.index, snap.vectors, units, facts)
-        snap.facts.update(facts)
+        snap.facts.update(_without_index_terms(facts))
         if tools:
             snap.tool_schemas = tools
 
@@ -237,6 +239,21 @@ class SnapshotLoader:
 
     def _find(self, tenant_id: str, record_id: str) -> Record | None:
         return get_or_none(self.store, tenant_id, record_id)
+
+
+def _without_index_terms(facts: Mapping[str, RecordFacts]) -> dict[str, RecordFacts]:
+    """``facts`` without their lexical terms and vectors, which the index and the vector index hold once indexed.
+
+    A long history's term mappings are most of a snapshot's memory; the stages read only the findings, flags and
+    sources.
+    """
+    return {
+        rid: dataclasses.replace(f, terms=_NO_TERMS, vector=b"") if f.terms or f.vector else f
+        for rid, f in facts.items()
+    }
+
+
+_NO_TERMS: Mapping[str, int] = MappingProxyType({})
 
 
 def _stale(rec: Record, facts: RecordFacts | None) -> bool:
