@@ -11,13 +11,11 @@ fresh and not cached.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -159,7 +157,7 @@ class SnapshotLoader:
                 tenant_id, conversation_id, lineage, window, as_of_seq=window[-1].seq, after_seq=window[0].seq - 1
             )
             pending.update(facts)
-            snap.facts.update(_without_index_terms(facts))
+            snap.facts.update({rid: f.without_terms() for rid, f in facts.items()})
             done = next_unit
             while done < len(units) and units[done].last_seq <= window[-1].seq:
                 done += 1
@@ -203,7 +201,7 @@ class SnapshotLoader:
         snap.units.extend(units)
         snap.facets.extend(units, new)
         _index_units(snap.index, snap.vectors, units, facts)
-        snap.facts.update(_without_index_terms(facts))
+        snap.facts.update({rid: f.without_terms() for rid, f in facts.items()})
         if tools:
             snap.tool_schemas = tools
 
@@ -239,21 +237,6 @@ class SnapshotLoader:
 
     def _find(self, tenant_id: str, record_id: str) -> Record | None:
         return get_or_none(self.store, tenant_id, record_id)
-
-
-def _without_index_terms(facts: Mapping[str, RecordFacts]) -> dict[str, RecordFacts]:
-    """``facts`` without their lexical terms and vectors, which the index and the vector index hold once indexed.
-
-    A long history's term mappings are most of a snapshot's memory; the stages read only the findings, flags and
-    sources.
-    """
-    return {
-        rid: dataclasses.replace(f, terms=_NO_TERMS, vector=b"") if f.terms or f.vector else f
-        for rid, f in facts.items()
-    }
-
-
-_NO_TERMS: Mapping[str, int] = MappingProxyType({})
 
 
 def _stale(rec: Record, facts: RecordFacts | None) -> bool:
