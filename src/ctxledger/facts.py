@@ -14,10 +14,12 @@ map); the assembler reads it instead of rescanning:
   :func:`ctxledger.policy.injection.instruction_like` finds in the text of a record shown as data (a tool
   result; a memory, compaction, checkpoint or summary message; a retrieved or untrusted message), or ``None``.
   Other records' text is never searched for one (they are instructions or conversation, not data).
-* **lexical terms** (:attr:`RecordFacts.terms`, :attr:`RecordFacts.length`): the stemmed BM25 terms of its
-  relevance text with every line holding a secret redacted (:func:`ctxledger.assemble.relevance.tokenize`,
-  counted by :func:`ctxledger.assemble.relevance.term_counts`) as term → frequency, so the lexical index is
-  built from stored counts and never holds a secret's value.
+* **lexical terms** (:attr:`RecordFacts.term_keys`, :attr:`RecordFacts.term_counts`, :attr:`RecordFacts.length`):
+  the stemmed BM25 terms of its relevance text with every line holding a secret redacted
+  (:func:`ctxledger.assemble.relevance.tokenize`, counted by :func:`ctxledger.assemble.relevance.term_counts`),
+  stored in the lexical index's own form (:func:`ctxledger.assemble.term_keys.keyed_terms`: each term's
+  64-bit key and its frequency), so the index is built from stored bytes without decoding a term and never
+  holds a secret's value.
 * **semantic vector** (:attr:`RecordFacts.vector`): the unit vector of its relevance text under the packaged static
   embedding model (:mod:`ctxledger.assemble.semantic`), int8-quantised; empty without the ``semantic`` extra.
 * **derived restrictions** (:attr:`RecordFacts.sources`): every record whose restrictions a derived record
@@ -55,6 +57,7 @@ import ctxledger._blas as blas
 import ctxledger._fact_workers as fact_workers
 import ctxledger.assemble.relevance as relevance
 import ctxledger.assemble.semantic as semantic
+import ctxledger.assemble.term_keys as term_keys
 import ctxledger.policy.injection as injection
 import ctxledger.policy.regex_shape as regex_shape
 import ctxledger.policy.secrets as secrets
@@ -75,7 +78,7 @@ from ctxledger.records import (
 )
 from ctxledger.retention.state import retained
 
-FACTS_FORMAT = "3"
+FACTS_FORMAT = "4"
 """Version of the stored facts' shape and derivation (part of :data:`DETECTOR_STAMP`)."""
 
 Finding = secrets.Finding
@@ -101,7 +104,9 @@ class RecordFacts:
         name: secret findings in its speaker name (a message's ``name``, a participant's ``name``).
         instruction: the first instruction-like phrase in its text (at most 80 characters), or ``None``; searched
             only in records shown as data (module docstring).
-        terms: stemmed lexical terms of its relevance text → frequency (empty when it has none).
+        term_keys: the :func:`~ctxledger.assemble.term_keys.term_key` of each distinct stemmed lexical term of
+            its relevance text, little-endian int64 bytes (``b""`` when it has none).
+        term_counts: each of those terms' frequency, little-endian int32 bytes in the same order.
         length: number of terms (the BM25 document length it contributes).
         vector: the int8 unit vector of its relevance text (:func:`ctxledger.assemble.semantic.quantize`);
             ``b""`` when it has no text or no embedding model is installed.
@@ -118,7 +123,8 @@ class RecordFacts:
     block: tuple[Finding, ...] | None = None
     name: tuple[Finding, ...] = ()
     instruction: str | None = None
-    terms: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    term_keys: bytes = b""
+    term_counts: bytes = b""
     length: int = 0
     vector: bytes = b""
     sources: tuple[str, ...] = ()
@@ -136,9 +142,20 @@ class RecordFacts:
 
     def without_terms(self) -> RecordFacts:
         """The same facts without the lexical terms and the vector (once they are indexed, nothing needs them)."""
-        if not self.terms and not self.vector:
+        if not self.term_keys and not self.term_counts and not self.vector:
             return self
-        return dataclasses.replace(self, terms={}, vector=b"")
+        return RecordFacts(  # not dataclasses.replace, which costs several times more (a snapshot makes one per record)
+            self.record_id,
+            self.stamp,
+            self.texts,
+            self.block,
+            self.name,
+            self.instruction,
+            length=self.length,
+            sources=self.sources,
+            sources_complete=self.sources_complete,
+            raw_readable=self.raw_readable,
+        )
 
 
 def _source_file(obj: Any) -> bytes:
@@ -163,6 +180,7 @@ def detector_stamp() -> str:
         regex_shape.structure,
         units.render_data_block,
         relevance.tokenize,
+        term_keys.term_key,
         semantic.StaticEmbedder,
         retained,
     ):
@@ -435,6 +453,7 @@ def _vectors(texts: Sequence[str]) -> list[bytes]:
 
 
 def _facts(rec: Record, found: _Detected, lookup: StoredLookup) -> RecordFacts:
+    keys, counts = term_keys.keyed_terms(found.terms)
     sources, complete = ((), True)
     if direct_sources(rec):
         sources, complete = restricting_sources(rec, lambda rid: lookup(rec.tenant_id, rid))
@@ -445,7 +464,8 @@ def _facts(rec: Record, found: _Detected, lookup: StoredLookup) -> RecordFacts:
         block=found.block,
         name=found.name,
         instruction=found.instruction,
-        terms=found.terms,
+        term_keys=keys,
+        term_counts=counts,
         length=sum(found.terms.values()),
         vector=found.vector,
         sources=sources,
@@ -469,8 +489,9 @@ def encode_facts(facts: RecordFacts) -> bytes:
         body["name"] = [_finding_dict(f) for f in facts.name]
     if facts.instruction is not None:
         body["instruction"] = facts.instruction
-    if facts.terms:
-        body["terms"] = facts.terms
+    if facts.term_keys:
+        body["term_keys"] = base64.b64encode(facts.term_keys).decode("ascii")
+        body["term_counts"] = base64.b64encode(facts.term_counts).decode("ascii")
         body["length"] = facts.length
     if facts.vector:
         body["vector"] = base64.b64encode(facts.vector).decode("ascii")
@@ -493,9 +514,10 @@ class _StoredFacts(msgspec.Struct, omit_defaults=True):
     block: tuple[Finding, ...] | None = None
     name: tuple[Finding, ...] = ()
     instruction: str | None = None
-    terms: dict[str, int] = msgspec.field(default_factory=dict)
+    term_keys: bytes = b""  # base64 in the JSON, decoded by msgspec
+    term_counts: bytes = b""
     length: int = 0
-    vector: bytes = b""  # base64 in the JSON, decoded by msgspec
+    vector: bytes = b""
     sources: tuple[str, ...] = ()
     sources_complete: bool = True
     raw_readable: bool = True
@@ -521,7 +543,8 @@ def decode_facts(record_id: str, stamp: str, body: str | bytes, *, terms: bool =
         block=values.block,
         name=values.name,
         instruction=values.instruction,
-        terms=values.terms if terms else {},
+        term_keys=values.term_keys if terms else b"",
+        term_counts=values.term_counts if terms else b"",
         length=values.length,
         vector=values.vector if terms else b"",
         sources=values.sources,

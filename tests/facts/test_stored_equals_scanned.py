@@ -18,6 +18,7 @@ import pytest
 from ctxledger.assemble import snapshot
 from ctxledger.assemble.relevance import tokenize
 from ctxledger.assemble.snapshot import SnapshotLoader, unit_terms
+from ctxledger.assemble.term_keys import term_key
 from ctxledger.errors import RecordNotFound
 from ctxledger.eval.cases import load_case, run_case
 from ctxledger.ledger import Ledger
@@ -61,7 +62,8 @@ def _check(store: GraphStore, conversation_id: str, branch_id: str) -> int:
         if doc is None:  # tokenized at load: a result shown as a reference, a notice or content parts
             assert unit.transforms or any(not isinstance(t.content, str) for t in unit.turns if t.role == "tool")
         else:
-            assert (dict(doc[0]), doc[1]) == (dict(Counter(tokens)), len(tokens)), unit.id
+            keyed = {term_key(t): n for t, n in Counter(tokens).items()}
+            assert (dict(doc[0]), doc[1]) == (keyed, len(tokens)), unit.id
         assert snap.index._lengths[position] == len(tokens), unit.id
     find = _finder(store)
     stored = StageContext(None, snap.records, snap.units, snap.lineage_branches, find_record=find, facts=snap.facts)
@@ -125,7 +127,8 @@ def test_facts_of_an_older_detector_are_recomputed_and_stored_again() -> None:
     store.put_facts("default", forged)
     assert not any(f.current for f in store.record_facts("default", conv).values())
     snap = SnapshotLoader(store).load("default", conv, branch)
-    kept = {"terms": {}, "vector": b""}  # the snapshot keeps the facts the stages read; its indexes hold the rest
+    # the snapshot keeps the facts the stages read; its indexes hold the terms and vectors
+    kept = {"term_keys": b"", "term_counts": b"", "vector": b""}
     assert snap.facts == {rid: dataclasses.replace(f, **kept) for rid, f in good.items()}
     assert store.record_facts("default", conv) == good
 

@@ -3,15 +3,17 @@
 A snapshot in a new process indexes every unit of the history, and a query names a dozen terms. Building the
 postings of every term up front costs one Python operation per (unit, distinct term) pair, millions at 100,000
 events, and keeping each document's term mapping costs most of a long snapshot's memory. So the index keeps each
-document's (term, frequency) entries in three flat arrays (the term's hash, its frequency and the owning
-document: 16 bytes an entry), converting added mappings in batches of :data:`PENDING_ENTRIES` entries with
-C-level loops, and :meth:`IncrementalBM25.scores` builds a query term's ``(docs, tfs)`` postings with one
-vectorised comparison over the entries, cached per term; later calls only look at the entries appended since.
+document's (term, frequency) entries in three flat arrays (the term's key, its frequency and the owning
+document: 16 bytes an entry), and :meth:`IncrementalBM25.scores` builds a query term's ``(docs, tfs)`` postings
+with one vectorised comparison over the entries, cached per term; later calls only look at the entries appended
+since.
 
-A term stands for itself by Python's 64-bit string hash in this process (the index is never persisted): two
-distinct terms with the same hash would share postings, which for a million distinct terms has odds of about
-one in thirty million per process. A filter of one flag per hash bucket (at least as many buckets as entries, so
-about one bucket in eight is taken) says which terms no entry can hold: such a term has empty postings without a
+A term's key is :func:`~ctxledger.assemble.term_keys.term_key`, a stable 64-bit digest, so the write path stores
+each record's terms already in the index's form (:func:`~ctxledger.assemble.term_keys.keyed_terms`: the keys and
+the counts as little-endian byte strings, :class:`~ctxledger.facts.RecordFacts`) and indexing a stored record is a
+byte copy. Two distinct terms with the same key would share postings; for a million distinct terms the odds are
+about one in thirty million. A filter of one flag per key bucket (at least as many buckets as entries, so about
+one bucket in eight is taken) says which terms no entry can hold: such a term has empty postings without a
 comparison.
 
 Scores follow the Lucene BM25 variant that ``bm25s.BM25`` uses by default (``k1 = 1.5``, ``b = 0.75``;
@@ -22,12 +24,13 @@ per-posting loop whatever order the postings were built in.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+
+from ctxledger.assemble.term_keys import keyed_terms, term_key
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 
@@ -35,7 +38,7 @@ CACHED_TERMS = 8192
 """Query terms whose postings arrays are kept between calls (the oldest built is dropped beyond this)."""
 
 PENDING_ENTRIES = 65_536
-"""Entries added documents may hold as term mappings before they are converted to the flat arrays."""
+"""Entries added documents may hold as byte strings before they are joined into the flat arrays."""
 
 MIN_FILTER_BUCKETS = 1024
 """Buckets of the absent-term filter of an empty index (a power of two; doubled as entries outgrow it)."""
@@ -56,8 +59,8 @@ class _Column:
 
     def extend(self, values: np.ndarray) -> None:
         end = self.size + len(values)
-        if end > len(self._buf):
-            grown = np.zeros(max(end, len(self._buf) + len(self._buf) // 4), dtype=self._buf.dtype)
+        if end > len(self._buf):  # doubling: each entry is copied about twice however many appends there are
+            grown = np.empty(max(end, 2 * len(self._buf)), dtype=self._buf.dtype)
             grown[: self.size] = self._buf[: self.size]
             self._buf = grown
         self._buf[self.size : end] = values
@@ -70,9 +73,9 @@ class _Column:
 class IncrementalBM25:
     """An append-only BM25 index over documents identified by their insertion position.
 
-    A document is one or more *parts*, each a term → frequency mapping (a unit's records' stored terms); its
-    term frequency is the sum over its parts. The index reads a mapping when it converts it (at the latest on
-    the next query or cut), so the caller must not change a mapping after adding it.
+    A document is one or more *parts*, each a term → frequency mapping or the same as
+    :func:`~ctxledger.assemble.term_keys.keyed_terms` bytes (a unit's records' stored terms); its term frequency
+    is the sum over its parts.
 
     Args:
         k1: term-frequency saturation (bm25s default 1.5).
@@ -87,7 +90,7 @@ class IncrementalBM25:
         self._owners = _Column(np.int32)  # its document, non-decreasing
         # bucket ``hash & (len - 1)`` is set when an entry (even one cut since) held a term of that bucket
         self._filter = np.zeros(MIN_FILTER_BUCKETS, dtype=bool)
-        self._pending: list[tuple[int, Mapping[str, int]]] = []  # (document, part) not converted yet
+        self._pending: list[tuple[int, bytes, bytes]] = []  # (document, keys, frequencies) not joined yet
         self._pending_entries = 0
         self._lengths: list[int] = []
         self._length_array = np.zeros(0, dtype=np.int64)
@@ -112,11 +115,15 @@ class IncrementalBM25:
 
     def add_parts(self, parts: Sequence[Mapping[str, int]], length: int) -> int:
         """Index one document made of ``parts`` (its terms are their summed counts) of ``length`` terms in all."""
+        return self.add_keyed([keyed_terms(part) for part in parts], length)
+
+    def add_keyed(self, parts: Sequence[tuple[bytes, bytes]], length: int) -> int:
+        """:meth:`add_parts` with each part given as :func:`keyed_terms` bytes (stored write-path terms)."""
         doc = len(self._lengths)
-        for part in parts:
-            if part:
-                self._pending.append((doc, part))
-                self._pending_entries += len(part)
+        for keys, tfs in parts:
+            if keys:
+                self._pending.append((doc, keys, tfs))
+                self._pending_entries += len(keys) // 8
         self._lengths.append(length)
         self._total_length += length
         if self._pending_entries >= PENDING_ENTRIES:
@@ -124,19 +131,17 @@ class IncrementalBM25:
         return doc
 
     def _convert(self) -> None:
-        """Move the pending parts' entries into the flat arrays (C-level loops)."""
+        """Join the pending parts' bytes into the flat arrays (C-level copies)."""
         if not self._pending:
             return
-        pending, size = self._pending, self._pending_entries
+        pending = self._pending
         self._pending, self._pending_entries = [], 0
-        keys = itertools.chain.from_iterable(part for _, part in pending)
-        counts = itertools.chain.from_iterable(part.values() for _, part in pending)
-        hashes = np.fromiter(map(hash, keys), dtype=np.int64, count=size)
-        self._keys.extend(hashes)
-        self._mark(hashes)
-        self._tfs.extend(np.fromiter(counts, dtype=np.int64, count=size))
-        sizes = np.fromiter(map(len, (part for _, part in pending)), dtype=np.int64, count=len(pending))
-        self._owners.extend(np.repeat(np.fromiter((d for d, _ in pending), np.int64, count=len(pending)), sizes))
+        keys = np.frombuffer(b"".join(k for _, k, _ in pending), dtype="<i8")
+        self._keys.extend(keys)
+        self._tfs.extend(np.frombuffer(b"".join(t for _, _, t in pending), dtype="<i4"))
+        sizes = np.fromiter((len(k) // 8 for _, k, _ in pending), dtype=np.int64, count=len(pending))
+        self._owners.extend(np.repeat(np.fromiter((d for d, _, _ in pending), np.int64, count=len(pending)), sizes))
+        self._mark(keys)
 
     def _extend(self, terms: Sequence[str]) -> None:
         """Bring the postings of ``terms`` up to every indexed entry: one comparison over the new entries each."""
@@ -148,7 +153,7 @@ class IncrementalBM25:
             if cached is not None and start >= total:
                 continue
             docs, tfs = (cached[0], cached[1]) if cached is not None else (_EMPTY, _EMPTY)
-            key = hash(term)
+            key = term_key(term)
             if not self._may_hold(key):
                 self._arrays[term] = (docs, tfs, total)
                 continue

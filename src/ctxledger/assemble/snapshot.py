@@ -266,18 +266,20 @@ def unit_facts(unit: Unit, facts: Mapping[str, RecordFacts]) -> list[RecordFacts
     return parts  # type: ignore[return-value]
 
 
-def unit_terms(unit: Unit, facts: Mapping[str, RecordFacts]) -> tuple[Mapping[str, int], int] | None:
-    """The BM25 document of ``unit`` from its records' stored lexical terms: ``(term → frequency, length)``.
+def unit_terms(unit: Unit, facts: Mapping[str, RecordFacts]) -> tuple[Mapping[int, int], int] | None:
+    """The BM25 document of ``unit`` from its records' stored lexical terms: ``(term key → frequency, length)``.
 
     ``None`` in the cases of :func:`unit_facts`.
     """
     parts = unit_facts(unit, facts)
     if parts is None:
         return None
-    counts: dict[str, int] = {}
+    counts: dict[int, int] = {}
     for found in parts:
-        for term, tf in found.terms.items():
-            counts[term] = counts.get(term, 0) + tf
+        keys = np.frombuffer(found.term_keys, dtype="<i8").tolist()
+        tfs = np.frombuffer(found.term_counts, dtype="<i4").tolist()
+        for key, tf in zip(keys, tfs, strict=True):
+            counts[key] = counts.get(key, 0) + tf
     return counts, sum(f.length for f in parts)
 
 
@@ -296,7 +298,7 @@ def _index_units(
         if parts is None:
             index.add(next(tokenized))
         else:
-            index.add_parts([f.terms for f in parts], sum(f.length for f in parts))
+            index.add_keyed([(f.term_keys, f.term_counts) for f in parts], sum(f.length for f in parts))
     if vectors is not None and units:
         vectors.add_many(_unit_vectors(units, stored, missing, vectors.dim))
 
