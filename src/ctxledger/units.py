@@ -98,7 +98,8 @@ class Unit:
         seq: ``seq`` of its first record; ``last_seq`` of its last.
         record_ids: every record the unit carries (they share one fate in the manifest).
         turns: the provider-visible turns it renders to, in order.
-        text: plain text used for relevance scoring.
+        texts: the non-empty parts of its plain text, in record order (the very strings its records and turns
+            hold, so a unit adds no copy of a long tool output).
         context_class: its budget-ledger class.
         status: for tool exchanges, ``failed`` if any call failed, ``pending``/``deferred`` if any call
             is open, else ``succeeded``; ``None`` for other units.
@@ -115,13 +116,22 @@ class Unit:
     last_seq: int
     record_ids: tuple[str, ...]
     turns: tuple[Turn, ...]
-    text: str
+    texts: tuple[str, ...]
     context_class: ContextClass
     status: ToolStatus | None = None
     tool_names: tuple[str, ...] = ()
     transforms: dict[str, str] = field(default_factory=dict)
     records: tuple[Record, ...] = ()
     empty: bool = False
+
+    @property
+    def text(self) -> str:
+        """Plain text used for relevance scoring and the text checks: ``texts`` joined by newlines.
+
+        Joined on each access (one part is returned as it is), so a snapshot never holds a second copy.
+        """
+        texts = self.texts
+        return texts[0] if len(texts) == 1 else "\n".join(texts)
 
     @property
     def role(self) -> str:
@@ -297,7 +307,7 @@ def _message_unit(msg: Message) -> Unit:
         last_seq=msg.seq,
         record_ids=(msg.id,),
         turns=(turn,),
-        text=content_text(msg.content),
+        texts=_parts(content_text(msg.content)),
         context_class=ContextClass.POLICY if instruction else ContextClass.CONVERSATION,
         records=(msg,),
         empty=renders_nothing(turn),
@@ -367,7 +377,7 @@ def _tool_exchange(
         last_seq=last_seq,
         record_ids=tuple(record_ids),
         turns=tuple(turns),
-        text="\n".join(t for t in texts if t),
+        texts=tuple(t for t in texts if t),
         context_class=ContextClass.RECOVERY if status is not ToolStatus.SUCCEEDED else ContextClass.OPERATIONAL,
         status=status,
         tool_names=tuple(c.name for c in calls),
@@ -424,6 +434,10 @@ def _worst(statuses: Sequence[ToolStatus]) -> ToolStatus:
     return ToolStatus.SUCCEEDED
 
 
+def _parts(text: str) -> tuple[str, ...]:
+    return (text,) if text else ()
+
+
 def _data_unit(rec: Record, kind: UnitKind, cls: ContextClass, text: str) -> Unit:
     turn = Turn(ref=rec.id, role="user", content=render_data_block(rec, text))
     return Unit(
@@ -433,7 +447,7 @@ def _data_unit(rec: Record, kind: UnitKind, cls: ContextClass, text: str) -> Uni
         last_seq=rec.seq,
         record_ids=(rec.id,),
         turns=(turn,),
-        text=text,
+        texts=_parts(text),
         context_class=cls,
         records=(rec,),
     )
