@@ -14,6 +14,7 @@ from rich.table import Table
 
 from ctxledger.cli._app import app
 from ctxledger.cli._common import _err, _handled, _is_stdout, _out
+from ctxledger.cli._numbers import int_option
 from ctxledger.errors import (
     ConfigurationError,
     InputError,
@@ -179,9 +180,10 @@ def eval_run(
     ] = None,
     budget: Annotated[
         list[int] | None,
-        typer.Option(
+        int_option(
             "--budget",
             "-b",
+            unit="tokens",
             help="Input budget in tokens (repeatable). Default: 1000 2000 4000 8000 "
             "for evidence datasets, 4000 8000 16000 for trajectories.",
         ),
@@ -199,16 +201,20 @@ def eval_run(
         Path, typer.Option("--cases-dir", envvar="CTXLEDGER_CASES_DIR", help="Folder holding the failure cases.")
     ] = CASES_DIR_DEFAULT,
     limit: Annotated[
-        int | None, typer.Option("--limit", help="Read only this many source records per dataset.")
+        int | None, int_option("--limit", minimum=1, help="Read only this many source records per dataset.")
     ] = None,
     max_cases: Annotated[
-        int | None, typer.Option("--max-cases", help="Keep only the first N cases of each dataset (a smoke slice).")
+        int | None,
+        int_option("--max-cases", minimum=1, help="Keep only the first N cases of each dataset (a smoke slice)."),
     ] = None,
     step_stride: Annotated[
-        int, typer.Option("--step-stride", help="Trajectories: evaluate every N-th model call.")
+        int, int_option("--step-stride", minimum=1, help="Trajectories: evaluate every N-th model call.")
     ] = 1,
     determinism_every: Annotated[
-        int, typer.Option("--determinism-every", help="Re-run every N-th case to compare payload hashes (0: never).")
+        int,
+        int_option(
+            "--determinism-every", minimum=0, help="Re-run every N-th case to compare payload hashes (0: never)."
+        ),
     ] = 10,
     plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Write PNG plots (needs matplotlib).")] = True,
     checks: Annotated[
@@ -363,11 +369,15 @@ def eval_caching(
             "newest-fit, bm25.",
         ),
     ] = None,
-    budget: Annotated[int, typer.Option("--budget", "-b", help="Input budget of every call in tokens.")] = 8000,
+    budget: Annotated[
+        int, int_option("--budget", "-b", unit="tokens", help="Input budget of every call in tokens.")
+    ] = 8000,
     data_dir: Annotated[
         Path, typer.Option("--data-dir", envvar="CTXLEDGER_DATA_DIR", help="Folder holding the datasets.")
     ] = DATA_DIR_DEFAULT,
-    limit: Annotated[int | None, typer.Option("--limit", help="Read only this many trajectories per dataset.")] = None,
+    limit: Annotated[
+        int | None, int_option("--limit", minimum=1, help="Read only this many trajectories per dataset.")
+    ] = None,
 ) -> None:
     """Cost per call with provider prompt caching, against full history replay with caching.
 

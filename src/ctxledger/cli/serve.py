@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from ctxledger.cli._app import app
 from ctxledger.cli._common import _err, _handled, _require_store, _settings
+from ctxledger.cli._numbers import float_option, int_option
 from ctxledger.errors import ConfigurationError
 
 SERVE_HINT = "ctxledger serve needs the serve extra: pip install 'ctxledger[serve]'"
@@ -21,10 +22,13 @@ SERVE_HINT = "ctxledger serve needs the serve extra: pip install 'ctxledger[serv
 def serve(
     ctx: typer.Context,
     host: Annotated[str, typer.Option("--host", help="Address to listen on (0.0.0.0: every interface).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="TCP port (0: any free one).")] = 8321,
+    port: Annotated[int, int_option("--port", minimum=0, maximum=65535, help="TCP port (0: any free one).")] = 8321,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
     session_hours: Annotated[
-        float, typer.Option("--session-hours", min=0.01, help="How long an inspector login lasts, in hours.")
+        float,
+        float_option(
+            "--session-hours", unit="hours", minimum=0.01, help="How long an inspector login lasts, in hours."
+        ),
     ] = 8.0,
 ) -> None:
     """Serve the JSON API (/v1), its OpenAPI schema (/openapi.json), /healthz and the web inspector (/inspect).
