@@ -35,6 +35,8 @@ DATA_DIR_DEFAULT = Path("../shared/data")
 """Where ``eval run`` looks for the datasets unless told (``--data-dir`` or ``CTXLEDGER_DATA_DIR``)."""
 CASES_DIR_DEFAULT = Path("../shared/cases")
 """Where ``eval cases`` looks for the failure cases unless told (``--cases-dir`` or ``CTXLEDGER_CASES_DIR``)."""
+CACHING_SELECTORS = ("ctxledger-default", "ctxledger-stable", "newest-fit", "bm25")
+"""The selectors ``eval caching`` compares unless told (``--selector``)."""
 
 
 def _default_selectors() -> list[str]:
@@ -81,6 +83,21 @@ def _budget_list(budgets: Sequence[int]) -> list[int]:
     for value in budgets:
         Budget(window_tokens=value)
     return list(budgets)
+
+
+def _selector_list(names: Sequence[str]) -> list[str]:
+    """The ``--selector`` names, each checked before any dataset loads (after the policy's selectors register).
+
+    Raises:
+        ConfigurationError: an unknown name; the message lists the available ones, comma-separated.
+    """
+    from ctxledger.eval.harness import selector_names
+
+    known = selector_names()
+    for name in names:
+        if name not in known:
+            raise ConfigurationError(f"unknown selector {name!r}; available: {', '.join(known)}")
+    return list(names)
 
 
 def _dataset_list(names: Sequence[str]) -> list[str | Path]:
@@ -230,8 +247,9 @@ def eval_run(
     checks the evaluation goals and, with --checks, lists the seed scenarios and the failure cases as
     pass/fail. A progress bar shows the calls done.
 
-    Selectors (--selector): ctxledger-default (ours), the baselines full-replay, newest-fit, head-tail and bm25,
-    and the peers langchain-trim-exact, langchain-trim-approx and llamaindex-memory (when installed).
+    Selectors (--selector): ctxledger-default (ours), ctxledger-stable (ours with prefix-stable selection; not
+    run unless named), the baselines full-replay, newest-fit, head-tail and bm25, and the peers
+    langchain-trim-exact, langchain-trim-approx and llamaindex-memory (when installed).
 
     Example:
     [bold]ctxledger eval run -d locomo -d tau-bench -s ctxledger-default -s bm25 -b 2000 -b 8000 --out rep[/bold]
@@ -254,11 +272,12 @@ def eval_run(
         names = _dataset_list(dataset)
         budgets = _budget_list(budget or [])
         register()
+        selectors = _selector_list(selector or _default_selectors())
         root = _data_root(names, data_dir)
         started = time.perf_counter()
         with rich_progress() as progress:
             results = run_named(
-                names, selector or _default_selectors(), budgets or None, out, data_dir=root, limit=limit,
+                names, selectors, budgets or None, out, data_dir=root, limit=limit,
                 max_cases=max_cases, step_stride=step_stride, progress=progress,
                 determinism_every=determinism_every, plots=plots,
             )  # fmt: skip
@@ -365,8 +384,8 @@ def eval_caching(
         typer.Option(
             "--selector",
             "-s",
-            help="Selector (repeatable). Default: ctxledger-default, ctxledger-stable (prefix-stable selection), "
-            "newest-fit, bm25.",
+            help=f"Selector (repeatable). Default: {', '.join(CACHING_SELECTORS)} (ctxledger-stable: the default "
+            "policy with prefix-stable selection).",
         ),
     ] = None,
     budget: Annotated[
@@ -400,8 +419,8 @@ def eval_caching(
     with _handled(window_option="--budget"):
         register()
         counter = get_counter("cl100k_base")
-        selectors = make_selectors(selector or ["ctxledger-default", "ctxledger-stable", "newest-fit", "bm25"], counter)
         names = _dataset_list(dataset)
+        selectors = make_selectors(_selector_list(selector or list(CACHING_SELECTORS)), counter)
         _budget_list([budget])
         root = _data_root(names, data_dir)
         table = Table(title=f"Cost per call with prompt caching at {budget:,} tokens", title_justify="left")
