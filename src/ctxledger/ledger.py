@@ -685,7 +685,9 @@ class Ledger:
 
         Raises:
             InputError: neither or both of ``conversation_id`` and ``participant_id``.
-            RecordNotFound: no such conversation in the tenant.
+            RecordNotFound: no such conversation in the tenant (``what="conversation"``), or a participant no
+                record of the tenant is, is owned by or was assembled for (``what="participant"``; also one
+                forgotten already); nothing was changed.
         """
         from ctxledger.retention.engine import forget
 
@@ -697,6 +699,8 @@ class Ledger:
             now=now,
             dry_run=dry_run,
         )
+        if participant_id is not None and not report.by_rule:  # nothing found: nothing was written either
+            raise RecordNotFound(tenant_id, participant_id, what="participant")
         if not dry_run:
             self._forget_caches()
         return report

@@ -127,7 +127,7 @@ def test_assemble_refuses_a_snapshot_below_1_naming_the_option(runner: CliRunner
     for value in ("-1", "0"):
         result = runner.invoke(app, ["--db", demo_store.url, "assemble", DEMO_CONVERSATION, "--snapshot", value])
         assert result.exit_code == 2
-        assert "--snapshot" in result.output and "greater than or equal to 1" in _flat(result.output)
+        assert "--snapshot" in result.output and f"expected a whole number >= 1, got {value!r}" in _flat(result.output)
 
 
 def test_assemble_when_required_blocks_do_not_fit_lists_them_and_exits_2(

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 import typer
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from ctxledger.cli import app
@@ -199,3 +201,28 @@ def test_the_readme_says_how_long_the_whole_evaluation_takes_and_how_to_run_a_sl
     command = readme.index("ctxledger eval run -d locomo -d tau-bench -b 2000 -b 8000")
     after = readme[command : readme.index("For evidence datasets", command)]
     assert "--max-cases" in after and "half an hour" in after
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    name=st.text(alphabet="abcdefghijklmnopqrstuvwxyz-_0123456789", min_size=1, max_size=20),
+    command=st.sampled_from(["run", "caching"]),
+)
+def test_an_unknown_selector_lists_the_selectors_by_name_before_loading(
+    runner: CliRunner, tmp_path: Path, name: str, command: str
+) -> None:
+    """The refusal names the selector typed and lists every selectable one as plain names, before any data is read."""
+    from ctxledger.eval.harness import selector_names
+    from ctxledger.eval.ours import register
+
+    register()
+    known = selector_names()
+    assume(name not in known)
+    args = ["eval", command, "-d", "tau-bench", "-s", name, "--data-dir", str(tmp_path / "no-data")]
+    if command == "run":
+        args += ["--no-plots", "--no-checks", "--out", str(tmp_path / "rep")]
+    result = runner.invoke(app, args)
+    flat = _flat(result.stderr)
+    assert result.exit_code == 2, result.output
+    assert f"unknown selector {name!r}; available: {', '.join(known)}" in flat
+    assert "ctxledger-stable" in known and "[" not in flat and "folder not found" not in flat

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -143,36 +144,76 @@ def test_import_for_an_unknown_model_needs_a_counter_and_writes_nothing_without_
     assert _conversations(_db(tmp_path)) == ["sqlfluff__sqlfluff-2419"]
 
 
-def test_a_folder_import_skips_unrecognised_files_with_one_warning(
-    runner: CliRunner, tmp_path: Path, data_dir: Path
+_NOT_TRANSCRIPT_KEYS = st.text(alphabet="qvwxyz", min_size=1, max_size=5)
+"""Keys no transcript format and no transcript-like key is made of (``role``, ``messages``, ``history`` …)."""
+NOT_TRANSCRIPTS = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_NOT_TRANSCRIPT_KEYS, inner, max_size=4),
+    max_leaves=12,
+)
+"""JSON that holds no transcript under any format: a package manifest, a schema, a list of numbers."""
+
+
+def _ambiguous_chat(system: str, text: str) -> dict:
+    return {"system": system, "messages": [{"role": "tool", "tool_call_id": "c1", "content": text}]}
+
+
+AMBIGUOUS_CHATS = st.builds(_ambiguous_chat, st.text(max_size=10), st.text(max_size=10))
+"""Chats with traits of both OpenAI (a tool role) and Anthropic (a top-level system): only --format tells them."""
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(others=st.lists(NOT_TRANSCRIPTS, min_size=1, max_size=3), chats=st.lists(AMBIGUOUS_CHATS, max_size=2))
+def test_a_folder_import_skips_files_that_are_not_transcripts_without_pointing_at_format(
+    runner: CliRunner, tmp_path_factory: pytest.TempPathFactory, data_dir: Path, others: list, chats: list
 ) -> None:
-    """Files whose format cannot be told are listed and skipped; the recognised ones are imported."""
+    """Files that hold no transcript are skipped as such; --format is named only for transcripts it could tell."""
+    tmp_path = tmp_path_factory.mktemp("skips")
     folder = tmp_path / "in"
     folder.mkdir()
     traj = data_dir / "swe-agent-demos" / "trajectories" / "demonstrations" / "ctf" / "misc" / "networking_1.traj"
     (folder / "networking_1.traj").write_bytes(traj.read_bytes())
-    (folder / "package.json").write_text('{"name": "x", "version": "1.0.0"}', encoding="utf-8")
-    (folder / "numbers.json").write_text("[1, 2, 3]", encoding="utf-8")
+    for i, value in enumerate(others):
+        (folder / f"other-{i}.json").write_text(json.dumps(value), encoding="utf-8")
+    for i, value in enumerate(chats):
+        (folder / f"chat-{i}.json").write_text(json.dumps(value), encoding="utf-8")
     result = runner.invoke(app, ["--db", _db(tmp_path), "import", str(folder), "--model", ""])
     assert result.exit_code == 0, result.output
     warning = _flat(result.stderr)
-    assert "skipped 2 file(s) whose format could not be told (import them with --format)" in warning
-    assert str(folder / "package.json") in warning and str(folder / "numbers.json") in warning
+    not_transcripts, _, transcripts = warning.partition("look like transcripts")
+    assert f"skipped {len(others)} file(s) that are not transcripts" in not_transcripts
+    assert all(str(folder / f"other-{i}.json") in not_transcripts for i in range(len(others)))
+    assert "--format" not in not_transcripts and "other-" not in transcripts
+    if chats:
+        assert f"skipped {len(chats)} file(s) that look like transcripts in a format that could not be told" in warning
+        assert "(import them with --format)" in transcripts
+        assert all(str(folder / f"chat-{i}.json") in transcripts for i in range(len(chats)))
+    else:
+        assert "--format" not in warning
     assert _conversations(_db(tmp_path)) == ["networking_1"]
 
 
-def test_unrecognised_input_errors_name_the_format_option(runner: CliRunner, tmp_path: Path) -> None:
-    """A named file, or a folder where nothing is recognised, fails with --format (not the API's fmt=)."""
-    folder = tmp_path / "in"
-    folder.mkdir()
-    (folder / "package.json").write_text('{"name": "x"}', encoding="utf-8")
-    one = runner.invoke(app, ["--db", _db(tmp_path), "import", str(folder / "package.json")])
-    every = runner.invoke(app, ["--db", _db(tmp_path), "import", str(folder)])
+def test_unrecognised_input_errors_name_the_format_option_only_for_transcripts(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    """A named file whose format cannot be told, or a folder whose transcripts' cannot, fails naming --format
+    (not the API's fmt=); a folder holding no transcript says so instead."""
+    plain, chats = tmp_path / "plain", tmp_path / "chats"
+    plain.mkdir()
+    chats.mkdir()
+    (plain / "package.json").write_text('{"name": "x"}', encoding="utf-8")
+    (chats / "chat.json").write_text(json.dumps(_ambiguous_chat("be brief", "42")), encoding="utf-8")
+    one = runner.invoke(app, ["--db", _db(tmp_path), "import", str(plain / "package.json")])
+    every = runner.invoke(app, ["--db", _db(tmp_path), "import", str(chats)])
     for result in (one, every):
         assert result.exit_code == 2
         flat = _flat(result.stderr)
         assert "pass --format one of anthropic-messages" in flat and "fmt=" not in flat
-    assert f"{folder}: the format of none of the 1 files could be told" in _flat(every.stderr)
+    assert f"{chats}: the format of none of the 1 transcript(s) could be told" in _flat(every.stderr)
+    none = runner.invoke(app, ["--db", _db(tmp_path), "import", str(plain)])
+    assert none.exit_code == 2
+    assert f"{plain}: none of the 1 files holds a conversation" in _flat(none.stderr)
+    assert "--format" not in none.stderr
     assert _conversations(_db(tmp_path)) == []
 
 
@@ -272,3 +313,31 @@ def test_display_names_are_suffixes_that_keep_different_files_apart(parts: list[
     assert len(shown) == len(sources) and len(set(shown)) == len(set(sources))
     for source, name in zip(sources, shown, strict=True):
         assert source == name if root is None else source == f"{root}/{name}"
+
+
+def test_every_real_transcript_looks_like_one_and_the_real_non_transcripts_do_not(data_dir: Path) -> None:
+    """On the shared data: each file whose format is told looks like a transcript; BFCL's function docs and
+    expected answers (the folder's files that are no transcript) do not."""
+    from ctxledger.cli._transcripts import looks_like_transcript
+    from ctxledger.errors import FormatNotRecognised
+    from ctxledger.ingest._load import load_file
+    from ctxledger.ingest._sniff import sniff
+
+    told, not_told = [], []
+    for path in sorted(p for p in data_dir.rglob("*") if p.suffix in (".json", ".jsonl", ".traj")):
+        value = load_file(path, str(path)).value
+        try:
+            sniff(value, str(path))
+        except FormatNotRecognised:
+            not_told.append(path.relative_to(data_dir).as_posix())
+            assert not looks_like_transcript(value), path
+        else:
+            told.append(path)
+            assert looks_like_transcript(value), path
+    assert len(told) > 20
+    assert not_told == [
+        "bfcl-memory/multi_turn_func_doc/memory_kv.json",
+        "bfcl-memory/multi_turn_func_doc/memory_rec_sum.json",
+        "bfcl-memory/multi_turn_func_doc/memory_vector.json",
+        "bfcl-memory/possible_answer/BFCL_v4_memory.json",
+    ]

@@ -98,12 +98,20 @@ def test_retention_command_errors_name_the_cli_options(runner: CliRunner, tmp_pa
         assert ledger.store.conversations("default") and not ledger.retention_audit()  # nothing was run
 
 
-def test_forget_of_nobody_says_so_and_json_stays_json(runner: CliRunner, tmp_path: Path) -> None:
-    """Forgetting a participant with no records says there is nothing to forget; --json prints only the JSON."""
+def test_forget_of_nobody_is_an_error_naming_the_participant_and_json_stays_json(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    """Forgetting a participant no record is or is owned by exits 2 naming it, with or without --yes, and
+    changes nothing; --json prints only the JSON."""
     url = _demo(runner, tmp_path)
-    nobody = runner.invoke(app, ["--db", url, "forget", "--participant", "nobody"])
-    assert nobody.exit_code == 0 and "nothing to forget" in nobody.stdout and "old enough" not in nobody.stdout
-    assert "--yes" not in nobody.stdout
+    for tenant, extra in (("default", []), ("default", ["--yes"]), ("acme", ["--yes", "--json"])):
+        nobody = runner.invoke(app, ["--db", url, "--tenant", tenant, "forget", "--participant", "nobody", *extra])
+        flat = " ".join(nobody.stderr.split())
+        assert nobody.exit_code == 2, nobody.output
+        assert f"participant 'nobody' not found in tenant '{tenant}'" in flat, flat
+        assert "<conversation>/participant/" in flat and not nobody.stdout and "Traceback" not in nobody.output
+    with Ledger.open(url) as ledger:
+        assert not ledger.retention_audit(tenant_id="default") and not ledger.retention_audit(tenant_id="acme")
     with Ledger.open(url) as ledger:
         conv = ledger.store.conversations("default")[0]
     shown = runner.invoke(app, ["--db", url, "forget", "--conversation", conv, "--json"])

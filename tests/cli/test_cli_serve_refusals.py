@@ -16,9 +16,17 @@ uvicorn = pytest.importorskip("uvicorn")
 
 @pytest.fixture
 def started(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """Calls of ``uvicorn.run`` (recorded instead of serving)."""
+    """Calls of ``uvicorn.Server.run``: ``(server, sockets, their (host, port))``, recorded instead of serving."""
     calls: list[Any] = []
-    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: calls.append((args, kwargs)))
+
+    def record(server: Any, sockets: Any = None) -> None:
+        assert sockets, "the server is handed the socket the command bound"
+        host, port = sockets[0].getsockname()[:2]
+        calls.append((server, sockets, (host, port)))
+        with socket.create_connection((host, port), timeout=5):  # it listens already: the port is served
+            pass
+
+    monkeypatch.setattr(uvicorn.Server, "run", record)
     return calls
 
 
@@ -44,9 +52,18 @@ def test_serve_refuses_a_port_in_use_naming_the_option(tmp_path: Path, started: 
     assert not started
 
 
-def test_serve_starts_on_a_free_port(tmp_path: Path, started: list[Any]) -> None:
+@pytest.mark.parametrize("given", ["0", "free"])
+def test_serve_prints_the_port_it_serves_on(tmp_path: Path, started: list[Any], given: str) -> None:
+    """--port 0 prints the port the system chose (never :0); a port given is served and printed as given."""
     url = f"sqlite:///{tmp_path / 'ok.db'}"
     assert CliRunner().invoke(app, ["--db", url, "migrate"]).exit_code == 0
-    result = CliRunner().invoke(app, ["--db", url, "serve", "--port", "0"])
+    if given == "free":
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            given = str(probe.getsockname()[1])
+    result = CliRunner().invoke(app, ["--db", url, "serve", "--port", given])
     assert result.exit_code == 0, result.output
-    assert len(started) == 1
+    ((server, sockets, (_host, bound)),) = started
+    assert bound != 0 and (given == "0" or bound == int(given))
+    assert f"on http://127.0.0.1:{bound} " in " ".join(result.stderr.split())
+    assert server.config.port == bound and sockets[0].fileno() == -1  # closed once the server stopped

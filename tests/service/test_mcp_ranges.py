@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from typing import Any
 
@@ -11,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
+from ctxledger.errors import InputError
 from ctxledger.ledger import Ledger
 from ctxledger.mcp_server import build_server
 
@@ -46,9 +48,10 @@ def _call(ledger: Ledger, name: str, args: dict[str, Any]) -> tuple[bool, str]:
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(start=st.none() | st.integers(-3, len(OUTPUT) + 3), end=st.none() | st.integers(-3, len(OUTPUT) + 3))
-def test_a_range_is_the_slice_asked_for_or_a_refusal_naming_start_or_end(
+def test_a_range_is_the_slice_asked_for_or_the_refusal_every_rehydration_gives(
     ledger: Ledger, assembled: tuple[str, str], start: int | None, end: int | None
 ) -> None:
+    """A bad range is refused as ``ctxledger rehydrate --bytes`` and ``Ledger.rehydrate`` refuse it (same words)."""
     aid, artifact = assembled
     args: dict[str, Any] = {"assembly_id": aid, "ref": artifact}
     args |= {k: v for k, v in (("start", start), ("end", end)) if v is not None}
@@ -58,10 +61,13 @@ def test_a_range_is_the_slice_asked_for_or_a_refusal_naming_start_or_end(
     if 0 <= a <= b <= len(OUTPUT):
         assert not failed, text
         assert text == OUTPUT[a:b].decode()
-    else:
-        assert failed
-        named = "start" if not 0 <= a <= len(OUTPUT) else "end"
-        assert f"'{named}'" in text, text
+        return
+    assert failed
+    with pytest.raises(InputError) as library:
+        ledger.rehydrate(artifact, (a, b), tenant_id=TENANT)
+    blob = f"blob {hashlib.sha256(OUTPUT).hexdigest()[:16]}"
+    assert library.value.field == "byte_range" and "field 'byte_range'" in text
+    assert library.value.problem.replace(blob, artifact) in text, (library.value.problem, text)
 
 
 def test_not_found_answers_name_what_was_looked_for(ledger: Ledger, assembled: tuple[str, str]) -> None:

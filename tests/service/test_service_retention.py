@@ -61,3 +61,23 @@ def test_rehydrating_a_forgotten_record_answers_gone_naming_the_rule(fresh: Serv
     gone = fresh.client.get(f"/v1/rehydrate/{ref}", headers=acme)
     assert gone.status_code == 410 and "forget" in gone.json()["detail"]
     assert fresh.client.get("/v1/rehydrate/no-such-record", headers=acme).status_code == 404
+
+
+def test_forgetting_an_unknown_participant_is_not_found_naming_it(fresh: Served) -> None:
+    """An id no record of the key's tenant is or is owned by answers 404 naming the participant (another tenant's
+    participant alike) and changes nothing; a participant of the tenant is forgotten."""
+    from ctxledger.ledger import Ledger
+    from ctxledger.records import Participant
+
+    with Ledger.open(fresh.url) as ledger:
+        (conv,) = ledger.store.conversations("acme")
+        people = [r.id for r in ledger.store.records("acme", conv) if isinstance(r, Participant)]
+    for key, pid in (("acme", "nobody"), ("globex", people[0])):
+        for dry_run in (True, False):
+            body = {"participant_id": pid, "dry_run": dry_run}
+            answer = fresh.client.post("/v1/forget", headers=fresh.auth(key), json=body)
+            assert answer.status_code == 404, answer.text
+            assert answer.json()["detail"] == f"participant {pid!r} was not found"
+    assert fresh.client.get("/v1/retention/audit", headers=fresh.auth("acme")).json() == []
+    done = fresh.client.post("/v1/forget", headers=fresh.auth("acme"), json={"participant_id": people[0]})
+    assert done.status_code == 200 and done.json()["by_rule"]["forget"]["delete"] > 0

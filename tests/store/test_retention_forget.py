@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from retention_histories import NOW, rule_sets
 
@@ -86,6 +86,36 @@ def test_forgetting_a_participant_removes_their_records_everywhere(store: GraphS
     assert "c1/u3" not in {r.id for r in store.records("t", "c1")}
     assert store.get_assembly("t", asm.id)["form"] == "summary"  # it showed c1/u3
     assert {e.rule for e in ledger.retention_audit(tenant_id="t")} == {"forget"}
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.text(alphabet="abcdefghijklmnopqrstuvwxyz-/0123456789", min_size=1, max_size=16), dry=st.booleans())
+def test_forgetting_an_unknown_participant_names_it_and_changes_nothing(
+    store: GraphStore, name: str, dry: bool
+) -> None:
+    """A participant no record is or is owned by (also one forgotten already) is not found, naming it."""
+    ledger = Ledger(store)
+    if "c1" not in store.conversations("t"):
+        _conversation(store, "t", "c1", b"kept")
+    known = {"c1/p-user", *(r.owner_participant_id for r in store.records("t", "c1") if r.owner_participant_id)}
+    assume(name not in known)
+    before = [r.id for r in store.records("t", "c1")]
+    with pytest.raises(RecordNotFound) as missing:
+        ledger.forget(participant_id=name, tenant_id="t", now=NOW, dry_run=dry)
+    assert (missing.value.what, missing.value.record_id, missing.value.tenant_id) == ("participant", name, "t")
+    assert f"participant {name!r} not found in tenant 't'" in str(missing.value)
+    assert [r.id for r in store.records("t", "c1")] == before and not ledger.retention_audit(tenant_id="t")
+
+
+def test_forgetting_a_participant_twice_finds_nobody_the_second_time(store: GraphStore) -> None:
+    ledger = Ledger(store)
+    _conversation(store, "t", "c1", b"gone")
+    assert ledger.forget(participant_id="c1/p-user", tenant_id="t", now=NOW, dry_run=True).by_rule
+    ledger.forget(participant_id="c1/p-user", tenant_id="t", now=NOW)
+    audit = ledger.retention_audit(tenant_id="t")
+    with pytest.raises(RecordNotFound, match="participant 'c1/p-user' not found"):
+        ledger.forget(participant_id="c1/p-user", tenant_id="t", now=NOW)
+    assert ledger.retention_audit(tenant_id="t") == audit
 
 
 def test_forget_needs_exactly_one_target(store: GraphStore) -> None:

@@ -143,7 +143,8 @@ def _handled(window_option: str = "--window", settings: Settings | None = None) 
 
     ``window_option`` is the command's option for W, named when the budget leaves no room for input or the
     required blocks do not fit. With the command's ``settings``, an unknown conversation is answered with the
-    command that lists the conversations of that store and tenant.
+    command that lists the conversations of that store and tenant; an unknown participant with the shape of a
+    participant id.
     """
     names = {"window_tokens": window_option, "output_tokens": "--output", "margin_tokens": "--margin"}
     try:
@@ -159,9 +160,7 @@ def _handled(window_option: str = "--window", settings: Settings | None = None) 
         )
         raise typer.Exit(2) from None
     except RecordNotFound as exc:
-        known = exc.what == "conversation" and settings is not None
-        hint = f"; {_list_conversations(settings)} lists them" if known else ""
-        _err().print(f"[red]error:[/] {escape(str(exc) + hint)}")
+        _err().print(f"[red]error:[/] {escape(str(exc) + _not_found_hint(exc, settings))}")
         raise typer.Exit(2) from None
     except USER_ERRORS as exc:
         _err().print(f"[red]error:[/] {escape(str(exc))}")
@@ -169,6 +168,15 @@ def _handled(window_option: str = "--window", settings: Settings | None = None) 
     except CtxledgerError as exc:
         _err().print(f"[red]error ({type(exc).__name__}):[/] {escape(str(exc))}")
         raise typer.Exit(1) from None
+
+
+def _not_found_hint(exc: RecordNotFound, settings: Settings | None) -> str:
+    """What to try after an unknown id: the command listing the conversations, or the shape of a participant id."""
+    if exc.what == "conversation" and settings is not None:
+        return f"; {_list_conversations(settings)} lists them"
+    if exc.what == "participant":
+        return "; ctxledger records a participant as <conversation>/participant/<name>, and --tenant chooses the tenant"
+    return ""
 
 
 @contextmanager

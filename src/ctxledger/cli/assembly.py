@@ -30,6 +30,7 @@ from ctxledger.cli._common import (
     _records,
     _settings,
 )
+from ctxledger.cli._numbers import int_option
 from ctxledger.cli._render import (
     _class_table,
     _included_table,
@@ -121,13 +122,13 @@ def assemble(
         str, typer.Argument(help="Conversation id (see `ctxledger conversations`).", show_default=False)
     ],
     window: Annotated[
-        int, typer.Option("--window", help="W: the model's context window, in tokens.")
+        int, int_option("--window", unit="tokens", help="W: the model's context window, in tokens.")
     ] = DEFAULT_BUDGET.window_tokens,
     output: Annotated[
-        int, typer.Option("--output", help="O: tokens reserved for the reply.")
+        int, int_option("--output", unit="tokens", help="O: tokens reserved for the reply.")
     ] = DEFAULT_BUDGET.output_tokens,
     margin: Annotated[
-        int, typer.Option("--margin", help="M: safety margin in tokens (covers estimate error).")
+        int, int_option("--margin", unit="tokens", help="M: safety margin in tokens (covers estimate error).")
     ] = DEFAULT_BUDGET.margin_tokens,
     api: Annotated[ApiFormat, typer.Option("--format", help="Provider payload format.")] = ApiFormat.OPENAI_CHAT,
     model: Annotated[
@@ -142,7 +143,7 @@ def assemble(
     counter: Annotated[str | None, typer.Option("--counter", help=COUNTER_HELP, show_default=False)] = None,
     snapshot: Annotated[
         int | None,
-        typer.Option("--snapshot", min=1, help="Assemble as of this seq (inclusive, from 1); default the head."),
+        int_option("--snapshot", minimum=1, help="Assemble as of this seq (inclusive, from 1); default the head."),
     ] = None,
     branch: Annotated[str | None, typer.Option("--branch", help="Active branch id (default the main branch).")] = None,
     participant: Annotated[
@@ -391,11 +392,20 @@ def usage(
     ctx: typer.Context,
     assembly_id: Annotated[str, typer.Argument(help="Assembly id the model call was made with.", show_default=False)],
     input_tokens: Annotated[
-        int, typer.Option("--input", min=0, help="Input (prompt) tokens the provider reported.", show_default=False)
+        int,
+        int_option(
+            "--input", unit="tokens", minimum=0, help="Input (prompt) tokens the provider reported.", show_default=False
+        ),
     ],
     output_tokens: Annotated[
         int,
-        typer.Option("--output", min=0, help="Output (completion) tokens the provider reported.", show_default=False),
+        int_option(
+            "--output",
+            unit="tokens",
+            minimum=0,
+            help="Output (completion) tokens the provider reported.",
+            show_default=False,
+        ),
     ],
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace usage already recorded for this assembly (else refused).")

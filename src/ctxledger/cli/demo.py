@@ -14,6 +14,7 @@ from rich.markup import escape
 from ctxledger.budget import Budget
 from ctxledger.cli._app import app
 from ctxledger.cli._common import ApiFormat, _check_out, _err, _handled, _is_stdout, _out, _records, _settings
+from ctxledger.cli._numbers import int_option
 from ctxledger.cli._render import (
     _budget_table,
     _class_table,
@@ -30,9 +31,11 @@ from ctxledger.records import Record
 @app.command()
 def demo(
     ctx: typer.Context,
-    budget: Annotated[int, typer.Option("--budget", help="W: the context window to assemble for, in tokens.")] = 8_000,
-    output: Annotated[int, typer.Option("--output", help="O: tokens reserved for the reply.")] = 1_000,
-    margin: Annotated[int, typer.Option("--margin", help="M: safety margin in tokens.")] = 200,
+    budget: Annotated[
+        int, int_option("--budget", unit="tokens", help="W: the context window to assemble for, in tokens.")
+    ] = 8_000,
+    output: Annotated[int, int_option("--output", unit="tokens", help="O: tokens reserved for the reply.")] = 1_000,
+    margin: Annotated[int, int_option("--margin", unit="tokens", help="M: safety margin in tokens.")] = 200,
     api: Annotated[ApiFormat, typer.Option("--format", help="Provider payload format.")] = ApiFormat.OPENAI_CHAT,
     out: Annotated[
         Path | None,

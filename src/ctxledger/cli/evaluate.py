@@ -14,6 +14,7 @@ from rich.table import Table
 
 from ctxledger.cli._app import app
 from ctxledger.cli._common import _err, _handled, _is_stdout, _out
+from ctxledger.cli._numbers import int_option
 from ctxledger.errors import (
     ConfigurationError,
     InputError,
@@ -34,6 +35,8 @@ DATA_DIR_DEFAULT = Path("../shared/data")
 """Where ``eval run`` looks for the datasets unless told (``--data-dir`` or ``CTXLEDGER_DATA_DIR``)."""
 CASES_DIR_DEFAULT = Path("../shared/cases")
 """Where ``eval cases`` looks for the failure cases unless told (``--cases-dir`` or ``CTXLEDGER_CASES_DIR``)."""
+CACHING_SELECTORS = ("ctxledger-default", "ctxledger-stable", "newest-fit", "bm25")
+"""The selectors ``eval caching`` compares unless told (``--selector``)."""
 
 
 def _default_selectors() -> list[str]:
@@ -80,6 +83,21 @@ def _budget_list(budgets: Sequence[int]) -> list[int]:
     for value in budgets:
         Budget(window_tokens=value)
     return list(budgets)
+
+
+def _selector_list(names: Sequence[str]) -> list[str]:
+    """The ``--selector`` names, each checked before any dataset loads (after the policy's selectors register).
+
+    Raises:
+        ConfigurationError: an unknown name; the message lists the available ones, comma-separated.
+    """
+    from ctxledger.eval.harness import selector_names
+
+    known = selector_names()
+    for name in names:
+        if name not in known:
+            raise ConfigurationError(f"unknown selector {name!r}; available: {', '.join(known)}")
+    return list(names)
 
 
 def _dataset_list(names: Sequence[str]) -> list[str | Path]:
@@ -179,9 +197,10 @@ def eval_run(
     ] = None,
     budget: Annotated[
         list[int] | None,
-        typer.Option(
+        int_option(
             "--budget",
             "-b",
+            unit="tokens",
             help="Input budget in tokens (repeatable). Default: 1000 2000 4000 8000 "
             "for evidence datasets, 4000 8000 16000 for trajectories.",
         ),
@@ -198,17 +217,15 @@ def eval_run(
     cases_dir: Annotated[
         Path, typer.Option("--cases-dir", envvar="CTXLEDGER_CASES_DIR", help="Folder holding the failure cases.")
     ] = CASES_DIR_DEFAULT,
-    limit: Annotated[
-        int | None, typer.Option("--limit", help="Read only this many source records per dataset.")
-    ] = None,
+    limit: Annotated[int | None, int_option("--limit", help="Read only this many source records per dataset.")] = None,
     max_cases: Annotated[
-        int | None, typer.Option("--max-cases", help="Keep only the first N cases of each dataset (a smoke slice).")
+        int | None,
+        int_option("--max-cases", help="Keep only the first N cases of each dataset (a smoke slice)."),
     ] = None,
-    step_stride: Annotated[
-        int, typer.Option("--step-stride", help="Trajectories: evaluate every N-th model call.")
-    ] = 1,
+    step_stride: Annotated[int, int_option("--step-stride", help="Trajectories: evaluate every N-th model call.")] = 1,
     determinism_every: Annotated[
-        int, typer.Option("--determinism-every", help="Re-run every N-th case to compare payload hashes (0: never).")
+        int,
+        int_option("--determinism-every", help="Re-run every N-th case to compare payload hashes (0: never)."),
     ] = 10,
     plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Write PNG plots (needs matplotlib).")] = True,
     checks: Annotated[
@@ -224,8 +241,9 @@ def eval_run(
     checks the evaluation goals and, with --checks, lists the seed scenarios and the failure cases as
     pass/fail. A progress bar shows the calls done.
 
-    Selectors (--selector): ctxledger-default (ours), the baselines full-replay, newest-fit, head-tail and bm25,
-    and the peers langchain-trim-exact, langchain-trim-approx and llamaindex-memory (when installed).
+    Selectors (--selector): ctxledger-default (ours), ctxledger-stable (ours with prefix-stable selection; not
+    run unless named), the baselines full-replay, newest-fit, head-tail and bm25, and the peers
+    langchain-trim-exact, langchain-trim-approx and llamaindex-memory (when installed).
 
     Example:
     [bold]ctxledger eval run -d locomo -d tau-bench -s ctxledger-default -s bm25 -b 2000 -b 8000 --out rep[/bold]
@@ -248,11 +266,12 @@ def eval_run(
         names = _dataset_list(dataset)
         budgets = _budget_list(budget or [])
         register()
+        selectors = _selector_list(selector or _default_selectors())
         root = _data_root(names, data_dir)
         started = time.perf_counter()
         with rich_progress() as progress:
             results = run_named(
-                names, selector or _default_selectors(), budgets or None, out, data_dir=root, limit=limit,
+                names, selectors, budgets or None, out, data_dir=root, limit=limit,
                 max_cases=max_cases, step_stride=step_stride, progress=progress,
                 determinism_every=determinism_every, plots=plots,
             )  # fmt: skip
@@ -359,15 +378,17 @@ def eval_caching(
         typer.Option(
             "--selector",
             "-s",
-            help="Selector (repeatable). Default: ctxledger-default, ctxledger-stable (prefix-stable selection), "
-            "newest-fit, bm25.",
+            help=f"Selector (repeatable). Default: {', '.join(CACHING_SELECTORS)} (ctxledger-stable: the default "
+            "policy with prefix-stable selection).",
         ),
     ] = None,
-    budget: Annotated[int, typer.Option("--budget", "-b", help="Input budget of every call in tokens.")] = 8000,
+    budget: Annotated[
+        int, int_option("--budget", "-b", unit="tokens", help="Input budget of every call in tokens.")
+    ] = 8000,
     data_dir: Annotated[
         Path, typer.Option("--data-dir", envvar="CTXLEDGER_DATA_DIR", help="Folder holding the datasets.")
     ] = DATA_DIR_DEFAULT,
-    limit: Annotated[int | None, typer.Option("--limit", help="Read only this many trajectories per dataset.")] = None,
+    limit: Annotated[int | None, int_option("--limit", help="Read only this many trajectories per dataset.")] = None,
 ) -> None:
     """Cost per call with provider prompt caching, against full history replay with caching.
 
@@ -390,8 +411,8 @@ def eval_caching(
     with _handled(window_option="--budget"):
         register()
         counter = get_counter("cl100k_base")
-        selectors = make_selectors(selector or ["ctxledger-default", "ctxledger-stable", "newest-fit", "bm25"], counter)
         names = _dataset_list(dataset)
+        selectors = make_selectors(_selector_list(selector or list(CACHING_SELECTORS)), counter)
         _budget_list([budget])
         root = _data_root(names, data_dir)
         table = Table(title=f"Cost per call with prompt caching at {budget:,} tokens", title_justify="left")

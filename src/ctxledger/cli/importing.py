@@ -80,12 +80,15 @@ def _parse_all(
 ) -> list[Any]:
     """Parse every file; in a directory (``rel`` set), files whose format cannot be told are skipped.
 
-    Skipped files are listed in one warning on stderr. A file named on the command line whose format
-    cannot be told, or a directory import where no file was recognised, is an error naming --format
-    (and the directories, ``roots``).
+    Skipped files are listed in warnings on stderr, apart by why: a file that holds no transcript at all (a
+    function schema, a package.json: :func:`~ctxledger.cli._transcripts.looks_like_transcript`) is skipped as
+    not a transcript; only a transcript whose format cannot be told is pointed at --format. A file named on the
+    command line whose format cannot be told is an error naming --format; so is a directory import where no
+    file was imported and some are such transcripts (naming the directories, ``roots``); one where no file
+    holds a transcript at all is an error saying so.
 
     Raises:
-        InputError: bad input (names file, record and field), or nothing recognised as above.
+        InputError: bad input (names file, record and field), or nothing imported as above.
     """
     from ctxledger.ingest import parse_file, rich_progress
 
@@ -106,31 +109,41 @@ def _parse_all(
             except FormatNotRecognised as exc:
                 if rel is None:
                     raise _unrecognised(exc.source, exc.formats, "cannot tell the format of this file") from None
-                skipped.append(exc)
+                skipped.append((path, exc))
             except NothingToImport as exc:
                 if rel is None:
                     raise
                 empty.append(exc)
             progress.advance(task)
-    if empty:
-        names = "\n".join(f"  {escape(e.source)}: {escape(e.problem)}" for e in empty)
-        _err().print(
-            f"[yellow]warning:[/] skipped {len(empty)} file(s) with nothing to import:\n{names}", soft_wrap=True
-        )
-    if empty and not batches and not skipped:
-        raise InputError(f"none of the {len(empty)} files holds a conversation", source=", ".join(map(str, roots)))
-    if skipped and not batches:
-        listing = ", ".join(e.source for e in skipped)
-        problem = f"the format of none of the {len(skipped)} files could be told ({listing})"
-        raise _unrecognised(", ".join(str(p) for p in roots), skipped[0].formats, problem)
-    if skipped:
-        names = "\n".join(f"  {escape(e.source)}" for e in skipped)
-        _err().print(
-            f"[yellow]warning:[/] skipped {len(skipped)} file(s) whose format could not be told "
-            f"(import them with --format):\n{names}",
-            soft_wrap=True,
-        )
-    return batches
+    unknown, not_transcripts = _sort_skipped(skipped)
+    _warn("with nothing to import", [f"{e.source}: {e.problem}" for e in empty])
+    _warn("that are not transcripts (no messages, conversation or trajectory in them)", not_transcripts)
+    _warn("that look like transcripts in a format that could not be told (import them with --format)", unknown)
+    if batches:
+        return batches
+    where = ", ".join(map(str, roots))
+    if unknown:
+        problem = f"the format of none of the {len(unknown)} transcript(s) could be told ({', '.join(unknown)})"
+        raise _unrecognised(where, skipped[0][1].formats, problem)
+    raise InputError(f"none of the {len(files)} files holds a conversation", source=where)
+
+
+def _sort_skipped(skipped: Sequence[tuple[Path, FormatNotRecognised]]) -> tuple[list[str], list[str]]:
+    """The sources of skipped files that look like transcripts, and of those that hold none."""
+    from ctxledger.cli._transcripts import looks_like_transcript
+    from ctxledger.ingest._load import load_file
+
+    unknown, not_transcripts = [], []
+    for path, exc in skipped:
+        (unknown if looks_like_transcript(load_file(path, exc.source).value) else not_transcripts).append(exc.source)
+    return unknown, not_transcripts
+
+
+def _warn(why: str, sources: Sequence[str]) -> None:
+    """One warning on stderr listing the ``sources`` of a directory import skipped for the reason ``why``."""
+    if sources:
+        names = "\n".join(f"  {escape(s)}" for s in sources)
+        _err().print(f"[yellow]warning:[/] skipped {len(sources)} file(s) {escape(why)}:\n{names}", soft_wrap=True)
 
 
 def _unrecognised(source: str, formats: Sequence[str], problem: str) -> InputError:
@@ -178,10 +191,11 @@ def import_(
     and validated [italic]before[/italic] anything is written: bad input prints the file, record index
     and field at fault, exits with code 2 and writes nothing. Importing the same source twice is
     refused (ids are deterministic). In a directory each file's conversation id is its relative path
-    without the suffix (stems collide across folders); files there whose format cannot be told (a
-    package.json, say) are skipped with a warning that lists them, and a directory where no file is
-    recognised is an error. Each file is written in one transaction, so an interrupted import leaves whole
-    files written and the rest not: run it again with --skip-imported to write the rest.
+    without the suffix (stems collide across folders); files there whose format cannot be told are
+    skipped with a warning that lists them: as not transcripts (a package.json, say), or, for files that
+    look like transcripts, with a pointer to --format. A directory where no file is imported is an
+    error. Each file is written in one transaction, so an interrupted import leaves whole files written
+    and the rest not: run it again with --skip-imported to write the rest.
 
     Example: [bold]ctxledger import ../shared/data/tau-bench/gpt-4o-airline_tasks0-39.json[/bold]
     """

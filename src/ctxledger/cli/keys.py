@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ctxledger.cli._app import app
-from ctxledger.cli._common import _err, _handled, _open, _out, _settings
+from ctxledger.cli._common import _err, _handled, _open, _out, _require_store, _settings
 from ctxledger.errors import InputError, RecordNotFound
 
 keys_app = typer.Typer(
@@ -53,13 +53,23 @@ def create(
 def list_(ctx: typer.Context) -> None:
     """List the tenant's keys (ids, names, dates; never the keys themselves).
 
+    Listing only reads: a database without ctxledger's tables yet is left as it is (no keys).
+
     Example: [bold]ctxledger keys list --tenant acme[/bold]
     """
-    from ctxledger.store.keys import list_keys
+    from ctxledger.store.keys import stored_keys
 
     settings = _settings(ctx)
-    with _handled(), _open(settings) as ledger:
-        rows = list_keys(ledger.store, settings.tenant)
+    with _handled():
+        _require_store(settings)
+        rows = stored_keys(settings.db, settings.tenant)
+    if rows is None:
+        _out().print(
+            "no keys: the database holds no API key table yet (nothing was created; "
+            "ctxledger keys create --tenant T makes it)",
+            soft_wrap=True,
+        )
+        return
     table = Table(title=f"API keys of tenant {escape(settings.tenant)}", title_justify="left")
     for column in ("id", "name", "created", "revoked"):
         table.add_column(column)

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from ctxledger.cli._app import app
 from ctxledger.cli._common import _err, _handled, _open, _out, _settings
+from ctxledger.cli._numbers import int_option
 from ctxledger.cli.assembly import _parse_now
 from ctxledger.errors import InputError
 
@@ -65,7 +66,7 @@ def retain(
     now: Annotated[
         str | None, typer.Option("--now", help="The clock ages are measured at, ISO 8601; default now.")
     ] = None,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Records per transaction.")] = 200,
+    batch_size: Annotated[int, int_option("--batch-size", minimum=1, help="Records per transaction.")] = 200,
     tenant_only: Annotated[
         bool, typer.Option("--tenant-only", help="Only the --tenant tenant (default: every tenant of the store).")
     ] = False,

@@ -12,19 +12,25 @@ from rich.markup import escape
 
 from ctxledger.cli._app import app
 from ctxledger.cli._common import _err, _handled, _require_store, _settings
+from ctxledger.cli._numbers import float_option, int_option
 from ctxledger.errors import ConfigurationError
 
 SERVE_HINT = "ctxledger serve needs the serve extra: pip install 'ctxledger[serve]'"
+BACKLOG = 2048
+"""Connections the listening socket queues before the server accepts them (uvicorn's own default)."""
 
 
 @app.command()
 def serve(
     ctx: typer.Context,
     host: Annotated[str, typer.Option("--host", help="Address to listen on (0.0.0.0: every interface).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="TCP port (0: any free one).")] = 8321,
+    port: Annotated[int, int_option("--port", minimum=0, maximum=65535, help="TCP port (0: any free one).")] = 8321,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
     session_hours: Annotated[
-        float, typer.Option("--session-hours", min=0.01, help="How long an inspector login lasts, in hours.")
+        float,
+        float_option(
+            "--session-hours", unit="hours", minimum=0.01, help="How long an inspector login lasts, in hours."
+        ),
     ] = 8.0,
 ) -> None:
     """Serve the JSON API (/v1), its OpenAPI schema (/openapi.json), /healthz and the web inspector (/inspect).
@@ -39,37 +45,49 @@ def serve(
     settings = _settings(ctx)
     with _handled():
         _require_store(settings)
-        _check_listen(host, port)
         try:
             import uvicorn
 
             from ctxledger.service import create_app
         except ModuleNotFoundError as exc:
             raise ConfigurationError(f"{SERVE_HINT} (missing module {exc.name!r})") from None
-        application = create_app(settings.db, blobs=settings.blobs, session_ttl=timedelta(hours=session_hours))
-    _err().print(f"serving {escape(settings.db)} on http://{host}:{port} (inspector: /inspect)", soft_wrap=True)
-    uvicorn.run(application, host=host, port=port, log_level=log_level)
+        listening = listen(host, port)
+    with listening:
+        with _handled():
+            application = create_app(settings.db, blobs=settings.blobs, session_ttl=timedelta(hours=session_hours))
+        bound = listening.getsockname()[1]
+        where = f"http://{f'[{host}]' if ':' in host else host}:{bound}"
+        _err().print(f"serving {escape(settings.db)} on {where} (inspector: /inspect)", soft_wrap=True)
+        config = uvicorn.Config(application, host=host, port=bound, log_level=log_level)
+        uvicorn.Server(config).run(sockets=[listening])
 
 
-def _check_listen(host: str, port: int) -> None:
-    """Refuse an address the server could not listen on, naming --host or --port, before the store is opened.
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` and listening, for the server to serve on (``port`` 0: any free one).
+
+    The server is handed this socket rather than binding again, so the port printed is the one served on
+    (``getsockname()``) and no other process can take it in between.
 
     Raises:
-        ConfigurationError: ``host`` is no address of this machine, or ``port`` is taken (or not allowed).
+        ConfigurationError: ``host`` is no address of this machine (names --host), or ``port`` is taken or not
+            allowed (names --port).
     """
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:
         raise ConfigurationError(f"--host {host}: not an address ({exc.strerror})") from None
     family, kind, proto, _name, address = infos[0]
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
-        try:
-            probe.bind(address)
-        except OSError as exc:
-            if exc.errno == errno.EADDRNOTAVAIL:
-                raise ConfigurationError(f"--host {host}: not an address of this machine") from None
-            fix = "choose another --port (0: any free one)"
-            if exc.errno == errno.EADDRINUSE:
-                raise ConfigurationError(f"--port {port}: {host}:{port} is already in use; {fix}") from None
-            raise ConfigurationError(f"--port {port}: cannot listen on {host}:{port} ({exc.strerror}); {fix}") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        sock.bind(address)
+        sock.listen(BACKLOG)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRNOTAVAIL:
+            raise ConfigurationError(f"--host {host}: not an address of this machine") from None
+        fix = "choose another --port (0: any free one)"
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigurationError(f"--port {port}: {host}:{port} is already in use; {fix}") from None
+        raise ConfigurationError(f"--port {port}: cannot listen on {host}:{port} ({exc.strerror}); {fix}") from None
+    return sock

@@ -12,6 +12,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from ctxledger.errors import CtxledgerError, InputError, RecordNotFound
 from ctxledger.ledger import Ledger
 from ctxledger.records import Compaction, Message, ToolMemory
+from ctxledger.represent.rehydrate import check_range
 from ctxledger.service import manifest_view as mv
 from ctxledger.service.explaining import explain_record
 from ctxledger.service.withheld import Reader, reasons, redact, scanner_of, withheld
@@ -99,22 +100,6 @@ def search_history(
     return [h[2] for h in hits[: max(1, min(limit, 100))]]
 
 
-def byte_span(start: int | None, end: int | None, size: int) -> tuple[int, int]:
-    """The bytes ``[start, end)`` of ``size`` that the rehydrate tool was asked for (default: from 0, to the end).
-
-    Raises:
-        InputError: a bound outside ``0..size``, or ``end`` before ``start``; names the argument at fault.
-    """
-    a = 0 if start is None else start
-    b = size if end is None else end
-    if not 0 <= a <= size:
-        raise InputError(f"start {a} is outside the {size:,} bytes (0 to {size})", source="<mcp>", field="start")
-    if not a <= b <= size:
-        problem = f"end {b} must be from start {a} to the size, {size:,} bytes (end is exclusive)"
-        raise InputError(problem, source="<mcp>", field="end")
-    return a, b
-
-
 def build_server(ledger: Ledger, tenant: str, reader: Reader | None = None) -> MCPServer:
     """The MCP server whose tools read ``tenant``'s records from ``ledger`` (read-only) for ``reader``.
 
@@ -180,8 +165,11 @@ def build_server(ledger: Ledger, tenant: str, reader: Reader | None = None) -> M
             if refusal is not None:
                 raise ToolError(f"rehydration refused by the policy: {refusal}")
             data = ledger.rehydrate(full, None, tenant_id=tenant)
-            a, b = byte_span(start, end, len(data))
-            raw = data[a:b].decode("utf-8", "replace")
+            if start is not None or end is not None:  # the range check of every rehydration, in its words
+                a, b = 0 if start is None else start, len(data) if end is None else end
+                check_range(a, b, len(data), full)
+                data = data[a:b]
+            raw = data.decode("utf-8", "replace")
             text = redact(raw, scanner_of(ledger))
             cut = f"\n[cut at {MAX_TEXT:,} of {len(text):,} characters]" if len(text) > MAX_TEXT else ""
             return text[:MAX_TEXT] + cut

@@ -13,6 +13,7 @@ from ctxledger.records import Conversation
 from ctxledger.service import manifest_view
 from ctxledger.service.auth import request_tenant
 from ctxledger.service.explaining import explain_record
+from ctxledger.service.import_errors import located
 from ctxledger.service.messages import check_events, read_events, write_events
 from ctxledger.service.models import (
     Appended,
@@ -89,7 +90,11 @@ def append_messages(request: Request, tenant: Tenant, conversation_id: str, body
 
 @router.post("/imports", status_code=201, summary="Import a transcript or trajectory file")
 def import_file(request: Request, tenant: Tenant, body: ImportFile) -> Imported:
-    """Parse and validate a whole file, then write it in one transaction (bad input writes nothing)."""
+    """Parse and validate a whole file, then write it in one transaction (bad input writes nothing).
+
+    A problem with the file names its ``field``: the record's field at fault, or for malformed JSON the JSON path
+    where parsing stopped (:func:`ctxledger.service.import_errors.located`).
+    """
     suffix = Path(body.filename).suffix or ".json"
     with tempfile.TemporaryDirectory(prefix="ctxledger-import-") as folder:
         path = Path(folder) / f"{Path(body.filename).stem or 'upload'}{suffix}"
@@ -104,7 +109,10 @@ def import_file(request: Request, tenant: Tenant, body: ImportFile) -> Imported:
                 raise InputError(f"conversation {cid!r} already exists", source=body.filename, field="conversation_id")
             return ledger.import_file(path, body.format, tenant_id=tenant, conversation_id=body.conversation_id)
 
-        result = _service(request).call(run)
+        try:
+            result = _service(request).call(run)
+        except InputError as exc:
+            raise located(exc, body.content) from exc
     return Imported(
         format=result.format or body.format,
         conversation_ids=list(result.conversation_ids),

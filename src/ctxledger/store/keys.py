@@ -15,14 +15,17 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import delete, select, update
-from sqlalchemy.engine import Engine
+from sqlalchemy import delete, inspect, select, update
+from sqlalchemy.engine import Connection, Engine
 
 from ctxledger.errors import ConfigurationError, InputError, RecordNotFound
 from ctxledger.store.schema import api_keys, inspector_sessions
 
 PREFIX = "ctxl_"
 """Every key starts with this, so leaked keys are easy to find with secret scanners."""
+
+NEEDS_SQL = "API keys and sessions need a SQL store (sqlite:///… or postgresql://…)"
+"""Why a store without a database (``memory://``) cannot keep keys."""
 
 _KEY = re.compile(r"ctxl_([0-9a-f]{12})_[A-Za-z0-9_-]{43}")
 _TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
@@ -47,7 +50,7 @@ def sql_engine(store: object) -> Engine:
     """
     engine = getattr(store, "engine", None)
     if engine is None:
-        raise ConfigurationError("API keys and sessions need a SQL store (sqlite:///… or postgresql://…)")
+        raise ConfigurationError(NEEDS_SQL)
     return engine
 
 
@@ -110,12 +113,43 @@ def tenant_for_key(store: object, key: str) -> str | None:
 
 def list_keys(store: object, tenant_id: str | None = None) -> list[ApiKey]:
     """Stored keys (never their secrets), oldest first; only ``tenant_id``'s when given."""
+    with sql_engine(store).connect() as conn:
+        return _rows(conn, tenant_id)
+
+
+def stored_keys(url: str, tenant_id: str | None = None) -> list[ApiKey] | None:
+    """The keys stored in the database at ``url``, read without creating, migrating or writing anything.
+
+    Unlike opening the store (which migrates it), this is for a listing that must leave an empty database empty.
+
+    Returns:
+        The keys as :func:`list_keys` gives them, or ``None`` when the database has no API key table yet (no
+        ctxledger schema, or one from before keys), or ``url`` names a SQLite file that does not exist.
+
+    Raises:
+        ConfigurationError: ``url`` names no SQL store (``memory://`` keeps no keys) or is malformed.
+        StoreConnectionError: the database cannot be reached.
+    """
+    from ctxledger.store import _engine, missing_sqlite_file
+    from ctxledger.store._migrate import connect
+
+    if url.split(":", 1)[0].lower() == "memory":
+        raise ConfigurationError(NEEDS_SQL)
+    if missing_sqlite_file(url) is not None:
+        return None
+    engine, _blobs = _engine(url)
+    try:
+        with connect(engine) as conn:
+            return _rows(conn, tenant_id) if inspect(conn).has_table(api_keys.name) else None
+    finally:
+        engine.dispose()
+
+
+def _rows(conn: Connection, tenant_id: str | None) -> list[ApiKey]:
     stmt = select(api_keys).order_by(api_keys.c.created_at, api_keys.c.id)
     if tenant_id is not None:
         stmt = stmt.where(api_keys.c.tenant_id == tenant_id)
-    with sql_engine(store).connect() as conn:
-        rows = conn.execute(stmt).all()
-    return [ApiKey(r.id, r.tenant_id, r.name, r.created_at, r.revoked_at) for r in rows]
+    return [ApiKey(r.id, r.tenant_id, r.name, r.created_at, r.revoked_at) for r in conn.execute(stmt).all()]
 
 
 def revoke_key(store: object, key_id: str) -> None:
