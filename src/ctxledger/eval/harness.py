@@ -115,7 +115,7 @@ def make_selectors(names: Iterable[str], counter: TokenCounter) -> list[Selector
         elif name in PEER_NAMES:
             out.append(peers.make_peer(name, counter))
         else:
-            raise ConfigurationError(f"unknown selector {name!r}; available: {selector_names()}")
+            raise ConfigurationError(f"unknown selector {name!r}; available: {', '.join(selector_names())}")
     return out
 
 
