@@ -141,17 +141,20 @@ def test_a_word_no_document_holds_has_no_postings_and_is_found_once_a_document_b
     cut=st.integers(0, 80),
     batch=st.integers(1, 12),
     buckets=st.sampled_from([1, 2, 4, 1024]),
+    chunk=st.sampled_from([1, 2, 3, 7, 1 << 20]),
 )
-def test_entries_converted_in_any_batch_size_score_as_one_batch(docs, asked, cut, batch, buckets):
-    """Where conversion batches end, and how many buckets the absent-term filter has, never changes a score."""
+def test_entries_converted_in_any_batch_size_score_as_one_batch(docs, asked, cut, batch, buckets, chunk):
+    """Where conversion batches and chunks end, and how many buckets the absent-term filter has, never changes a
+    score."""
     from collections import Counter
     from unittest import mock
 
-    def build(pending_entries: int, filter_buckets: int) -> list[list[float]]:
+    def build(pending_entries: int, filter_buckets: int, chunk_entries: int) -> list[list[float]]:
         index = IncrementalBM25()
         with (
             mock.patch("ctxledger.assemble.lexical_index.PENDING_ENTRIES", pending_entries),
             mock.patch("ctxledger.assemble.lexical_index.MIN_FILTER_BUCKETS", filter_buckets),
+            mock.patch("ctxledger.assemble.lexical_index.CHUNK_ENTRIES", chunk_entries),
         ):
             for parts in docs:
                 index.add_parts([Counter(p) for p in parts], sum(len(p) for p in parts))
@@ -166,7 +169,7 @@ def test_entries_converted_in_any_batch_size_score_as_one_batch(docs, asked, cut
                 index.add_parts([Counter(p) for p in parts], sum(len(p) for p in parts))
             return [index.scores(q).tolist() for q in (asked, ["alpha", "delta"], ["eps"], ["zeta", "eta"])]
 
-    assert build(batch, buckets) == build(10**9, 2**20)
+    assert build(batch, buckets, chunk) == build(10**9, 2**20, 1 << 20)
 
 
 @settings(max_examples=60, deadline=None)

@@ -3,10 +3,10 @@
 A snapshot in a new process indexes every unit of the history, and a query names a dozen terms. Building the
 postings of every term up front costs one Python operation per (unit, distinct term) pair, millions at 100,000
 events, and keeping each document's term mapping costs most of a long snapshot's memory. So the index keeps each
-document's (term, frequency) entries in three flat arrays (the term's key, its frequency and the owning
-document: 16 bytes an entry), and :meth:`IncrementalBM25.scores` builds a query term's ``(docs, tfs)`` postings
-with one vectorised comparison over the entries, cached per term; later calls only look at the entries appended
-since.
+document's (term, frequency) entries in flat arrays (the term's key, its frequency and the owning document: 16
+bytes an entry, in chunks of about a million entries), and :meth:`IncrementalBM25.scores` builds a query term's
+``(docs, tfs)`` postings with one vectorised comparison over the entries, cached per term; later calls only look
+at the entries appended since.
 
 A term's key is :func:`~ctxledger.assemble.term_keys.term_key`, a stable 64-bit digest, so the write path stores
 each record's terms already in the index's form (:func:`~ctxledger.assemble.term_keys.keyed_terms`: the keys and
@@ -44,30 +44,96 @@ MIN_FILTER_BUCKETS = 1024
 """Buckets of the absent-term filter of an empty index (a power of two; doubled as entries outgrow it)."""
 
 
-class _Column:
-    """A growable one-dimensional numpy array (amortised appends, cuts in place)."""
+CHUNK_ENTRIES = 1 << 20
+"""Entries per chunk of the flat arrays (the last chunk grows by doubling up to this, then a new one starts)."""
 
-    __slots__ = ("_buf", "size")
 
-    def __init__(self, dtype: type) -> None:
-        self._buf = np.zeros(0, dtype=dtype)
+class _Chunk:
+    """Up to :data:`CHUNK_ENTRIES` consecutive entries: keys, frequencies and owning documents."""
+
+    __slots__ = ("keys", "n", "owners", "start", "tfs")
+
+    def __init__(self, start: int, capacity: int) -> None:
+        self.start = start
+        self.n = 0
+        self.keys = np.empty(capacity, dtype=np.int64)
+        self.tfs = np.empty(capacity, dtype=np.int32)
+        self.owners = np.empty(capacity, dtype=np.int32)
+
+    def put(self, keys: np.ndarray, tfs: np.ndarray, owners: np.ndarray) -> None:
+        end = self.n + len(keys)
+        if end > len(self.keys):
+            capacity = min(CHUNK_ENTRIES, max(end, 2 * len(self.keys)))
+            for name in ("keys", "tfs", "owners"):
+                old = getattr(self, name)
+                grown = np.empty(capacity, dtype=old.dtype)
+                grown[: self.n] = old[: self.n]
+                setattr(self, name, grown)
+        self.keys[self.n : end] = keys
+        self.tfs[self.n : end] = tfs
+        self.owners[self.n : end] = owners
+        self.n = end
+
+
+class _Entries:
+    """The index's entries in order, in chunks of :data:`CHUNK_ENTRIES`.
+
+    Appending copies at most one chunk, and nothing ever copies the whole (a long history's entries take
+    hundreds of megabytes, which a second copy would double at its peak).
+    """
+
+    __slots__ = ("_chunks", "size")
+
+    def __init__(self) -> None:
+        self._chunks: list[_Chunk] = []
         self.size = 0
 
-    def view(self) -> np.ndarray:
-        """The filled part (a view: valid until the next append)."""
-        return self._buf[: self.size]
+    def extend(self, keys: np.ndarray, tfs: np.ndarray, owners: np.ndarray) -> None:
+        done, count = 0, len(keys)
+        while done < count:
+            last = self._chunks[-1] if self._chunks else None
+            if last is None or last.n == CHUNK_ENTRIES:
+                last = _Chunk(self.size, min(CHUNK_ENTRIES, count - done))
+                self._chunks.append(last)
+            take = min(CHUNK_ENTRIES - last.n, count - done)
+            last.put(keys[done : done + take], tfs[done : done + take], owners[done : done + take])
+            done += take
+            self.size += take
 
-    def extend(self, values: np.ndarray) -> None:
-        end = self.size + len(values)
-        if end > len(self._buf):  # doubling: each entry is copied about twice however many appends there are
-            grown = np.empty(max(end, 2 * len(self._buf)), dtype=self._buf.dtype)
-            grown[: self.size] = self._buf[: self.size]
-            self._buf = grown
-        self._buf[self.size : end] = values
-        self.size = end
+    def matches(self, key: int, start: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(owners, frequencies)`` of the entries from position ``start`` on whose key is ``key``, in order."""
+        owners, tfs = [], []
+        for chunk in self._chunks:
+            if chunk.start + chunk.n <= start:
+                continue
+            low = max(0, start - chunk.start)
+            found = np.flatnonzero(chunk.keys[low : chunk.n] == key) + low
+            if len(found):
+                owners.append(chunk.owners[found])
+                tfs.append(chunk.tfs[found])
+        if not owners:
+            return _EMPTY, _EMPTY
+        return np.concatenate(owners).astype(np.int64), np.concatenate(tfs).astype(np.int64)
+
+    def first_of(self, doc: int) -> int:
+        """Position of the first entry owned by document ``doc`` or a later one (``size`` when none)."""
+        for chunk in reversed(self._chunks):
+            if chunk.n and chunk.owners[0] < doc:
+                return chunk.start + int(np.searchsorted(chunk.owners[: chunk.n], doc))
+        return 0 if self._chunks else self.size
 
     def truncate(self, size: int) -> None:
+        """Keep the first ``size`` entries."""
+        while self._chunks and self._chunks[-1].start >= size:
+            self._chunks.pop()
+        if self._chunks:
+            last = self._chunks[-1]
+            last.n = min(last.n, size - last.start)
         self.size = min(self.size, size)
+
+    def key_arrays(self) -> list[np.ndarray]:
+        """Every entry's key, chunk by chunk (views)."""
+        return [chunk.keys[: chunk.n] for chunk in self._chunks]
 
 
 class IncrementalBM25:
@@ -85,10 +151,8 @@ class IncrementalBM25:
     def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
         self.k1 = k1
         self.b = b
-        self._keys = _Column(np.int64)  # hash of each entry's term
-        self._tfs = _Column(np.int32)  # its frequency
-        self._owners = _Column(np.int32)  # its document, non-decreasing
-        # bucket ``hash & (len - 1)`` is set when an entry (even one cut since) held a term of that bucket
+        self._entries = _Entries()  # (term key, frequency, document), documents non-decreasing
+        # bucket ``key & (len - 1)`` is set when an entry (even one cut since) held a term of that bucket
         self._filter = np.zeros(MIN_FILTER_BUCKETS, dtype=bool)
         self._pending: list[tuple[int, bytes, bytes]] = []  # (document, keys, frequencies) not joined yet
         self._pending_entries = 0
@@ -137,16 +201,16 @@ class IncrementalBM25:
         pending = self._pending
         self._pending, self._pending_entries = [], 0
         keys = np.frombuffer(b"".join(k for _, k, _ in pending), dtype="<i8")
-        self._keys.extend(keys)
-        self._tfs.extend(np.frombuffer(b"".join(t for _, _, t in pending), dtype="<i4"))
+        tfs = np.frombuffer(b"".join(t for _, _, t in pending), dtype="<i4")
         sizes = np.fromiter((len(k) // 8 for _, k, _ in pending), dtype=np.int64, count=len(pending))
-        self._owners.extend(np.repeat(np.fromiter((d for d, _, _ in pending), np.int64, count=len(pending)), sizes))
-        self._mark(keys)
+        owners = np.repeat(np.fromiter((d for d, _, _ in pending), np.int64, count=len(pending)), sizes)
+        self._entries.extend(keys, tfs, owners)
+        self._mark([keys])
 
     def _extend(self, terms: Sequence[str]) -> None:
         """Bring the postings of ``terms`` up to every indexed entry: one comparison over the new entries each."""
         self._convert()
-        total = self._keys.size
+        total = self._entries.size
         for term in terms:
             cached = self._arrays.get(term)
             start = 0 if cached is None else cached[2]
@@ -157,27 +221,27 @@ class IncrementalBM25:
             if not self._may_hold(key):
                 self._arrays[term] = (docs, tfs, total)
                 continue
-            found = np.flatnonzero(self._keys.view()[start:total] == key) + start
-            if len(found):
-                owners = self._owners.view()[found]
+            owners, found = self._entries.matches(key, start)
+            if len(owners):
                 new_docs, first = np.unique(owners, return_index=True)  # a document's entries are adjacent
-                new_tfs = np.add.reduceat(self._tfs.view()[found].astype(np.int64), first)
-                docs = np.concatenate((docs, new_docs.astype(np.int64)))
+                new_tfs = np.add.reduceat(found, first)
+                docs = np.concatenate((docs, new_docs))
                 tfs = np.concatenate((tfs, new_tfs))
             self._arrays[term] = (docs, tfs, total)
 
-    def _mark(self, hashes: np.ndarray) -> None:
-        """Set the filter's buckets of ``hashes`` (just appended), first doubling it while entries outnumber it."""
+    def _mark(self, keys: Sequence[np.ndarray]) -> None:
+        """Set the filter's buckets of ``keys`` (just appended), first doubling it while entries outnumber it."""
         size = len(self._filter)
-        if self._keys.size > size:
-            while self._keys.size > size:
+        if self._entries.size > size:
+            while self._entries.size > size:
                 size *= 2
             self._filter = np.zeros(size, dtype=bool)
-            hashes = self._keys.view()
-        self._filter[hashes & (size - 1)] = True
+            keys = self._entries.key_arrays()
+        for part in keys:
+            self._filter[part & (size - 1)] = True
 
     def _may_hold(self, key: int) -> bool:
-        """Whether some entry may hold the term of hash ``key`` (``False``: none does)."""
+        """Whether some entry may hold the term of key ``key`` (``False``: none does)."""
         return bool(self._filter[key & (len(self._filter) - 1)])
 
     def _term_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray]:
@@ -232,9 +296,8 @@ class IncrementalBM25:
         if n_docs >= len(self._lengths):
             return
         self._convert()
-        cut = int(np.searchsorted(self._owners.view(), n_docs))
-        for column in (self._keys, self._tfs, self._owners):
-            column.truncate(cut)
+        cut = self._entries.first_of(n_docs)
+        self._entries.truncate(cut)
         for term, (docs, tfs, scanned) in list(self._arrays.items()):
             if scanned <= cut:
                 continue
