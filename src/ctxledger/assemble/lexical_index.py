@@ -3,10 +3,10 @@
 A snapshot in a new process indexes every unit of the history, and a query names a dozen terms. Building the
 postings of every term up front costs one Python operation per (unit, distinct term) pair, millions at 100,000
 events, and keeping each document's term mapping costs most of a long snapshot's memory. So the index keeps each
-document's (term, frequency) entries in flat arrays (the term's key, its frequency and the owning document: 16
-bytes an entry, in chunks of about a million entries), and :meth:`IncrementalBM25.scores` builds a query term's
-``(docs, tfs)`` postings with one vectorised comparison over the entries, cached per term; later calls only look
-at the entries appended since.
+document's (term, frequency) entries in flat arrays (the term's key and its frequency: 12 bytes an entry, in
+chunks of about a million entries, with each document's first entry position), and
+:meth:`IncrementalBM25.scores` builds a query term's ``(docs, tfs)`` postings with one vectorised comparison over
+the entries, cached per term; later calls only look at the entries appended since.
 
 A term's key is :func:`~ctxledger.assemble.term_keys.term_key`, a stable 64-bit digest, so the write path stores
 each record's terms already in the index's form (:func:`~ctxledger.assemble.term_keys.keyed_terms`: the keys and
@@ -49,29 +49,27 @@ CHUNK_ENTRIES = 1 << 20
 
 
 class _Chunk:
-    """Up to :data:`CHUNK_ENTRIES` consecutive entries: keys, frequencies and owning documents."""
+    """Up to :data:`CHUNK_ENTRIES` consecutive entries: keys and frequencies."""
 
-    __slots__ = ("keys", "n", "owners", "start", "tfs")
+    __slots__ = ("keys", "n", "start", "tfs")
 
     def __init__(self, start: int, capacity: int) -> None:
         self.start = start
         self.n = 0
         self.keys = np.empty(capacity, dtype=np.int64)
         self.tfs = np.empty(capacity, dtype=np.int32)
-        self.owners = np.empty(capacity, dtype=np.int32)
 
-    def put(self, keys: np.ndarray, tfs: np.ndarray, owners: np.ndarray) -> None:
+    def put(self, keys: np.ndarray, tfs: np.ndarray) -> None:
         end = self.n + len(keys)
         if end > len(self.keys):
             capacity = min(CHUNK_ENTRIES, max(end, 2 * len(self.keys)))
-            for name in ("keys", "tfs", "owners"):
+            for name in ("keys", "tfs"):
                 old = getattr(self, name)
                 grown = np.empty(capacity, dtype=old.dtype)
                 grown[: self.n] = old[: self.n]
                 setattr(self, name, grown)
         self.keys[self.n : end] = keys
         self.tfs[self.n : end] = tfs
-        self.owners[self.n : end] = owners
         self.n = end
 
 
@@ -88,7 +86,7 @@ class _Entries:
         self._chunks: list[_Chunk] = []
         self.size = 0
 
-    def extend(self, keys: np.ndarray, tfs: np.ndarray, owners: np.ndarray) -> None:
+    def extend(self, keys: np.ndarray, tfs: np.ndarray) -> None:
         done, count = 0, len(keys)
         while done < count:
             last = self._chunks[-1] if self._chunks else None
@@ -96,31 +94,24 @@ class _Entries:
                 last = _Chunk(self.size, min(CHUNK_ENTRIES, count - done))
                 self._chunks.append(last)
             take = min(CHUNK_ENTRIES - last.n, count - done)
-            last.put(keys[done : done + take], tfs[done : done + take], owners[done : done + take])
+            last.put(keys[done : done + take], tfs[done : done + take])
             done += take
             self.size += take
 
     def matches(self, key: int, start: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(owners, frequencies)`` of the entries from position ``start`` on whose key is ``key``, in order."""
-        owners, tfs = [], []
+        """``(positions, frequencies)`` of the entries from position ``start`` on whose key is ``key``, in order."""
+        positions, tfs = [], []
         for chunk in self._chunks:
             if chunk.start + chunk.n <= start:
                 continue
             low = max(0, start - chunk.start)
             found = np.flatnonzero(chunk.keys[low : chunk.n] == key) + low
             if len(found):
-                owners.append(chunk.owners[found])
+                positions.append(found + chunk.start)
                 tfs.append(chunk.tfs[found])
-        if not owners:
+        if not positions:
             return _EMPTY, _EMPTY
-        return np.concatenate(owners).astype(np.int64), np.concatenate(tfs).astype(np.int64)
-
-    def first_of(self, doc: int) -> int:
-        """Position of the first entry owned by document ``doc`` or a later one (``size`` when none)."""
-        for chunk in reversed(self._chunks):
-            if chunk.n and chunk.owners[0] < doc:
-                return chunk.start + int(np.searchsorted(chunk.owners[: chunk.n], doc))
-        return 0 if self._chunks else self.size
+        return np.concatenate(positions), np.concatenate(tfs).astype(np.int64)
 
     def truncate(self, size: int) -> None:
         """Keep the first ``size`` entries."""
@@ -151,10 +142,13 @@ class IncrementalBM25:
     def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
         self.k1 = k1
         self.b = b
-        self._entries = _Entries()  # (term key, frequency, document), documents non-decreasing
+        self._entries = _Entries()  # (term key, frequency) of each document's parts, in document order
+        self._starts: list[int] = []  # position of each document's first entry (pending ones counted)
+        self._start_array = _EMPTY
+        self._entry_count = 0  # entries added, pending ones included
         # bucket ``key & (len - 1)`` is set when an entry (even one cut since) held a term of that bucket
         self._filter = np.zeros(MIN_FILTER_BUCKETS, dtype=bool)
-        self._pending: list[tuple[int, bytes, bytes]] = []  # (document, keys, frequencies) not joined yet
+        self._pending: list[tuple[bytes, bytes]] = []  # (keys, frequencies) of parts not joined yet
         self._pending_entries = 0
         self._lengths: list[int] = []
         self._length_array = np.zeros(0, dtype=np.int64)
@@ -184,10 +178,12 @@ class IncrementalBM25:
     def add_keyed(self, parts: Sequence[tuple[bytes, bytes]], length: int) -> int:
         """:meth:`add_parts` with each part given as :func:`keyed_terms` bytes (stored write-path terms)."""
         doc = len(self._lengths)
+        self._starts.append(self._entry_count)
         for keys, tfs in parts:
             if keys:
-                self._pending.append((doc, keys, tfs))
+                self._pending.append((keys, tfs))
                 self._pending_entries += len(keys) // 8
+                self._entry_count += len(keys) // 8
         self._lengths.append(length)
         self._total_length += length
         if self._pending_entries >= PENDING_ENTRIES:
@@ -200,11 +196,9 @@ class IncrementalBM25:
             return
         pending = self._pending
         self._pending, self._pending_entries = [], 0
-        keys = np.frombuffer(b"".join(k for _, k, _ in pending), dtype="<i8")
-        tfs = np.frombuffer(b"".join(t for _, _, t in pending), dtype="<i4")
-        sizes = np.fromiter((len(k) // 8 for _, k, _ in pending), dtype=np.int64, count=len(pending))
-        owners = np.repeat(np.fromiter((d for d, _, _ in pending), np.int64, count=len(pending)), sizes)
-        self._entries.extend(keys, tfs, owners)
+        keys = np.frombuffer(b"".join(k for k, _ in pending), dtype="<i8")
+        tfs = np.frombuffer(b"".join(t for _, t in pending), dtype="<i4")
+        self._entries.extend(keys, tfs)
         self._mark([keys])
 
     def _extend(self, terms: Sequence[str]) -> None:
@@ -221,8 +215,9 @@ class IncrementalBM25:
             if not self._may_hold(key):
                 self._arrays[term] = (docs, tfs, total)
                 continue
-            owners, found = self._entries.matches(key, start)
-            if len(owners):
+            positions, found = self._entries.matches(key, start)
+            if len(positions):
+                owners = self._owners(positions)
                 new_docs, first = np.unique(owners, return_index=True)  # a document's entries are adjacent
                 new_tfs = np.add.reduceat(found, first)
                 docs = np.concatenate((docs, new_docs))
@@ -252,6 +247,12 @@ class IncrementalBM25:
         while len(self._arrays) > CACHED_TERMS:
             del self._arrays[next(iter(self._arrays))]
         return docs, tfs
+
+    def _owners(self, positions: np.ndarray) -> np.ndarray:
+        """The document of each entry position (a document without entries starts where the next one does)."""
+        if len(self._start_array) != len(self._starts):
+            self._start_array = np.asarray(self._starts, dtype=np.int64)
+        return np.searchsorted(self._start_array, positions, side="right") - 1
 
     def _lengths_upto(self, n: int) -> np.ndarray:
         if len(self._length_array) != len(self._lengths):
@@ -296,8 +297,11 @@ class IncrementalBM25:
         if n_docs >= len(self._lengths):
             return
         self._convert()
-        cut = self._entries.first_of(n_docs)
+        cut = self._starts[n_docs]
         self._entries.truncate(cut)
+        self._entry_count = cut
+        del self._starts[n_docs:]
+        self._start_array = self._start_array[:n_docs]  # rebuilt when its length differs, as the lengths' array
         for term, (docs, tfs, scanned) in list(self._arrays.items()):
             if scanned <= cut:
                 continue
