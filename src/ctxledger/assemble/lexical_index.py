@@ -12,9 +12,9 @@ A term's key is :func:`~ctxledger.assemble.term_keys.term_key`, a stable 64-bit 
 each record's terms already in the index's form (:func:`~ctxledger.assemble.term_keys.keyed_terms`: the keys and
 the counts as little-endian byte strings, :class:`~ctxledger.facts.RecordFacts`) and indexing a stored record is a
 byte copy. Two distinct terms with the same key would share postings; for a million distinct terms the odds are
-about one in thirty million. A filter of one flag per key bucket (at least as many buckets as entries, so about
-one bucket in eight is taken) says which terms no entry can hold: such a term has empty postings without a
-comparison.
+about one in thirty million. Each chunk keeps a filter of one flag per key bucket (at least as many buckets as
+entries, so about one bucket in eight is taken) that says which terms none of its entries holds: a rare term
+is compared only in the chunks that may hold it, and a term no entry holds in none.
 
 Scores follow the Lucene BM25 variant that ``bm25s.BM25`` uses by default (``k1 = 1.5``, ``b = 0.75``;
 Kamphuis et al., ECIR 2020). A document's score is computed with the same floating-point operations in the same
@@ -41,7 +41,7 @@ PENDING_ENTRIES = 65_536
 """Entries added documents may hold as byte strings before they are joined into the flat arrays."""
 
 MIN_FILTER_BUCKETS = 1024
-"""Buckets of the absent-term filter of an empty index (a power of two; doubled as entries outgrow it)."""
+"""Buckets of a chunk's absent-term filter at least (a power of two; doubled as the chunk's entries outgrow it)."""
 
 
 CHUNK_ENTRIES = 1 << 20
@@ -49,15 +49,25 @@ CHUNK_ENTRIES = 1 << 20
 
 
 class _Chunk:
-    """Up to :data:`CHUNK_ENTRIES` consecutive entries: keys and frequencies."""
+    """Up to :data:`CHUNK_ENTRIES` consecutive entries: keys and frequencies, and a filter of their keys.
 
-    __slots__ = ("keys", "n", "start", "tfs")
+    ``filter[key & (len - 1)]`` is set for every key an entry holds (or held before a cut), and the filter has at
+    least as many buckets as the chunk has room for entries, so about one bucket in eight is taken: a term no
+    entry of the chunk holds is usually answered without a comparison.
+    """
+
+    __slots__ = ("filter", "keys", "n", "start", "tfs")
 
     def __init__(self, start: int, capacity: int) -> None:
         self.start = start
         self.n = 0
         self.keys = np.empty(capacity, dtype=np.int64)
         self.tfs = np.empty(capacity, dtype=np.int32)
+        self.filter = np.zeros(_buckets(capacity), dtype=bool)
+
+    def may_hold(self, key: int) -> bool:
+        """Whether an entry may hold ``key`` (``False``: none does)."""
+        return bool(self.filter[key & (len(self.filter) - 1)])
 
     def put(self, keys: np.ndarray, tfs: np.ndarray) -> None:
         end = self.n + len(keys)
@@ -68,9 +78,18 @@ class _Chunk:
                 grown = np.empty(capacity, dtype=old.dtype)
                 grown[: self.n] = old[: self.n]
                 setattr(self, name, grown)
+            if _buckets(capacity) > len(self.filter):
+                self.filter = np.zeros(_buckets(capacity), dtype=bool)
+                self.filter[self.keys[: self.n] & (len(self.filter) - 1)] = True
         self.keys[self.n : end] = keys
         self.tfs[self.n : end] = tfs
+        self.filter[keys & (len(self.filter) - 1)] = True
         self.n = end
+
+
+def _buckets(capacity: int) -> int:
+    """The filter size for ``capacity`` entries: the smallest power of two at least as large (and the minimum)."""
+    return max(MIN_FILTER_BUCKETS, 1 << max(capacity - 1, 0).bit_length())
 
 
 class _Entries:
@@ -104,6 +123,8 @@ class _Entries:
         for chunk in self._chunks:
             if chunk.start + chunk.n <= start:
                 continue
+            if not chunk.may_hold(key):
+                continue
             low = max(0, start - chunk.start)
             found = np.flatnonzero(chunk.keys[low : chunk.n] == key) + low
             if len(found):
@@ -122,9 +143,6 @@ class _Entries:
             last.n = min(last.n, size - last.start)
         self.size = min(self.size, size)
 
-    def key_arrays(self) -> list[np.ndarray]:
-        """Every entry's key, chunk by chunk (views)."""
-        return [chunk.keys[: chunk.n] for chunk in self._chunks]
 
 
 class IncrementalBM25:
@@ -146,8 +164,6 @@ class IncrementalBM25:
         self._starts: list[int] = []  # position of each document's first entry (pending ones counted)
         self._start_array = _EMPTY
         self._entry_count = 0  # entries added, pending ones included
-        # bucket ``key & (len - 1)`` is set when an entry (even one cut since) held a term of that bucket
-        self._filter = np.zeros(MIN_FILTER_BUCKETS, dtype=bool)
         self._pending: list[tuple[bytes, bytes]] = []  # (keys, frequencies) of parts not joined yet
         self._pending_entries = 0
         self._lengths: list[int] = []
@@ -199,7 +215,6 @@ class IncrementalBM25:
         keys = np.frombuffer(b"".join(k for k, _ in pending), dtype="<i8")
         tfs = np.frombuffer(b"".join(t for _, t in pending), dtype="<i4")
         self._entries.extend(keys, tfs)
-        self._mark([keys])
 
     def _extend(self, terms: Sequence[str]) -> None:
         """Bring the postings of ``terms`` up to every indexed entry: one comparison over the new entries each."""
@@ -211,11 +226,7 @@ class IncrementalBM25:
             if cached is not None and start >= total:
                 continue
             docs, tfs = (cached[0], cached[1]) if cached is not None else (_EMPTY, _EMPTY)
-            key = term_key(term)
-            if not self._may_hold(key):
-                self._arrays[term] = (docs, tfs, total)
-                continue
-            positions, found = self._entries.matches(key, start)
+            positions, found = self._entries.matches(term_key(term), start)
             if len(positions):
                 owners = self._owners(positions)
                 new_docs, first = np.unique(owners, return_index=True)  # a document's entries are adjacent
@@ -223,21 +234,6 @@ class IncrementalBM25:
                 docs = np.concatenate((docs, new_docs))
                 tfs = np.concatenate((tfs, new_tfs))
             self._arrays[term] = (docs, tfs, total)
-
-    def _mark(self, keys: Sequence[np.ndarray]) -> None:
-        """Set the filter's buckets of ``keys`` (just appended), first doubling it while entries outnumber it."""
-        size = len(self._filter)
-        if self._entries.size > size:
-            while self._entries.size > size:
-                size *= 2
-            self._filter = np.zeros(size, dtype=bool)
-            keys = self._entries.key_arrays()
-        for part in keys:
-            self._filter[part & (size - 1)] = True
-
-    def _may_hold(self, key: int) -> bool:
-        """Whether some entry may hold the term of key ``key`` (``False``: none does)."""
-        return bool(self._filter[key & (len(self._filter) - 1)])
 
     def _term_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """``(docs, tfs)`` of a term over every indexed document (docs ascending), built on first use."""
