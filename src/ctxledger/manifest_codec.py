@@ -39,7 +39,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from itertools import repeat
+from itertools import chain, repeat
 from typing import Any
 
 import numpy as np
@@ -138,14 +138,12 @@ def encode_table(rows: Sequence[Mapping[str, Any]], parent: Sequence[int] | None
     """
     n = len(rows)
     order = tuple(rows[0])
-    if all(tuple(r) == order for r in rows):  # the usual case: every entry built with the same keys
-        columns = dict(zip(order, map(list, zip(*(r.values() for r in rows), strict=True)), strict=True))
+    if all(map(order.__eq__, map(tuple, rows))):  # the usual case: every entry built with the same keys
+        columns = dict(zip(order, map(list, zip(*map(dict.values, rows), strict=True)), strict=True))
         keys = dict.fromkeys(order)
     else:
-        keys = {}
-        for r in rows:
-            keys.update(dict.fromkeys(r))
-        columns = {k: [r.get(k, _MISSING) for r in rows] for k in keys}
+        keys = dict.fromkeys(chain.from_iterable(rows))  # every key, in order of first use
+        columns = {k: list(map(dict.get, rows, repeat(k), repeat(_MISSING))) for k in keys}
     table: dict[str, Any] = {"n": n, "keys": list(keys)}
     rel: list[str] = []
     anchor: Sequence[int] | None = parent
@@ -407,6 +405,19 @@ def _split(value: str) -> tuple[str, int]:
     return head, int(digits)
 
 
+class _SplitCache(dict[str, tuple[str, int]]):
+    """:func:`_split` of each string asked, computed on first use (ids repeat from one manifest to the next)."""
+
+    def __missing__(self, value: str) -> tuple[str, int]:
+        found = self[value] = _split(value)
+        return found
+
+
+_SPLITS = _SplitCache()
+_SPLITS_KEPT = 1 << 16
+"""Strings :data:`_SPLITS` holds at most before it is emptied (a bound on its memory, not on correctness)."""
+
+
 def _one_prefix(values: Sequence[str]) -> list[int] | None:
     """The numbers of strings that are one prefix and a number written without leading zeros, else ``None``."""
     prefix, number = _split(values[0])
@@ -432,13 +443,14 @@ def _ids(values: Sequence[Any], anchor: Sequence[int] | None = None) -> tuple[di
     if numbers is not None:
         prefixes[values[0][: len(values[0]) - len(str(numbers[0]))]] = 0
     else:
-        numbers = []
-        for v in values:
-            head, number = _split(v)
-            which.append(prefixes.setdefault(head, len(prefixes)))
-            numbers.append(number)
+        if len(_SPLITS) > _SPLITS_KEPT:
+            _SPLITS.clear()
+        heads, numbers_found = zip(*map(_SPLITS.__getitem__, values), strict=True)
+        prefixes = {head: i for i, head in enumerate(dict.fromkeys(heads))}
         if 2 * len(prefixes) > len(values):  # mostly distinct strings: nothing to gain
             return None
+        which = list(map(prefixes.__getitem__, heads))
+        numbers = list(numbers_found)
     spec: dict[str, Any] = {"prefixes": list(prefixes)}
     if len(prefixes) > PROFILES:
         spec["prefix"] = _ints(which)[0]
