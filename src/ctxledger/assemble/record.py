@@ -438,18 +438,29 @@ def _chosen_entry(
         ):
             return [_copied(e, nested, option.utility) for e, nested in entries]
     built = _entry(unit, option, stage, reason, option.turn_tokens or None, coster, scanner)
-    entries = [(e, tuple(k for k, v in e.items() if isinstance(v, list | dict))) for e in built]
+    entries = [(e, _nested(e)) for e in built]
     cache[unit.id] = (unit, (key, option.turns, option.detail, scanner, entries))
     return [_copied(e, nested, option.utility) for e, nested in entries]
 
 
-def _copied(entry: dict[str, Any], nested: Sequence[str], utility: float) -> dict[str, Any]:
+def _nested(entry: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(empty lists, other lists and dicts)``: the names of an entry's fields :func:`_copied` copies."""
+    empty = tuple(k for k, v in entry.items() if type(v) is list and not v)
+    other = tuple(k for k, v in entry.items() if isinstance(v, list | dict) and k not in empty)
+    return empty, other
+
+
+def _copied(entry: dict[str, Any], nested: tuple[Sequence[str], Sequence[str]], utility: float) -> dict[str, Any]:
     """A copy of a manifest entry with this call's ``utility`` (it changes with the unit's age).
 
-    Its lists and dicts (the fields ``nested`` names) are copies too: a manifest may be edited by its reader.
+    Its lists and dicts (the fields ``nested`` names, :func:`_nested`) are copies too: a manifest may be edited by
+    its reader.
     """
     out = dict(entry, utility=utility)
-    for name in nested:
+    empty, other = nested
+    for name in empty:
+        out[name] = []
+    for name in other:
         value = entry[name]
         if isinstance(value, list):
             out[name] = [dict(v) if isinstance(v, dict) else v for v in value]

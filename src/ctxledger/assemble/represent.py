@@ -262,6 +262,7 @@ class Ladder:
             tuple(sorted((k, rx.pattern) for k, rx in self.scanner.extra.items())),
         )
         self.reach: frozenset[str] | None = None
+        self._tables: dict[str, dict[str, tuple[Unit, list[tuple[Rung, int]]]]] = {}
         self._cache: dict[tuple[Any, ...], Any] = {} if _cache is None else _cache
         """Rungs by (tenant, unit, content, coster, query) and MinHash sketches by ("sketch", text), per ledger."""
 
@@ -296,6 +297,25 @@ class Ladder:
         bound.reach = reach
         return bound
 
+    def _rung_table(self, coster: Coster) -> dict[str, tuple[Unit, list[tuple[Rung, int]]]]:
+        """Unit id → ``(unit object, its rungs with their tokens)`` for this ladder's inputs and ``coster``.
+
+        A unit object stands for its tenant, id, content and marks (units are not changed once built); what
+        else the rungs depend on (focus, query, scanner, recall, counter) names the table, shared by every
+        ladder :meth:`bind` makes with the same inputs.
+        """
+        table = self._tables.get(coster.counter_id)
+        if table is None:
+            numbers = self._cache.setdefault(("rung inputs",), {})
+            inputs = (self.focus, self.query, self._scanner_key, self.recall)
+            number = numbers.get(inputs)
+            if number is None:
+                number = numbers[inputs] = len(numbers)
+            table = self._tables[coster.counter_id] = self._cache.setdefault(
+                ("rungs of unit", number, coster.counter_id), {}
+            )
+        return table  # type: ignore[no-any-return]
+
     def __call__(self, unit: Unit, verbatim: Option, coster: Coster, *, required: bool = False) -> list[Option]:
         """The options of ``unit`` besides verbatim, each with exact tokens and a utility below verbatim's.
 
@@ -314,6 +334,26 @@ class Ladder:
             return []
         if unit.kind not in _LADDER_KINDS or (verbatim.turn_tokens and max(verbatim.turn_tokens) < self.min_tokens):
             return []  # no turn is large enough to excerpt (what :meth:`_targets` looks for first)
+        table = self._rung_table(coster)
+        known = table.get(unit.id)
+        if known is not None and known[0] is unit:
+            rungs = known[1]
+        else:
+            rungs = self._rungs_of(unit, verbatim, coster)
+            table[unit.id] = (unit, rungs)
+        if isinstance(coster, FixedCoster):
+            for rung, _ in rungs:
+                coster.derived.update(rung.derived)
+        utility = verbatim.utility
+        return [
+            Option(
+                r.representation, tokens, round(utility * r.factor, 9), r.turns, r.transform, r.detail, r.turn_tokens
+            )
+            for r, tokens in rungs
+        ]
+
+    def _rungs_of(self, unit: Unit, verbatim: Option, coster: Coster) -> list[tuple[Rung, int]]:
+        """The unit's rungs with their tokens, cached by tenant, unit id, content, marks and this ladder's inputs."""
         key = (
             _tenant_of(unit),
             unit.id,
@@ -327,21 +367,7 @@ class Ladder:
         rungs = self._cache.get(key)
         if rungs is None:
             rungs = self._cache[key] = self._stored_or_built(unit, verbatim, coster)
-        if isinstance(coster, FixedCoster):
-            for rung in rungs:
-                coster.derived.update(rung.derived)
-        return [
-            Option(
-                r.representation,
-                r.tokens,
-                round(verbatim.utility * r.factor, 9),
-                r.turns,
-                r.transform,
-                r.detail,
-                r.turn_tokens,
-            )
-            for r in rungs
-        ]
+        return [(r, r.tokens) for r in rungs]
 
     def flush(self) -> None:
         """Write the rungs built since the last flush to :attr:`memo` (the store), one write per tenant."""

@@ -254,7 +254,7 @@ class StageContext:
         if last is not None and last[0] is items and last[1] == len(items) and (not items or items[-1] is last[2]):
             return list(last[3])
         idset, pos = self._positions(items)
-        new = idset - seen.keys()
+        new = idset.difference(seen)  # one lookup per item asked, however many items ``seen`` holds
         for k in sorted(pos[i] for i in new):
             item = items[k]
             value = compute(item)
