@@ -232,7 +232,9 @@ class StageContext:
         kept in :attr:`memo` per item object (a unit the snapshot rebuilt is a new object and is computed
         afresh), so a call computes only the items no earlier call saw, whichever subset of the history it
         visits, and the set operations that find them and the truthy verdicts among ``items`` run in C: a call
-        costs the new items plus the truthy verdicts, not a Python step per candidate.
+        costs the new items plus the truthy verdicts, not a Python step per candidate. The items and truthy
+        verdicts of the last list asked are kept apart too, so a list that mostly repeats the last one looks up
+        only its other items in the verdicts of the whole history.
 
         ``slot``: the memo keeps the verdicts of one namespace per slot, dropping the previous namespace's when
         another is asked for (for namespaces that name request values which change from call to call, such
@@ -247,6 +249,7 @@ class StageContext:
             self.memo[("slot", slot)] = (slot, namespace)  # type: ignore[assignment]
         # seen: id(item) -> item for every item computed (holding the item keeps its id from being reused);
         # truthy: id(item) -> (item, value) for those whose verdict is truthy; the last list asked and its answer
+        # (the list, its length, its last item, the answer, its ids, id -> (item, value) of its truthy verdicts)
         state = self.memo.setdefault(("scan", namespace), [{}, {}, None])  # type: ignore[arg-type]
         seen, truthy, last = state
         # the very list of the last call, unchanged: a snapshot refresh rebuilds a list's tail in place, and its
@@ -254,16 +257,23 @@ class StageContext:
         if last is not None and last[0] is items and last[1] == len(items) and (not items or items[-1] is last[2]):
             return list(last[3])
         idset, pos = self._positions(items)
-        new = idset.difference(seen)  # one lookup per item asked, however many items ``seen`` holds
-        for k in sorted(pos[i] for i in new):
+        if last is None:
+            fresh, present = idset, {}
+        else:  # an item of the last list was computed then, and its verdict has not changed since
+            fresh, kept = idset.difference(last[4]), last[5]
+            present = {i: kept[i] for i in kept.keys() & idset}
+        for k in sorted(pos[i] for i in fresh if i not in seen):
             item = items[k]
             value = compute(item)
             seen[id(item)] = item
             if value:
                 truthy[id(item)] = (item, value)
-        present = truthy.keys() & idset
-        found = [truthy[i] for i in sorted(present, key=pos.__getitem__)]
-        state[2] = (items, len(items), items[-1] if items else None, found)
+        for i in fresh:
+            hit = truthy.get(i)
+            if hit is not None:
+                present[i] = hit
+        found = [present[i] for i in sorted(present, key=pos.__getitem__)]
+        state[2] = (items, len(items), items[-1] if items else None, found, idset, present)
         return list(found)
 
     def _positions(self, items: Sequence[Any]) -> tuple[set[int], dict[int, int]]:
