@@ -1,4 +1,4 @@
-"""Pausing Python's cyclic garbage collector while a snapshot of a whole history is built.
+"""Pausing Python's cyclic garbage collector while a snapshot of a whole history is built, or an assembly made.
 
 Building a snapshot allocates hundreds of thousands of objects (records, units, turns, facts) that all stay
 alive in the snapshot cache; every full collection during the build walks all of them and frees nothing.
@@ -6,6 +6,12 @@ alive in the snapshot cache; every full collection during the build walks all of
 it was on: reference counting still frees what is not in a cycle, and cycles made meanwhile are collected
 when the pause ends. Builds in several threads share one pause (the collector is process-wide), which ends
 when the last of them ends.
+
+An assembly is paused too (:meth:`ctxledger.ledger.Ledger.assemble`): it makes tens of thousands of short-lived
+objects (selection options, payload messages, manifest entries) and no cycles, and frees them itself before it
+returns. A collection during the call would walk them while they are alive and promote them towards the old
+generation, whose growth then triggers a full collection of the whole heap every few dozen calls; paused, they
+die young and unwalked.
 
 When the pause ends and the collector was on, a build that made more than a quarter of the objects the
 process held before (and at least :data:`LARGE_BUILD`) is followed by one full collection. Its objects are all

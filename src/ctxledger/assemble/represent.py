@@ -610,12 +610,13 @@ class Ladder:
             ``{redundant unit id: Pointer(kept unit id, exact)}``; a kept unit is never itself redundant;
             ``exact`` is false when some step from the unit to the kept one is a near-duplicate.
         """
+        reach = self.reach
         exchanges = [
             u
             for u in units
             if u.kind is UnitKind.TOOL_EXCHANGE
-            and all(t == "delimited" for t in u.transforms.values())
-            and (self.reach is None or u.id in self.reach)
+            and (reach is None or u.id in reach)
+            and self._per_unit("only delimited", u, _only_delimited)
         ]
         pointers = {uid: Pointer(kept, True) for uid, kept in _repeated_calls(exchanges, self._call_key).items()}
         groups: dict[tuple[tuple[str, str], ...], list[tuple[str, str]]] = {}
@@ -624,7 +625,7 @@ class Ladder:
                 continue
             signature = self._per_unit("output signature", u, self._large_output_signature)
             if signature is not None:
-                groups.setdefault(signature, []).append((u.id, _outputs(u)))
+                groups.setdefault(signature, []).append((u.id, self._per_unit("outputs", u, _outputs)))
         for items in groups.values():  # near-duplicates only among outputs of the same call (a poll, a retry)
             if len(items) > 1:
                 pointers.update(self._near_duplicates(items))
@@ -644,7 +645,8 @@ class Ladder:
 
     def _large_output_signature(self, unit: Unit) -> tuple[tuple[str, str], ...] | None:
         """:func:`_call_signature` of a unit whose outputs reach :data:`REDUNDANT_MIN_CHARS`, else ``None``."""
-        return _call_signature(unit) if len(_outputs(unit)) >= REDUNDANT_MIN_CHARS else None
+        outputs = self._per_unit("outputs", unit, _outputs)
+        return _call_signature(unit) if len(outputs) >= REDUNDANT_MIN_CHARS else None
 
     def _per_unit(self, name: str, unit: Unit, compute: Callable[[Unit], Any]) -> Any:
         """``compute(unit)``, kept in the shared cache while ``unit`` is the very object it was computed for."""
@@ -831,6 +833,11 @@ def _distinct(rungs: list[Rung]) -> list[Rung]:
         if not out or rung.turns != out[-1].turns:
             out.append(rung)
     return out
+
+
+def _only_delimited(unit: Unit) -> bool:
+    """Whether every record of ``unit`` is rendered as it is but for the data-block framing."""
+    return all(t == "delimited" for t in unit.transforms.values())
 
 
 def _outputs(unit: Unit) -> str:
