@@ -79,7 +79,7 @@ from datasketch import MinHash, MinHashLSH  # type: ignore[import-untyped]
 
 from ctxledger.assemble.costing import Coster, FixedCoster, turn_key
 from ctxledger.assemble.rung_memo import Rung, decode_rungs, encode_rungs, memo_key
-from ctxledger.assemble.select import Option
+from ctxledger.assemble.select import Option, new_option
 from ctxledger.errors import BlobNotFound, BudgetError, ContentRetained, InputError, IntegrityError, RecordNotFound
 from ctxledger.fetch_hints import whole
 from ctxledger.hashing import sha256_hex
@@ -346,7 +346,7 @@ class Ladder:
                 coster.derived.update(rung.derived)
         utility = verbatim.utility
         return [
-            Option(
+            new_option(
                 r.representation, tokens, round(utility * r.factor, 9), r.turns, r.transform, r.detail, r.turn_tokens
             )
             for r, tokens in rungs

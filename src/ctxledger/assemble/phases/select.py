@@ -20,7 +20,7 @@ from ctxledger.assemble.reach import (
 )
 from ctxledger.assemble.relevance import is_question
 from ctxledger.assemble.request import AssemblyRequest
-from ctxledger.assemble.select import Option, SelectionItem, SelectionResult, select
+from ctxledger.assemble.select import Option, SelectionItem, SelectionResult, new_option, select
 from ctxledger.assemble.semantic import default_embedder
 from ctxledger.assemble.snapshot import Snapshot
 from ctxledger.budget import Budget, BudgetLedger
@@ -83,7 +83,7 @@ def _selection_items(
         if score is None:  # from another branch: it only fills what the lineage leaves
             utility *= FILL_FACTOR
         costs = turn_costs[uid]
-        verbatim = Option("verbatim", sum(costs), round(utility, 9), unit.turns, turn_tokens=costs)
+        verbatim = new_option("verbatim", sum(costs), round(utility, 9), unit.turns, turn_tokens=costs)
         options = [verbatim]
         required = uid in required_ids
         if oversized and uid in oversized:  # too large to enter verbatim: exact excerpts only
