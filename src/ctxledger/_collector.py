@@ -51,9 +51,12 @@ def collector_paused() -> Iterator[None]:
         with _lock:
             _depth -= 1
             resume = _depth == 0 and _resume
+            # decided before the collector is on again: an allocation then would start a young collection while
+            # the block's results are still held here
+            due = resume and _due()
             if resume:
                 gc.enable()
-        if resume and _due():
+        if due:
             gc.collect()  # one pass over what the build made, not the three its promotion would cost
 
 
