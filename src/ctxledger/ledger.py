@@ -90,6 +90,7 @@ class Ledger:
         """The representation ladder (its option cache lives as long as the ledger; rungs are kept in the store)."""
         self._costers: dict[tuple[str, str], Coster] = {}
         self._conversations: OrderedDict[tuple[Any, ...], tuple[int, list[Record]]] = OrderedDict()
+        self._main_branches: dict[tuple[str, str], str] = {}
         self._policies: OrderedDict[str, Policy] = OrderedDict()
         """Policies assembled with in this process, by the hash their manifests record (for replays)."""
 
@@ -470,12 +471,20 @@ class Ledger:
             raise ConfigurationError(f"invalid assembly request: {exc}") from exc
 
     def _main_branch(self, tenant_id: str, conversation_id: str) -> str:
+        """The conversation's main branch (its record is written once and never changed: kept per conversation)."""
+        key = (tenant_id, conversation_id)
+        known = self._main_branches.get(key)
+        if known is not None:
+            return known
         try:
             conv = self.store.get(tenant_id, conversation_id)
         except RecordNotFound:
             raise RecordNotFound(tenant_id, conversation_id, what="conversation") from None
         if not isinstance(conv, Conversation):
             raise RecordNotFound(tenant_id, conversation_id, what="conversation")
+        if len(self._main_branches) >= 4096:
+            self._main_branches.clear()
+        self._main_branches[key] = conv.branch_id
         return conv.branch_id
 
     def _check_snapshot_bounds(self, req: AssemblyRequest, branch_id: str, head: int) -> None:
@@ -715,6 +724,7 @@ class Ledger:
         self.snapshots = SnapshotLoader(self.store)
         self.ladder = _ladder(self.store)
         self._conversations.clear()
+        self._main_branches.clear()
 
     # -- explaining --------------------------------------------------------------------------------
 
