@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 LARGE_BUILD = 10_000
 """Fewest new objects (the young generation's count) after which the end of a pause may collect at once."""
@@ -36,24 +34,34 @@ _depth = 0
 _resume = False
 
 
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Disable the cyclic collector within the block; re-enable it after if it was enabled before."""
-    global _depth, _resume
-    with _lock:
-        if _depth == 0:
-            _resume = gc.isenabled()
-            gc.disable()
-        _depth += 1
-    try:
-        yield
-    finally:
+def collector_paused() -> _Pause:
+    """Disable the cyclic collector within the block; re-enable it after if it was enabled before.
+
+    A context manager that allocates nothing once the collector is on again, so no young collection starts
+    while the block's results are still held by the frame that leaves it.
+    """
+    return _Pause()
+
+
+class _Pause:
+    """The context manager :func:`collector_paused` returns."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        global _depth, _resume
+        with _lock:
+            if _depth == 0:
+                _resume = gc.isenabled()
+                gc.disable()
+            _depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        global _depth
         with _lock:
             _depth -= 1
             resume = _depth == 0 and _resume
-            # decided before the collector is on again: an allocation then would start a young collection while
-            # the block's results are still held here
-            due = resume and _due()
+            due = resume and _due()  # decided while the collector is still off
             if resume:
                 gc.enable()
         if due:
