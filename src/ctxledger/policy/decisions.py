@@ -171,6 +171,7 @@ class StageContext:
     _live: tuple[int, list[Unit]] | None = field(default=None, repr=False)
     _unit_of: dict[str, Unit] | None = field(default=None, repr=False)
     _scanned: dict[int, tuple[Any, ...]] = field(default_factory=dict, repr=False)
+    _differences: dict[tuple[int, int], tuple[set[int], set[int], set[int]]] = field(default_factory=dict, repr=False)
     _participants: dict[str, Participant] | None = field(default=None, repr=False)
 
     def participants(self) -> dict[str, Participant]:
@@ -260,7 +261,7 @@ class StageContext:
         if last is None:
             fresh, present = idset, {}
         else:  # an item of the last list was computed then, and its verdict has not changed since
-            fresh, kept = idset.difference(last[4]), last[5]
+            fresh, kept = self._difference(idset, last[4]), last[5]
             present = {i: kept[i] for i in kept.keys() & idset}
         for k in sorted(pos[i] for i in fresh if i not in seen):
             item = items[k]
@@ -275,6 +276,16 @@ class StageContext:
         found = [present[i] for i in sorted(present, key=pos.__getitem__)]
         state[2] = (items, len(items), items[-1] if items else None, found, idset, present)
         return list(found)
+
+    def _difference(self, ids: set[int], last: set[int]) -> set[int]:
+        """``ids - last``, computed once per context for all the namespaces whose last list was the same one.
+
+        Most stages scan the same candidate list, call after call.
+        """
+        hit = self._differences.get((id(ids), id(last)))
+        if hit is None or hit[0] is not ids or hit[1] is not last:
+            hit = self._differences[(id(ids), id(last))] = (ids, last, ids.difference(last))
+        return hit[2]
 
     def _positions(self, items: Sequence[Any]) -> tuple[set[int], dict[int, int]]:
         """``(set of ids, id -> position)`` of a candidate list, computed once per list and call."""
