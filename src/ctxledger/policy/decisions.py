@@ -170,7 +170,7 @@ class StageContext:
     _by_id: dict[str, Record] | None = field(default=None, repr=False)
     _live: tuple[int, list[Unit]] | None = field(default=None, repr=False)
     _unit_of: dict[str, Unit] | None = field(default=None, repr=False)
-    _scanned: dict[int, tuple[Any, ...]] = field(default_factory=dict, repr=False)
+    _scanned: dict[int, list[Any]] = field(default_factory=dict, repr=False)
     _differences: dict[tuple[int, int], tuple[set[int], set[int], set[int]]] = field(default_factory=dict, repr=False)
     _participants: dict[str, Participant] | None = field(default=None, repr=False)
 
@@ -257,13 +257,14 @@ class StageContext:
         # last item is then a new object
         if last is not None and last[0] is items and last[1] == len(items) and (not items or items[-1] is last[2]):
             return list(last[3])
-        idset, pos = self._positions(items)
+        ids, idset = self._ids(items)
         if last is None:
             fresh, present = idset, {}
         else:  # an item of the last list was computed then, and its verdict has not changed since
             fresh, kept = self._difference(idset, last[4]), last[5]
             present = {i: kept[i] for i in kept.keys() & idset}
-        for k in sorted(pos[i] for i in fresh if i not in seen):
+        new = [i for i in fresh if i not in seen]
+        for k in self._places(items, new):
             item = items[k]
             value = compute(item)
             seen[id(item)] = item
@@ -273,9 +274,26 @@ class StageContext:
             hit = truthy.get(i)
             if hit is not None:
                 present[i] = hit
-        found = [present[i] for i in sorted(present, key=pos.__getitem__)]
+        if len(ids) == len(idset):  # each item once: the truthy verdicts in list order
+            found = [present[i] for i in ids if i in present] if present else []
+        else:
+            pos = self._position_map(items)
+            found = [present[i] for i in sorted(present, key=pos.__getitem__)]
         state[2] = (items, len(items), items[-1] if items else None, found, idset, present)
         return list(found)
+
+    def _places(self, items: Sequence[Any], new: Sequence[int]) -> list[int]:
+        """Positions in ``items`` of the items whose ids are ``new``, ascending (the last one of an item listed twice).
+
+        A few are looked up in the list of ids (a C-level search each); more through a map of every position.
+        """
+        if not new:
+            return []
+        ids, idset = self._ids(items)
+        if len(new) <= 16 and len(ids) == len(idset):
+            return sorted(map(ids.index, new))
+        pos = self._position_map(items)
+        return sorted(pos[i] for i in new)
 
     def _difference(self, ids: set[int], last: set[int]) -> set[int]:
         """``ids - last``, computed once per context for all the namespaces whose last list was the same one.
@@ -287,13 +305,21 @@ class StageContext:
             hit = self._differences[(id(ids), id(last))] = (ids, last, ids.difference(last))
         return hit[2]
 
-    def _positions(self, items: Sequence[Any]) -> tuple[set[int], dict[int, int]]:
-        """``(set of ids, id -> position)`` of a candidate list, computed once per list and call."""
+    def _ids(self, items: Sequence[Any]) -> tuple[list[int], set[int]]:
+        """``(ids in order, set of ids)`` of a candidate list, computed once per list and call."""
         hit = self._scanned.get(id(items))
         if hit is None or hit[0] is not items:
             ids = list(map(id, items))
-            hit = self._scanned[id(items)] = (items, set(ids), dict(zip(ids, range(len(ids)), strict=True)))
+            hit = self._scanned[id(items)] = [items, ids, set(ids), None]
         return hit[1], hit[2]
+
+    def _position_map(self, items: Sequence[Any]) -> dict[int, int]:
+        """Item id → position (the last, for an item listed twice) of a candidate list, made once per list and call."""
+        self._ids(items)
+        hit = self._scanned[id(items)]
+        if hit[3] is None:
+            hit[3] = dict(zip(hit[1], range(len(hit[1])), strict=True))
+        return hit[3]  # type: ignore[no-any-return]
 
     def live_units(self) -> list[Unit]:
         """Units none of whose records were omitted so far (``omitted`` only grows, so its size dates the list)."""
