@@ -175,9 +175,10 @@ class StageContext:
     _participants: dict[str, Participant] | None = field(default=None, repr=False)
 
     def participants(self) -> dict[str, Participant]:
-        """Participant records among the candidates, by id (found once per context)."""
+        """Participant records among the candidates, by id (found once per context, each record's kind kept)."""
         if self._participants is None:
-            self._participants = {r.id: r for r in self.records if isinstance(r, Participant)}
+            found = self.scan("participant records", self.records, _is_participant)
+            self._participants = {r.id: r for r, _ in found}
         return self._participants
 
     def record(self, record_id: str) -> Record | None:
@@ -339,6 +340,10 @@ class StageContext:
         (:func:`protected_records`).
         """
         return protected_records(self)
+
+
+def _is_participant(record: Record) -> bool:
+    return isinstance(record, Participant)
 
 
 @runtime_checkable
