@@ -1,4 +1,4 @@
-"""Pausing Python's cyclic garbage collector while a snapshot of a whole history is built.
+"""Pausing Python's cyclic garbage collector while a snapshot of a whole history is built, or an assembly made.
 
 Building a snapshot allocates hundreds of thousands of objects (records, units, turns, facts) that all stay
 alive in the snapshot cache; every full collection during the build walks all of them and frees nothing.
@@ -6,6 +6,12 @@ alive in the snapshot cache; every full collection during the build walks all of
 it was on: reference counting still frees what is not in a cycle, and cycles made meanwhile are collected
 when the pause ends. Builds in several threads share one pause (the collector is process-wide), which ends
 when the last of them ends.
+
+An assembly is paused too (:meth:`ctxledger.ledger.Ledger.assemble`): it makes tens of thousands of short-lived
+objects (selection options, payload messages, manifest entries) and no cycles, and frees them itself before it
+returns. A collection during the call would walk them while they are alive and promote them towards the old
+generation, whose growth then triggers a full collection of the whole heap every few dozen calls; paused, they
+die young and unwalked.
 
 When the pause ends and the collector was on, a build that made more than a quarter of the objects the
 process held before (and at least :data:`LARGE_BUILD`) is followed by one full collection. Its objects are all
@@ -19,8 +25,6 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 LARGE_BUILD = 10_000
 """Fewest new objects (the young generation's count) after which the end of a pause may collect at once."""
@@ -30,24 +34,37 @@ _depth = 0
 _resume = False
 
 
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Disable the cyclic collector within the block; re-enable it after if it was enabled before."""
-    global _depth, _resume
-    with _lock:
-        if _depth == 0:
-            _resume = gc.isenabled()
-            gc.disable()
-        _depth += 1
-    try:
-        yield
-    finally:
+def collector_paused() -> _Pause:
+    """Disable the cyclic collector within the block; re-enable it after if it was enabled before.
+
+    A context manager that allocates nothing once the collector is on again, so no young collection starts
+    while the block's results are still held by the frame that leaves it.
+    """
+    return _Pause()
+
+
+class _Pause:
+    """The context manager :func:`collector_paused` returns."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        global _depth, _resume
+        with _lock:
+            if _depth == 0:
+                _resume = gc.isenabled()
+                gc.disable()
+            _depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        global _depth
         with _lock:
             _depth -= 1
             resume = _depth == 0 and _resume
+            due = resume and _due()  # decided while the collector is still off
             if resume:
                 gc.enable()
-        if resume and _due():
+        if due:
             gc.collect()  # one pass over what the build made, not the three its promotion would cost
 
 

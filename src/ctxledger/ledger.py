@@ -90,6 +90,7 @@ class Ledger:
         """The representation ladder (its option cache lives as long as the ledger; rungs are kept in the store)."""
         self._costers: dict[tuple[str, str], Coster] = {}
         self._conversations: OrderedDict[tuple[Any, ...], tuple[int, list[Record]]] = OrderedDict()
+        self._main_branches: dict[tuple[str, str], str] = {}
         self._policies: OrderedDict[str, Policy] = OrderedDict()
         """Policies assembled with in this process, by the hash their manifests record (for replays)."""
 
@@ -374,54 +375,55 @@ class Ledger:
                 ConfigurationError for a model with no known tokenizer and no ``counter`` (it lists the
                 counter names).
         """
-        req = self._request(conversation_id, tenant_id, request)
-        _check_snapshot(req.as_of_seq)
-        req.budget()  # the arguments are checked before anything is read (ConfigurationError: see Budget)
-        head = self.store.head_seq(req.tenant_id, req.conversation_id)
-        if head == 0:
-            raise RecordNotFound(req.tenant_id, req.conversation_id, what="conversation")
-        branch = req.branch_id or self._main_branch(req.tenant_id, req.conversation_id)
-        if req.as_of_seq is not None:
-            self._check_snapshot_bounds(req, branch, head)
-            self._check_snapshot_cut(req, branch)
-        snap = self.snapshots.load(req.tenant_id, req.conversation_id, branch, req.as_of_seq)
-        policy = policy or self.policy
-        recall = policy.rehydration.recall_tool  # the model can read records back: the hints name the recall tool
-        coster = coster or self.coster(req.api, req.model, counter, recall=recall)
-        ladder = self.ladder.bind(
-            req.query,
-            reach(snap.units, unit_turn_costs(snap, coster), req.budget().input_tokens),
-            getattr(policy.stage("secrets"), "scanner", None),
-            recall=recall,
-        )
-        asm = assemble(
-            req,
-            snap,
-            policy=policy,
-            coster=coster,
-            serializer=get_serializer(req.api, recall=recall),
-            extra_records=self._off_lineage(snap),
-            read_blob=self.store.blobs.get,
-            options_for=ladder,
-            redundancy=ladder.redundant,
-            find_artifacts=lambda sha: self.store.artifacts_by_sha256(req.tenant_id, sha),
-            find_record=lambda rid: self._find_record(req.tenant_id, rid),
-            trace=trace,
-            stored_previous=lambda key, seq: stability.latest_stored(
-                self.store.list_assemblies(req.tenant_id, req.conversation_id), branch, key, seq
-            ),
-        )
-        flush = getattr(coster, "flush", None)
-        if flush is not None:
-            flush()  # the counts this call made (excerpts, extractions …), one write for the call
-        ladder.flush()  # and the rungs it built
-        self._policies[asm.manifest["policy"]["hash"]] = policy
-        self._policies.move_to_end(asm.manifest["policy"]["hash"])
-        while len(self._policies) > 32:
-            self._policies.popitem(last=False)
-        if persist:
-            self.store.put_assembly(asm.persisted())
-        return asm
+        with collector_paused():  # what an assembly makes dies with it, unwalked (see ctxledger._collector)
+            req = self._request(conversation_id, tenant_id, request)
+            _check_snapshot(req.as_of_seq)
+            req.budget()  # the arguments are checked before anything is read (ConfigurationError: see Budget)
+            head = self.store.head_seq(req.tenant_id, req.conversation_id)
+            if head == 0:
+                raise RecordNotFound(req.tenant_id, req.conversation_id, what="conversation")
+            branch = req.branch_id or self._main_branch(req.tenant_id, req.conversation_id)
+            if req.as_of_seq is not None:
+                self._check_snapshot_bounds(req, branch, head)
+                self._check_snapshot_cut(req, branch)
+            snap = self.snapshots.load(req.tenant_id, req.conversation_id, branch, req.as_of_seq)
+            policy = policy or self.policy
+            recall = policy.rehydration.recall_tool  # the model can read records back: the hints name the recall tool
+            coster = coster or self.coster(req.api, req.model, counter, recall=recall)
+            ladder = self.ladder.bind(
+                req.query,
+                reach(snap.units, unit_turn_costs(snap, coster), req.budget().input_tokens),
+                getattr(policy.stage("secrets"), "scanner", None),
+                recall=recall,
+            )
+            asm = assemble(
+                req,
+                snap,
+                policy=policy,
+                coster=coster,
+                serializer=get_serializer(req.api, recall=recall),
+                extra_records=self._off_lineage(snap),
+                read_blob=self.store.blobs.get,
+                options_for=ladder,
+                redundancy=ladder.redundant,
+                find_artifacts=lambda sha: self.store.artifacts_by_sha256(req.tenant_id, sha),
+                find_record=lambda rid: self._find_record(req.tenant_id, rid),
+                trace=trace,
+                stored_previous=lambda key, seq: stability.latest_stored(
+                    self.store.list_assemblies(req.tenant_id, req.conversation_id), branch, key, seq
+                ),
+            )
+            flush = getattr(coster, "flush", None)
+            if flush is not None:
+                flush()  # the counts this call made (excerpts, extractions …), one write for the call
+            ladder.flush()  # and the rungs it built
+            self._policies[asm.manifest["policy"]["hash"]] = policy
+            self._policies.move_to_end(asm.manifest["policy"]["hash"])
+            while len(self._policies) > 32:
+                self._policies.popitem(last=False)
+            if persist:
+                self.store.put_assembly(asm.persisted())
+            return asm
 
     def _find_record(self, tenant_id: str, record_id: str) -> Record | None:
         """The tenant's record with that id, or ``None`` (sources of derived records outside the candidates)."""
@@ -469,12 +471,20 @@ class Ledger:
             raise ConfigurationError(f"invalid assembly request: {exc}") from exc
 
     def _main_branch(self, tenant_id: str, conversation_id: str) -> str:
+        """The conversation's main branch (its record is written once and never changed: kept per conversation)."""
+        key = (tenant_id, conversation_id)
+        known = self._main_branches.get(key)
+        if known is not None:
+            return known
         try:
             conv = self.store.get(tenant_id, conversation_id)
         except RecordNotFound:
             raise RecordNotFound(tenant_id, conversation_id, what="conversation") from None
         if not isinstance(conv, Conversation):
             raise RecordNotFound(tenant_id, conversation_id, what="conversation")
+        if len(self._main_branches) >= 4096:
+            self._main_branches.clear()
+        self._main_branches[key] = conv.branch_id
         return conv.branch_id
 
     def _check_snapshot_bounds(self, req: AssemblyRequest, branch_id: str, head: int) -> None:
@@ -714,6 +724,7 @@ class Ledger:
         self.snapshots = SnapshotLoader(self.store)
         self.ladder = _ladder(self.store)
         self._conversations.clear()
+        self._main_branches.clear()
 
     # -- explaining --------------------------------------------------------------------------------
 

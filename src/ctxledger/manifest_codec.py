@@ -39,7 +39,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from itertools import repeat
+from itertools import chain, repeat
 from typing import Any
 
 import numpy as np
@@ -137,15 +137,14 @@ def encode_table(rows: Sequence[Mapping[str, Any]], parent: Sequence[int] | None
     own ``ref``, when it has one, is written relative to it).
     """
     n = len(rows)
-    order = tuple(rows[0])
-    if all(tuple(r) == order for r in rows):  # the usual case: every entry built with the same keys
-        columns = dict(zip(order, map(list, zip(*(r.values() for r in rows), strict=True)), strict=True))
+    orders = list(map(tuple, rows))
+    order = orders[0]
+    if all(map(order.__eq__, orders)):  # the usual case: every entry built with the same keys
+        columns = dict(zip(order, map(list, zip(*map(dict.values, rows), strict=True)), strict=True))
         keys = dict.fromkeys(order)
     else:
-        keys = {}
-        for r in rows:
-            keys.update(dict.fromkeys(r))
-        columns = {k: [r.get(k, _MISSING) for r in rows] for k in keys}
+        keys = dict.fromkeys(chain.from_iterable(orders))  # every key, in order of first use
+        columns = {k: list(map(dict.get, rows, repeat(k), repeat(_MISSING))) for k in keys}
     table: dict[str, Any] = {"n": n, "keys": list(keys)}
     rel: list[str] = []
     anchor: Sequence[int] | None = parent
@@ -157,7 +156,7 @@ def encode_table(rows: Sequence[Mapping[str, Any]], parent: Sequence[int] | None
             if ids[2]:
                 rel.append(ANCHOR)
     anchored = "ids" in table
-    pending: dict[str, tuple[list[Any], list[Any]]] = {}
+    pending: dict[str, tuple[list[Any], list[Any], int]] = {}
     for key, values in columns.items():
         if key == ANCHOR and anchored:
             continue
@@ -169,16 +168,17 @@ def encode_table(rows: Sequence[Mapping[str, Any]], parent: Sequence[int] | None
             table.setdefault("dicts", {})[key] = _nested_dicts(values, anchor)
             continue
         keyed = _keys(values, kinds)
-        if values[0] is not _MISSING and len(set(keyed)) == 1:
+        count = len(set(keyed))
+        if values[0] is not _MISSING and count == 1:
             table.setdefault("const", {})[key] = values[0]
         elif kinds == {int}:
             table.setdefault("ints", {})[key] = _best_ints(key, values, anchor, rel)
-        elif (2 * (count := len(set(keyed))) > n or count > PROFILES) and (found := _ids(values, anchor)) is not None:
+        elif (2 * count > n or count > PROFILES) and (found := _ids(values, anchor)) is not None:
             table.setdefault("ids", {})[key] = found[0]
             if found[2]:
                 rel.append(key)
         else:
-            pending[key] = (values, keyed)
+            pending[key] = (values, keyed, count)
     if rel:
         table["rel"] = rel
     _place_rest(table, pending, n)
@@ -291,14 +291,14 @@ def _fresh(value: Any) -> Any:
     return value
 
 
-def _place_rest(table: dict[str, Any], pending: Mapping[str, tuple[list[Any], list[Any]]], n: int) -> None:
+def _place_rest(table: dict[str, Any], pending: Mapping[str, tuple[list[Any], list[Any], int]], n: int) -> None:
     """Write the remaining columns: those of few values into the profile, the others sparse or whole.
 
-    ``pending`` maps each key to its values and their :func:`_key` s.
+    ``pending`` maps each key to its values, their :func:`_key` s and how many distinct keys they hold.
     """
-    keyed = {k: ks for k, (_, ks) in pending.items()}
-    columns = {k: vs for k, (vs, _) in pending.items()}
-    distinct = {k: len(set(ks)) for k, ks in keyed.items()}
+    keyed = {k: ks for k, (_, ks, _) in pending.items()}
+    columns = {k: vs for k, (vs, _, _) in pending.items()}
+    distinct = {k: count for k, (_, _, count) in pending.items()}
     codes: dict[str, np.ndarray] = {}
     for k, ks in keyed.items():
         if distinct[k] <= PROFILES and 2 * distinct[k] <= n:  # a key of more values, or of values that
@@ -407,38 +407,35 @@ def _split(value: str) -> tuple[str, int]:
     return head, int(digits)
 
 
-def _one_prefix(values: Sequence[str]) -> list[int] | None:
-    """The numbers of strings that are one prefix and a number written without leading zeros, else ``None``."""
-    prefix, number = _split(values[0])
-    if number == NO_NUMBER:
-        return None
-    if not all(map(str.startswith, values, repeat(prefix))):
-        return None
-    start = len(prefix)
-    tails = [v[start:] for v in values]
-    if not (all(map(str.isdigit, tails)) and all(map(str.isascii, tails))):
-        return None
-    numbers = list(map(int, tails))
-    return numbers if list(map(str, numbers)) == tails else None
+class _SplitCache(dict[str, tuple[str, int]]):
+    """:func:`_split` of each string asked, computed on first use (ids repeat from one manifest to the next)."""
+
+    def __missing__(self, value: str) -> tuple[str, int]:
+        found = self[value] = _split(value)
+        return found
+
+
+_SPLITS = _SplitCache()
+_SPLITS_KEPT = 1 << 16
+"""Strings :data:`_SPLITS` holds at most before it is emptied (a bound on its memory, not on correctness)."""
 
 
 def _ids(values: Sequence[Any], anchor: Sequence[int] | None = None) -> tuple[dict[str, Any], list[int], bool] | None:
     """``(spec, numbers, relative)`` of strings ending in a number, or ``None`` when one does not."""
     if set(map(type, values)) != _STRINGS:
         return None
-    numbers = _one_prefix(values)
-    prefixes: dict[str, int] = {}
+    if len(_SPLITS) > _SPLITS_KEPT:
+        _SPLITS.clear()
+    heads, found = zip(*map(_SPLITS.__getitem__, values), strict=True)
+    numbers = list(found)
     which: list[int] = []
-    if numbers is not None:
-        prefixes[values[0][: len(values[0]) - len(str(numbers[0]))]] = 0
+    if numbers[0] != NO_NUMBER and NO_NUMBER not in numbers and heads.count(heads[0]) == len(heads):
+        prefixes = {heads[0]: 0}  # one prefix, each number written without leading zeros (see :func:`_split`)
     else:
-        numbers = []
-        for v in values:
-            head, number = _split(v)
-            which.append(prefixes.setdefault(head, len(prefixes)))
-            numbers.append(number)
+        prefixes = {head: i for i, head in enumerate(dict.fromkeys(heads))}
         if 2 * len(prefixes) > len(values):  # mostly distinct strings: nothing to gain
             return None
+        which = list(map(prefixes.__getitem__, heads))
     spec: dict[str, Any] = {"prefixes": list(prefixes)}
     if len(prefixes) > PROFILES:
         spec["prefix"] = _ints(which)[0]
@@ -518,16 +515,17 @@ def _length(seq: np.ndarray) -> int:
     """About the length of ``seq`` written as a JSON list of integers (it only chooses between forms)."""
     if not len(seq):
         return 2
-    magnitude = np.abs(seq).astype(np.float64)
-    digits = np.floor(np.log10(np.maximum(magnitude, 1.0))).astype(np.int64) + 1
-    return int(digits.sum() + (seq < 0).sum()) + len(seq) + 1
+    work = np.abs(seq).astype(np.float64)
+    floors = np.floor(np.log10(np.maximum(work, 1.0, out=work), out=work), out=work)  # digits - 1, per value
+    return int(floors.sum()) + int(np.count_nonzero(seq < 0)) + 2 * len(seq) + 1
 
 
 def _runs(seq: np.ndarray) -> np.ndarray | None:
     """``[value, count, …]`` of the runs of equal values in ``seq``, or ``None`` when that is not shorter."""
-    starts = np.flatnonzero(np.concatenate(([True], seq[1:] != seq[:-1])))
-    if 2 * len(starts) >= len(seq):
+    change = seq[1:] != seq[:-1]
+    if 2 * (int(np.count_nonzero(change)) + 1) >= len(seq):  # a run starts at 0 and at every change
         return None
+    starts = np.flatnonzero(np.concatenate(([True], change)))
     counts = np.diff(np.append(starts, len(seq)))
     return np.column_stack((seq[starts], counts)).ravel()
 

@@ -177,20 +177,19 @@ class QuicktokCounter:
     def count(self, text: str) -> int:
         """Tokens of ``text`` as ordinary text; lone surrogates count as U+FFFD, as in tiktoken.
 
-        Texts of at least :data:`COUNT_CACHE_CHARS` characters are remembered (up to :data:`COUNT_CACHE_SIZE`
-        of them): every assembly counts its payload again, and most of a payload's long texts were in the last.
+        Counts are remembered (up to :data:`COUNT_CACHE_SIZE` texts): every assembly counts its payload again
+        (roles, names, tool arguments and every message text), and most of a payload's texts were in the last.
         """
-        long = len(text) >= COUNT_CACHE_CHARS
-        if long and (known := self._counted.get(text)) is not None:
+        known = self._counted.get(text)
+        if known is not None:
             return known
         if self._reference is not None and _encodings.has_unassigned(text):
             tokens = self._reference().count(text)
         else:
             tokens = self._native(text)
-        if long:
-            if len(self._counted) >= COUNT_CACHE_SIZE:
-                self._counted.clear()
-            self._counted[text] = tokens
+        if len(self._counted) >= COUNT_CACHE_SIZE:
+            self._counted.clear()
+        self._counted[text] = tokens
         return tokens
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
@@ -211,9 +210,7 @@ class QuicktokCounter:
         return counts
 
 
-COUNT_CACHE_CHARS = 256
-"""Texts at least this long (characters) have their counts remembered by :class:`QuicktokCounter`."""
-COUNT_CACHE_SIZE = 8192
+COUNT_CACHE_SIZE = 16_384
 """Counts a :class:`QuicktokCounter` remembers at most (the table is emptied when full)."""
 
 

@@ -88,3 +88,26 @@ def test_a_large_build_is_collected_once_when_the_pause_ends(enabled: bool, larg
         assert len(kept) == size
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_an_assembly_runs_with_the_collector_off_and_leaves_it_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every phase of an assembly (a warm one included) runs paused; the collector is on again once it returns."""
+    from ctxledger.assemble import assembler
+
+    ledger = Ledger(MemoryStore())
+    g = GraphBuilder(ledger, "gc-phases")
+    g.system("sys", "You help.")
+    g.user("u1", "Hello")
+    seen: list[bool] = []
+    real = assembler.build_manifest
+
+    def watched(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(assembler, "build_manifest", watched)
+    assert gc.isenabled()
+    for _ in range(2):  # the first call builds the snapshot, the second finds it cached
+        ledger.assemble(g.conversation_id, now=g.now, window_tokens=8_000)
+        assert gc.isenabled()
+    assert seen == [False, False]

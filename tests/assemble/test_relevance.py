@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxledger.assemble import relevance
+from ctxledger.assemble.lexical_index import IncrementalBM25
 from ctxledger.assemble.relevance import is_question, spread, term_counts, tokenize
 from ctxledger.ledger import Ledger
 from ctxledger.policy.base import SelectionParams
@@ -132,3 +133,17 @@ def test_term_counts_are_the_counted_tokens_in_first_appearance_order(texts: lis
     got = term_counts(texts)
     assert got == want
     assert [list(t) for t in got] == [list(t) for t in want]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.lists(_WORDISH | st.text(max_size=6), max_size=25).map(" ".join), min_size=1, max_size=8),
+    st.lists(_WORDISH | st.text(max_size=6), max_size=12).map(" ".join),
+)
+def test_a_query_scored_by_its_counted_terms_scores_as_by_its_tokens(docs: list[str], query: str) -> None:
+    """Relevance takes a query's terms from term_counts; the BM25 scores are bit for bit those of its token list."""
+    index = IncrementalBM25()
+    for doc in tokenize(docs):
+        index.add(doc)
+    by_tokens = index.scores(tokenize([query])[0]).tolist()
+    assert index.scores(list(term_counts([query])[0])).tolist() == by_tokens

@@ -29,9 +29,9 @@ def _context(memo: dict) -> StageContext:
 
 calls = st.lists(
     st.tuples(
-        st.lists(st.integers(0, 11), max_size=12),  # positions in the pool, in this call's order
+        st.lists(st.integers(0, 39), max_size=40),  # positions in the pool, in this call's order
         st.booleans(),  # reuse the previous call's list object (its tail rebuilt in place when items are rebuilt)
-        st.sets(st.integers(0, 11), max_size=3),  # pool items rebuilt (a new object, same id) before the call
+        st.sets(st.integers(0, 39), max_size=20),  # pool items rebuilt (a new object, same id) before the call
         st.sampled_from(["a", "b"]),  # the namespace (one slot)
     ),
     min_size=1,
@@ -40,7 +40,7 @@ calls = st.lists(
 
 
 @settings(max_examples=200, deadline=None)
-@given(values=st.lists(st.integers(-2, 3), min_size=12, max_size=12), run=calls)
+@given(values=st.lists(st.integers(-2, 3), min_size=40, max_size=40), run=calls)
 def test_cached_scan_answers_as_a_fresh_scan(values, run):
     pool = [Item(f"r{i}", v) for i, v in enumerate(values)]
     memo: dict = {}

@@ -125,10 +125,14 @@ class SerializerCoster:
             self.store.put_token_counts(self.counter_id, unsaved)
 
     def prefetch(self, turns: Sequence[Turn]) -> None:
-        """Load cached counts for ``turns`` from the store and count (then store) the missing ones."""
+        """Load cached counts for ``turns`` from the store and count (then store) the missing ones.
+
+        Turns whose text is short in all (under :data:`COUNT_RATHER_THAN_READ` characters) are counted without
+        asking the store first: counting them costs less than the round trip (the count is the same either way).
+        """
         keys = {self._key(t): t for t in turns}
         missing = [k for k in keys if k not in self._cache]
-        if self.store is not None and missing:
+        if self.store is not None and missing and not _short([keys[k] for k in missing]):
             self._cache.update(self.store.get_token_counts(self.counter_id, missing))
         fresh = {k: self._count(keys[k]) for k in missing if k not in self._cache}
         self._cache.update(fresh)
@@ -146,6 +150,25 @@ class SerializerCoster:
     def base_tokens(self) -> int:
         """Reply priming of the serializer."""
         return self.serializer.base_tokens(self.counter)
+
+
+COUNT_RATHER_THAN_READ = 4_096
+"""Characters of text below which :meth:`SerializerCoster.prefetch` counts turns instead of reading their counts."""
+
+
+def _short(turns: Sequence[Turn]) -> bool:
+    """Whether ``turns`` are short text: no content parts or reasoning, under :data:`COUNT_RATHER_THAN_READ` chars.
+
+    Tool-call arguments count with the texts.
+    """
+    total = 0
+    for turn in turns:
+        if not isinstance(turn.content, str | None) or turn.thinking:
+            return False
+        total += len(turn.content or "") + sum(len(c.arguments) for c in turn.tool_calls)
+        if total >= COUNT_RATHER_THAN_READ:
+            return False
+    return True
 
 
 class FixedCoster:

@@ -17,7 +17,7 @@ from ctxledger.assemble.facets import UnitFacets
 from ctxledger.assemble.lexical_index import IncrementalBM25
 from ctxledger.assemble.relevance import _STOPWORDS as STOPWORDS  # the index's own word rule and stop list
 from ctxledger.assemble.relevance import _WORDS as WORDS
-from ctxledger.assemble.relevance import RelevanceWeights, spread, tokenize, with_semantic
+from ctxledger.assemble.relevance import RelevanceWeights, spread, term_counts, with_semantic
 from ctxledger.assemble.semantic import VectorIndex
 from ctxledger.assemble.speakers import named_speaker, with_speaker, without_speaker
 
@@ -72,9 +72,9 @@ def query_topic(query: str) -> str:
     """``query`` without its :data:`QUESTION_WORDS` and the index's stop words (whole words, any case).
 
     What relevance matches when ``drop_question_words`` is on: BM25 of these words (the stop words are dropped by
-    :func:`tokenize` anyway) and the semantic vector of these words alone, whose mean is then not diluted by
-    "what", "did" and "the". The indexed texts keep theirs. Returns ``query`` unchanged when no other word is left
-    (a query of question words only still matches what it can).
+    :func:`~ctxledger.assemble.relevance.tokenize` anyway) and the semantic vector of these words alone, whose
+    mean is then not diluted by "what", "did" and "the". The indexed texts keep theirs. Returns ``query``
+    unchanged when no other word is left (a query of question words only still matches what it can).
     """
     kept = [m.group() for m in WORDS.finditer(query) if m.group().lower() not in _FUNCTION_WORDS]
     return " ".join(kept) if kept else query
@@ -99,7 +99,8 @@ def unit_relevance(
 ) -> np.ndarray:
     """Relevance of the first ``n_units`` units of a snapshot to ``query``, over the maximum (in [0, 1]).
 
-    BM25 of the query's terms (:func:`tokenize`); with ``selection`` (the policy's
+    BM25 of the query's terms (those of :func:`~ctxledger.assemble.relevance.tokenize`, in the order they first
+    appear, as :func:`~ctxledger.assemble.relevance.term_counts` finds them); with ``selection`` (the policy's
     :class:`~ctxledger.policy.base.SelectionParams`): BM25 with its length normalisation ``bm25_b``, the query
     without its question words when
     ``drop_question_words`` is on (:func:`query_topic`, for both BM25 and the semantic part),
@@ -114,7 +115,7 @@ def unit_relevance(
     """
     dropped = selection is not None and selection.drop_question_words and bool(query)
     topic = query_topic(query) if dropped else query
-    terms = tokenize([topic])[0] if topic else []
+    terms = list(term_counts([topic])[0]) if topic else []
     scores = index.scores(terms, n_units, b=selection.bm25_b if selection is not None else None)
     if selection is not None:
         speakers, days, sessions = facets.arrays()

@@ -131,4 +131,8 @@ def _limit(ledger: Any) -> int:
 
 def recalls_in(records: Sequence[Record]) -> list[dict[str, Any]]:
     """The recall answers recorded among ``records`` (``meta["recall"]`` of tool results), in order."""
-    return [{"artifact": r.id, **r.meta["recall"]} for r in records if isinstance(r.meta.get("recall"), Mapping)]
+    return [
+        {"artifact": r.id, **found}
+        for r in records
+        if (found := r.meta.get("recall")) is not None and isinstance(found, Mapping)
+    ]

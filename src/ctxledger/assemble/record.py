@@ -145,6 +145,9 @@ def build_manifest(inp: ManifestInputs) -> ManifestView:
         by_reason[str(ReasonCode.BUDGET)] += unvisited
         by_stage[REACH_STAGE] += unvisited
     all_marks = [d for ds in plan.marks.values() for d in ds]
+    # a summary keeps the decisions about an included record or unit, and those about no record (a tool schema)
+    kept_decisions = [d for d in plan.decisions if d.ref in about or d.ref not in candidate_ids]
+    kept_marks = [d for d in all_marks if d.ref in about or d.ref not in candidate_ids]
     b, requested, ledger = inp.budget, inp.requested, inp.ledger
 
     def full_trace() -> dict[str, Any]:
@@ -199,8 +202,8 @@ def build_manifest(inp: ManifestInputs) -> ManifestView:
         omitted_by_reason=dict(sorted(by_reason.items())),
         omitted_by_stage=dict(sorted(by_stage.items())),
         notable_omissions=_notable(omitted, request, plan, inp.budget_utilities, snap, scanner),
-        decisions=[_decision_entry(d, scanner) for d in plan.decisions if _kept(d.ref, about, candidate_ids)],
-        marks=[_mark_entry(d, scanner) for d in all_marks if _kept(d.ref, about, candidate_ids)],
+        decisions=_entries(snap, "manifest decision entries", kept_decisions, _decision_entry, scanner),
+        marks=_entries(snap, "manifest mark entries", kept_marks, _mark_entry, scanner),
         rehydrations=[_redacted(r, _REHYDRATION_TEXT, scanner) for r in plan.rehydrations],
         tools=_redacted_names(plan.tools, scanner),
         lineage=[{"branch_id": h.branch_id, "max_seq": h.max_seq} for h in snap.lineage],
@@ -223,11 +226,6 @@ def build_manifest(inp: ManifestInputs) -> ManifestView:
     if trace != "full":
         dict.__setitem__(view, "payload", inp.payload)  # at hand in process; the stored summary keeps None
     return view
-
-
-def _kept(ref: str, about: set[str], candidates: set[str]) -> bool:
-    """Whether a summary keeps a decision: about an included record or unit, or about no record (a tool schema)."""
-    return ref in about or ref not in candidates
 
 
 def _replay_tokens(snap: Snapshot, costs: Sequence[Sequence[int]]) -> int:
@@ -362,6 +360,35 @@ def _mark_entry(d: PolicyDecision, scanner: SecretScanner) -> dict[str, Any]:
     return {"ref": d.ref, "stage": d.stage, "reason": d.reason, "detail": redact_text(d.detail, scanner)}
 
 
+def _entries(
+    snap: Snapshot,
+    name: str,
+    decisions: Sequence[PolicyDecision],
+    entry: Callable[[PolicyDecision, SecretScanner], dict[str, Any]],
+    scanner: SecretScanner,
+) -> list[dict[str, Any]]:
+    """A copy of each decision's manifest entry, built (and redacted) once per decision object.
+
+    Most decisions are the very objects of the previous call (stages keep their verdicts per unit); the cache on
+    the snapshot keeps only the entries of the latest call, so it never outgrows one manifest. Entries redacted
+    with another scanner are built afresh.
+    """
+    cached = snap.memo.get(name, {})
+    old: dict[int, tuple[PolicyDecision, dict[str, Any]]] = (
+        cached.get("", {}) if cached.get("scanner") is scanner else {}
+    )
+    new: dict[int, tuple[PolicyDecision, dict[str, Any]]] = {}
+    out = []
+    for d in decisions:
+        hit = old.get(id(d))
+        if hit is None or hit[0] is not d:
+            hit = (d, entry(d, scanner))
+        new[id(d)] = hit
+        out.append(dict(hit[1]))
+    snap.memo[name] = {"": new, "scanner": scanner}
+    return out
+
+
 def _encoded(
     snap: Snapshot,
     name: str,
@@ -438,18 +465,29 @@ def _chosen_entry(
         ):
             return [_copied(e, nested, option.utility) for e, nested in entries]
     built = _entry(unit, option, stage, reason, option.turn_tokens or None, coster, scanner)
-    entries = [(e, tuple(k for k, v in e.items() if isinstance(v, list | dict))) for e in built]
+    entries = [(e, _nested(e)) for e in built]
     cache[unit.id] = (unit, (key, option.turns, option.detail, scanner, entries))
     return [_copied(e, nested, option.utility) for e, nested in entries]
 
 
-def _copied(entry: dict[str, Any], nested: Sequence[str], utility: float) -> dict[str, Any]:
+def _nested(entry: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(empty lists, other lists and dicts)``: the names of an entry's fields :func:`_copied` copies."""
+    empty = tuple(k for k, v in entry.items() if type(v) is list and not v)
+    other = tuple(k for k, v in entry.items() if isinstance(v, list | dict) and k not in empty)
+    return empty, other
+
+
+def _copied(entry: dict[str, Any], nested: tuple[Sequence[str], Sequence[str]], utility: float) -> dict[str, Any]:
     """A copy of a manifest entry with this call's ``utility`` (it changes with the unit's age).
 
-    Its lists and dicts (the fields ``nested`` names) are copies too: a manifest may be edited by its reader.
+    Its lists and dicts (the fields ``nested`` names, :func:`_nested`) are copies too: a manifest may be edited by
+    its reader.
     """
     out = dict(entry, utility=utility)
-    for name in nested:
+    empty, other = nested
+    for name in empty:
+        out[name] = []
+    for name in other:
         value = entry[name]
         if isinstance(value, list):
             out[name] = [dict(v) if isinstance(v, dict) else v for v in value]

@@ -79,7 +79,7 @@ from datasketch import MinHash, MinHashLSH  # type: ignore[import-untyped]
 
 from ctxledger.assemble.costing import Coster, FixedCoster, turn_key
 from ctxledger.assemble.rung_memo import Rung, decode_rungs, encode_rungs, memo_key
-from ctxledger.assemble.select import Option
+from ctxledger.assemble.select import Option, new_option
 from ctxledger.errors import BlobNotFound, BudgetError, ContentRetained, InputError, IntegrityError, RecordNotFound
 from ctxledger.fetch_hints import whole
 from ctxledger.hashing import sha256_hex
@@ -262,6 +262,7 @@ class Ladder:
             tuple(sorted((k, rx.pattern) for k, rx in self.scanner.extra.items())),
         )
         self.reach: frozenset[str] | None = None
+        self._tables: dict[str, dict[str, tuple[Unit, list[tuple[Rung, int]]]]] = {}
         self._cache: dict[tuple[Any, ...], Any] = {} if _cache is None else _cache
         """Rungs by (tenant, unit, content, coster, query) and MinHash sketches by ("sketch", text), per ledger."""
 
@@ -296,6 +297,25 @@ class Ladder:
         bound.reach = reach
         return bound
 
+    def _rung_table(self, coster: Coster) -> dict[str, tuple[Unit, list[tuple[Rung, int]]]]:
+        """Unit id → ``(unit object, its rungs with their tokens)`` for this ladder's inputs and ``coster``.
+
+        A unit object stands for its tenant, id, content and marks (units are not changed once built); what
+        else the rungs depend on (focus, query, scanner, recall, counter) names the table, shared by every
+        ladder :meth:`bind` makes with the same inputs.
+        """
+        table = self._tables.get(coster.counter_id)
+        if table is None:
+            numbers = self._cache.setdefault(("rung inputs",), {})
+            inputs = (self.focus, self.query, self._scanner_key, self.recall)
+            number = numbers.get(inputs)
+            if number is None:
+                number = numbers[inputs] = len(numbers)
+            table = self._tables[coster.counter_id] = self._cache.setdefault(
+                ("rungs of unit", number, coster.counter_id), {}
+            )
+        return table  # type: ignore[no-any-return]
+
     def __call__(self, unit: Unit, verbatim: Option, coster: Coster, *, required: bool = False) -> list[Option]:
         """The options of ``unit`` besides verbatim, each with exact tokens and a utility below verbatim's.
 
@@ -314,6 +334,26 @@ class Ladder:
             return []
         if unit.kind not in _LADDER_KINDS or (verbatim.turn_tokens and max(verbatim.turn_tokens) < self.min_tokens):
             return []  # no turn is large enough to excerpt (what :meth:`_targets` looks for first)
+        table = self._rung_table(coster)
+        known = table.get(unit.id)
+        if known is not None and known[0] is unit:
+            rungs = known[1]
+        else:
+            rungs = self._rungs_of(unit, verbatim, coster)
+            table[unit.id] = (unit, rungs)
+        if isinstance(coster, FixedCoster):
+            for rung, _ in rungs:
+                coster.derived.update(rung.derived)
+        utility = verbatim.utility
+        return [
+            new_option(
+                r.representation, tokens, round(utility * r.factor, 9), r.turns, r.transform, r.detail, r.turn_tokens
+            )
+            for r, tokens in rungs
+        ]
+
+    def _rungs_of(self, unit: Unit, verbatim: Option, coster: Coster) -> list[tuple[Rung, int]]:
+        """The unit's rungs with their tokens, cached by tenant, unit id, content, marks and this ladder's inputs."""
         key = (
             _tenant_of(unit),
             unit.id,
@@ -327,21 +367,7 @@ class Ladder:
         rungs = self._cache.get(key)
         if rungs is None:
             rungs = self._cache[key] = self._stored_or_built(unit, verbatim, coster)
-        if isinstance(coster, FixedCoster):
-            for rung in rungs:
-                coster.derived.update(rung.derived)
-        return [
-            Option(
-                r.representation,
-                r.tokens,
-                round(verbatim.utility * r.factor, 9),
-                r.turns,
-                r.transform,
-                r.detail,
-                r.turn_tokens,
-            )
-            for r in rungs
-        ]
+        return [(r, r.tokens) for r in rungs]
 
     def flush(self) -> None:
         """Write the rungs built since the last flush to :attr:`memo` (the store), one write per tenant."""
@@ -584,12 +610,13 @@ class Ladder:
             ``{redundant unit id: Pointer(kept unit id, exact)}``; a kept unit is never itself redundant;
             ``exact`` is false when some step from the unit to the kept one is a near-duplicate.
         """
+        reach = self.reach
         exchanges = [
             u
             for u in units
             if u.kind is UnitKind.TOOL_EXCHANGE
-            and all(t == "delimited" for t in u.transforms.values())
-            and (self.reach is None or u.id in self.reach)
+            and (reach is None or u.id in reach)
+            and self._per_unit("only delimited", u, _only_delimited)
         ]
         pointers = {uid: Pointer(kept, True) for uid, kept in _repeated_calls(exchanges, self._call_key).items()}
         groups: dict[tuple[tuple[str, str], ...], list[tuple[str, str]]] = {}
@@ -598,7 +625,7 @@ class Ladder:
                 continue
             signature = self._per_unit("output signature", u, self._large_output_signature)
             if signature is not None:
-                groups.setdefault(signature, []).append((u.id, _outputs(u)))
+                groups.setdefault(signature, []).append((u.id, self._per_unit("outputs", u, _outputs)))
         for items in groups.values():  # near-duplicates only among outputs of the same call (a poll, a retry)
             if len(items) > 1:
                 pointers.update(self._near_duplicates(items))
@@ -618,7 +645,8 @@ class Ladder:
 
     def _large_output_signature(self, unit: Unit) -> tuple[tuple[str, str], ...] | None:
         """:func:`_call_signature` of a unit whose outputs reach :data:`REDUNDANT_MIN_CHARS`, else ``None``."""
-        return _call_signature(unit) if len(_outputs(unit)) >= REDUNDANT_MIN_CHARS else None
+        outputs = self._per_unit("outputs", unit, _outputs)
+        return _call_signature(unit) if len(outputs) >= REDUNDANT_MIN_CHARS else None
 
     def _per_unit(self, name: str, unit: Unit, compute: Callable[[Unit], Any]) -> Any:
         """``compute(unit)``, kept in the shared cache while ``unit`` is the very object it was computed for."""
@@ -805,6 +833,11 @@ def _distinct(rungs: list[Rung]) -> list[Rung]:
         if not out or rung.turns != out[-1].turns:
             out.append(rung)
     return out
+
+
+def _only_delimited(unit: Unit) -> bool:
+    """Whether every record of ``unit`` is rendered as it is but for the data-block framing."""
+    return all(t == "delimited" for t in unit.transforms.values())
 
 
 def _outputs(unit: Unit) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from ctxledger.budget import BudgetLedger
 from ctxledger.policy.base import ReasonCode
@@ -52,6 +53,37 @@ class Option:
         return self.utility / self.tokens if self.tokens > 0 else self.utility
 
 
+_SLOTS = ("representation", "tokens", "utility", "turns", "transform", "detail", "turn_tokens")
+(_SET_REPRESENTATION, _SET_TOKENS, _SET_UTILITY, _SET_TURNS, _SET_TRANSFORM, _SET_DETAIL, _SET_TURN_TOKENS) = (
+    getattr(Option, name).__set__ for name in _SLOTS
+)
+
+
+def new_option(
+    representation: str,
+    tokens: int,
+    utility: float,
+    turns: tuple[Turn, ...],
+    transform: str | None = None,
+    detail: dict[str, object] | None = None,
+    turn_tokens: tuple[int, ...] = (),
+) -> Option:
+    """The :class:`Option` of these fields (``detail`` ``None``: a new empty dict), equal to ``Option(...)``.
+
+    Made without the frozen dataclass's ``__setattr__`` call per field (a third of the time): an assembly makes
+    one per candidate unit and rung.
+    """
+    option = object.__new__(Option)
+    _SET_REPRESENTATION(option, representation)
+    _SET_TOKENS(option, tokens)
+    _SET_UTILITY(option, utility)
+    _SET_TURNS(option, turns)
+    _SET_TRANSFORM(option, transform)
+    _SET_DETAIL(option, {} if detail is None else detail)
+    _SET_TURN_TOKENS(option, turn_tokens)
+    return option
+
+
 @dataclass(slots=True)
 class SelectionItem:
     """A unit offered to selection: its id, seq, class, options and whether it is required."""
@@ -72,6 +104,9 @@ class SelectionResult:
     chosen: dict[str, Option] = field(default_factory=dict)
     omitted: dict[str, ReasonCode] = field(default_factory=dict)
     used_tokens: int = 0
+
+
+_utility = attrgetter("utility")
 
 
 def select(items: Sequence[SelectionItem], budget_tokens: int, ledger: BudgetLedger) -> SelectionResult:
@@ -100,7 +135,7 @@ def select(items: Sequence[SelectionItem], budget_tokens: int, ledger: BudgetLed
             result.chosen[item.unit_id] = best
         ledger.charge(item.context_class, result.chosen[item.unit_id].tokens, required=True)
     optional = [i for i in items if not i.required]
-    optional.sort(key=lambda i: (-max(o.utility for o in i.options), -i.seq, i.unit_id))
+    optional.sort(key=lambda i: (-max(map(_utility, i.options)), -i.seq, i.unit_id))
     for item in optional:
         option, reason = _best_fit(item, remaining, ledger)
         if option is None:
@@ -121,7 +156,8 @@ def _required_order(items: Sequence[SelectionItem]) -> list[SelectionItem]:
 
 def _best_fit(item: SelectionItem, remaining: int, ledger: BudgetLedger) -> tuple[Option | None, ReasonCode]:
     reason = ReasonCode.BUDGET
-    ranked = sorted(item.options, key=lambda o: (-o.utility, o.tokens, o.representation))
+    options = item.options
+    ranked = options if len(options) == 1 else sorted(options, key=lambda o: (-o.utility, o.tokens, o.representation))
     for option in ranked:
         if option.tokens > remaining:
             continue

@@ -170,13 +170,15 @@ class StageContext:
     _by_id: dict[str, Record] | None = field(default=None, repr=False)
     _live: tuple[int, list[Unit]] | None = field(default=None, repr=False)
     _unit_of: dict[str, Unit] | None = field(default=None, repr=False)
-    _scanned: dict[int, tuple[Any, ...]] = field(default_factory=dict, repr=False)
+    _scanned: dict[int, list[Any]] = field(default_factory=dict, repr=False)
+    _differences: dict[tuple[int, int], tuple[set[int], set[int], set[int]]] = field(default_factory=dict, repr=False)
     _participants: dict[str, Participant] | None = field(default=None, repr=False)
 
     def participants(self) -> dict[str, Participant]:
-        """Participant records among the candidates, by id (found once per context)."""
+        """Participant records among the candidates, by id (found once per context, each record's kind kept)."""
         if self._participants is None:
-            self._participants = {r.id: r for r in self.records if isinstance(r, Participant)}
+            found = self.scan("participant records", self.records, _is_participant)
+            self._participants = {r.id: r for r, _ in found}
         return self._participants
 
     def record(self, record_id: str) -> Record | None:
@@ -232,7 +234,9 @@ class StageContext:
         kept in :attr:`memo` per item object (a unit the snapshot rebuilt is a new object and is computed
         afresh), so a call computes only the items no earlier call saw, whichever subset of the history it
         visits, and the set operations that find them and the truthy verdicts among ``items`` run in C: a call
-        costs the new items plus the truthy verdicts, not a Python step per candidate.
+        costs the new items plus the truthy verdicts, not a Python step per candidate. The items and truthy
+        verdicts of the last list asked are kept apart too, so a list that mostly repeats the last one looks up
+        only its other items in the verdicts of the whole history.
 
         ``slot``: the memo keeps the verdicts of one namespace per slot, dropping the previous namespace's when
         another is asked for (for namespaces that name request values which change from call to call, such
@@ -247,32 +251,76 @@ class StageContext:
             self.memo[("slot", slot)] = (slot, namespace)  # type: ignore[assignment]
         # seen: id(item) -> item for every item computed (holding the item keeps its id from being reused);
         # truthy: id(item) -> (item, value) for those whose verdict is truthy; the last list asked and its answer
+        # (the list, its length, its last item, the answer, its ids, id -> (item, value) of its truthy verdicts)
         state = self.memo.setdefault(("scan", namespace), [{}, {}, None])  # type: ignore[arg-type]
         seen, truthy, last = state
         # the very list of the last call, unchanged: a snapshot refresh rebuilds a list's tail in place, and its
         # last item is then a new object
         if last is not None and last[0] is items and last[1] == len(items) and (not items or items[-1] is last[2]):
             return list(last[3])
-        idset, pos = self._positions(items)
-        new = idset - seen.keys()
-        for k in sorted(pos[i] for i in new):
+        ids, idset = self._ids(items)
+        if last is None:
+            fresh, present = idset, {}
+        else:  # an item of the last list was computed then, and its verdict has not changed since
+            fresh, kept = self._difference(idset, last[4]), last[5]
+            present = {i: kept[i] for i in kept.keys() & idset}
+        new = [i for i in fresh if i not in seen]
+        for k in self._places(items, new):
             item = items[k]
             value = compute(item)
             seen[id(item)] = item
             if value:
                 truthy[id(item)] = (item, value)
-        present = truthy.keys() & idset
-        found = [truthy[i] for i in sorted(present, key=pos.__getitem__)]
-        state[2] = (items, len(items), items[-1] if items else None, found)
+        for i in fresh:
+            hit = truthy.get(i)
+            if hit is not None:
+                present[i] = hit
+        if len(ids) == len(idset):  # each item once: the truthy verdicts in list order
+            found = [present[i] for i in ids if i in present] if present else []
+        else:
+            pos = self._position_map(items)
+            found = [present[i] for i in sorted(present, key=pos.__getitem__)]
+        state[2] = (items, len(items), items[-1] if items else None, found, idset, present)
         return list(found)
 
-    def _positions(self, items: Sequence[Any]) -> tuple[set[int], dict[int, int]]:
-        """``(set of ids, id -> position)`` of a candidate list, computed once per list and call."""
+    def _places(self, items: Sequence[Any], new: Sequence[int]) -> list[int]:
+        """Positions in ``items`` of the items whose ids are ``new``, ascending (the last one of an item listed twice).
+
+        A few are looked up in the list of ids (a C-level search each); more through a map of every position.
+        """
+        if not new:
+            return []
+        ids, idset = self._ids(items)
+        if len(new) <= 16 and len(ids) == len(idset):
+            return sorted(map(ids.index, new))
+        pos = self._position_map(items)
+        return sorted(pos[i] for i in new)
+
+    def _difference(self, ids: set[int], last: set[int]) -> set[int]:
+        """``ids - last``, computed once per context for all the namespaces whose last list was the same one.
+
+        Most stages scan the same candidate list, call after call.
+        """
+        hit = self._differences.get((id(ids), id(last)))
+        if hit is None or hit[0] is not ids or hit[1] is not last:
+            hit = self._differences[(id(ids), id(last))] = (ids, last, ids.difference(last))
+        return hit[2]
+
+    def _ids(self, items: Sequence[Any]) -> tuple[list[int], set[int]]:
+        """``(ids in order, set of ids)`` of a candidate list, computed once per list and call."""
         hit = self._scanned.get(id(items))
         if hit is None or hit[0] is not items:
             ids = list(map(id, items))
-            hit = self._scanned[id(items)] = (items, set(ids), dict(zip(ids, range(len(ids)), strict=True)))
+            hit = self._scanned[id(items)] = [items, ids, set(ids), None]
         return hit[1], hit[2]
+
+    def _position_map(self, items: Sequence[Any]) -> dict[int, int]:
+        """Item id → position (the last, for an item listed twice) of a candidate list, made once per list and call."""
+        self._ids(items)
+        hit = self._scanned[id(items)]
+        if hit[3] is None:
+            hit[3] = dict(zip(hit[1], range(len(hit[1])), strict=True))
+        return hit[3]  # type: ignore[no-any-return]
 
     def live_units(self) -> list[Unit]:
         """Units none of whose records were omitted so far (``omitted`` only grows, so its size dates the list)."""
@@ -292,6 +340,10 @@ class StageContext:
         (:func:`protected_records`).
         """
         return protected_records(self)
+
+
+def _is_participant(record: Record) -> bool:
+    return isinstance(record, Participant)
 
 
 @runtime_checkable

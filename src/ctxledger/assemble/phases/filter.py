@@ -320,12 +320,13 @@ def filter_candidates(
         plan.ctx.warnings[:0] = unknown_inputs(request, records, policy, now_given=now_given)
     plan.tools = {"exposed": [tool_name(t) for t in tools], "withheld": withheld}
     tools = _redact_tools(tools, plan, policy)
-    _mark_unavailable(plan, all_units)
-    _mark_retained(plan, all_units)
+    flags = _unit_flags(all_units, snap.memo)
+    _mark_unavailable(plan, [u for u, f in zip(all_units, flags, strict=True) if f & _UNAVAILABLE])
+    _mark_retained(plan, [u for u, f in zip(all_units, flags, strict=True) if f & _RETAINED])
     units = _live(all_units, plan, snap.memo)
     withheld_names = {d.ref for ds in plan.marks.values() for d in ds if d.reason == SPEAKER_WITHHELD}
     units = attribute_speakers(units, records, request.participant_id, withheld_names)
-    units = _without_unsent_thinking(units, policy, serializer)
+    units = _without_unsent_thinking(units, policy, serializer, snap.memo)
     pointers = redundancy(units, plan.required) if redundancy is not None else {}
     units = omit_redundant(units, pointers, plan.omitted, plan.decisions)
     return Filtered(request, records, all_units, units, plan, tools, pointers)
@@ -350,13 +351,42 @@ def _live(all_units: Sequence[Unit], plan: Plan, memo: dict[Any, Any]) -> list[U
     return units
 
 
-def _without_unsent_thinking(units: list[Unit], policy: Policy, serializer: Serializer) -> list[Unit]:
-    """The units with the reasoning blocks ``serializer`` does not send dropped (:func:`drop_thinking`)."""
+def _without_unsent_thinking(
+    units: list[Unit], policy: Policy, serializer: Serializer, memo: dict[Any, Any] | None = None
+) -> list[Unit]:
+    """The units with the reasoning blocks ``serializer`` does not send dropped (:func:`drop_thinking`).
+
+    ``memo`` (the snapshot's) keeps per unit object whether any of its turns carries reasoning.
+    """
     scanner = getattr(policy.stage("secrets"), "scanner", None) or default_scanner()
     keep_thinking = getattr(serializer, "thinking_types", None) or bool(getattr(serializer, "sends_thinking", False))
-    return [
-        drop_thinking(u, keep_thinking, lambda text, scanner=scanner: bool(scanner.scan(text)))
-        if any(t.thinking for t in u.turns)
-        else u
-        for u in units
-    ]
+    table = {} if memo is None else memo.setdefault("unit thinks", {})
+    out = []
+    for u in units:
+        hit = table.get(u.id)
+        if hit is None or hit[0] is not u:
+            hit = table[u.id] = (u, any(t.thinking for t in u.turns))
+        out.append(
+            drop_thinking(u, keep_thinking, lambda text, scanner=scanner: bool(scanner.scan(text))) if hit[1] else u
+        )
+    return out
+
+
+_UNAVAILABLE = 1
+"""Flag of a unit with a tool result whose raw bytes could not be read back (:func:`_mark_unavailable`)."""
+_RETAINED = 2
+"""Flag of a unit with a record a retention rule left a note on (:func:`_mark_retained`)."""
+
+
+def _unit_flags(units: Sequence[Unit], memo: dict[Any, Any]) -> list[int]:
+    """:data:`_UNAVAILABLE` | :data:`_RETAINED` of each unit, kept in ``memo`` per unit object (pure in the unit)."""
+    table = memo.setdefault("unit flags", {})
+    out = []
+    for u in units:
+        hit = table.get(u.id)
+        if hit is None or hit[0] is not u:
+            unavailable = any(t in UNAVAILABLE for t in u.transforms.values())
+            retained = any(_retention_noted(r) for r in u.records)
+            hit = table[u.id] = (u, (_UNAVAILABLE if unavailable else 0) | (_RETAINED if retained else 0))
+        out.append(hit[1])
+    return out

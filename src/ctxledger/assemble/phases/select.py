@@ -20,7 +20,7 @@ from ctxledger.assemble.reach import (
 )
 from ctxledger.assemble.relevance import is_question
 from ctxledger.assemble.request import AssemblyRequest
-from ctxledger.assemble.select import Option, SelectionItem, SelectionResult, select
+from ctxledger.assemble.select import Option, SelectionItem, SelectionResult, new_option, select
 from ctxledger.assemble.semantic import default_embedder
 from ctxledger.assemble.snapshot import Snapshot
 from ctxledger.budget import Budget, BudgetLedger
@@ -55,37 +55,55 @@ def _selection_items(
     weights: tuple[float, float, float] | None = None,
     oversized: Mapping[str, Sequence[Option]] | None = None,
     unvisited_newer: Mapping[str, int] | None = None,
+    memo: dict[Any, Any] | None = None,
 ) -> list[SelectionItem]:
-    """One selection item per dynamic unit; a unit's age counts the newer units, the unvisited ones too."""
+    """One selection item per dynamic unit; a unit's age counts the newer units, the unvisited ones too.
+
+    ``memo`` (the snapshot's) keeps each unit's kind prior and class name while the unit object is unchanged.
+    """
     params = policy.selection
     w_relevance, w_recency, w_kind = weights or params.weights(False)
-    dynamic = [u for u in units if u.kind is not UnitKind.INSTRUCTION]
     half_life = params.recency_half_life
     required_ids = plan.required
     newer = unvisited_newer or {}
+    facts = _unit_facts(units, {} if memo is None else memo.setdefault("selection facts", {}))
     items = []
-    for age, unit in enumerate(reversed(dynamic)):
+    age = -1
+    for unit, (prior, class_name) in zip(reversed(units), reversed(facts), strict=True):
+        if prior is None:  # an instruction: fixed, not selected
+            continue
+        age += 1
         uid = unit.id
-        if newer:
-            age += newer.get(uid, 0)
         score = relevance.get(uid)
-        utility = w_relevance * (score or 0.0) + w_recency * 0.5 ** (age / half_life) + w_kind * _kind_prior(unit)
+        utility = (
+            w_relevance * (score or 0.0)
+            + w_recency * 0.5 ** ((age + newer.get(uid, 0) if newer else age) / half_life)
+            + w_kind * prior
+        )
         if score is None:  # from another branch: it only fills what the lineage leaves
             utility *= FILL_FACTOR
         costs = turn_costs[uid]
-        verbatim = Option("verbatim", sum(costs), round(utility, 9), unit.turns, turn_tokens=costs)
+        verbatim = new_option("verbatim", sum(costs), round(utility, 9), unit.turns, turn_tokens=costs)
         options = [verbatim]
         required = uid in required_ids
         if oversized and uid in oversized:  # too large to enter verbatim: exact excerpts only
             options = [dataclasses.replace(o, utility=round(utility * o.utility, 9)) for o in oversized[uid]]
         elif options_for is not None and not (required and required_ids[uid] in VERBATIM_REASONS):
             options += options_for(unit, verbatim, coster)
-        items.append(
-            SelectionItem(
-                uid, unit.seq, _CLASS_NAMES[unit.context_class], options, required, required and len(options) == 1
-            )
-        )
+        items.append(SelectionItem(uid, unit.seq, class_name, options, required, required and len(options) == 1))
     return items
+
+
+def _unit_facts(units: Sequence[Unit], table: dict[str, tuple[Unit, Any]]) -> list[tuple[float | None, str]]:
+    """``(kind prior, class name)`` of each unit (``None`` for an instruction), kept in ``table`` per unit object."""
+    out = []
+    for unit in units:
+        hit = table.get(unit.id)
+        if hit is None or hit[0] is not unit:
+            prior = None if unit.kind is UnitKind.INSTRUCTION else _kind_prior(unit)
+            hit = table[unit.id] = (unit, (prior, _CLASS_NAMES[unit.context_class]))
+        out.append(hit[1])
+    return out
 
 
 def relevance_by_id(request: AssemblyRequest, snap: Snapshot, policy: Policy | None = None) -> dict[str, float]:
@@ -213,7 +231,17 @@ def select_units(
     weights = policy.selection.weights(_asks_question(request, units))
     older = {snap.units[p].id: k for p, k in unvisited_newer(rch).items()}
     items = _selection_items(
-        units, plan, budgeted.turn_costs, relevance, policy, coster, options_for, weights, budgeted.oversized, older
+        units,
+        plan,
+        budgeted.turn_costs,
+        relevance,
+        policy,
+        coster,
+        options_for,
+        weights,
+        budgeted.oversized,
+        older,
+        snap.memo,
     )
     stable_key = (request.api, requested.input_tokens)
     prev = stability.previous(snap.memo, stable_key, snap.seq)

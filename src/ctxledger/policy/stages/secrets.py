@@ -205,25 +205,35 @@ class SecretsStage:
         """Whether stored findings are this stage's (the facts are computed with the default scanner)."""
         return self.scanner is default_scanner()
 
+    def _unit_decisions(self, unit: Unit, facts: Mapping[str, Any]) -> tuple[tuple[PolicyDecision, ...], ...] | None:
+        """``(speaker name marks, redactions, omissions)`` of a unit's findings, or ``None``; pure in the unit.
+
+        Both the redactions and the omissions of its texts are made: which apply depends on whether the unit is
+        required in this call.
+        """
+        found = self._unit_findings(unit, facts)
+        if found is None:
+            return None
+        names, findings = found
+        speaker = tuple(
+            mark(self.name, ref, SPEAKER_WITHHELD, f"speaker name: {describe(hits)}") for ref, hits in names.items()
+        )
+        details = [(ref, describe(hits)) for ref, hits in findings.items()]
+        redactions = tuple(mark(self.name, ref, "secret_redacted", detail) for ref, detail in details)
+        omissions = tuple(omit(self.name, ref, ReasonCode.SECRET, detail) for ref, detail in details)
+        return speaker, redactions, omissions
+
     def __call__(self, ctx: StageContext) -> Iterable[PolicyDecision]:
         """Scan every live unit; decide per record."""
         omitted = ctx.omitted
         facts = ctx.facts
-        scan = ctx.scan(stage_key(self), ctx.units, lambda unit: self._unit_findings(unit, facts))
-        for unit, (names, findings) in scan:
+        scan = ctx.scan(stage_key(self), ctx.units, lambda unit: self._unit_decisions(unit, facts))
+        for unit, (speaker, redactions, omissions) in scan:
             if not omitted.isdisjoint(unit.record_ids):
                 continue
-            for ref, hits in names.items():
-                yield mark(self.name, ref, SPEAKER_WITHHELD, f"speaker name: {describe(hits)}")
-            if not findings:
-                continue
-            redact = self.action == "redact" or unit.id in ctx.required
-            for ref, hits in findings.items():
-                detail = describe(hits)
-                if redact:
-                    yield mark(self.name, ref, "secret_redacted", detail)
-                else:
-                    yield omit(self.name, ref, ReasonCode.SECRET, detail)
+            yield from speaker
+            if redactions:
+                yield from redactions if self.action == "redact" or unit.id in ctx.required else omissions
         for rec, _ in ctx.scan("named participants", ctx.records, lambda r: isinstance(r, Participant) and r.name):
             stored = facts.get(rec.id) if self._stored_usable() else None
             hits = stored.name if stored is not None else self.scanner.scan(rec.name)
