@@ -28,14 +28,16 @@ map); the assembler reads it instead of rescanning:
 
 The facts are stamped with :data:`DETECTOR_STAMP`, a digest of the code that computed them (the modules of
 the secret scanner, the instruction-like patterns and the regex structure both read, the renderers, the tokenizer
-and the embedding) and of the versions of detect-secrets, bm25s and PyStemmer and of the embedding model
-(``none`` without it), so installing or upgrading the ``semantic`` extra makes the stored facts stale and they are
-recomputed with vectors. Facts with another stamp were computed by another detector: readers recompute them (and
-store the result) instead of trusting them.
+and its term counter, and the embedding) and of the versions of detect-secrets, bm25s and PyStemmer and of the
+embedding model (``none`` without it), so installing or upgrading the ``semantic`` extra makes the stored facts
+stale and they are recomputed with vectors. Facts with another stamp were computed by another detector: readers
+recompute them (and store the result) instead of trusting them.
 
-The computation calls the detectors and renderers; it does not copy them. It imports only leaf modules
-(records, the scanner, the instruction-like patterns, the unit renderers, the tokenizer, the embedding), none of which
-imports the store, the policy stages or the assembler, so the store can call it on append.
+The computation calls the detectors and renderers; it does not copy them (the lexical terms are counted by
+:mod:`ctxledger._term_counts`, which gives what the tokenizer's own ``term_counts`` gives, faster). It imports only
+leaf modules (records, the scanner, the instruction-like patterns, the unit renderers, the tokenizer and its term
+counter, the embedding), none of which imports the store, the policy stages or the assembler, so the store can call
+it on append.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ import msgspec
 
 import ctxledger._blas as blas
 import ctxledger._fact_workers as fact_workers
+import ctxledger._term_counts as lexical
 import ctxledger.assemble.relevance as relevance
 import ctxledger.assemble.semantic as semantic
 import ctxledger.assemble.term_keys as term_keys
@@ -180,6 +183,7 @@ def detector_stamp() -> str:
         regex_shape.structure,
         units.render_data_block,
         relevance.tokenize,
+        lexical.term_counts,
         term_keys.term_key,
         semantic.StaticEmbedder,
         retained,
@@ -404,39 +408,51 @@ class _Detected:
 
 
 def _detect(texts: Sequence[_Texts]) -> list[_Detected]:
-    """Run the detectors over one chunk's texts (each distinct text scanned once); the same in every process."""
-    scan = _Findings()
+    """Run the detectors over one chunk's texts; the same in every process.
+
+    Each distinct text is looked at once: every text the chunk shows (plain texts, data blocks, speaker names,
+    relevance texts) is scanned for secrets, and each distinct relevance text, its secret lines redacted, is
+    counted into terms and embedded, all texts of the chunk together (records with the same text get the same
+    facts; their terms are copies).
+    """
+    scan = secrets.default_scanner().scan
+    shown = dict.fromkeys(s for text in texts for s in (*text.plain, text.block, text.name, text.relevance) if s)
+    found: dict[str, tuple[Finding, ...]] = {text: scan(text) for text in shown}
+    found[""] = ()
+    relevant = list(dict.fromkeys(text.relevance for text in texts))
     # no secret enters the stored index: lines with findings are redacted before tokenizing
-    searchable = [secrets.redact(t.relevance, scan(t.relevance)) for t in texts]
-    terms = relevance.term_counts(searchable)
-    vectors = _vectors(searchable)
-    return [
-        _Detected(
-            texts=tuple(scan(p) for p in text.plain),
-            block=scan(text.block) if text.block is not None else None,
-            name=scan(text.name) if text.name else (),
-            instruction=injection.instruction_like(text.instruction) if text.instruction else None,
-            terms=counts,
-            vector=vector,
-            raw_readable=text.raw_readable,
+    searchable = [secrets.redact(text, found[text]) for text in relevant]
+    indexed = dict(zip(relevant, zip(lexical.term_counts(searchable), _vectors(searchable), strict=True), strict=True))
+    phrases: dict[str, str | None] = {}
+    given: set[str] = set()
+    out: list[_Detected] = []
+    for text in texts:
+        terms, vector = indexed[text.relevance]
+        if text.relevance in given:  # a second record with this text gets its own copy of the terms
+            terms = dict(terms)
+        given.add(text.relevance)
+        instruction = None
+        if text.instruction:
+            if text.instruction not in phrases:
+                phrases[text.instruction] = injection.instruction_like(text.instruction)
+            instruction = phrases[text.instruction]
+        out.append(
+            _Detected(
+                texts=tuple(found[p] for p in text.plain),
+                block=found[text.block] if text.block is not None else None,
+                name=found[text.name] if text.name else (),
+                instruction=instruction,
+                terms=terms,
+                vector=vector,
+                raw_readable=text.raw_readable,
+            )
         )
-        for text, counts, vector in zip(texts, terms, vectors, strict=True)
-    ]
+    return out
 
 
 def serve_worker() -> None:
     """The body of a fact worker process (:mod:`ctxledger._fact_workers`): detect chunks until told to stop."""
     fact_workers.serve(_detect)
-
-
-class _Findings(dict[str, tuple[Finding, ...]]):
-    """The secret findings of each distinct text of a chunk, scanned once (relevance and plain texts repeat)."""
-
-    def __call__(self, text: str) -> tuple[Finding, ...]:
-        found = self.get(text)
-        if found is None:
-            found = self[text] = secrets.default_scanner().scan(text) if text else ()
-        return found
 
 
 def _vectors(texts: Sequence[str]) -> list[bytes]:

@@ -117,6 +117,12 @@ characters or more; after ``:`` also hold a digit or a symbol (``Token: expired`
 (``${VAR}``, ``<password>``, ``%(pw)s``, ``true``, ``none``, ``****``), the shell's ``PWD=/path`` and numbers
 assigned to a name that does not end in the secret word (``token_budget = 8000``) are not secrets."""
 
+ASSIGNMENT_TAIL = re.compile(
+    r"(?i)(?:" + _SECRET_WORD + r")(?:[_.\-][a-z0-9]+)*[\"']?[ \t]*(?::=|=|:)[ \t]*[\"']?[^\s\"',;#]{6,}"
+)
+"""The part of an :data:`ASSIGNMENT` match from its secret word on: a line it does not match in holds no assignment
+(searched first: it starts at a literal, where :data:`ASSIGNMENT` is tried at every word of the line)."""
+
 _PLACEHOLDER = re.compile(
     r"(?i)(?:[$<{%\[*]|x{3})|(?:true|false|null|none|nil|undefined|required|optional|redacted|string|example)$"
 )
@@ -131,9 +137,13 @@ def _assigned_secret(line: str, folded: str | None = None) -> bool:
     ``folded``: ``line``'s case-folded form (:func:`_folded`), if known; then the matches are found in it with
     the case-sensitive form of :data:`ASSIGNMENT` (the same spans) and read from ``line``.
     """
-    if folded is not None and _ASSIGNMENT_FOLDED is not None:
+    if folded is not None and _ASSIGNMENT_FOLDED is not None and _ASSIGNMENT_TAIL_FOLDED is not None:
+        if not _ASSIGNMENT_TAIL_FOLDED.search(folded):
+            return False
         spans = (m.span for m in _ASSIGNMENT_FOLDED.finditer(folded))
     else:
+        if not ASSIGNMENT_TAIL.search(line):
+            return False
         spans = (m.span for m in ASSIGNMENT.finditer(line))
     for span in spans:
         name, op, value = (line[slice(*span(group))] for group in ("name", "op", "value"))
@@ -281,12 +291,16 @@ class SecretScanner:
             return tuple(sorted(set(self._scan_lines(text, gated)), key=lambda f: (f.line, f.type)))
 
     def _scan_lines(self, text: str, gated: bool) -> Iterable[Finding]:
-        lines = text.splitlines()
-        if not gated or PRIVATE_KEY_BEGIN.search(text):
+        numbers = self._candidates(text) if gated and not self._ungated else None
+        # every match of PRIVATE_KEY_BEGIN holds one of these two words, which str.find finds fastest
+        private_key = not gated or (
+            ("BEGIN" in text or "PuTTY-User-Key-File-" in text) and PRIVATE_KEY_BEGIN.search(text) is not None
+        )
+        lines = text.splitlines() if numbers is None or numbers or private_key else []
+        if private_key:
             yield from _private_key_blocks(lines)
-        numbers = self._candidates(text) if gated and not self._ungated else range(len(lines))
         key_id = False
-        for index in numbers:
+        for index in range(len(lines)) if numbers is None else numbers:
             line = lines[index]
             for piece in [line, *(p for form in decoded_forms(line) for p in _pieces(form))]:
                 for t in self._piece_types(piece, gated):
@@ -300,8 +314,9 @@ class SecretScanner:
     def _candidates(self, text: str) -> list[int]:
         """0-based indexes of the lines (``str.splitlines``) a gate may match in or that hold an escape.
 
-        Each of :data:`TEXT_GATES`, :data:`TEXT_LITERALS` and :data:`FOLDED_LITERALS` is searched in the whole
-        text once per line it matches in (after a match, the search goes on at the next line).
+        :data:`TEXT_GATES`, :data:`TEXT_LITERALS` and :data:`FOLDED_LITERALS` are searched in the whole text, each
+        search (:data:`_TEXT_SEARCHES`, :data:`_TEXT_FINDS`, :data:`_FOLDED_SEARCH`) once per line it matches in
+        (after a match, the search goes on at the next line).
         """
         folded = _folded(text)
         starts: list[int] | None = None
@@ -317,19 +332,18 @@ class SecretScanner:
             lines.update(range(first, last + 1))
             return starts[last + 1] if last + 2 < len(starts) else -1
 
-        for rx in _TEXT_GATES:
-            match = rx.search(text)
+        if folded is None:  # lower-casing moved offsets: every line may hold a case-insensitive match
+            return list(range(len(text.splitlines())))
+        for rx, source in (*((rx, text) for rx in _TEXT_SEARCHES), (_FOLDED_SEARCH, folded)):
+            match = rx.search(source)
             while match is not None:
                 pos = mark(match.start(), match.end())
-                match = rx.search(text, pos) if pos >= 0 else None
-        for source, literals in ((text, TEXT_LITERALS), (folded, FOLDED_LITERALS)):
-            if source is None:  # lower-casing moved offsets: every line may hold a case-insensitive match
-                return list(range(len(text.splitlines())))
-            for literal in literals:
-                at = source.find(literal)
-                while at >= 0:
-                    pos = mark(at, at + len(literal))
-                    at = source.find(literal, pos) if pos >= 0 else -1
+                match = rx.search(source, pos) if pos >= 0 else None
+        for literal in _TEXT_FINDS:
+            at = text.find(literal)
+            while at >= 0:
+                pos = mark(at, at + len(literal))
+                at = text.find(literal, pos) if pos >= 0 else -1
         return sorted(lines)
 
     def _paired_secret_keys(self, text: str, lines: Sequence[str], gated: bool) -> Iterable[Finding]:
@@ -754,14 +768,15 @@ TEXT_GATES = (
 """Regexes, each starting at a literal (so a whole text is searched for it at C speed), one of which (or one of
 :data:`TEXT_LITERALS`, :data:`FOLDED_LITERALS`) matches in every line a gate (:data:`FORMAT_GATES`,
 :data:`KEYWORD_GATE`, :data:`OWN_GATE`) matches in or that holds an escape. A long alternation is searched
-character by character by Python's ``re``, so the gates are split into these."""
+character by character by Python's ``re``, so the gates are split into these (and those that start with a rare
+character joined again, grouped by that character: :func:`_text_searches`)."""
 
 TEXT_LITERALS = (
     "AccountKey=", "GR1348941", "/:_authToken=", "T3BlbkFJ", "BEGIN", "PuTTY-User-Key-File-", "pypi-AgE",
     "sq0csp-", "k_live_", "sk-", "github_pat_", "AIza", "hf_", "npm_", "\\",
     *BASE64_KEY_ID_GATE.split("|"),
 )  # fmt: skip
-"""Case-sensitive substrings of the same purpose as :data:`TEXT_GATES` (found with ``str.find``)."""
+"""Case-sensitive substrings of the same purpose as :data:`TEXT_GATES`."""
 
 FOLDED_LITERALS = ("key", "pass", "pw", "secret", "token", "credential", "contrase", "aws", "xox", "hooks.slack.com")
 """Lower-case substrings, searched in the case-folded text, one of which every match of a case-insensitive gate
@@ -942,8 +957,50 @@ def check_identifiers(records: Sequence[Any], *, source: str = "<api>", scanner:
                 )
 
 
-_TEXT_GATES = tuple(re.compile(p) for p in TEXT_GATES)
+_RARE_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ%&/\\")
+"""First characters of the gates and literals searched as one alternation (:data:`_TEXT_SEARCHES`): rare in prose,
+code, logs and JSON, so Python's ``re`` seldom stops to try the alternatives."""
+
+
+def _head(alternative: str) -> str:
+    """The first atom of a literal-led regex alternative (an escaped character with its backslash)."""
+    return alternative[:2] if alternative.startswith("\\") else alternative[:1]
+
+
+def _grouped(alternatives: Sequence[str]) -> str:
+    """One regex of ``alternatives`` grouped by their first atom (``A(?:KC…|P…)|B(?:EGIN|…)``).
+
+    Python's ``re`` rejects a position with one comparison per group rather than one per alternative.
+    """
+    groups: dict[str, list[str]] = {}
+    for alt in alternatives:
+        groups.setdefault(_head(alt), []).append(f"(?:{alt[len(_head(alt)) :]})")
+    return "|".join(
+        head + (rests[0] if len(rests) == 1 else f"(?:{'|'.join(rests)})") for head, rests in groups.items()
+    )
+
+
+def _text_searches() -> tuple[tuple[re.Pattern[str], ...], tuple[str, ...]]:
+    """The searches :meth:`SecretScanner._candidates` makes in a text: regexes, and literals for ``str.find``.
+
+    The gates and literals that start with a character of :data:`_RARE_FIRST` are one grouped alternation
+    (:func:`_grouped`); every other gate is a regex of its own, every other literal a ``str.find``. Marking the
+    lines of each match of an alternation marks the lines each alternative matches in, since none of them can
+    match a line break (the Softlayer gate's ``.`` could, and is searched alone).
+    """
+    literals = [re.escape(literal) for literal in TEXT_LITERALS]
+    joined = [alt for alt in (*TEXT_GATES, *literals) if alt != SOFTLAYER_URL_GATE and _head(alt)[-1] in _RARE_FIRST]
+    regexes = [re.compile(_grouped(joined)), *(re.compile(gate) for gate in TEXT_GATES if gate not in joined)]
+    finds = tuple(literal for literal, alt in zip(TEXT_LITERALS, literals, strict=True) if alt not in joined)
+    return tuple(regexes), finds
+
+
+_TEXT_SEARCHES, _TEXT_FINDS = _text_searches()
+_FOLDED_SEARCH = re.compile("|".join(map(re.escape, FOLDED_LITERALS)))
+"""Every one of :data:`FOLDED_LITERALS` (an alternation of literals: faster than one ``str.find`` each)."""
 _ALL_WORDS = tuple(sorted({w for words in (*GATE_WORDS.values(), OWN_WORDS) for w in words}))
 
 _ASSIGNMENT_FOLDED = _folded_regex("(?i:" + ASSIGNMENT.pattern.removeprefix("(?i)") + ")")
 """:data:`ASSIGNMENT` for case-folded text (:func:`_folded_regex`); ``None`` if it cannot be written so."""
+_ASSIGNMENT_TAIL_FOLDED = _folded_regex("(?i:" + ASSIGNMENT_TAIL.pattern.removeprefix("(?i)") + ")")
+""":data:`ASSIGNMENT_TAIL` for case-folded text, likewise."""
