@@ -254,7 +254,9 @@ class SecretScanner:
         )
         self._keyword_parts = _parts(KEYWORD_GATE, GATE_WORDS["KeywordDetector"])
         # each extra pattern with the substrings every match of it holds (a configured one: none known)
-        self._extras = tuple((name, rx, EXTRA_LITERALS.get(name, ())) for name, rx in self.extra.items())
+        self._extras = tuple(
+            (name, rx, EXTRA_LITERALS.get(name, ()), _EXTRA_GATES.get(name)) for name, rx in self.extra.items()
+        )
 
     def scan(self, text: str) -> tuple[Finding, ...]:
         """Findings in ``text`` (line numbers 1-based, as ``str.splitlines`` numbers them), cached by the text.
@@ -397,16 +399,19 @@ class SecretScanner:
 
         ``every``: run them all (:meth:`scan_full`, or extra patterns other than the default ones). The gates
         (:data:`EXTRA_LITERALS`, :data:`ASSIGNMENT_WORDS`, :data:`AWS_SECRET_WORDS` and the literal starts of a
-        private key and of a base64-encoded key id) together make up :data:`OWN_GATE`. ``folded``: ``piece``
-        case-folded (:func:`_folded`), when the caller has it (assignments are then searched in it).
+        private key and of a base64-encoded key id) together make up :data:`OWN_GATE`; :data:`EXTRA_GATES` narrow
+        some further. ``folded``: ``piece`` case-folded (:func:`_folded`), when the caller has it (assignments are
+        then searched in it).
         """
 
         def said(words: frozenset[str]) -> bool:
             return every or present is None or not words.isdisjoint(present)
 
         types: set[str] = set()
-        for name, rx, literals in self._extras:
-            if not every and not all(literal in piece for literal in literals):
+        for name, rx, literals, gate in self._extras:
+            if not every and (
+                not all(literal in piece for literal in literals) or (gate is not None and not gate.search(piece))
+            ):
                 continue
             if rx.search(piece):
                 types.add(name)
@@ -739,6 +744,10 @@ EXTRA_LITERALS: Mapping[str, tuple[str, ...]] = {
 }
 """Per default extra pattern, the substrings every match of it holds (all of them)."""
 
+EXTRA_GATES: Mapping[str, str] = {"URL Credentials": URL_AUTHORITY_GATE}
+"""Per default extra pattern, a literal-led regex every match of it matches in (searched once its literals are
+there, before the pattern itself, which Python's ``re`` tries at every word of a line)."""
+
 ASSIGNMENT_WORDS = frozenset(("pass", "pw", "secret", "token", "key", "credential"))
 """Lower-case words one of which the name of every :data:`ASSIGNMENT` match holds (``pwd`` holds ``pw``, every
 ``…key`` name ``key``); its operator holds a ``:`` or an ``=``."""
@@ -996,6 +1005,7 @@ def _text_searches() -> tuple[tuple[re.Pattern[str], ...], tuple[str, ...]]:
 
 
 _TEXT_SEARCHES, _TEXT_FINDS = _text_searches()
+_EXTRA_GATES = {name: re.compile(gate) for name, gate in EXTRA_GATES.items()}
 _FOLDED_SEARCH = re.compile("|".join(map(re.escape, FOLDED_LITERALS)))
 """Every one of :data:`FOLDED_LITERALS` (an alternation of literals: faster than one ``str.find`` each)."""
 _ALL_WORDS = tuple(sorted({w for words in (*GATE_WORDS.values(), OWN_WORDS) for w in words}))
