@@ -949,21 +949,43 @@ def check_identifiers(records: Sequence[Any], *, source: str = "<api>", scanner:
     from ctxledger.errors import InputError
 
     scanner = scanner or default_scanner()
-    for index, record in enumerate(records):
-        kind = getattr(getattr(record, "kind", None), "value", None)
-        named = ("name", "call_id") if kind == "tool_call" else ("name",) if kind == "participant" else ()
-        for field in ("id", "conversation_id", "branch_id", *named):
-            value = getattr(record, field, None)
-            hits = scanner.scan(value) if isinstance(value, str) else ()
-            if hits:
-                what = ", ".join(sorted({f.type for f in hits}))
-                raise InputError(
-                    f"holds a secret ({what}); ids, participant and tool names are stored in every manifest, "
-                    "so a secret cannot be one: name it otherwise",
-                    source=source,
-                    index=index,
-                    field=field,
-                )
+    named = [
+        (index, field, getattr(record, field, None)) for index, record in enumerate(records) for field in _named(record)
+    ]
+    if not _may_hold_secrets([value for _, _, value in named if isinstance(value, str)], scanner):
+        return
+    for index, field, value in named:
+        hits = scanner.scan(value) if isinstance(value, str) else ()
+        if hits:
+            what = ", ".join(sorted({f.type for f in hits}))
+            raise InputError(
+                f"holds a secret ({what}); ids, participant and tool names are stored in every manifest, "
+                "so a secret cannot be one: name it otherwise",
+                source=source,
+                index=index,
+                field=field,
+            )
+
+
+def _named(record: Any) -> tuple[str, ...]:
+    """The identifier fields of ``record`` :func:`check_identifiers` scans."""
+    kind = getattr(getattr(record, "kind", None), "value", None)
+    named = ("name", "call_id") if kind == "tool_call" else ("name",) if kind == "participant" else ()
+    return ("id", "conversation_id", "branch_id", *named)
+
+
+def _may_hold_secrets(values: Sequence[str], scanner: SecretScanner) -> bool:
+    """Whether one of ``values`` may hold a finding; ``False`` only when none does.
+
+    Values without line breaks are scanned as the lines of one text: what the scanner finds in a line alone, it
+    finds in that line of a longer text (it also finds more: a private key's lines after its first, an AWS
+    secret beside a key id of another line), so a text without findings clears every value in one scan.
+    """
+    distinct = list(dict.fromkeys(values))
+    joined = "\n".join(distinct)
+    if not distinct or _SEPARATORS.search(joined) or joined.count("\n") != len(distinct) - 1:
+        return bool(distinct)
+    return bool(scanner._scan(joined, gated=True))
 
 
 _RARE_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ%&/\\")
