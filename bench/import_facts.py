@@ -3,9 +3,12 @@
 Prints, per synthetic size: import wall and CPU seconds of this process, the CPU seconds of the fact worker
 processes a large import starts (``ctxledger._fact_workers``, start-up included; ``0`` when there are none),
 events/s by wall time and by all CPU (this process and the workers), the CPU this process spent computing
-facts (``ctxledger.facts.compute_facts``, its own share only), the CPU of the first assembly by a fresh
-``Ledger`` on the imported store (``--assemble``: nothing in memory, as in a new process), and the process's
-peak RSS so far (one size per run gives that size's peak). Run from the repository root::
+facts (``ctxledger.facts.compute_facts``, its own share only) and how much of it each detector took (secret
+scanning, term counting, semantic vectors, instruction-like phrases; this process's share, so with
+``CTXLEDGER_FACT_WORKERS=1`` all of it), the CPU of the first assembly by a fresh ``Ledger`` on the imported store
+(``--assemble``: nothing in memory, as in a new process), and the process's peak RSS so far (one size per run
+gives that size's peak). The detectors keep caches, so compare revisions in separate processes, alternated. Run
+from the repository root::
 
     python bench/import_facts.py --sizes 10000 --assemble
     python bench/import_facts.py --sizes 1000 --real
@@ -14,6 +17,7 @@ peak RSS so far (one size per run gives that size's peak). Run from the reposito
 from __future__ import annotations
 
 import argparse
+import importlib
 import resource
 import sys
 import tempfile
@@ -49,6 +53,42 @@ def _timed_facts() -> list[float]:
     return spent
 
 
+DETECTORS = (
+    ("scan", "ctxledger.policy.secrets", "SecretScanner.scan"),
+    ("terms", "ctxledger._term_counts", "term_counts"),
+    ("vectors", "ctxledger.facts", "_vectors"),
+    ("phrases", "ctxledger.policy.injection", "instruction_like"),
+)
+"""Per detector: its column, and the function the facts call it through (a module attribute, or a method)."""
+
+
+def _timed_detectors() -> dict[str, list[float]]:
+    """Wrap each detector of :data:`DETECTORS` there is in this ctxledger; their CPU seconds by name."""
+    spent: dict[str, list[float]] = {}
+    for name, module_name, attribute in DETECTORS:
+        try:
+            owner: object = importlib.import_module(module_name)
+        except ImportError:  # a ctxledger without this detector module (a before/after comparison)
+            continue
+        *path, leaf = attribute.split(".")
+        for part in path:
+            owner = getattr(owner, part)
+        inner = getattr(owner, leaf, None)
+        if inner is None:
+            continue
+        times = spent.setdefault(name, [])
+
+        def timed(*args, _inner=inner, _times=times, **kwargs):  # type: ignore[no-untyped-def]
+            started = time.process_time()
+            try:
+                return _inner(*args, **kwargs)
+            finally:
+                _times.append(time.process_time() - started)
+
+        setattr(owner, leaf, timed)
+    return spent
+
+
 def _worker_cpu() -> float:
     try:
         from ctxledger import _fact_workers
@@ -66,11 +106,12 @@ def main() -> None:
     parser.add_argument("--real", action="store_true", help="also the chained tau-bench and mini-swe-agent sessions")
     args = parser.parse_args()
     spent = _timed_facts()
+    detectors = _timed_detectors()
     print(
         "| workload | events | wall s | CPU s | worker CPU s | events/s (wall) | events/s (all CPU) | facts CPU s |"
-        " first assemble CPU s | peak RSS MB |"
+        f" of which {' / '.join(detectors)} s | first assemble CPU s | peak RSS MB |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     workloads = [lambda n=n: synthetic(n, args.cache_dir) for n in args.sizes]
     if args.real:
         workloads += [lambda: tau_bench(args.cache_dir), lambda: mini_swe_agent(args.cache_dir)]
@@ -79,6 +120,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             url = f"sqlite:///{tmp}/bench.db"
             spent.clear()
+            for times in detectors.values():
+                times.clear()
             ledger = Ledger(open_store(url, blobs_dir=f"{tmp}/blobs"))
             wall, cpu, workers = time.perf_counter(), time.process_time(), _worker_cpu()
             ledger.import_file(wl.path, "openai-chat", conversation_id="bench", count_tokens_for=MODEL)
@@ -92,9 +135,10 @@ def main() -> None:
                 asm_cpu = time.process_time() - started
                 fresh.close()
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        by_detector = " / ".join(f"{sum(times):.2f}" for times in detectors.values())
         print(
             f"| {wl.name} | {wl.events:,} | {wall:.2f} | {cpu:.2f} | {workers:.2f} | {wl.events / wall:,.0f} | "
-            f"{wl.events / (cpu + workers):,.0f} | {sum(spent):.2f} | "
+            f"{wl.events / (cpu + workers):,.0f} | {sum(spent):.2f} | {by_detector} | "
             f"{asm_cpu:.2f} | {rss:,.0f} |"
         )
 
