@@ -27,11 +27,11 @@ map); the assembler reads it instead of rescanning:
   records, so the list is known at append.
 
 The facts are stamped with :data:`DETECTOR_STAMP`, a digest of the code that computed them (the modules of
-the secret scanner, the instruction-like patterns and the regex structure both read, the renderers, the tokenizer
-and its term counter, and the embedding) and of the versions of detect-secrets, bm25s and PyStemmer and of the
-embedding model (``none`` without it), so installing or upgrading the ``semantic`` extra makes the stored facts
-stale and they are recomputed with vectors. Facts with another stamp were computed by another detector: readers
-recompute them (and store the result) instead of trusting them.
+the secret scanner, the instruction-like patterns and the regex structure both read, the renderers, the tokenizer,
+its term counter and the terms' keys, and the embedding) and of the versions of detect-secrets, bm25s and
+PyStemmer and of the embedding model (``none`` without it), so installing or upgrading the ``semantic`` extra makes
+the stored facts stale and they are recomputed with vectors. Facts with another stamp were computed by another
+detector: readers recompute them (and store the result) instead of trusting them.
 
 The computation calls the detectors and renderers; it does not copy them (the lexical terms are counted by
 :mod:`ctxledger._term_counts`, which gives what the tokenizer's own ``term_counts`` gives, faster). It imports only
@@ -402,7 +402,9 @@ class _Detected:
     block: tuple[Finding, ...] | None
     name: tuple[Finding, ...]
     instruction: str | None
-    terms: dict[str, int]
+    term_keys: bytes
+    term_counts: bytes
+    length: int
     vector: bytes
     raw_readable: bool
 
@@ -412,8 +414,8 @@ def _detect(texts: Sequence[_Texts]) -> list[_Detected]:
 
     Each distinct text is looked at once: every text the chunk shows (plain texts, data blocks, speaker names,
     relevance texts) is scanned for secrets, and each distinct relevance text, its secret lines redacted, is
-    counted into terms and embedded, all texts of the chunk together (records with the same text get the same
-    facts; their terms are copies).
+    counted into keyed terms and embedded, all texts of the chunk together (records with the same text get the
+    same facts).
     """
     scan = secrets.default_scanner().scan
     shown = dict.fromkeys(s for text in texts for s in (*text.plain, text.block, text.name, text.relevance) if s)
@@ -422,15 +424,12 @@ def _detect(texts: Sequence[_Texts]) -> list[_Detected]:
     relevant = list(dict.fromkeys(text.relevance for text in texts))
     # no secret enters the stored index: lines with findings are redacted before tokenizing
     searchable = [secrets.redact(text, found[text]) for text in relevant]
-    indexed = dict(zip(relevant, zip(lexical.term_counts(searchable), _vectors(searchable), strict=True), strict=True))
+    terms = [(*term_keys.keyed_terms(counts), sum(counts.values())) for counts in lexical.term_counts(searchable)]
+    indexed = dict(zip(relevant, zip(terms, _vectors(searchable), strict=True), strict=True))
     phrases: dict[str, str | None] = {}
-    given: set[str] = set()
     out: list[_Detected] = []
     for text in texts:
-        terms, vector = indexed[text.relevance]
-        if text.relevance in given:  # a second record with this text gets its own copy of the terms
-            terms = dict(terms)
-        given.add(text.relevance)
+        (keys, counts, length), vector = indexed[text.relevance]
         instruction = None
         if text.instruction:
             if text.instruction not in phrases:
@@ -442,7 +441,9 @@ def _detect(texts: Sequence[_Texts]) -> list[_Detected]:
                 block=found[text.block] if text.block is not None else None,
                 name=found[text.name] if text.name else (),
                 instruction=instruction,
-                terms=terms,
+                term_keys=keys,
+                term_counts=counts,
+                length=length,
                 vector=vector,
                 raw_readable=text.raw_readable,
             )
@@ -469,7 +470,6 @@ def _vectors(texts: Sequence[str]) -> list[bytes]:
 
 
 def _facts(rec: Record, found: _Detected, lookup: StoredLookup) -> RecordFacts:
-    keys, counts = term_keys.keyed_terms(found.terms)
     sources, complete = ((), True)
     if direct_sources(rec):
         sources, complete = restricting_sources(rec, lambda rid: lookup(rec.tenant_id, rid))
@@ -480,9 +480,9 @@ def _facts(rec: Record, found: _Detected, lookup: StoredLookup) -> RecordFacts:
         block=found.block,
         name=found.name,
         instruction=found.instruction,
-        term_keys=keys,
-        term_counts=counts,
-        length=sum(found.terms.values()),
+        term_keys=found.term_keys,
+        term_counts=found.term_counts,
+        length=found.length,
         vector=found.vector,
         sources=sources,
         sources_complete=complete,

@@ -6,8 +6,8 @@ with :mod:`ctxledger._term_counts` instead of the tokenizer's ``term_counts``. H
 whose bytes are missing or not UTF-8, memories and compactions; secrets of every format, escapes, line separators,
 non-ASCII and case-changing text, instruction-like phrases, empty texts, texts repeated across records) and every
 fact is checked against the detectors called one text at a time: every line given to every secret detector
-(:meth:`~ctxledger.policy.secrets.SecretScanner.scan_full`), ``relevance.term_counts`` of the redacted text,
-its embedding alone, the instruction-like phrase of its text.
+(:meth:`~ctxledger.policy.secrets.SecretScanner.scan_full`), ``relevance.term_counts`` of the redacted text keyed
+in its order, its embedding alone, the instruction-like phrase of its text.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 import ctxledger._fact_workers as fact_workers
 import ctxledger._term_counts as lexical
 from ctxledger import facts
-from ctxledger.assemble import relevance, semantic
+from ctxledger.assemble import relevance, semantic, term_keys
 from ctxledger.errors import BlobNotFound, RecordNotFound
 from ctxledger.ledger import Ledger
 from ctxledger.policy import injection
@@ -155,6 +155,7 @@ def _alone(rec: Record, read: Any, scanner: SecretScanner) -> tuple[Any, ...]:
     scan = scanner.scan_full  # every line and decoded piece to every detector
     searchable = redact(texts.relevance, scan(texts.relevance))
     terms = relevance.term_counts([searchable])[0]
+    keys, counts = term_keys.keyed_terms(terms)
     embedder = semantic.default_embedder()
     vector = semantic.quantize(embedder.embed([searchable])[0]) if embedder is not None and searchable else b""
     return (
@@ -162,7 +163,8 @@ def _alone(rec: Record, read: Any, scanner: SecretScanner) -> tuple[Any, ...]:
         scan(texts.block) if texts.block is not None else None,
         scan(texts.name) if texts.name else (),
         injection.instruction_like(texts.instruction) if texts.instruction else None,
-        list(terms.items()),
+        keys,
+        counts,
         sum(terms.values()),
         vector,
         texts.raw_readable,
@@ -175,7 +177,8 @@ def _detected(found: facts.RecordFacts) -> tuple[Any, ...]:
         found.block,
         found.name,
         found.instruction,
-        list(found.terms.items()),
+        found.term_keys,
+        found.term_counts,
         found.length,
         found.vector,
         found.raw_readable,
