@@ -3,14 +3,16 @@
 Prints, per synthetic size: import wall and CPU seconds of this process, the CPU seconds of the fact worker
 processes a large import starts (``ctxledger._fact_workers``, start-up included; ``0`` when there are none),
 events/s by wall time and by all CPU (this process and the workers), the CPU this process spent computing
-facts (``ctxledger.facts.compute_facts``, its own share only) and how much of it each detector took (secret
-scanning, term counting, semantic vectors, instruction-like phrases; this process's share, so with
-``CTXLEDGER_FACT_WORKERS=1`` all of it), the CPU of the first assembly by a fresh ``Ledger`` on the imported store
+facts (``ctxledger.facts.compute_facts``, its own share only) and, with ``--detectors``, how much of it each
+detector took (secret scanning, term counting, semantic vectors, instruction-like phrases; this process's share, so
+with ``CTXLEDGER_FACT_WORKERS=1`` all of it; the clock is read around every text scanned, about 2 µs each, so the
+import costs a little more), the CPU of the first assembly by a fresh ``Ledger`` on the imported store
 (``--assemble``: nothing in memory, as in a new process), and the process's peak RSS so far (one size per run
 gives that size's peak). The detectors keep caches, so compare revisions in separate processes, alternated. Run
 from the repository root::
 
     python bench/import_facts.py --sizes 10000 --assemble
+    CTXLEDGER_FACT_WORKERS=1 python bench/import_facts.py --sizes 10000 --detectors
     python bench/import_facts.py --sizes 1000 --real
 """
 
@@ -104,12 +106,13 @@ def main() -> None:
     parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "ctxledger-bench-cache")
     parser.add_argument("--assemble", action="store_true", help="assemble once after the import (peak RSS)")
     parser.add_argument("--real", action="store_true", help="also the chained tau-bench and mini-swe-agent sessions")
+    parser.add_argument("--detectors", action="store_true", help="the facts' CPU by detector (costs a little CPU)")
     args = parser.parse_args()
     spent = _timed_facts()
-    detectors = _timed_detectors()
+    detectors = _timed_detectors() if args.detectors else {}
     print(
         "| workload | events | wall s | CPU s | worker CPU s | events/s (wall) | events/s (all CPU) | facts CPU s |"
-        f" of which {' / '.join(detectors)} s | first assemble CPU s | peak RSS MB |"
+        f" of which {' / '.join(detectors) or '(--detectors)'} s | first assemble CPU s | peak RSS MB |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     workloads = [lambda n=n: synthetic(n, args.cache_dir) for n in args.sizes]
@@ -135,7 +138,7 @@ def main() -> None:
                 asm_cpu = time.process_time() - started
                 fresh.close()
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        by_detector = " / ".join(f"{sum(times):.2f}" for times in detectors.values())
+        by_detector = " / ".join(f"{sum(times):.2f}" for times in detectors.values()) or "—"
         print(
             f"| {wl.name} | {wl.events:,} | {wall:.2f} | {cpu:.2f} | {workers:.2f} | {wl.events / wall:,.0f} | "
             f"{wl.events / (cpu + workers):,.0f} | {sum(spent):.2f} | {by_detector} | "
