@@ -57,7 +57,7 @@ def _timed_facts() -> list[float]:
 
 DETECTORS = (
     ("scan", "ctxledger.policy.secrets", "SecretScanner.scan"),
-    ("terms", "ctxledger._term_counts", "term_counts"),
+    ("terms", "ctxledger.assemble.relevance", "term_counts"),
     ("vectors", "ctxledger.facts", "_vectors"),
     ("phrases", "ctxledger.policy.injection", "instruction_like"),
 )

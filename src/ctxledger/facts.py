@@ -33,8 +33,7 @@ PyStemmer and of the embedding model (``none`` without it), so installing or upg
 the stored facts stale and they are recomputed with vectors. Facts with another stamp were computed by another
 detector: readers recompute them (and store the result) instead of trusting them.
 
-The computation calls the detectors and renderers; it does not copy them (the lexical terms are counted by
-:mod:`ctxledger._term_counts`, which gives what the tokenizer's own ``term_counts`` gives, faster). It imports only
+The computation calls the detectors and renderers; it does not copy them. It imports only
 leaf modules (records, the scanner, the instruction-like patterns, the unit renderers, the tokenizer and its term
 counter, the embedding), none of which imports the store, the policy stages or the assembler, so the store can call
 it on append.
@@ -57,7 +56,6 @@ import msgspec
 
 import ctxledger._blas as blas
 import ctxledger._fact_workers as fact_workers
-import ctxledger._term_counts as lexical
 import ctxledger.assemble.relevance as relevance
 import ctxledger.assemble.semantic as semantic
 import ctxledger.assemble.term_keys as term_keys
@@ -183,7 +181,6 @@ def detector_stamp() -> str:
         regex_shape.structure,
         units.render_data_block,
         relevance.tokenize,
-        lexical.term_counts,
         term_keys.term_key,
         semantic.StaticEmbedder,
         retained,
@@ -424,7 +421,7 @@ def _detect(texts: Sequence[_Texts]) -> list[_Detected]:
     relevant = list(dict.fromkeys(text.relevance for text in texts))
     # no secret enters the stored index: lines with findings are redacted before tokenizing
     searchable = [secrets.redact(text, found[text]) for text in relevant]
-    terms = [(*term_keys.keyed_terms(counts), sum(counts.values())) for counts in lexical.term_counts(searchable)]
+    terms = [(*term_keys.keyed_terms(counts), sum(counts.values())) for counts in relevance.term_counts(searchable)]
     indexed = dict(zip(relevant, zip(terms, _vectors(searchable), strict=True), strict=True))
     phrases: dict[str, str | None] = {}
     out: list[_Detected] = []
