@@ -144,7 +144,6 @@ class _Entries:
         self.size = min(self.size, size)
 
 
-
 class IncrementalBM25:
     """An append-only BM25 index over documents identified by their insertion position.
 
@@ -179,13 +178,6 @@ class IncrementalBM25:
     def add(self, tokens: Sequence[str]) -> int:
         """Index one document's tokens and return its position."""
         return self.add_parts((Counter(tokens),), len(tokens))
-
-    def add_counts(self, counts: Mapping[str, int], length: int) -> int:
-        """Index one document given as term → frequency and its length in terms (stored lexical terms).
-
-        The same as :meth:`add` on any token list with those counts: postings depend only on the counts.
-        """
-        return self.add_parts((counts,), length)
 
     def add_parts(self, parts: Sequence[Mapping[str, int]], length: int) -> int:
         """Index one document made of ``parts`` (its terms are their summed counts) of ``length`` terms in all."""
