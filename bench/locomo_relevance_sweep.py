@@ -21,7 +21,9 @@ neighbour spread),
 ``1 + diversity · r / 8``, ``r`` its rank among its day's units), ``unnamed`` (BM25 of the query without the one
 speaker name it names), ``sem_named`` (the query vector with that name: the assembler leaves it out while the
 speaker boost is on), ``qwords`` (``drop_question_words``: BM25 and the query vector without the query's question
-words). Absent keys take the default policy's
+words), ``forward`` / ``backward`` (the spread's share to the turns after / before a hit, both 1 in the policy),
+``question_penalty`` (after the spread, a turn whose last sentence asks a question × ``1 − question_penalty``),
+``session_cap`` (the fill takes at most this many units of one calendar day). Absent keys take the default policy's
 settings, so ``{}`` is the assembler's relevance.
 """
 
@@ -93,6 +95,21 @@ def _unnamed(query: str, names: list[str]) -> str:
     return re.sub(rf"(?<!\w){re.escape(named)}(?:'s)?(?!\w)", " ", query) if named else query
 
 
+def _spread_asymmetric(s: np.ndarray, decay: float, window: int, forward: float, backward: float) -> np.ndarray:
+    """:func:`spread` with the turns after a hit given ``forward`` × and those before it ``backward`` × its share."""
+    out = np.array(s, dtype=np.float64, copy=True)
+    for d in range(1, min(window, len(s) - 1) + 1):
+        out[d:] += forward * decay**d * s[:-d]
+        out[:-d] += backward * decay**d * s[d:]
+    return out
+
+
+def _asks(text: str) -> bool:
+    """Whether a LoCoMo turn (``"<speaker>: <text>"``, a shared photo's caption aside) ends with a question."""
+    body = re.sub(r" \[shares a photo: .*\]$", "", text.partition(": ")[2]).strip()
+    return body.endswith("?")
+
+
 def relevance(conv: dict[str, Any], q: dict[str, Any], p: dict[str, Any]) -> np.ndarray:
     """The variant's relevance of every unit of ``conv`` to question ``q``, normalised to max 1."""
     rows, mean = conv["rows"], conv["mean"]
@@ -113,7 +130,13 @@ def relevance(conv: dict[str, Any], q: dict[str, Any], p: dict[str, Any]) -> np.
         s = (1 - w) * lex + w * _rescale(_centred_cos(rows, mean, expanded))
     named = named_speaker(q["text"], conv["names"]) if speaker else None
     s = s * (1 + p.get("date", DEFAULT.date_boost) * q["dates"])
-    s = spread(s, p.get("decay", DEFAULT.neighbour_decay), p.get("window", DEFAULT.neighbour_window))
+    decay, window = p.get("decay", DEFAULT.neighbour_decay), p.get("window", DEFAULT.neighbour_window)
+    if "forward" in p or "backward" in p:
+        s = _spread_asymmetric(s, decay, window, p.get("forward", 1.0), p.get("backward", 1.0))
+    else:
+        s = spread(s, decay, window)
+    if p.get("question_penalty"):
+        s = s * (1 - p["question_penalty"] * conv["asks"])
     if named is not None:
         s = s * (1 + speaker * (conv["speakers"] == named))
     sess = conv["sessions"]
@@ -188,6 +211,7 @@ def load(path: Path, indices: list[int], memories: bool, *, check: int = 0) -> l
             {
                 "ext": ext,
                 "cost": np.array([sum(by_id[e].tokens for e in ex if e in by_id) for ex in ext], dtype=float),
+                "asks": np.array([float(any(_asks(by_id[e].text) for e in ex if e in by_id)) for ex in ext]),
                 "rows": rows,
                 "mean": rows.mean(axis=0),
                 "covers": {i.id: tuple(i.meta.get("covers", ())) for i in first.items},
@@ -211,8 +235,13 @@ def run(data: list[dict[str, Any]], p: dict[str, Any], budget: int) -> tuple[flo
             utility = 0.8 * relevance(conv, q, p) + 0.1 * recency
             room = budget - q["tokens"] - REQUEST_BASE_TOKENS
             got: set[str] = set()
+            per_day: dict[int, int] = defaultdict(int)
+            cap = p.get("session_cap")
             for i in np.argsort(-utility, kind="stable"):
+                if cap and per_day[conv["sessions"][i]] >= cap:
+                    continue
                 if conv["cost"][i] <= room:
+                    per_day[conv["sessions"][i]] += 1
                     room -= conv["cost"][i]
                     got.update(conv["ext"][i])
             credited = got | {c for g in got for c in conv["covers"].get(g, ())}
