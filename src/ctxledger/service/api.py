@@ -216,18 +216,6 @@ def record_usage(request: Request, tenant: Tenant, assembly_id: str, body: Usage
 _BYTES = {200: {"content": {"application/octet-stream": {}}, "description": "The exact stored bytes."}}
 
 
-def _range(start: int | None, end: int | None) -> tuple[int, int] | None:
-    if start is None and end is None:
-        return None
-    if start is None or end is None:
-        raise InputError(
-            "give both start and end (0-based, end exclusive)", source="<api>", field="end" if end is None else "start"
-        )
-    if end < start:
-        raise InputError(f"end {end} is before start {start}", source="<api>", field="end")
-    return (start, end)
-
-
 @router.get(
     "/rehydrate/{ref:path}",
     summary="Raw bytes of a tool result, under the hard filters",
@@ -238,8 +226,8 @@ def rehydrate(
     request: Request,
     tenant: Tenant,
     ref: str,
-    start: Annotated[int | None, Query(ge=0)] = None,
-    end: Annotated[int | None, Query(ge=0)] = None,
+    start: Annotated[int | None, Query(description="First byte (0-based; default 0).")] = None,
+    end: Annotated[int | None, Query(description="Byte after the last (default: the end).")] = None,
     participant: Annotated[str | None, Query(description="Reader: a participant id or name.")] = None,
     provider: Annotated[str | None, Query(description="Reader: the provider the bytes go to.")] = None,
 ) -> Response:
@@ -248,9 +236,10 @@ def rehydrate(
     Answered only when an assembly of the record's branch for the same reader (``participant``, ``provider``)
     would not withhold the record by a hard filter (privacy, provider scope, visibility, a withheld secret …),
     and the bytes hold no secret (assemblies show such bytes redacted); otherwise 403 names the reason. For a
-    ``sha256:`` ref, at least one record holding those bytes must pass.
+    ``sha256:`` ref, at least one record holding those bytes must pass. A range outside the content is refused
+    (422, field ``byte_range``) in the words :meth:`~ctxledger.ledger.Ledger.rehydrate` gives.
     """
-    span = _range(start, end)
+    span = None if start is None and end is None else (start, end)
     reader = Reader(participant_id=participant, provider=provider)
 
     def run(ledger: Any) -> bytes | str:
