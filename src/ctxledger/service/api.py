@@ -92,8 +92,9 @@ def append_messages(request: Request, tenant: Tenant, conversation_id: str, body
 def import_file(request: Request, tenant: Tenant, body: ImportFile) -> Imported:
     """Parse and validate a whole file, then write it in one transaction (bad input writes nothing).
 
-    A problem with the file names its ``field``: the record's field at fault, or for malformed JSON the JSON path
-    where parsing stopped (:func:`ctxledger.service.import_errors.located`).
+    A problem with the file names its ``field``: the record's field at fault, for malformed JSON the JSON path
+    where parsing stopped (:mod:`ctxledger.ingest.json_paths`), else ``body.content``
+    (:func:`ctxledger.service.import_errors.located`).
     """
     suffix = Path(body.filename).suffix or ".json"
     with tempfile.TemporaryDirectory(prefix="ctxledger-import-") as folder:
@@ -112,7 +113,7 @@ def import_file(request: Request, tenant: Tenant, body: ImportFile) -> Imported:
         try:
             result = _service(request).call(run)
         except InputError as exc:
-            raise located(exc, body.content) from exc
+            raise located(exc) from exc
     return Imported(
         format=result.format or body.format,
         conversation_ids=list(result.conversation_ids),
