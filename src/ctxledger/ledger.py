@@ -597,14 +597,19 @@ class Ledger:
         return written
 
     def rehydrate(
-        self, ref: str | Mapping[str, Any], byte_range: tuple[int, int] | None = None, *, tenant_id: str = "default"
+        self,
+        ref: str | Mapping[str, Any],
+        byte_range: tuple[int | None, int | None] | None = None,
+        *,
+        tenant_id: str = "default",
     ) -> bytes:
         """Exactly the stored bytes behind a reference or an excerpt's locator, or a range of them.
 
         Args:
             ref: a tool artifact's record id, ``sha256:<hex>`` of a blob, a message id (its text as UTF-8,
                 as excerpts of long messages locate it), or a locator dict (its own range by default).
-            byte_range: ``(start, end)`` byte offsets (0-based, end exclusive) into the whole content.
+            byte_range: ``(start, end)`` byte offsets (0-based, end exclusive) into the whole content; a
+                ``None`` start is 0, a ``None`` end the content's end.
             tenant_id: the tenant.
 
         Returns:
@@ -615,7 +620,9 @@ class Ledger:
             ContentRetained: a retention rule redacted, hashed or deleted the content (the error names the
                 rule and the time: "redacted by retention rule R at T").
             IntegrityError: the stored bytes no longer match their hash (or the locator's).
-            InputError: the range falls outside the content, or the record holds no content.
+            InputError: the range falls outside the content (field ``byte_range``; the words of
+                :func:`ctxledger.represent.rehydrate.check_range`, as every surface gives them), or the record
+                holds no content.
         """
         from ctxledger.assemble.represent import rehydrate_ref
 

@@ -8,11 +8,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from ctxledger.budget import DEFAULT_BUDGET
 from ctxledger.cli import REASONS, app
 from ctxledger.demo import DEMO_CONVERSATION, DEMO_FILE, DEMO_TASK
+from ctxledger.errors import InputError
 from ctxledger.hashing import content_hash
 from ctxledger.ledger import Ledger
 from ctxledger.records import ToolArtifact, ToolCall
@@ -656,3 +659,24 @@ def test_explain_says_what_the_protected_latest_step_is(runner: CliRunner, tmp_p
     said = {"checkpoint": "here a checkpoint", "tool_exchange": "here a tool exchange", "message": "here a message"}
     assert f"latest_step: the agent's newest step after the latest user turn, {said[last]}" in flat, flat
     assert not any(phrase in flat for kind, phrase in said.items() if kind != last)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(start=st.integers(0, 3000), end=st.integers(0, 3000))
+def test_rehydrate_refuses_a_bad_range_in_the_library_s_words(
+    runner: CliRunner, demo_store: DemoStore, start: int, end: int
+) -> None:
+    """``--bytes START:END`` past the end or reversed is refused with the problem ``Ledger.rehydrate`` states."""
+    with Ledger.open(demo_store.url) as ledger:
+        refs = [e["ref"] for e in demo_store.manifest["omitted"]]
+        artifact = next(r for r in refs if isinstance(ledger.store.get("default", r), ToolArtifact))
+        try:
+            expected: bytes | str = ledger.rehydrate(artifact, (start, end))
+        except InputError as exc:
+            expected = exc.problem
+    answer = runner.invoke(app, ["--db", demo_store.url, "rehydrate", artifact, "--bytes", f"{start}:{end}"])
+    if isinstance(expected, bytes):
+        assert answer.exit_code == 0 and answer.stdout_bytes == expected
+        return
+    assert answer.exit_code == 2
+    assert expected in " ".join(answer.stderr.split())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -341,3 +342,57 @@ def test_every_real_transcript_looks_like_one_and_the_real_non_transcripts_do_no
         "bfcl-memory/multi_turn_func_doc/memory_vector.json",
         "bfcl-memory/possible_answer/BFCL_v4_memory.json",
     ]
+
+
+_TEXT = st.text(alphabet="abcdefghij ", min_size=1, max_size=12)
+_MESSAGE = st.fixed_dictionaries(
+    {
+        "role": st.sampled_from(["user", "assistant"]),
+        "content": _TEXT | st.lists(st.fixed_dictionaries({"type": st.just("text"), "text": _TEXT}), min_size=1),
+    }
+)
+
+
+def _fields(message: dict[str, Any]) -> list[str]:
+    """The paths of a message's leaves, as the importers name fields."""
+    if isinstance(message["content"], str):
+        return ["role", "content"]
+    return ["role", *(f"content[{k}].{key}" for k in range(len(message["content"])) for key in ("type", "text"))]
+
+
+def _broken(message: dict[str, Any], field: str) -> str:
+    """``message`` as one line of JSON with the leaf at ``field`` replaced by a character no JSON value starts with."""
+    marker = "__broken__"
+    copy = json.loads(json.dumps(message))
+    if field in ("role", "content"):
+        copy[field] = marker
+    else:
+        k, key = field.removeprefix("content[").split("].")
+        copy["content"][int(k)][key] = marker
+    return json.dumps(copy).replace(json.dumps(marker), "@")
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    messages=st.lists(_MESSAGE, min_size=1, max_size=4), data=st.data(), form=st.sampled_from(["jsonl", "array", "doc"])
+)
+def test_malformed_json_names_the_record_and_the_field_where_parsing_stopped(
+    runner: CliRunner, tmp_path: Path, messages: list[dict[str, Any]], data: st.DataObject, form: str
+) -> None:
+    """A transcript with one unparsable value: the CLI names the file, the record and the field (as the service)."""
+    index = data.draw(st.integers(0, len(messages) - 1), "index")
+    field = data.draw(st.sampled_from(_fields(messages[index])), "field")
+    lines = [json.dumps(m) for m in messages]
+    lines[index] = _broken(messages[index], field)
+    if form == "jsonl":
+        path, content = tmp_path / "chat.jsonl", "\n".join(lines) + "\n"
+    elif form == "array":
+        path, content = tmp_path / "chat.json", "[" + ",\n".join(lines) + "]"
+    else:
+        path, content = tmp_path / "chat.json", '{"messages": [' + ", ".join(lines) + "]}"
+    path.write_text(content, encoding="utf-8")
+    result = runner.invoke(app, ["--db", _db(tmp_path), "import", str(path), "--model", ""])
+    assert result.exit_code == 2, result.output
+    said = _flat(result.stderr)
+    where = f"field 'messages[{index}].{field}'" if form == "doc" else f"record {index}, field '{field}'"
+    assert f"chat.json{'l' if form == 'jsonl' else ''}, {where}: malformed JSON" in said, said

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxledger.service.import_errors import CONTENT_FIELD, json_path_at
+from ctxledger.ingest.json_paths import json_path_at
+from ctxledger.service.import_errors import CONTENT_FIELD
 
 if TYPE_CHECKING:
     from service_helpers import Served

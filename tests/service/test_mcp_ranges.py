@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 from typing import Any
 
@@ -64,10 +63,9 @@ def test_a_range_is_the_slice_asked_for_or_the_refusal_every_rehydration_gives(
         return
     assert failed
     with pytest.raises(InputError) as library:
-        ledger.rehydrate(artifact, (a, b), tenant_id=TENANT)
-    blob = f"blob {hashlib.sha256(OUTPUT).hexdigest()[:16]}"
+        ledger.rehydrate(artifact, (start, end), tenant_id=TENANT)
     assert library.value.field == "byte_range" and "field 'byte_range'" in text
-    assert library.value.problem.replace(blob, artifact) in text, (library.value.problem, text)
+    assert library.value.problem in text, (library.value.problem, text)
 
 
 def test_not_found_answers_name_what_was_looked_for(ledger: Ledger, assembled: tuple[str, str]) -> None:

@@ -99,13 +99,20 @@ class ReachIndex:
             del self.loose[rid]
         for positions in (self.pins, self.failed, self.users, *self.successes.values()):
             del positions[bisect.bisect_left(positions, start) :]
+        for name in [n for n, positions in self.successes.items() if not positions]:
+            del self.successes[name]
         del self.records_before[start + 1 :]
 
     def extend(self, units: Sequence[Unit], start: int, records: Sequence[Record]) -> None:
-        """Index ``units`` (built from ``records``), which take the positions ``start, start + 1, …``."""
+        """Index ``units`` (built from ``records``), which take the positions ``start, start + 1, …``.
+
+        A record of ``records`` is loose when neither ``units`` nor a unit already indexed carries it: a refresh
+        rebuilds from the oldest exchange a late result completes, and the records it rebuilds from include the
+        late results of older exchanges, which stay in their (kept) units.
+        """
         carried = {rid for u in units for rid in u.record_ids}
         for rec in records:
-            if rec.id not in carried:
+            if rec.id not in carried and rec.id not in self.unit_of:
                 self.loose[rec.id] = rec
                 if isinstance(rec, Participant) and rec.role == "moderator":
                     self.moderators = True

@@ -90,7 +90,7 @@ from ctxledger.represent import Excerpter, LineIndex, Locator, promote, rehydrat
 from ctxledger.represent._patterns import is_error_line
 from ctxledger.represent.extract._base import query_terms
 from ctxledger.represent.redundancy import NUM_PERM, _lsh_params, _minhash, call_key, outcome_lines
-from ctxledger.represent.rehydrate import check_range
+from ctxledger.represent.rehydrate import ByteRange, cut_range
 from ctxledger.retention.state import retained
 from ctxledger.serialize.base import Turn
 from ctxledger.tokens import TokenCounter
@@ -983,7 +983,7 @@ def record_promotion(option: Option | None, record_id: str) -> dict[str, Any] | 
 
 
 def rehydrate_ref(
-    store: Any, tenant_id: str, ref: str | Mapping[str, Any], byte_range: tuple[int, int] | None = None
+    store: Any, tenant_id: str, ref: str | Mapping[str, Any], byte_range: ByteRange | None = None
 ) -> bytes:
     """Exactly the bytes a reference names (see :meth:`ctxledger.ledger.Ledger.rehydrate`).
 
@@ -1021,7 +1021,7 @@ def rehydrate_ref(
         data = rec.content.encode("utf-8")
         if locator is not None and sha256_hex(data) != locator.sha256:
             raise IntegrityError(f"message {rec.id} no longer matches the locator's sha256")
-        return _cut(data, wanted, rec.id)
+        return cut_range(data, wanted, rec.id)
     raise InputError(_no_content(store, tenant_id, rec), field="ref")
 
 
@@ -1039,11 +1039,3 @@ def _no_content(store: Any, tenant_id: str, rec: Record) -> str:
     if results:
         return f"{sentence}; its result is {', '.join(results)} (rehydrate that)"
     return f"{sentence}, and no result of it was recorded in the {RESULT_SEARCH} records after it"
-
-
-def _cut(data: bytes, wanted: tuple[int, int] | None, name: str) -> bytes:
-    if wanted is None:
-        return data
-    start, end = wanted
-    check_range(start, end, len(data), name)
-    return data[start:end]

@@ -5,9 +5,10 @@ two non-empty lines and every non-empty line starts with ``{`` and ends with ``}
 line, e.g. BFCL's ``.json`` files). Otherwise it is one JSON document. Errors:
 
 * a JSON Lines record that does not parse → ``InputError(index=<0-based record number>)`` whose message
-  gives the 1-based line and column;
-* a malformed JSON document → ``InputError`` with the line and column; when the document is a
-  top-level array, ``index`` is the element that does not parse;
+  gives the 1-based line and column, and whose ``field`` is the JSON path of the value being read where
+  parsing stopped (:func:`~ctxledger.ingest.json_paths.error_field`; ``None`` at the record's top);
+* a malformed JSON document → ``InputError`` with the line and column and that ``field``; when the document
+  is a top-level array, ``index`` is the element that does not parse and ``field`` is relative to it;
 * JSON that parses but cannot be kept (:func:`check_value`): nesting deeper than :data:`MAX_DEPTH`
   levels, an integer of more than :data:`MAX_INT_DIGITS` digits, or a string holding a lone surrogate
   escape (``"\ud800"``, which no UTF-8 store can write) → ``InputError`` naming the JSON path.
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxledger.errors import InputError
+from ctxledger.ingest.json_paths import error_field
 
 _SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
 MAX_DEPTH = 200
@@ -54,7 +56,8 @@ def load_file(path: Path, source: str) -> Loaded:
     """Read and parse ``path`` (see the module docstring for the JSON / JSON Lines rule).
 
     Raises:
-        InputError: the file is missing, not UTF-8, empty, or malformed (names ``source``).
+        InputError: the file is missing, not UTF-8, empty, or malformed (names ``source``; malformed JSON also
+            the record and the field where parsing stopped, as the module docstring says).
     """
     text = _read_text(path, source)
     if path.suffix in _JSONL_SUFFIXES or _looks_like_jsonl(text):
@@ -119,15 +122,18 @@ def parse_document(text: str, source: str) -> Any:
     """Parse one JSON document.
 
     Raises:
-        InputError: malformed JSON, naming line/column and, for a top-level array, the element index.
+        InputError: malformed JSON, naming line/column, the field where parsing stopped and, for a top-level
+            array, the element index (the field then relative to that element).
     """
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
+        element = _failing_element(text)
         raise InputError(
             f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
             source=source,
-            index=_failing_element(text),
+            index=element,
+            field=error_field(exc, element),
         ) from exc
     except RecursionError:
         raise InputError(f"nested more than {MAX_DEPTH} levels deep", source=source) from None
@@ -166,6 +172,7 @@ def _parse_lines(text: str, source: str) -> list[Any]:
                 f"malformed JSON on line {lineno} column {exc.colno}: {exc.msg}",
                 source=source,
                 index=len(records),
+                field=error_field(exc),
             ) from exc
         except RecursionError:
             raise InputError(

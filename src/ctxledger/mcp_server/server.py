@@ -12,7 +12,6 @@ from mcp.server.mcpserver.exceptions import ToolError
 from ctxledger.errors import CtxledgerError, InputError, RecordNotFound
 from ctxledger.ledger import Ledger
 from ctxledger.records import Compaction, Message, ToolMemory
-from ctxledger.represent.rehydrate import check_range
 from ctxledger.service import manifest_view as mv
 from ctxledger.service.explaining import explain_record
 from ctxledger.service.withheld import Reader, reasons, redact, scanner_of, withheld
@@ -164,11 +163,8 @@ def build_server(ledger: Ledger, tenant: str, reader: Reader | None = None) -> M
                 refusal = reasons(hidden, full)
             if refusal is not None:
                 raise ToolError(f"rehydration refused by the policy: {refusal}")
-            data = ledger.rehydrate(full, None, tenant_id=tenant)
-            if start is not None or end is not None:  # the range check of every rehydration, in its words
-                a, b = 0 if start is None else start, len(data) if end is None else end
-                check_range(a, b, len(data), full)
-                data = data[a:b]
+            span = None if start is None and end is None else (start, end)
+            data = ledger.rehydrate(full, span, tenant_id=tenant)  # a bad range: the library's own refusal
             raw = data.decode("utf-8", "replace")
             text = redact(raw, scanner_of(ledger))
             cut = f"\n[cut at {MAX_TEXT:,} of {len(text):,} characters]" if len(text) > MAX_TEXT else ""

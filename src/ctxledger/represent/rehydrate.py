@@ -18,19 +18,24 @@ from ctxledger.store.base import BlobStore
 Reference = Locator | Mapping[str, Any] | str
 """A :class:`Locator`, its dict form (as in ``ToolMemory.locators``), or a sha256 (bare or ``sha256:``)."""
 
+ByteRange = tuple[int | None, int | None]
+"""``(start, end)`` byte offsets (0-based, end exclusive); a missing start is 0, a missing end the content's end."""
+
 
 def parse_byte_range(text: str, *, source: str = "<api>") -> tuple[int, int]:
     """Parse ``"START:END"`` (0-based, end exclusive) as used by ``ctxledger rehydrate --bytes``.
 
     Raises:
-        InputError: not two non-negative integers with ``START <= END``.
+        InputError: (field ``byte_range``) not two non-negative integers with ``START <= END``; a reversed range
+            in the words of :func:`check_range`.
     """
     start, sep, end = text.partition(":")
     if not sep or not start.strip().isdigit() or not end.strip().isdigit():
         raise InputError(f"byte range must look like START:END, got {text!r}", source=source, field="byte_range")
     a, b = int(start), int(end)
-    if a > b:
-        raise InputError(f"byte range start {a} is after end {b}", source=source, field="byte_range")
+    problem = _order_problem(a, b)
+    if problem is not None:
+        raise InputError(problem, source=source, field="byte_range")
     return a, b
 
 
@@ -42,15 +47,15 @@ def _target(ref: Reference) -> tuple[str, tuple[int, int] | None]:
     return locator.sha256, (locator.byte_start, locator.byte_end)
 
 
-def rehydrate(blobs: BlobStore, locator_or_sha: Reference, *, byte_range: tuple[int, int] | None = None) -> bytes:
+def rehydrate(blobs: BlobStore, locator_or_sha: Reference, *, byte_range: ByteRange | None = None) -> bytes:
     """Return exactly the stored bytes a reference names, or the requested range of them.
 
     Args:
         blobs: the blob store holding the artifact.
         locator_or_sha: a :class:`Locator` (its own ``[byte_start, byte_end)`` is the default range), a
             locator dict, or a sha256 (bare hex or ``sha256:<hex>``; default: the whole blob).
-        byte_range: ``(start, end)`` byte offsets into the whole blob (0-based, end exclusive); overrides
-            the locator's range.
+        byte_range: ``(start, end)`` byte offsets into the whole blob (:data:`ByteRange`: 0-based, end
+            exclusive, a missing bound open); overrides the locator's range.
 
     Returns:
         The bytes. Whole blobs and ranges alike are cut from a parent whose sha256 was verified.
@@ -65,26 +70,44 @@ def rehydrate(blobs: BlobStore, locator_or_sha: Reference, *, byte_range: tuple[
     whole = blobs.get(sha)
     if sha256_hex(whole) != sha:
         raise IntegrityError(f"blob {sha} no longer matches its sha256")
+    return cut_range(whole, wanted, f"blob {sha[:16]}")
+
+
+def cut_range(data: bytes, wanted: ByteRange | None, name: str) -> bytes:
+    """The bytes of ``data`` (the content of ``name``) that ``wanted`` names; all of them for ``None``.
+
+    Raises:
+        InputError: the range is not within ``data`` (:func:`check_range`).
+    """
     if wanted is None:
-        return whole
-    start, end = wanted
-    check_range(start, end, len(whole), f"blob {sha[:16]}")
-    return whole[start:end]
+        return data
+    start = 0 if wanted[0] is None else wanted[0]
+    end = len(data) if wanted[1] is None else wanted[1]
+    check_range(start, end, len(data), name)
+    return data[start:end]
 
 
 def check_range(start: int, end: int, size: int, name: str) -> None:
     """Check that ``[start, end)`` is a byte range within ``size`` bytes of ``name``.
 
+    Every surface that takes a range (library, CLI, HTTP service, MCP server) checks it here, so a bad range
+    gets the same words everywhere.
+
     Raises:
         InputError: (field ``byte_range``) a negative offset, a start after the end, or an end past ``size``;
             the message says which.
     """
-    if start < 0 or end < 0:
-        problem = f"byte range {start}:{end} has a negative offset"
-    elif start > end:
-        problem = f"byte range start {start} is after its end {end}"
-    elif end > size:
+    problem = _order_problem(start, end)
+    if problem is None and end > size:
         problem = f"byte range {start}:{end} ends past the end of {name} ({size} bytes)"
-    else:
-        return
-    raise InputError(problem, field="byte_range")
+    if problem is not None:
+        raise InputError(problem, field="byte_range")
+
+
+def _order_problem(start: int, end: int) -> str | None:
+    """What is wrong with ``[start, end)`` whatever the content's size (``None``: nothing)."""
+    if start < 0 or end < 0:
+        return f"byte range {start}:{end} has a negative offset"
+    if start > end:
+        return f"byte range start {start} is after its end {end}"
+    return None

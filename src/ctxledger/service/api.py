@@ -92,8 +92,9 @@ def append_messages(request: Request, tenant: Tenant, conversation_id: str, body
 def import_file(request: Request, tenant: Tenant, body: ImportFile) -> Imported:
     """Parse and validate a whole file, then write it in one transaction (bad input writes nothing).
 
-    A problem with the file names its ``field``: the record's field at fault, or for malformed JSON the JSON path
-    where parsing stopped (:func:`ctxledger.service.import_errors.located`).
+    A problem with the file names its ``field``: the record's field at fault, for malformed JSON the JSON path
+    where parsing stopped (:mod:`ctxledger.ingest.json_paths`), else ``body.content``
+    (:func:`ctxledger.service.import_errors.located`).
     """
     suffix = Path(body.filename).suffix or ".json"
     with tempfile.TemporaryDirectory(prefix="ctxledger-import-") as folder:
@@ -112,7 +113,7 @@ def import_file(request: Request, tenant: Tenant, body: ImportFile) -> Imported:
         try:
             result = _service(request).call(run)
         except InputError as exc:
-            raise located(exc, body.content) from exc
+            raise located(exc) from exc
     return Imported(
         format=result.format or body.format,
         conversation_ids=list(result.conversation_ids),
@@ -216,18 +217,6 @@ def record_usage(request: Request, tenant: Tenant, assembly_id: str, body: Usage
 _BYTES = {200: {"content": {"application/octet-stream": {}}, "description": "The exact stored bytes."}}
 
 
-def _range(start: int | None, end: int | None) -> tuple[int, int] | None:
-    if start is None and end is None:
-        return None
-    if start is None or end is None:
-        raise InputError(
-            "give both start and end (0-based, end exclusive)", source="<api>", field="end" if end is None else "start"
-        )
-    if end < start:
-        raise InputError(f"end {end} is before start {start}", source="<api>", field="end")
-    return (start, end)
-
-
 @router.get(
     "/rehydrate/{ref:path}",
     summary="Raw bytes of a tool result, under the hard filters",
@@ -238,8 +227,8 @@ def rehydrate(
     request: Request,
     tenant: Tenant,
     ref: str,
-    start: Annotated[int | None, Query(ge=0)] = None,
-    end: Annotated[int | None, Query(ge=0)] = None,
+    start: Annotated[int | None, Query(description="First byte (0-based; default 0).")] = None,
+    end: Annotated[int | None, Query(description="Byte after the last (default: the end).")] = None,
     participant: Annotated[str | None, Query(description="Reader: a participant id or name.")] = None,
     provider: Annotated[str | None, Query(description="Reader: the provider the bytes go to.")] = None,
 ) -> Response:
@@ -248,9 +237,10 @@ def rehydrate(
     Answered only when an assembly of the record's branch for the same reader (``participant``, ``provider``)
     would not withhold the record by a hard filter (privacy, provider scope, visibility, a withheld secret …),
     and the bytes hold no secret (assemblies show such bytes redacted); otherwise 403 names the reason. For a
-    ``sha256:`` ref, at least one record holding those bytes must pass.
+    ``sha256:`` ref, at least one record holding those bytes must pass. A range outside the content is refused
+    (422, field ``byte_range``) in the words :meth:`~ctxledger.ledger.Ledger.rehydrate` gives.
     """
-    span = _range(start, end)
+    span = None if start is None and end is None else (start, end)
     reader = Reader(participant_id=participant, provider=provider)
 
     def run(ledger: Any) -> bytes | str:
