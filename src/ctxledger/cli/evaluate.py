@@ -218,19 +218,25 @@ def eval_run(
         Path, typer.Option("--cases-dir", envvar="CTXLEDGER_CASES_DIR", help="Folder holding the failure cases.")
     ] = CASES_DIR_DEFAULT,
     limit: Annotated[
-        int | None, int_option("--limit", minimum=1, help="Read only this many source records per dataset.")
+        int | None,
+        int_option("--limit", minimum=1, metavar="<n>", help="Read only this many source records per dataset."),
     ] = None,
     max_cases: Annotated[
         int | None,
-        int_option("--max-cases", minimum=1, help="Keep only the first N cases of each dataset (a smoke slice)."),
+        int_option(
+            "--max-cases", minimum=1, metavar="<n>", help="Keep only the first N cases of each dataset (a smoke slice)."
+        ),
     ] = None,
     step_stride: Annotated[
-        int, int_option("--step-stride", minimum=1, help="Trajectories: evaluate every N-th model call.")
+        int, int_option("--step-stride", minimum=1, metavar="<n>", help="Trajectories: evaluate every N-th model call.")
     ] = 1,
     determinism_every: Annotated[
         int,
         int_option(
-            "--determinism-every", minimum=0, help="Re-run every N-th case to compare payload hashes (0: never)."
+            "--determinism-every",
+            minimum=0,
+            metavar="<n>",
+            help="Re-run every N-th case to compare payload hashes (0: never).",
         ),
     ] = 10,
     plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Write PNG plots (needs matplotlib).")] = True,
@@ -399,7 +405,8 @@ def eval_caching(
         Path, typer.Option("--data-dir", envvar="CTXLEDGER_DATA_DIR", help="Folder holding the datasets.")
     ] = DATA_DIR_DEFAULT,
     limit: Annotated[
-        int | None, int_option("--limit", minimum=1, help="Read only this many trajectories per dataset.")
+        int | None,
+        int_option("--limit", minimum=1, metavar="<n>", help="Read only this many trajectories per dataset."),
     ] = None,
 ) -> None:
     """Cost per call with provider prompt caching, against full history replay with caching.
