@@ -226,3 +226,42 @@ def test_an_unknown_selector_lists_the_selectors_by_name_before_loading(
     assert result.exit_code == 2, result.output
     assert f"unknown selector {name!r}; available: {', '.join(known)}" in flat
     assert "ctxledger-stable" in known and "[" not in flat and "folder not found" not in flat
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "command"),
+    [
+        ("--max-cases", "0", "run"),
+        ("--max-cases", "-1", "run"),
+        ("--limit", "0", "run"),
+        ("--limit", "-3", "run"),
+        ("--step-stride", "0", "run"),
+        ("--determinism-every", "-1", "run"),
+        ("--limit", "-1", "caching"),
+    ],
+)
+def test_eval_counts_outside_their_range_are_refused_naming_the_option_before_loading(
+    runner: CliRunner, data_dir, tmp_path, option: str, value: str, command: str
+) -> None:
+    """A slice of no cases (or a negative one) is a usage error naming the option, never a traceback or a full run."""
+    args = ["eval", command, "-d", "tau-bench", option, value, "--data-dir", str(data_dir)]
+    if command == "run":
+        args += ["-s", "bm25", "--no-plots", "--no-checks", "--out", str(tmp_path / "rep")]
+    result = runner.invoke(app, args)
+    flat = _flat(result.output)
+    assert result.exit_code == 2, result.output
+    assert option in flat and value in flat and "eval loading" not in flat
+    assert not (tmp_path / "rep").exists()
+
+
+def test_eval_run_refuses_an_out_that_is_a_file_before_any_call(runner: CliRunner, data_dir, tmp_path) -> None:
+    """--out names the report folder: an existing file there is refused up front, not after the run."""
+    taken = tmp_path / "report.txt"
+    taken.write_text("mine\n")
+    args = ["eval", "run", "-d", "tau-bench", "-s", "bm25", "--max-cases", "1", "--data-dir", str(data_dir)]
+    result = runner.invoke(app, [*args, "--no-plots", "--no-checks", "--out", str(taken)])
+    flat = _flat(result.output)
+    assert result.exit_code == 2, result.output
+    assert f"--out {taken}" in flat and "not a folder" in flat and "eval loading" not in flat
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert taken.read_text() == "mine\n"

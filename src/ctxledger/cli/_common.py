@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -117,19 +118,24 @@ def _check_out(path: Path) -> None:
 
 
 def _command_prefix(settings: Settings) -> str:
-    """``ctxledger`` with the ``--db`` (and ``--blobs``) this command was given, for follow-up commands it prints."""
+    """``ctxledger`` with the ``--db``, ``--tenant`` and ``--blobs`` this command was given, shell-quoted.
+
+    For the follow-up commands a command prints: a tenant other than ``default`` must be named, or the
+    follow-up would read the default tenant.
+    """
     parts = ["ctxledger"]
     if settings.db_given:
         parts += ["--db", settings.db]
+    if settings.tenant != "default":
+        parts += ["--tenant", settings.tenant]
     if settings.blobs:
         parts += ["--blobs", settings.blobs]
-    return " ".join(parts)
+    return shlex.join(parts)
 
 
 def _list_conversations(settings: Settings) -> str:
     """The command that lists the conversations of the store and tenant a command was given."""
-    tenant = [] if settings.tenant == "default" else ["--tenant", settings.tenant]
-    return " ".join([_command_prefix(settings), *tenant, "conversations"])
+    return f"{_command_prefix(settings)} conversations"
 
 
 def _settings(ctx: typer.Context) -> Settings:

@@ -276,7 +276,9 @@ def assemble(
     if out is not None:
         where = escape(str(out))
         report.print(f"payload ({size:,} bytes, hash {asm.payload_hash[:23]}…) written to {where}", soft_wrap=True)
-    report.print(f"explain it: [bold]{escape(_command_prefix(settings))} explain {asm.id}[/] [dim][REF][/]")
+    report.print(
+        f"explain it: [bold]{escape(_command_prefix(settings))} explain {asm.id}[/] [dim][REF][/]", soft_wrap=True
+    )  # on one line, to copy whole
 
 
 def _print_sections(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,7 +14,17 @@ from rich.markup import escape
 
 from ctxledger.budget import Budget
 from ctxledger.cli._app import app
-from ctxledger.cli._common import ApiFormat, _check_out, _err, _handled, _is_stdout, _out, _records, _settings
+from ctxledger.cli._common import (
+    ApiFormat,
+    _check_out,
+    _command_prefix,
+    _err,
+    _handled,
+    _is_stdout,
+    _out,
+    _records,
+    _settings,
+)
 from ctxledger.cli._numbers import int_option
 from ctxledger.cli._render import (
     _budget_table,
@@ -76,7 +87,7 @@ def demo(
             _check_out(out)
     payload_path = None if to_stdout else out or (folder or Path(".ctxledger")) / "demo-payload.json"
     console = _err() if to_stdout else _out()
-    with _handled(window_option="--budget"), Ledger.open(url) as ledger:
+    with _handled(window_option="--budget"), Ledger.open(url, blobs_dir=settings.blobs) as ledger:
         result = run_demo(
             ledger,
             tenant_id=settings.tenant,
@@ -89,7 +100,8 @@ def demo(
         records = _records(ledger, settings, result.conversation_id)
     if to_stdout:
         typer.echo(json.dumps(result.assembly.payload, indent=2, ensure_ascii=False))
-    _print_demo(console, result, records, url, DEMO_ATTRIBUTION, kept_in=folder)
+    prefix = _command_prefix(replace(settings, db=url, db_given=True))
+    _print_demo(console, result, records, url, DEMO_ATTRIBUTION, kept_in=folder, prefix=prefix)
 
 
 def _rule(console: Console, title: str) -> None:
@@ -103,6 +115,8 @@ def _print_demo(
     url: str,
     attribution: str,
     kept_in: Path | None = None,
+    *,
+    prefix: str,
 ) -> None:
     m = result.assembly.manifest
     h = result.history
@@ -142,7 +156,7 @@ def _print_demo(
     kinds = ", ".join(dict.fromkeys(d["reason"] for d in m["decisions"] if d["outcome"] == "require"))
     console.print(f"[bold {colour}]required items kept: {len(req.kept)}/{len(req.required)}[/] ({kinds})")
     _rule(console, "Next")
-    prefix = escape(f"ctxledger --db {url}")
+    prefix = escape(prefix)  # the --db, --tenant and --blobs the demo ran with
     omitted = next((e["ref"] for e in m["omitted"]), None)
     steps = [("# the whole manifest", f"{prefix} explain {m['id']}")]
     if omitted:

@@ -217,15 +217,27 @@ def eval_run(
     cases_dir: Annotated[
         Path, typer.Option("--cases-dir", envvar="CTXLEDGER_CASES_DIR", help="Folder holding the failure cases.")
     ] = CASES_DIR_DEFAULT,
-    limit: Annotated[int | None, int_option("--limit", help="Read only this many source records per dataset.")] = None,
+    limit: Annotated[
+        int | None,
+        int_option("--limit", minimum=1, metavar="<n>", help="Read only this many source records per dataset."),
+    ] = None,
     max_cases: Annotated[
         int | None,
-        int_option("--max-cases", help="Keep only the first N cases of each dataset (a smoke slice)."),
+        int_option(
+            "--max-cases", minimum=1, metavar="<n>", help="Keep only the first N cases of each dataset (a smoke slice)."
+        ),
     ] = None,
-    step_stride: Annotated[int, int_option("--step-stride", help="Trajectories: evaluate every N-th model call.")] = 1,
+    step_stride: Annotated[
+        int, int_option("--step-stride", minimum=1, metavar="<n>", help="Trajectories: evaluate every N-th model call.")
+    ] = 1,
     determinism_every: Annotated[
         int,
-        int_option("--determinism-every", help="Re-run every N-th case to compare payload hashes (0: never)."),
+        int_option(
+            "--determinism-every",
+            minimum=0,
+            metavar="<n>",
+            help="Re-run every N-th case to compare payload hashes (0: never).",
+        ),
     ] = 10,
     plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Write PNG plots (needs matplotlib).")] = True,
     checks: Annotated[
@@ -258,6 +270,10 @@ def eval_run(
             raise ConfigurationError(
                 "--out - (stdout) cannot hold the report's files (report.md, results.json, rows.jsonl, plots); "
                 "pass a folder, e.g. --out eval-report"
+            )
+        if out.exists() and not out.is_dir():
+            raise ConfigurationError(
+                f"--out {out}: not a folder; the report is a folder of files, e.g. --out eval-report"
             )
         if plots:
             from ctxledger.eval.report import check_plotting
@@ -388,7 +404,10 @@ def eval_caching(
     data_dir: Annotated[
         Path, typer.Option("--data-dir", envvar="CTXLEDGER_DATA_DIR", help="Folder holding the datasets.")
     ] = DATA_DIR_DEFAULT,
-    limit: Annotated[int | None, int_option("--limit", help="Read only this many trajectories per dataset.")] = None,
+    limit: Annotated[
+        int | None,
+        int_option("--limit", minimum=1, metavar="<n>", help="Read only this many trajectories per dataset."),
+    ] = None,
 ) -> None:
     """Cost per call with provider prompt caching, against full history replay with caching.
 

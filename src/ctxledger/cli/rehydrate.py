@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from ctxledger.cli._app import app
 from ctxledger.cli._common import _check_out, _err, _handled, _is_stdout, _open, _settings
+from ctxledger.errors import InputError
 
 
 @app.command()
@@ -47,7 +48,12 @@ def rehydrate(
             _check_out(out)
     with _handled(), _open(settings) as ledger:
         span = parse_byte_range(byte_range, source="--bytes") if byte_range else None
-        data = ledger.rehydrate(artifact, span, tenant_id=settings.tenant)
+        try:
+            data = ledger.rehydrate(artifact, span, tenant_id=settings.tenant)
+        except InputError as exc:
+            if span is None or exc.field != "byte_range":
+                raise
+            raise InputError(exc.problem, source="--bytes", field=exc.field) from None  # the range typed is at fault
     if out is None or _is_stdout(out):
         sys.stdout.buffer.write(data)
         sys.stdout.flush()

@@ -26,6 +26,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from ctxledger.errors import RecordNotFound
+from ctxledger.facts import direct_sources
 from ctxledger.service import manifest_view as mv
 from ctxledger.service.auth import SESSION_COOKIE, presented_tenant
 from ctxledger.store.sessions import end_session, open_session
@@ -312,22 +313,41 @@ def item(request: Request, assembly_id: str, ref: str) -> HTMLResponse:
     ]
     steps = "".join(f"<li>{escape(str(s))}</li>" for s in why.get("chain") or [])
     links = "".join(f"<li>{escape(kind)} <code>{escape(rid)}</code> {escape(what)}</li>" for kind, rid, what in chain)
-    refusal = mv.rehydration_refusal(manifest, ref)
-    has_bytes = any(kind in ("artifact", "bytes") for kind, _, _ in chain)
-    if refusal is not None:
-        button = f'<p class="refused">Rehydration refused by the policy: {escape(refusal)}.</p>'
-    elif has_bytes:
-        target = f"/v1/assemblies/{quote(assembly_id)}/rehydrate/{quote(ref)}"
-        button = f'<form method="get" action="{target}"><button type="submit">Rehydrate raw bytes</button></form>'
-    else:
-        button = '<p class="muted">No raw bytes behind this item.</p>'
     body = (
         f'<p class="{"in" if status == "included" else "out"} reason">{escape(status.upper())}</p>'
         f"{_table(('field', 'value'), rows)}<h2>Why</h2><ol>{steps}</ol>"
-        f"<h2>Provenance</h2><ol class='card'>{links or '<li>no sources</li>'}</ol>{button}"
+        f"<h2>Provenance</h2><ol class='card'>{links or '<li>no sources</li>'}</ol>"
+        f"{_rehydrate_buttons(manifest, assembly_id, ref, chain)}"
         f'<p><a href="/inspect/assemblies/{quote(assembly_id)}">back to the assembly</a></p>'
     )
     return _page(f"Item {_short(ref, conv)} of {assembly_id}", body, tenant)
+
+
+ARTIFACT_KINDS = ("tool_artifact", "artifact")
+"""Provenance kinds of a record whose raw bytes can be read back: the item itself, or one of its sources."""
+
+
+def _rehydrate_buttons(manifest: Mapping[str, Any], aid: str, ref: str, chain: Sequence[tuple[str, str, str]]) -> str:
+    """One button per artifact whose bytes the provenance shows (the item, a call's result, a memory's sources).
+
+    Each reads that artifact through ``/v1/assemblies/{id}/rehydrate/{artifact}``, so the policy is checked for
+    the item and for the artifact: a refusal of either is shown instead of the button.
+    """
+    refusal = mv.rehydration_refusal(manifest, ref)
+    if refusal is not None:
+        return f'<p class="refused">Rehydration refused by the policy: {escape(refusal)}.</p>'
+    targets = list(dict.fromkeys(rid for kind, rid, _ in chain if kind in ARTIFACT_KINDS))
+    if not targets:
+        return '<p class="muted">No raw bytes behind this item.</p>'
+    out = []
+    for target in targets:
+        label = "Rehydrate raw bytes" + ("" if target == ref else f" of {target}")
+        if (refused := mv.rehydration_refusal(manifest, target)) is not None:
+            out.append(f'<p class="refused">{escape(label)}: refused by the policy: {escape(refused)}.</p>')
+            continue
+        action = f"/v1/assemblies/{quote(aid)}/rehydrate/{quote(target)}"
+        out.append(f'<form method="get" action="{action}"><button type="submit">{escape(label)}</button></form>')
+    return "".join(out)
 
 
 def _provenance(ledger: Any, tenant: str, ref: str) -> list[tuple[str, str, str]]:
@@ -339,7 +359,7 @@ def _provenance(ledger: Any, tenant: str, ref: str) -> list[tuple[str, str, str]
         return out
     kind = rec.kind.value
     out.append((kind, rec.id, ""))
-    sources = list(getattr(rec, "source_ids", ()) or ())
+    sources = list(direct_sources(rec))
     if kind == "tool_call":
         sources += [
             r.id
