@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ctxledger.hashing import sha256_hex
@@ -307,6 +307,7 @@ def test_not_found_names_the_kind_of_what_is_missing(served: Served) -> None:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.text(min_size=1, max_size=40).filter(lambda t: not _is_json(t)))
+@example(text="0\x000\x80")  # a NUL among the first four bytes: json.loads reads the bytes as UTF-16
 def test_a_body_that_is_not_json_names_the_body_and_where_it_breaks(served: Served, text: str) -> None:
     answer = served.client.post(
         f"/v1/conversations/{CONV}/assemble",

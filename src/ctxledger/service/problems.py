@@ -89,9 +89,22 @@ async def validation_problem(_request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+_UNPARSED_BODY = "There was an error parsing the body"
+"""FastAPI's 400 detail when decoding the body raised something other than a JSON syntax error: ``json.loads``
+reads bytes whose first four hold a NUL as UTF-16 or UTF-32 (RFC 8259 §8.1 requires UTF-8 between systems) and
+fails to decode them."""
+
+
 async def http_problem(_request: Request, exc: Exception) -> JSONResponse:
-    """Starlette's own errors (unknown route, wrong method …) in the same shape."""
+    """Starlette's own errors (unknown route, wrong method …) in the same shape.
+
+    A JSON body FastAPI could not decode is answered as any malformed JSON body is: 422, field ``body``.
+    """
     assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400 and exc.detail == _UNPARSED_BODY:
+        message = "malformed JSON at character 0: not UTF-8 JSON text"
+        errors = [{"field": "body", "message": message}]
+        return problem(422, "invalid-request", "Invalid request", f"body: {message}", field="body", errors=errors)
     titles = {401: "Unauthorized", 404: "Not found", 405: "Method not allowed"}
     kind = {401: "unauthorized", 404: "not-found", 405: "method-not-allowed"}.get(exc.status_code, "http-error")
     return problem(exc.status_code, kind, titles.get(exc.status_code, "HTTP error"), str(exc.detail))
@@ -105,7 +118,7 @@ def ctxledger_problem(exc: CtxledgerError) -> JSONResponse:
     if isinstance(exc, ContentRetained):
         return problem(410, "retained", "Content removed by retention", str(exc), field=None)
     if isinstance(exc, RecordNotFound):
-        return problem(404, "not-found", "Not found", f"{exc.what} {exc.record_id!r} was not found", field=None)
+        return problem(404, "not-found", "Not found", exc.untenanted(), field=None)
     if isinstance(exc, UsageAlreadyRecorded):
         detail = exc.describe('send "overwrite": true in the body')
         return problem(409, "usage-already-recorded", "Usage already recorded", detail, field=BODY + "overwrite")
