@@ -83,13 +83,20 @@ class RecordNotFound(StoreError):
         tenant_id: the tenant searched.
         record_id: the id that was not found.
         what: what kind of thing was looked for (``record``, ``conversation``, ``assembly`` …).
+        among: where it was looked for, when narrower than the tenant (e.g. ``the candidates of assembly asm_…``).
     """
 
-    def __init__(self, tenant_id: str, record_id: str, what: str = "record") -> None:
-        super().__init__(f"{what} {record_id!r} not found in tenant {tenant_id!r}")
+    def __init__(self, tenant_id: str, record_id: str, what: str = "record", among: str | None = None) -> None:
+        where = f" among {among}" if among else ""
+        super().__init__(f"{what} {record_id!r} not found{where} in tenant {tenant_id!r}")
         self.tenant_id = tenant_id
         self.record_id = record_id
         self.what = what
+        self.among = among
+
+    def untenanted(self) -> str:
+        """The message without the tenant (a caller who names the tenant already knows it)."""
+        return f"{self.what} {self.record_id!r} was not found" + (f" among {self.among}" if self.among else "")
 
 
 class BlobNotFound(RecordNotFound):
@@ -106,6 +113,7 @@ class BlobNotFound(RecordNotFound):
         StoreError.__init__(self, f"blob {sha256!r}{owner} not found in {where}")
         self.artifact_id = artifact_id
         self.what = "blob"
+        self.among = None
         self.tenant_id = ""
         self.record_id = sha256
         self.sha256 = sha256
@@ -125,6 +133,7 @@ class ContentRetained(RecordNotFound):
         self.tenant_id = tenant_id
         self.record_id = record_id
         self.what = "record"
+        self.among = None
         self.sentence = sentence
 
 

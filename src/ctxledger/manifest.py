@@ -290,10 +290,10 @@ def find_entry(manifest: Mapping[str, Any], ref: str) -> tuple[str, dict[str, An
         for entry in manifest.get(status, ()):
             if ref in (entry["ref"], entry.get("external_id")):
                 return status, dict(entry)
-    what = f"candidate of assembly {manifest['id']}"
+    among = f"the candidates of assembly {manifest['id']}"
     if not has_full_trace(manifest):
-        what = f"included record of assembly {manifest['id']} (its summary lists no omitted record: replay it)"
-    raise RecordNotFound(manifest["tenant_id"], ref, what=what)
+        among = f"the included records of assembly {manifest['id']} (its summary lists no omitted record: replay it)"
+    raise RecordNotFound(manifest["tenant_id"], ref, among=among)
 
 
 def explain(manifest: Mapping[str, Any], ref: str) -> dict[str, Any]:

@@ -386,7 +386,7 @@ def _explain_ref(
     if never is not None:
         raise InputError(never, source="<cli>", field="REF")
     shown = ref if ref.startswith(f"{conv}/") else f"{conv}/{ref}"  # both were looked for; name the whole id
-    raise RecordNotFound(settings.tenant, shown, what=f"candidate of assembly {manifest['id']}")
+    raise RecordNotFound(settings.tenant, shown, among=f"the candidates of assembly {manifest['id']}")
 
 
 @app.command()

@@ -54,7 +54,7 @@ def explain_record(ledger: Ledger, tenant: str, assembly_id: str, ref: str, *, s
         elif (record := _record_of(ledger, stored, candidates)) is not None:
             return unexplained(stored, record, str(mismatch))
     shown = ref if ref.startswith(f"{stored['conversation_id']}/") else candidates[1]  # both were looked for
-    raise RecordNotFound(tenant, shown, what=f"candidate of assembly {assembly_id}")
+    raise RecordNotFound(tenant, shown, among=f"the candidates of assembly {assembly_id}")
 
 
 def _answer(manifest: Mapping[str, Any], candidates: tuple[str, ...]) -> dict[str, Any] | None:
