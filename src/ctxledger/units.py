@@ -154,7 +154,10 @@ BlobReader = Callable[[str], bytes]
 
 
 def build_units(
-    records: Sequence[Record], read_blob: BlobReader, deferred: Collection[str] = ()
+    records: Sequence[Record],
+    read_blob: BlobReader,
+    deferred: Collection[str] = (),
+    read_later: BlobReader | None = None,
 ) -> tuple[list[Unit], tuple[Mapping[str, Any], ...]]:
     """Group candidate records into atomic units and find the tool schemas.
 
@@ -164,6 +167,8 @@ def build_units(
         deferred: sha256s of blobs known to be stored where ``read_blob`` finds them: a result naming one is
             read only when its content is first asked for (:class:`DeferredToolTurn`); every other result is
             read now.
+        read_later: what a deferred result is read with when its content is asked for (default ``read_blob``);
+            it lives as long as the units do, where ``read_blob`` may be a reader for this build alone.
 
     Returns:
         ``(units, tool_schemas)``: units in ``seq`` order, and the ``tool_schemas`` of the newest
@@ -181,7 +186,7 @@ def build_units(
             tool_schemas = rec.tool_schemas
     units: list[Unit] = []
     for rec in records:
-        unit = _unit_for(rec, calls_by_message, artifact_by_call, read_blob, deferred)
+        unit = _unit_for(rec, calls_by_message, artifact_by_call, (read_blob, read_later or read_blob), deferred)
         if unit is not None:
             units.append(unit)
     return units, tool_schemas
@@ -191,14 +196,14 @@ def _unit_for(
     rec: Record,
     calls_by_message: Mapping[str, list[ToolCall]],
     artifact_by_call: Mapping[str, ToolArtifact],
-    read_blob: BlobReader,
+    readers: tuple[BlobReader, BlobReader],
     deferred: Collection[str],
 ) -> Unit | None:
     if isinstance(rec, Message):
         calls = calls_by_message.get(rec.id)
         if calls:
             ordered = sorted(calls, key=lambda c: (c.index, c.seq))
-            return _tool_exchange(rec, ordered, artifact_by_call, read_blob, deferred)
+            return _tool_exchange(rec, ordered, artifact_by_call, readers, deferred)
         if is_summary_message(rec):
             return _data_unit(rec, UnitKind.COMPACTION, ContextClass.PLANNING, content_text(rec.content))
         return _message_unit(rec)
@@ -336,9 +341,10 @@ def _tool_exchange(
     msg: Message,
     calls: Sequence[ToolCall],
     artifact_by_call: Mapping[str, ToolArtifact],
-    read_blob: BlobReader,
+    readers: tuple[BlobReader, BlobReader],
     deferred: Collection[str],
 ) -> Unit:
+    read_blob, read_later = readers
     turns: list[Turn] = [
         Turn(
             ref=msg.id,
@@ -374,7 +380,7 @@ def _tool_exchange(
         records.append(art)
         last_seq = max(last_seq, art.seq)
         if art.sha256 in deferred and retained(art) is None:
-            later = DeferredToolTurn.of(art, call, read_blob, transforms)
+            later = DeferredToolTurn.of(art, call, read_later, transforms)
             turns.append(later)
             texts.append(later)
             continue

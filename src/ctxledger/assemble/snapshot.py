@@ -143,7 +143,8 @@ class SnapshotLoader:
         records = self.store.records(tenant_id, conversation_id, lineage=lineage, as_of_seq=seq)
         shas = [r.sha256 for r in records if isinstance(r, ToolArtifact) and r.sha256]
         later = self._deferrable(shas)
-        units, tools = build_units(records, ReadAhead(self.store.blobs, [s for s in shas if s not in later]), later)
+        now = ReadAhead(self.store.blobs, [s for s in shas if s not in later])
+        units, tools = build_units(records, now, later, self.store.blobs.get)
         index = IncrementalBM25()
         snap = Snapshot(tenant_id, conversation_id, branch_id, seq, lineage, records, units, tools, index)
         snap.reach_index.extend(units, 0, records)
