@@ -79,7 +79,7 @@ from ctxledger.records import (
 )
 from ctxledger.retention.state import retained
 
-FACTS_FORMAT = "4"
+FACTS_FORMAT = "5"
 """Version of the stored facts' shape and derivation (part of :data:`DETECTOR_STAMP`)."""
 
 Finding = secrets.Finding
@@ -116,6 +116,8 @@ class RecordFacts:
             was not stored yet, so a reader walks the sources instead of trusting ``sources``).
         raw_readable: for a tool result, whether its raw bytes were readable when the facts were computed
             (``False``: the findings and terms are those of the unavailable-bytes reference).
+        parts: for a readable tool result, whether units show it as content parts (it holds images:
+            :mod:`ctxledger.serialize.tool_images`), so its unit's text is not its raw text.
     """
 
     record_id: str
@@ -131,6 +133,7 @@ class RecordFacts:
     sources: tuple[str, ...] = ()
     sources_complete: bool = True
     raw_readable: bool = True
+    parts: bool = False
 
     @property
     def current(self) -> bool:
@@ -156,6 +159,7 @@ class RecordFacts:
             sources=self.sources,
             sources_complete=self.sources_complete,
             raw_readable=self.raw_readable,
+            parts=self.parts,
         )
 
 
@@ -206,6 +210,7 @@ class _Texts:
     relevance: str = ""
     instruction: str | None = None
     raw_readable: bool = True
+    parts: bool = False
 
 
 _SHOWN_AS_DATA = (Trust.RETRIEVED, Trust.UNTRUSTED)
@@ -245,7 +250,8 @@ def _texts(rec: Record, read_blob: BlobReader) -> _Texts:
         return _Texts((rec.arguments,), relevance=f"{rec.name} {rec.arguments}")
     if isinstance(rec, ToolArtifact):
         text, readable = _raw_text(rec, read_blob)
-        return _Texts((text,), relevance=text, instruction=text, raw_readable=readable)
+        parts = readable and retained(rec) is None and units.shown_as_parts(rec, text, read_blob)
+        return _Texts((text,), relevance=text, instruction=text, raw_readable=readable, parts=parts)
     if isinstance(rec, ToolMemory):
         text = units.render_memory(rec)
     elif isinstance(rec, Compaction):
@@ -404,6 +410,7 @@ class _Detected:
     length: int
     vector: bytes
     raw_readable: bool
+    parts: bool
 
 
 def _detect(texts: Sequence[_Texts]) -> list[_Detected]:
@@ -443,6 +450,7 @@ def _detect(texts: Sequence[_Texts]) -> list[_Detected]:
                 length=length,
                 vector=vector,
                 raw_readable=text.raw_readable,
+                parts=text.parts,
             )
         )
     return out
@@ -484,6 +492,7 @@ def _facts(rec: Record, found: _Detected, lookup: StoredLookup) -> RecordFacts:
         sources=sources,
         sources_complete=complete,
         raw_readable=found.raw_readable,
+        parts=found.parts,
     )
 
 
@@ -514,6 +523,8 @@ def encode_facts(facts: RecordFacts) -> bytes:
         body["sources_complete"] = False
     if not facts.raw_readable:
         body["raw_readable"] = False
+    if facts.parts:
+        body["parts"] = True
     return _ENCODER.encode(body)
 
 
@@ -534,6 +545,7 @@ class _StoredFacts(msgspec.Struct, omit_defaults=True):
     sources: tuple[str, ...] = ()
     sources_complete: bool = True
     raw_readable: bool = True
+    parts: bool = False
 
 
 _DECODER = msgspec.json.Decoder(_StoredFacts)
@@ -563,4 +575,5 @@ def decode_facts(record_id: str, stamp: str, body: str | bytes, *, terms: bool =
         sources=values.sources,
         sources_complete=values.sources_complete,
         raw_readable=values.raw_readable,
+        parts=values.parts,
     )

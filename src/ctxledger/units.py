@@ -20,6 +20,13 @@ A result whose raw bytes are gone from the blob store (deleted after the artifac
 longer hash to its sha256, is rendered as a reference that says so (:func:`unavailable_text`: artifact
 id, sha256, size), with the transform ``blob_missing`` or ``blob_mismatch``; the call still gets its
 answer and the assembly goes on (the assembler marks the record ``provenance_broken`` in the manifest).
+
+A result whose bytes the blob store holds where a read will find them (:func:`build_units`' ``deferred``) is
+not read when its unit is built: its tool turn is a :class:`DeferredToolTurn`, whose content is read from the
+blob store the first time something asks for it and kept from then on. A snapshot of a long history therefore
+holds the text of only the results an assembly actually looked at, and a unit's transforms are known without
+reading (what is missing is known from the store's listing; bytes that turn out not to match their sha256 when
+first read are shown as the ``blob_mismatch`` reference from then on, the transform added to the unit's).
 """
 
 from __future__ import annotations
@@ -98,8 +105,9 @@ class Unit:
         seq: ``seq`` of its first record; ``last_seq`` of its last.
         record_ids: every record the unit carries (they share one fate in the manifest).
         turns: the provider-visible turns it renders to, in order.
-        texts: the non-empty parts of its plain text, in record order (the very strings its records and turns
-            hold, so a unit adds no copy of a long tool output).
+        texts: the parts of its plain text, in record order (the very strings its records and turns hold, so
+            a unit adds no copy of a long tool output); a tool result not read yet is its
+            :class:`DeferredToolTurn`, whose text is read when :attr:`text` is first asked for.
         context_class: its budget-ledger class.
         status: for tool exchanges, ``failed`` if any call failed, ``pending``/``deferred`` if any call
             is open, else ``succeeded``; ``None`` for other units.
@@ -128,9 +136,12 @@ class Unit:
     def text(self) -> str:
         """Plain text used for relevance scoring and the text checks: ``texts`` joined by newlines.
 
-        Joined on each access (one part is returned as it is), so a snapshot never holds a second copy.
+        Joined on each access (one part is returned as it is), so a snapshot never holds a second copy; empty
+        parts are left out.
         """
         texts = self.texts
+        if not all(type(t) is str for t in texts):
+            texts = tuple(t for t in (p if type(p) is str else p.plain_text() for p in texts) if t)
         return texts[0] if len(texts) == 1 else "\n".join(texts)
 
     @property
@@ -142,12 +153,22 @@ class Unit:
 BlobReader = Callable[[str], bytes]
 
 
-def build_units(records: Sequence[Record], read_blob: BlobReader) -> tuple[list[Unit], tuple[Mapping[str, Any], ...]]:
+def build_units(
+    records: Sequence[Record],
+    read_blob: BlobReader,
+    deferred: Collection[str] = (),
+    read_later: BlobReader | None = None,
+) -> tuple[list[Unit], tuple[Mapping[str, Any], ...]]:
     """Group candidate records into atomic units and find the tool schemas.
 
     Args:
         records: candidate records in ``seq`` order (one branch lineage, one tenant).
         read_blob: returns the bytes of a blob by bare-hex sha256 (for tool results).
+        deferred: sha256s of blobs known to be stored where ``read_blob`` finds them: a result naming one is
+            read only when its content is first asked for (:class:`DeferredToolTurn`); every other result is
+            read now.
+        read_later: what a deferred result is read with when its content is asked for (default ``read_blob``);
+            it lives as long as the units do, where ``read_blob`` may be a reader for this build alone.
 
     Returns:
         ``(units, tool_schemas)``: units in ``seq`` order, and the ``tool_schemas`` of the newest
@@ -165,7 +186,7 @@ def build_units(records: Sequence[Record], read_blob: BlobReader) -> tuple[list[
             tool_schemas = rec.tool_schemas
     units: list[Unit] = []
     for rec in records:
-        unit = _unit_for(rec, calls_by_message, artifact_by_call, read_blob)
+        unit = _unit_for(rec, calls_by_message, artifact_by_call, (read_blob, read_later or read_blob), deferred)
         if unit is not None:
             units.append(unit)
     return units, tool_schemas
@@ -175,12 +196,14 @@ def _unit_for(
     rec: Record,
     calls_by_message: Mapping[str, list[ToolCall]],
     artifact_by_call: Mapping[str, ToolArtifact],
-    read_blob: BlobReader,
+    readers: tuple[BlobReader, BlobReader],
+    deferred: Collection[str],
 ) -> Unit | None:
     if isinstance(rec, Message):
         calls = calls_by_message.get(rec.id)
         if calls:
-            return _tool_exchange(rec, sorted(calls, key=lambda c: (c.index, c.seq)), artifact_by_call, read_blob)
+            ordered = sorted(calls, key=lambda c: (c.index, c.seq))
+            return _tool_exchange(rec, ordered, artifact_by_call, readers, deferred)
         if is_summary_message(rec):
             return _data_unit(rec, UnitKind.COMPACTION, ContextClass.PLANNING, content_text(rec.content))
         return _message_unit(rec)
@@ -318,9 +341,11 @@ def _tool_exchange(
     msg: Message,
     calls: Sequence[ToolCall],
     artifact_by_call: Mapping[str, ToolArtifact],
-    read_blob: BlobReader,
+    readers: tuple[BlobReader, BlobReader],
+    deferred: Collection[str],
 ) -> Unit:
-    turns = [
+    read_blob, read_later = readers
+    turns: list[Turn] = [
         Turn(
             ref=msg.id,
             role="assistant",
@@ -332,7 +357,7 @@ def _tool_exchange(
     ]
     record_ids: list[str] = [msg.id]
     records: list[Record] = [msg]
-    texts = [content_text(msg.content)]
+    texts: list[str | DeferredToolTurn] = [content_text(msg.content)]
     transforms: dict[str, str] = {}
     statuses: list[ToolStatus] = []
     last_seq = msg.seq
@@ -354,6 +379,11 @@ def _tool_exchange(
         record_ids.append(art.id)
         records.append(art)
         last_seq = max(last_seq, art.seq)
+        if art.sha256 in deferred and retained(art) is None:
+            later = DeferredToolTurn.of(art, call, read_later, transforms)
+            turns.append(later)
+            texts.append(later)
+            continue
         text, unavailable = _raw_text(art, read_blob)
         if unavailable is not None:
             transforms[art.id] = unavailable
@@ -403,11 +433,142 @@ def _raw_text(art: ToolArtifact, read_blob: BlobReader) -> tuple[str, str | None
         return unavailable_text(art, BLOB_MISMATCH), BLOB_MISMATCH
 
 
+def shown_as_parts(art: ToolArtifact, text: str, read_blob: BlobReader) -> bool:
+    """Whether a readable result whose text is ``text`` is shown as content parts (it holds images)."""
+    return not isinstance(_with_images(art, text, read_blob), str)
+
+
 def _with_images(art: ToolArtifact, text: str, read_blob: BlobReader) -> str | tuple[Mapping[str, Any], ...]:
     """The result's content: content parts when it holds images (:mod:`ctxledger.serialize.tool_images`)."""
     if art.media_type.lower().startswith("image/"):
         return binary_image_parts(read_blob(art.sha256), art.media_type) or text
     return tool_output_parts(text) or text
+
+
+_TURN_SLOTS = {f.name: Turn.__dict__[f.name] for f in dataclasses.fields(Turn)}
+"""Each :class:`Turn` field's slot, written directly where a frozen turn is built or completed."""
+
+
+class DeferredToolTurn(Turn):
+    """A tool turn whose result is read from the blob store the first time its ``content`` is asked for.
+
+    It is a :class:`Turn` in every respect: ``content`` holds what :func:`build_units` would have read (the
+    text, or content parts when it holds images), read once and kept. Bytes that no longer hash to the
+    artifact's sha256 (or are gone) when first read give the unavailable-bytes reference instead, and the
+    transform is added to ``transforms`` (the unit's own map). Equal to the :class:`Turn` with the same fields.
+
+    Built with :meth:`of`; built with a ``content`` (as :func:`dataclasses.replace` does) it is a plain turn.
+    """
+
+    __slots__ = ("_artifact", "_read", "_transforms")
+
+    def __init__(self, ref: str, role: Any, content: Any = None, *args: Any, **fields: Any) -> None:
+        """A turn with the given fields (``content`` read already): what :func:`dataclasses.replace` makes."""
+        values = dict(zip([f for f in _TURN_SLOTS if f not in ("ref", "role", "content")], args, strict=False))
+        values.update(fields, ref=ref, role=role, content=content)
+        for name, slot in _TURN_SLOTS.items():
+            slot.__set__(self, values.get(name, Turn.__dataclass_fields__[name].default))
+        object.__setattr__(self, "_artifact", None)
+        object.__setattr__(self, "_read", None)
+        object.__setattr__(self, "_transforms", None)
+
+    @classmethod
+    def of(
+        cls, art: ToolArtifact, call: ToolCall, read_blob: BlobReader, transforms: dict[str, str]
+    ) -> DeferredToolTurn:
+        """The tool turn answering ``call`` with ``art``'s result, its bytes not read yet."""
+        turn = cls.__new__(cls)
+        values = {
+            "ref": art.id,
+            "role": "tool",
+            "tool_call_id": call.call_id,
+            "tool_name": call.name,
+            "is_error": art.status is ToolStatus.FAILED,
+        }
+        for name, slot in _TURN_SLOTS.items():
+            if name != "content":
+                slot.__set__(turn, values.get(name, Turn.__dataclass_fields__[name].default))
+        object.__setattr__(turn, "_artifact", art)
+        object.__setattr__(turn, "_read", read_blob)
+        object.__setattr__(turn, "_transforms", transforms)
+        return turn
+
+    @property  # type: ignore[override]
+    def content(self) -> str | tuple[Mapping[str, Any], ...] | None:
+        """The result as :func:`build_units` renders it, read from the blob store on first access."""
+        slot = _TURN_SLOTS["content"]
+        try:
+            return slot.__get__(self, Turn)  # type: ignore[no-any-return]
+        except AttributeError:
+            pass
+        art = self._artifact
+        assert art is not None  # a turn built without an artifact has its content set
+        value: str | tuple[Mapping[str, Any], ...]
+        try:
+            data = self._read(art.sha256)
+        except (BlobNotFound, InputError):
+            value = self._unavailable(art, BLOB_MISSING)
+        except IntegrityError:
+            value = self._unavailable(art, BLOB_MISMATCH)
+        else:
+            value = _content(art, data)
+        slot.__set__(self, value)
+        return value
+
+    def _unavailable(self, art: ToolArtifact, transform: str) -> str:
+        if self._transforms is not None:
+            self._transforms[art.id] = transform
+        return unavailable_text(art, transform)
+
+    @property
+    def loaded(self) -> bool:
+        """Whether ``content`` has been read (or was given)."""
+        try:
+            _TURN_SLOTS["content"].__get__(self, Turn)
+        except AttributeError:
+            return False
+        return True
+
+    @property
+    def artifact(self) -> ToolArtifact | None:
+        """The artifact whose bytes the content is read from (``None`` for a turn built with its content)."""
+        return self._artifact
+
+    def plain_text(self) -> str:
+        """The turn's part of its unit's :attr:`Unit.text`: the text, or the first text part of content parts."""
+        content = self.content
+        return content if isinstance(content, str) else str(content[0]["text"]) if content else ""
+
+    def __eq__(self, other: object) -> bool:
+        """Field by field, as for any :class:`Turn` (a deferred turn equals the plain turn it stands for)."""
+        if not isinstance(other, Turn):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in _TURN_SLOTS)
+
+    def __hash__(self) -> int:
+        """The hash of the fields (as :class:`Turn`'s)."""
+        return hash(tuple(getattr(self, name) for name in _TURN_SLOTS))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as the plain :class:`Turn` it stands for (content read)."""
+        return (Turn, tuple(getattr(self, name) for name in _TURN_SLOTS))
+
+
+def content_is_parts(turn: Turn, stored: bool | None = None) -> bool:
+    """Whether ``turn``'s content is not a string (content parts, or ``None``).
+
+    For a :class:`DeferredToolTurn` not read yet, ``stored`` answers when given: what the result's stored
+    facts say (``RecordFacts.parts``, computed from the same bytes), so the answer costs no read.
+    """
+    if stored is not None and isinstance(turn, DeferredToolTurn) and not turn.loaded:
+        return stored
+    return not isinstance(turn.content, str)
+
+
+def _content(art: ToolArtifact, data: bytes) -> str | tuple[Mapping[str, Any], ...]:
+    """A readable result's content from its bytes: text, or content parts when it holds images."""
+    text = data.decode("utf-8", errors="replace")
+    return _with_images(art, text, lambda _sha: data)
 
 
 def unavailable_text(art: ToolArtifact, transform: str) -> str:

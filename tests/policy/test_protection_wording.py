@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxledger.policy.stages.protection import PROHIBITION, _may_prohibit, wording_reason
+from ctxledger.policy.stages.protection import PROHIBITION, _may_prohibit, _prohibits, wording_reason
 
 
 @pytest.mark.parametrize(
@@ -111,3 +111,31 @@ def test_the_word_prefilter_never_hides_a_prohibition(pieces: list[str], upper: 
     text = " ".join(cased)
     if PROHIBITION.search(text):
         assert _may_prohibit(text)
+
+
+@given(
+    pieces=st.lists(
+        st.one_of(
+            st.sampled_from(_PHRASES),
+            st.text(max_size=12),
+            st.sampled_from([".", "!", "?", ";", ":", "\n", "\t", "  ", "I", "we", "i'd", "rather", "want", "x"]),
+        ),
+        max_size=12,
+    ),
+    upper=st.lists(st.booleans(), max_size=12),
+    glue=st.sampled_from([" ", "", "\n", ". "]),
+)
+@settings(max_examples=600, deadline=None)
+def test_the_anchored_search_finds_what_the_regex_finds(pieces: list[str], upper: list[bool], glue: str) -> None:
+    """Looking only where a prohibition's words are gives the regex's answer, on any text."""
+    cased = [p.upper() if up else p for p, up in zip(pieces, upper + [False] * len(pieces), strict=False)]
+    text = glue.join(cased)
+    assert _prohibits(text) == (PROHIBITION.search(text) is not None)
+
+
+def test_the_anchored_search_agrees_with_the_regex_on_real_turns(data_dir) -> None:
+    """Every user turn of the real airline trajectories gets the regex's answer (some of them are constraints)."""
+    runs = json.loads((data_dir / "tau-bench" / "gpt-4o-airline_tasks0-39.json").read_text(encoding="utf-8"))
+    texts = sorted({m["content"] for run in runs for m in run["traj"] if m["role"] == "user" and m.get("content")})
+    assert any(PROHIBITION.search(t) for t in texts)
+    assert [_prohibits(t) for t in texts] == [PROHIBITION.search(t) is not None for t in texts]

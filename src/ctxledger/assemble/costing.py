@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 from ctxledger.hashing import content_hash, quick_content_hash
 from ctxledger.serialize.base import Serializer, Turn
 from ctxledger.tokens import TokenCounter
-from ctxledger.units import renders_nothing
+from ctxledger.units import DeferredToolTurn, renders_nothing
 
 
 @runtime_checkable
@@ -46,11 +46,13 @@ def turn_key(turn: Turn) -> str:
     """Content hash of a turn's model-facing fields (its ``ref`` is excluded).
 
     ``relayed`` and ``thinking`` enter the hash only when set, so the keys of every other turn (persisted in the store's
-    token-count table) are the same as before it existed.
+    token-count table) are the same as before it existed. A tool result read from the blob store on demand
+    (:class:`~ctxledger.units.DeferredToolTurn`) stands in the hash as its blob's sha256 and media type, which
+    name its content, so it is keyed (and its count found) without reading it.
     """
     fields: list[object] = [
         turn.role,
-        turn.content if isinstance(turn.content, str | None) else [dict(p) for p in turn.content],
+        _content_field(turn),
         turn.name,
         [[c.call_id, c.name, c.arguments] for c in turn.tool_calls],
         turn.tool_call_id,
@@ -62,6 +64,15 @@ def turn_key(turn: Turn) -> str:
     if turn.thinking:
         fields.append([[at, dict(block)] for at, block in turn.thinking])
     return quick_content_hash(fields)  # encoded by msgspec when it can (long tool outputs): the same key
+
+
+def _content_field(turn: Turn) -> object:
+    """What stands for a turn's content in :func:`turn_key`."""
+    if isinstance(turn, DeferredToolTurn) and turn.artifact is not None:
+        art = turn.artifact
+        return ["blob", art.sha256, art.media_type]
+    content = turn.content
+    return content if isinstance(content, str | None) else [dict(p) for p in content]
 
 
 KEY_CACHE_SIZE = 65_536
@@ -163,6 +174,8 @@ def _short(turns: Sequence[Turn]) -> bool:
     """
     total = 0
     for turn in turns:
+        if isinstance(turn, DeferredToolTurn) and not turn.loaded:
+            return False  # its length is not known without reading it
         if not isinstance(turn.content, str | None) or turn.thinking:
             return False
         total += len(turn.content or "") + sum(len(c.arguments) for c in turn.tool_calls)

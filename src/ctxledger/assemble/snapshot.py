@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,7 @@ from ctxledger.assemble.lexical_index import IncrementalBM25
 from ctxledger.assemble.reach import ReachIndex
 from ctxledger.assemble.relevance import tokenize
 from ctxledger.assemble.semantic import StaticEmbedder, VectorIndex, default_embedder, dequantize, unit_vector
+from ctxledger.errors import InputError
 from ctxledger.facts import RecordFacts, compute_facts
 from ctxledger.policy.secrets import redact_text
 from ctxledger.records import Record, ToolArtifact, ToolCall
@@ -34,7 +35,7 @@ from ctxledger.retention.state import TRANSFORM as RETAINED
 from ctxledger.store._rules import get_or_none
 from ctxledger.store.base import GraphStore, LineageHop
 from ctxledger.store.blobs import ReadAhead
-from ctxledger.units import BLOB_MISMATCH, BLOB_MISSING, Unit, build_units
+from ctxledger.units import BLOB_MISMATCH, BLOB_MISSING, Unit, build_units, content_is_parts
 
 
 @dataclass(slots=True)
@@ -141,7 +142,9 @@ class SnapshotLoader:
         lineage = self.store.lineage(tenant_id, branch_id)
         records = self.store.records(tenant_id, conversation_id, lineage=lineage, as_of_seq=seq)
         shas = [r.sha256 for r in records if isinstance(r, ToolArtifact) and r.sha256]
-        units, tools = build_units(records, ReadAhead(self.store.blobs, shas))
+        later = self._deferrable(shas)
+        now = ReadAhead(self.store.blobs, [s for s in shas if s not in later])
+        units, tools = build_units(records, now, later, self.store.blobs.get)
         index = IncrementalBM25()
         snap = Snapshot(tenant_id, conversation_id, branch_id, seq, lineage, records, units, tools, index)
         snap.reach_index.extend(units, 0, records)
@@ -182,7 +185,8 @@ class SnapshotLoader:
         start_record = _record_position(snap.records, snap.units, first_unit)
         snap.records.extend(new)
         rebuilt = snap.records[start_record:]
-        units, tools = build_units(rebuilt, self.store.blobs.get)
+        shas = [r.sha256 for r in rebuilt if isinstance(r, ToolArtifact) and r.sha256]
+        units, tools = build_units(rebuilt, self.store.blobs.get, self._deferrable(shas))
         after = rebuilt[0].seq - 1 if rebuilt else target
         facts = self._facts(
             snap.tenant_id, snap.conversation_id, snap.lineage, rebuilt, as_of_seq=target, after_seq=after
@@ -204,6 +208,21 @@ class SnapshotLoader:
         snap.facts.update({rid: f.without_terms() for rid, f in facts.items()})
         if tools:
             snap.tool_schemas = tools
+
+    def _deferrable(self, shas: Sequence[str]) -> Collection[str]:
+        """The blobs among ``shas`` whose reads can wait until a result's content is asked for.
+
+        Those the blob store's ``deferrable`` lists (stored where a read will find them, so a result's
+        transform is known without reading it); none when the store cannot tell, and every result is read
+        while its unit is built.
+        """
+        lister = getattr(self.store.blobs, "deferrable", None)
+        if lister is None or not shas:
+            return frozenset()
+        try:
+            return frozenset(lister(list(dict.fromkeys(shas))))
+        except InputError:  # a name that cannot be a blob: read now, which gives its blob_missing reference
+            return frozenset()
 
     def _facts(
         self,
@@ -258,10 +277,12 @@ def unit_facts(unit: Unit, facts: Mapping[str, RecordFacts]) -> list[RecordFacts
     """
     if any(t in _UNREADABLE for t in unit.transforms.values()):
         return None
-    if any(t.role == "tool" and not isinstance(t.content, str) for t in unit.turns):
-        return None  # a result shown as content parts: its unit text is the parts' text, not the raw text
     parts = [facts.get(rid) for rid in unit.record_ids]
     if any(f is None or not f.raw_readable for f in parts):
+        return None
+    # a result shown as content parts: its unit text is the parts' text, not the raw text; a result not read
+    # yet answers from its facts (checked above: stored, computed from its readable bytes)
+    if any(t.role == "tool" and content_is_parts(t, facts[t.ref].parts) for t in unit.turns):
         return None
     return parts  # type: ignore[return-value]
 

@@ -368,6 +368,28 @@ class LocalBlobStore:
             found = set()
         return found | {sha for sha in names if sha not in found and self.path(sha).is_file()}
 
+    def deferrable(self, names: Sequence[str]) -> set[str]:
+        """The names of ``names`` whose bytes a later :meth:`get` will find in the pack: held there, no file in the way.
+
+        One pack query per few hundred names and no read of the bytes, so a reader can leave those reads until
+        it needs them (:func:`ctxledger.units.build_units`); :meth:`get` still re-hashes the bytes then. A name
+        with a file (or anything else) at its path is not listed: a read finds that first, so it is read now.
+
+        Raises:
+            InputError: a name is not a bare hex digest.
+        """
+        for sha in names:
+            check_sha256(sha)
+        try:
+            held = self.pack.held(names)
+        except sqlite3.Error:
+            return set()
+        try:
+            folders = set(os.listdir(self.root))
+        except OSError:
+            return set()
+        return {sha for sha in held if sha[:2] not in folders or not _occupied(self.root / sha[:2] / sha)}
+
     def delete(self, sha256: str) -> None:
         """Remove a blob if present, file and pack (retention/GC only; callers check nothing live references it).
 

@@ -139,9 +139,66 @@ def wording_reason(text: str) -> str | None:
     """
     if CORRECTION.search(text):
         return "user_correction"
-    if _may_prohibit(text) and PROHIBITION.search(text):
+    if _may_prohibit(text) and _prohibits(text):
         return "user_constraint"
     return None
+
+
+_KEY = re.compile(rf"(?:{_NOT}|never|avoid)\b(?!\s+(?:worry|get me wrong))", re.I)
+""":data:`PROHIBITION`'s first branch after its clause opening."""
+_CLAUSE_BEFORE = re.compile(rf"{_CLAUSE}\Z", re.I)
+"""A clause opening that ends where the string (or the searched part of it) ends."""
+_MODAL = re.compile(r"\b(?:must not|mustn't|may not|not allowed|under no circumstances)\b", re.I)
+""":data:`PROHIBITION`'s second branch."""
+_WISH = re.compile(rf"(?:{_NOT}|would not|wouldn't|won't|will not)\s+(?:want|wish|need|like)\b", re.I)
+""":data:`PROHIBITION`'s third branch after its subject and the spaces after it."""
+_SUBJECT_BEFORE = re.compile(r"\b(?:i|we)\Z", re.I)
+_RATHER = re.compile(r"rather not\b", re.I)
+_RATHER_BEFORE = re.compile(r"\b(?:i|we)(?:'d| would) \Z", re.I)
+_ANCHORS = (
+    *((word, "clause") for word in ("do not", "don't", "dont", "never", "avoid")),
+    *((word, "modal") for word in ("must not", "mustn't", "may not", "not allowed", "under no circumstances")),
+    *((word, "wish") for word in ("do not", "don't", "dont", "would not", "wouldn't", "won't", "will not")),
+    ("rather not", "rather"),
+)
+"""Where a :data:`PROHIBITION` match of ASCII text must hold a literal (lower case), and which branch it starts."""
+
+
+def _prohibits(text: str) -> bool:
+    """``PROHIBITION.search(text) is not None``, found from the few places a match can hold one of its words.
+
+    The regex tries its branches at every position of the text; in ASCII text (where ``re.I`` is ASCII case)
+    each branch holds a literal at a known place (:data:`_ANCHORS`), so only the places where the lower-cased
+    text holds one are checked, with the branch's parts before and after that place.
+    """
+    if not text.isascii():
+        return PROHIBITION.search(text) is not None
+    lowered = text.lower()
+    for word, branch in _ANCHORS:
+        at = lowered.find(word)
+        while at >= 0:
+            if _branch_at(text, at, branch):
+                return True
+            at = lowered.find(word, at + 1)
+    return False
+
+
+def _branch_at(text: str, at: int, branch: str) -> bool:
+    """Whether a match of :data:`PROHIBITION`'s ``branch`` has its literal at ``at``."""
+    if branch == "modal":
+        return _MODAL.match(text, at) is not None
+    if branch == "rather":
+        return _RATHER.match(text, at) is not None and _RATHER_BEFORE.search(text, max(0, at - 9), at) is not None
+    spaces = at
+    while spaces > 0 and text[spaces - 1].isspace():
+        spaces -= 1
+    if branch == "clause":  # the opening's longest form before its spaces is "please" (6 characters)
+        return _KEY.match(text, at) is not None and _CLAUSE_BEFORE.search(text, max(0, spaces - 6), at) is not None
+    return (  # "wish": the subject, then at least one space
+        spaces < at
+        and _WISH.match(text, at) is not None
+        and _SUBJECT_BEFORE.search(text, max(0, spaces - 2), spaces) is not None
+    )
 
 
 _PROHIBITION_WORDS = ("not", "n't", "dont", "never", "avoid", "circumstances")

@@ -48,7 +48,7 @@ from ctxledger.policy.stages._common import mark, omit, stage_key
 from ctxledger.records import Message, Participant, ToolArtifact, ToolCall
 from ctxledger.retention.state import TRANSFORM as RETAINED
 from ctxledger.serialize.base import Turn
-from ctxledger.units import BLOB_MISMATCH, BLOB_MISSING, Unit, UnitKind
+from ctxledger.units import BLOB_MISMATCH, BLOB_MISSING, Unit, UnitKind, content_is_parts
 
 
 def turn_texts(turn: Turn) -> list[str]:
@@ -104,7 +104,9 @@ def stored_turn_findings(turn: Turn, unit: Unit, facts: Mapping[str, Any]) -> tu
     if rec is None or isinstance(rec, ToolCall):
         return None
     if isinstance(rec, ToolArtifact) and (
-        unit.transforms.get(rec.id) in _UNREADABLE or not found.raw_readable or not isinstance(turn.content, str)
+        unit.transforms.get(rec.id) in _UNREADABLE
+        or not found.raw_readable
+        or content_is_parts(turn, found.parts)  # a result not read yet: its facts say (same bytes)
     ):
         return None  # shown as a reference, a notice or content parts: not the text the facts were computed on
     hits = list(found.text_findings())

@@ -33,7 +33,8 @@ from ctxledger.policy.injection import INSTRUCTION_LIKE, instruction_like
 from ctxledger.policy.stages._common import mark, omit_unit, stage_key, unit_tags
 from ctxledger.records import Record, ToolArtifact, ToolCall, Trust
 from ctxledger.retention.state import TRANSFORM as RETAINED
-from ctxledger.units import BLOB_MISMATCH, BLOB_MISSING, Unit, UnitKind, content_text
+from ctxledger.serialize.base import Turn
+from ctxledger.units import BLOB_MISMATCH, BLOB_MISSING, Unit, UnitKind, content_is_parts, content_text
 
 _DELIMITED = (Trust.RETRIEVED, Trust.UNTRUSTED)
 _DATA_KINDS = (UnitKind.MEMORY, UnitKind.COMPACTION, UnitKind.CHECKPOINT)
@@ -95,15 +96,15 @@ class TrustStage:
         return []
 
     def _delimit(self, unit: Unit, facts: Mapping[str, Any]) -> Iterable[PolicyDecision]:
-        texts = {t.ref: content_text(t.content) for t in unit.turns}
-        parts = {t.ref for t in unit.turns if not isinstance(t.content, str)}
+        turns = {t.ref: t for t in unit.turns}
+        parts = {t.ref for t in unit.turns if content_is_parts(t, _stored_parts(facts.get(t.ref)))}
         if parts:  # a result shown as content parts is not the text its facts were computed from
             facts = {rid: facts[rid] for rid in unit.record_ids if rid in facts and rid not in parts}
         for rec in unit.records:
             is_result = isinstance(rec, ToolArtifact)
             if not is_result and rec.trust not in _DELIMITED:
                 continue
-            phrase = _phrase(rec, unit, facts, texts)
+            phrase = _phrase(rec, unit, facts, turns)
             if phrase is not None:
                 yield mark(self.name, rec.id, "delimit", f"{INSTRUCTION_LIKE}: {phrase!r}")
             elif rec.trust in _DELIMITED or self.delimit_tool_results:
@@ -114,7 +115,12 @@ class TrustStage:
 _UNREADABLE = (BLOB_MISSING, BLOB_MISMATCH, RETAINED)
 
 
-def _phrase(rec: Record, unit: Unit, facts: Mapping[str, Any], texts: Mapping[str, str]) -> str | None:
+def _stored_parts(stored: Any) -> bool | None:
+    """Whether a result is shown as content parts, by its stored facts (``None``: they cannot tell)."""
+    return stored.parts if stored is not None and stored.raw_readable else None
+
+
+def _phrase(rec: Record, unit: Unit, facts: Mapping[str, Any], turns: Mapping[str, Turn]) -> str | None:
     """The instruction-like phrase in the text ``rec`` shows in ``unit``: stored with its facts, else found now.
 
     A call's turn (a status stub) and a tool result shown as an unavailable-bytes reference are not the texts
@@ -125,5 +131,6 @@ def _phrase(rec: Record, unit: Unit, facts: Mapping[str, Any], texts: Mapping[st
         unit.transforms.get(rec.id) in _UNREADABLE or (stored is not None and not stored.raw_readable)
     )
     if stored is None or isinstance(rec, ToolCall) or unreadable:
-        return instruction_like(texts.get(rec.id, ""))
+        turn = turns.get(rec.id)
+        return instruction_like(content_text(turn.content) if turn is not None else "")
     return stored.instruction
