@@ -224,6 +224,9 @@ _PIECES_ALPHABET = st.sampled_from(
         "ing",
         "{",
         '"',
+        "\U0001f30d",
+        "2024-04-25T01:56:03.380Z",
+        "e1d3dccb",
     ]
 )
 
@@ -294,6 +297,37 @@ def test_batched_pieces_give_exactly_the_vectors_of_pieces_tokenized_one_by_one(
     for text, vector, cached in zip(texts, got, again, strict=True):
         want = _piece_reference(embedder, text)
         assert vector.tobytes() == want.tobytes() == cached.tobytes(), text
+
+
+@pytest.mark.skipif(semantic.default_embedder() is None, reason="the semantic extra is not installed")
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(_RUNS, min_size=1, max_size=12).map("".join), min_size=1, max_size=30))
+def test_pieces_tokenized_joined_by_the_separator_get_the_ids_of_each_piece_alone(texts: list[str]) -> None:
+    """Joined runs cut at the separator's token (and pieces holding the separator) give each piece's own ids."""
+    from tokenizers import Tokenizer
+
+    embedder = semantic.default_embedder()
+    assert embedder is not None and embedder._separator is not None
+    pieces = [semantic.SPACE + text.replace(" ", semantic.SPACE) for text in texts]
+    raw = Tokenizer(embedder._tokenizer.model)
+    embedder._raw = embedder._raw or raw
+    want = [tuple(raw.encode(piece, add_special_tokens=False).ids) for piece in pieces]
+    assert embedder._encode_pieces(pieces) == want
+
+
+def test_the_separator_takes_part_in_no_merge() -> None:
+    embedder = semantic.default_embedder()
+    if embedder is None:
+        pytest.skip("the semantic extra is not installed")
+    config = semantic.tokenizer_config(embedder._tokenizer)
+    assert config is not None
+    mark, mark_id = semantic.separator(config) or ("", -1)
+    merges = config["model"]["merges"]
+    assert config["model"]["vocab"][mark] == mark_id
+    assert not any(mark in (m if isinstance(m, str) else " ".join(m)) for m in merges)
+    assert semantic.separator({"model": {"type": "BPE", "dropout": 0.1, "vocab": {"a": 0}, "merges": []}}) is None
+    assert semantic.separator({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]}}) is None
+    assert semantic.separator({"model": {"type": "BPE", "vocab": {"a": 0, "c": 1}, "merges": [["a", "a"]]}}) == ("c", 1)
 
 
 def test_a_tokenizer_that_does_not_cut_at_words_is_tokenized_whole() -> None:

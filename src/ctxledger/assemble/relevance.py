@@ -99,8 +99,9 @@ def term_counts(texts: Sequence[str]) -> list[dict[str, int]]:
 
     The same terms and counts as counting :func:`tokenize`'s lists, without building them: a lower-cased ASCII
     text is cut into its word runs by ``str.translate`` and ``str.split`` (C speed), any other text by the word
-    regex; each distinct word is stemmed once (kept across calls, up to :data:`STEM_CACHE` words) and the terms are
-    counted by ``collections.Counter``. Used on the write path for every stored text and per call for the query.
+    regex; the words are counted by ``collections.Counter``, then each distinct word's count goes to its term
+    (words come in order of first appearance, so terms do too), each word stemmed once (kept across calls, up to
+    :data:`STEM_CACHE` words). Used on the write path for every stored text and per call for the query.
     """
     if len(_STEMS) > STEM_CACHE:
         _STEMS.clear()
@@ -109,9 +110,13 @@ def term_counts(texts: Sequence[str]) -> list[dict[str, int]]:
     for text in texts:
         lowered = text.lower()
         words = lowered.translate(_ASCII_GAPS).split() if lowered.isascii() else _WORDS.findall(lowered)
-        counts = Counter(map(term_of, words))
-        counts.pop(None, None)
-        out.append(dict(counts))  # type: ignore[arg-type]  # None, the only key that is no term, is gone
+        counts: dict[str, int] = {}
+        get = counts.get
+        for word, count in Counter(words).items():
+            term = term_of(word)
+            if term is not None:
+                counts[term] = get(term, 0) + count
+        out.append(counts)
     return out
 
 

@@ -60,18 +60,27 @@ PIECE_CACHED_CHARS = 64
 """Longer pieces are tokenized every time (they rarely recur and would fill the cache)."""
 
 
-def splits_at_words(tokenizer: Any) -> bool:
-    """Whether ``tokenizer`` gives the same ids for a text as for its pieces one by one (:class:`StaticEmbedder`).
-
-    True for a sentencepiece-style BPE whose only normalisation is "prepend ``▁``, spaces to ``▁``", that has no
-    pre-tokenizer, and whose vocabulary holds no token with a ``▁`` after another character: no merge can then
-    join two pieces, so byte-pair merging a whole text and merging each piece give the same tokens.
-    """
+def tokenizer_config(tokenizer: Any) -> dict[str, Any] | None:
+    """The parsed JSON configuration of a ``tokenizers.Tokenizer`` (``None`` when it has none that parses)."""
     import json
 
     try:
         config = json.loads(tokenizer.to_str())
     except (AttributeError, TypeError, ValueError):
+        return None
+    return config if isinstance(config, dict) else None
+
+
+def splits_at_words(tokenizer: Any, config: dict[str, Any] | None = None) -> bool:
+    """Whether ``tokenizer`` gives the same ids for a text as for its pieces one by one (:class:`StaticEmbedder`).
+
+    True for a sentencepiece-style BPE whose only normalisation is "prepend ``▁``, spaces to ``▁``", that has no
+    pre-tokenizer, and whose vocabulary holds no token with a ``▁`` after another character: no merge can then
+    join two pieces, so byte-pair merging a whole text and merging each piece give the same tokens. ``config``:
+    the tokenizer's parsed configuration (:func:`tokenizer_config`), when the caller has it.
+    """
+    config = tokenizer_config(tokenizer) if config is None else config
+    if config is None:
         return False
     model, normalizer = config.get("model") or {}, config.get("normalizer") or {}
     steps = normalizer.get("normalizers") if normalizer.get("type") == "Sequence" else None
@@ -85,6 +94,26 @@ def splits_at_words(tokenizer: Any) -> bool:
         return False
     vocab = model.get("vocab") or {}
     return not any(re.search(f"[^{SPACE}]{SPACE}", token) for token in vocab)
+
+
+def separator(config: dict[str, Any] | None) -> tuple[str, int] | None:
+    """A character that is a token of a BPE ``config`` and takes part in no merge, and its id (``None``: none).
+
+    Such a character is a token of its own wherever it stands, and no merge reaches across it: byte-pair merging
+    texts joined by it gives each text's own tokens with its token between them. Of those characters the one
+    with the highest code point is taken (the rarest in text, ``🌍`` in the packaged model). ``None`` for a
+    configuration that is not a plain BPE (byte-pair dropout, merges ignored, another model).
+    """
+    model = (config or {}).get("model") or {}
+    if model.get("type") != "BPE" or model.get("dropout") is not None or model.get("ignore_merges"):
+        return None
+    merged: set[str] = set()
+    for merge in model.get("merges") or ():
+        for side in merge.split(" ", 1) if isinstance(merge, str) else merge:
+            merged.update(side)
+    vocab = model.get("vocab") or {}
+    alone = [token for token in vocab if len(token) == 1 and token not in merged]
+    return (max(alone), int(vocab[max(alone)])) if alone else None
 
 
 class StaticEmbedder:
@@ -109,14 +138,15 @@ class StaticEmbedder:
         self.model_id = model_id
         self._tokenizer = tokenizer
         self._lock = threading.Lock()
-        self._by_piece = splits_at_words(tokenizer)
+        config = tokenizer_config(tokenizer)
+        self._by_piece = splits_at_words(tokenizer, config)
+        self._separator = separator(config) if self._by_piece else None
         self._specials = (
             tuple(t.content for t in tokenizer.get_added_tokens_decoder().values()) if self._by_piece else ()
         )
         self._pieces: dict[str, tuple[int, ...]] = {}
         self._old_pieces: dict[str, tuple[int, ...]] = {}
         self._raw: Any = None
-        self._marked_ids: np.ndarray | None = None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors of ``texts``: float32 ``(len(texts), dim)``; a text without tokens gets the zero vector."""
@@ -208,58 +238,47 @@ class StaticEmbedder:
             return out  # type: ignore[return-value]
 
     def _encode_pieces(self, pieces: list[str]) -> list[tuple[int, ...]]:
-        """Token ids of each piece, the pieces tokenized joined in runs of about :data:`JOINED_CHARS` characters.
+        """Token ids of each piece as the tokenizer's model gives them for the piece alone.
 
-        Joined pieces meet where a marker follows another character, where no token spans, so a run's tokens are
-        its pieces' tokens in order. In a run of pieces with one leading marker each, a piece's tokens start at
-        the tokens that start with a marker (no other token holds one); pieces with more leading markers are
-        joined in runs of their own, whose tokens are given to the piece their start offset falls in. A piece of
-        markers only is tokenized alone (two markers may merge).
+        The pieces are tokenized joined by the :func:`separator` in runs of about :data:`JOINED_CHARS` characters
+        (one tokenizer item per piece costs more than its merging), and each run's tokens are cut at the
+        separator's. A piece holding the separator, a run not cut as many times as it was joined, and every piece
+        of a tokenizer without a separator are tokenized alone.
         """
-        runs: list[list[int]] = []
-        open_runs: dict[bool, list[int]] = {}
-        sizes = {True: 0, False: 0}
-        for i, piece in enumerate(pieces):
-            if not piece.strip(SPACE):
-                runs.append([i])
-                continue
-            single = not piece.startswith(SPACE * 2)
-            run = open_runs.get(single)
-            if run is None or sizes[single] + len(piece) > JOINED_CHARS:
-                run = open_runs[single] = []
-                runs.append(run)
-                sizes[single] = 0
-            run.append(i)
-            sizes[single] += len(piece)
-        encodings = self._raw.encode_batch(["".join(pieces[i] for i in run) for run in runs], add_special_tokens=False)
-        marked = self._marked()
+        alone = list(range(len(pieces)))
         out: list[tuple[int, ...]] = [()] * len(pieces)
-        for run, enc in zip(runs, encodings, strict=True):
-            ids = enc.ids
-            if len(run) == 1:
-                out[run[0]] = tuple(ids)
-                continue
-            starts = np.flatnonzero(marked[np.asarray(ids, dtype=np.int64)]) if ids else np.zeros(0, np.int64)
-            if len(starts) == len(run):  # one marked token per piece: each piece's first
-                ends = [*starts[1:].tolist(), len(ids)]
-            else:  # the token index each piece's tokens end at: the first token starting at or after the next piece
-                bounds = list(itertools.accumulate(len(pieces[i]) for i in run))
-                first = [start for start, _ in enc.offsets]
-                ends = [*map(int, np.searchsorted(first, bounds[:-1])), len(ids)]
-            begin = 0
-            for i, end in zip(run, ends, strict=True):
-                out[i] = tuple(ids[begin:end])
-                begin = end
+        if self._separator is not None:
+            mark, mark_id = self._separator
+            alone = [i for i, piece in enumerate(pieces) if mark in piece]
+            runs: list[list[int]] = []
+            size = JOINED_CHARS
+            for i in [i for i, piece in enumerate(pieces) if mark not in piece]:
+                if size + len(pieces[i]) > JOINED_CHARS:
+                    runs.append([])
+                    size = 0
+                runs[-1].append(i)
+                size += len(pieces[i]) + 1
+            joined = [mark.join([pieces[i] for i in run]) for run in runs]
+            for run, enc in zip(runs, self._encode_batch(joined), strict=True):
+                ids = enc.ids
+                ends = np.flatnonzero(np.asarray(ids, dtype=np.int64) == mark_id).tolist()
+                if len(ends) != len(run) - 1:  # not cut at every separator (no character no merge involves does that)
+                    alone += run
+                    continue
+                begin = 0
+                for i, end in zip(run, [*ends, len(ids)], strict=True):
+                    out[i] = tuple(ids[begin:end])
+                    begin = end + 1
+        if alone:
+            encodings = self._encode_batch([pieces[i] for i in alone])
+            for i, enc in zip(alone, encodings, strict=True):
+                out[i] = tuple(enc.ids)
         return out
 
-    def _marked(self) -> np.ndarray:
-        """Boolean per token id of the tokenizer's vocabulary: whether the token starts with a marker."""
-        if self._marked_ids is None:
-            vocab = self._raw.get_vocab()
-            marked = np.zeros(max(vocab.values(), default=-1) + 1, dtype=bool)
-            marked[[i for token, i in vocab.items() if token.startswith(SPACE)]] = True
-            self._marked_ids = marked
-        return self._marked_ids
+    def _encode_batch(self, texts: list[str]) -> list[Any]:
+        """The model's encodings of ``texts`` (without offsets where the installed ``tokenizers`` can leave them)."""
+        fast = getattr(self._raw, "encode_batch_fast", None)  # tokenizers 0.20 and later
+        return (fast or self._raw.encode_batch)(texts, add_special_tokens=False)
 
 
 def _unit(vec: np.ndarray) -> np.ndarray:

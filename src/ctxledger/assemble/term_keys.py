@@ -36,5 +36,7 @@ def keyed_terms(counts: Mapping[str, int]) -> tuple[bytes, bytes]:
     """``(keys, frequencies)`` of a term → frequency mapping as little-endian int64 and int32 bytes, in its order."""
     if not counts:
         return b"", b""
-    keys = np.fromiter(map(term_key, counts), dtype="<i8", count=len(counts))
-    return keys.tobytes(), np.fromiter(counts.values(), dtype="<i4", count=len(counts)).tobytes()
+    keys = list(map(_KEYS.get, counts))  # the remembered keys at C speed; term_key for a term not remembered
+    if None in keys:
+        keys = list(map(term_key, counts))
+    return np.array(keys, dtype="<i8").tobytes(), np.fromiter(counts.values(), dtype="<i4", count=len(counts)).tobytes()
