@@ -1,8 +1,8 @@
 """A chosen assistant turn that would open the payload stays behind the user turn before it when room can be made.
 
 Generated histories of user and assistant messages, with generated utilities and costs, check the anchor's rules
-(the newest user message before the lead; room made only from lower-utility, displaceable units; the anchor
-fits its room); one conversation checks the assembler keeps the answer a question asks for.
+(the newest user message before the lead; room made only from lower-utility, displaceable units, each of them
+needed; the anchor fits its room); one conversation checks the assembler keeps the answer a question asks for.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ def _units(roles: list[str]):
             conversation_id="c",
             branch_id="b",
             created_at=start + timedelta(minutes=i),
+            seq=i + 1,  # as the store assigns on append: the anchor is found by seq
         )
         for i, role in enumerate(roles)
     ]
@@ -54,7 +55,8 @@ def _cases(draw):
     later = draw(st.lists(st.sampled_from(range(lead + 1, n)), unique=True) if lead + 1 < n else st.just([]))
     chosen = [units[k] for k in sorted([lead, *later])]
     keep = {u.id for u in chosen[1:] if draw(st.booleans())}
-    budget = draw(st.integers(0, 400))
+    chosen_cost = sum(costs[k] for k in [lead, *later])
+    budget = max(0, chosen_cost + draw(st.integers(-120, 40)))  # mostly full: room must be made
     return units, costs, utilities, chosen, keep, budget
 
 
@@ -84,9 +86,9 @@ def test_the_anchor_is_the_user_turn_before_the_lead_and_displaces_only_weaker_u
     assert all(u in chosen[1:] and u.id not in keep for u in found.displaced)
     assert all(utilities[index[u.id]] < utilities[index[lead.id]] for u in found.displaced)
     assert found.option.tokens <= budget - used + sum(options[u.id].tokens for u in found.displaced)
-    if found.displaced:  # no more is displaced than the room needs
-        last = found.displaced[-1]
-        assert found.option.tokens > budget - used + sum(options[u.id].tokens for u in found.displaced if u != last)
+    room = budget - used + sum(options[u.id].tokens for u in found.displaced)
+    for unit in found.displaced:  # no more is displaced than the room needs: each one back leaves too little
+        assert found.option.tokens > room - options[unit.id].tokens
 
 
 def test_the_answer_a_question_asks_for_stays_with_the_question_it_answered() -> None:

@@ -4,7 +4,8 @@ The payload must open with a user turn after the instructions (case B04). When t
 assistant turn whose user turn was left out for budget, dropping it throws away a unit selection chose on its
 merit (often the answer the question asks for). :func:`anchor_lead` instead admits the newest user message
 before it (usually the question it answered), making room by leaving out chosen optional units of *lower*
-utility than the lead, oldest-lowest first. When the room cannot be made that way, nothing changes and the
+utility than the lead, lowest (then oldest) first, and only those the room needs: a weaker unit left out before a
+larger one that alone makes the room stays. When the room cannot be made that way, nothing changes and the
 assembler drops the lead as before (``role_order``).
 """
 
@@ -49,8 +50,9 @@ def anchor_lead(
 
     Returns:
         An :class:`Anchor` whose option fits once its displaced units leave (each of lower utility than the
-        lead), verbatim when that fits, else the anchor's cheapest option; ``None`` when there is no user
-        message before the lead, or no such room. Pure: nothing is changed.
+        lead, and each needed: with any one of them back the option no longer fits), verbatim when that fits,
+        else the anchor's cheapest option; ``None`` when there is no user message before the lead, or no such
+        room. Pure: nothing is changed.
     """
     if not chosen:
         return None
@@ -80,10 +82,41 @@ def anchor_lead(
                 break
             displaced.append(unit)
             room += options[unit.id].tokens
-        freed = sum(options[u.id].tokens for u in displaced if u.context_class is anchor.context_class)
-        if option.tokens <= room and ledger.fits_cap(anchor.context_class.value, option.tokens - freed):
+        displaced = _needed(displaced, option, room, anchor, options, ledger)
+        if displaced is not None:
             return Anchor(anchor, option, tuple(displaced))
     return None
+
+
+def _needed(
+    displaced: list[Unit],
+    option: Option,
+    room: int,
+    anchor: Unit,
+    options: Mapping[str, Option],
+    ledger: BudgetLedger,
+) -> list[Unit] | None:
+    """The displaced units the anchor's ``option`` needs out, or ``None`` when even all of them leave too little.
+
+    ``room`` is the room once every unit of ``displaced`` (lowest utility first) has left. A unit displaced early
+    may not be needed once a larger one after it has left: each is put back, highest utility first, while the
+    option still fits the room and the anchor's class cap without it. Every unit returned is needed: putting any
+    one back leaves too little room or breaks the cap.
+    """
+    cls = anchor.context_class
+
+    def fits(room: int, out: list[Unit]) -> bool:
+        freed = sum(options[u.id].tokens for u in out if u.context_class is cls)
+        return option.tokens <= room and ledger.fits_cap(cls.value, option.tokens - freed)
+
+    if not fits(room, displaced):
+        return None
+    kept = list(displaced)
+    for unit in reversed(displaced[:-1]):
+        rest = [u for u in kept if u is not unit]
+        if fits(room - options[unit.id].tokens, rest):
+            kept, room = rest, room - options[unit.id].tokens
+    return kept
 
 
 def _utility(item: SelectionItem) -> float:
