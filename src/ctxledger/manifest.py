@@ -35,7 +35,7 @@ Fields of the persisted record (:class:`Manifest`; JSON keys are the field names
   raw artifact or source behind a memory the call asked evidence for; ``budget`` — the highest-utility
   units left out for budget, with their ``utility``);
 * ``decisions`` / ``marks``: the policy decisions and marks about included records (all of them with
-  ``trace="full"``); ``rehydrations``, ``tools`` ``{exposed, withheld[, renamed]}``, ``lineage``,
+  ``trace="full"``); ``rehydrations``, ``tools`` ``{exposed, withheld[, renamed][, undeclared]}``, ``lineage``,
   ``contract``, ``warnings``;
 * ``tokens`` ``{estimated_input, replay, saved, observed_input, observed_output, error}`` (``saved`` = ``replay``
   − ``estimated_input``, negative when the payload's framing outweighs what was left out), ``timings`` (ms),

@@ -13,6 +13,7 @@ from serialize_helpers import STORE_ONLY_KEYS, load_json, sdk_valid_anthropic, s
 from ctxledger.errors import ProviderContractError
 from ctxledger.serialize import AnthropicMessagesSerializer, CallView, Turn
 from ctxledger.serialize.anthropic_messages import MESSAGE_TOKENS, TOOL_USE_SYSTEM_PROMPT_TOKENS
+from ctxledger.serialize.undeclared_tools import DESCRIPTIONS, SCHEMA_NOT_RECORDED, minimal_definition
 from ctxledger.tokens import TokenCounter
 
 REMOTE = "https://example.com/chart.png"
@@ -99,6 +100,13 @@ def test_payload_snapshot(anthropic: AnthropicMessagesSerializer, png_url: Calla
                 ],
             },
         ],
+        "tools": [  # no schema of forecast was given: a minimal definition, so the API accepts the tool_use blocks
+            {
+                "name": "forecast",
+                "description": DESCRIPTIONS[SCHEMA_NOT_RECORDED],
+                "input_schema": {"type": "object"},
+            }
+        ],
     }
     sdk_valid_anthropic(payload)
 
@@ -171,10 +179,13 @@ def test_non_object_arguments_are_kept_raw(anthropic: AnthropicMessagesSerialize
 def test_merging_only_removes_message_framing(
     anthropic: AnthropicMessagesSerializer, counter: TokenCounter, png_url: Callable[[int, int], str]
 ) -> None:
-    """count(build) == base + sum(turn_tokens) minus one message framing per turn merged into another."""
+    """count(build) == base + tools + sum(turn_tokens) minus one message framing per turn merged into another;
+    the tools are the minimal definition of ``forecast`` and the tool-use system prompt."""
     turns = tool_turns(png_url(64, 48))
     payload = anthropic.build(turns, model="claude")
-    total = anthropic.base_tokens(counter) + sum(anthropic.turn_tokens(t, counter) for t in turns)
+    tools = anthropic.tools_tokens([minimal_definition("forecast")], counter)
+    assert tools > TOOL_USE_SYSTEM_PROMPT_TOKENS
+    total = anthropic.base_tokens(counter) + tools + sum(anthropic.turn_tokens(t, counter) for t in turns)
     merged_away = (
         (MESSAGE_TOKENS + counter.count("system"))  # developer joins system
         + (MESSAGE_TOKENS + counter.count("user"))  # m2 joins m1

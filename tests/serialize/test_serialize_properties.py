@@ -214,10 +214,11 @@ def expected_blocks(turn: Turn) -> list[tuple[str, str | None]]:
 def test_anthropic_merging_only_removes_framing(
     turns: list[Turn], data: st.DataObject, counter: TokenCounter, real_tools: list[dict[str, Any]]
 ) -> None:
-    """count == base + tools + sum(turn_tokens) minus exactly the framing of the turns merged away."""
+    """count == base + tools + sum(turn_tokens) minus exactly the framing of the turns merged away; the tools are
+    the ones given plus a minimal definition of each tool called without one."""
     tools = draw_tools(data, real_tools)
     payload = ANTHROPIC.build(turns, model="claude", tools=tools)
-    total = ANTHROPIC.base_tokens(counter) + ANTHROPIC.tools_tokens(tools, counter)
+    total = ANTHROPIC.base_tokens(counter) + ANTHROPIC.tools_tokens(ANTHROPIC.request_tools(turns, tools), counter)
     total += sum(ANTHROPIC.turn_tokens(t, counter) for t in turns)
 
     def framing(role: str) -> int:

@@ -42,7 +42,9 @@ def test_tau_bench_logs_serialize_for_both_providers(
         messages = anthropic.build(turns, model="claude-sonnet-4-5")
         sdk_valid_anthropic(messages)
         assert messages["system"] == record["traj"][0]["content"]
-        limit = anthropic.base_tokens(counter) + sum(anthropic.turn_tokens(t, counter) for t in turns)
+        assert {t["name"] for t in messages.get("tools", ())} == {c.name for t in turns for c in t.tool_calls}
+        tools = anthropic.tools_tokens(anthropic.request_tools(turns, ()), counter)
+        limit = anthropic.base_tokens(counter) + tools + sum(anthropic.turn_tokens(t, counter) for t in turns)
         assert anthropic.count(messages, counter) <= limit
 
 

@@ -14,6 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ctxledger.hashing import content_hash, quick_content_hash
 from ctxledger.serialize.base import Serializer, Turn
+from ctxledger.serialize.undeclared_tools import is_minimal_definition
 from ctxledger.tokens import TokenCounter
 from ctxledger.units import DeferredToolTurn, renders_nothing
 
@@ -209,8 +210,20 @@ class FixedCoster:
         return self.turn_costs[turn.ref]
 
     def tools_tokens(self, tools: Sequence[Mapping[str, Any]]) -> int:
-        """Sum of the table's cost per tool name."""
-        return sum(self.tool_costs[str(t.get("function", t).get("name"))] for t in tools)
+        """Sum of the table's cost per tool name.
+
+        A minimal definition the assembler adds for a tool called without a schema
+        (:mod:`ctxledger.serialize.undeclared_tools`) costs 0 unless the table names it: reference counts cover
+        the schemas a case lists, and price no framing either (:meth:`base_tokens`).
+        """
+        return sum(self._tool_cost(t) for t in tools)
+
+    def _tool_cost(self, tool: Mapping[str, Any]) -> int:
+        function = tool.get("function", tool)
+        name = str(function.get("name"))
+        if name not in self.tool_costs and is_minimal_definition(tool):
+            return 0
+        return self.tool_costs[name]
 
     def base_tokens(self) -> int:
         """No priming in the reference counts."""

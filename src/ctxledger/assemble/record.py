@@ -43,6 +43,7 @@ from ctxledger.manifest import (
 from ctxledger.policy.base import Policy, PolicyDecision, ReasonCode
 from ctxledger.policy.secrets import SecretScanner, default_scanner, redact_json, redact_text
 from ctxledger.records import Kind
+from ctxledger.serialize.undeclared_tools import defined_tool_names, minimal_definition
 from ctxledger.units import Unit
 
 _STRUCTURAL = frozenset({Kind.CONVERSATION, Kind.BRANCH, Kind.PARTICIPANT, Kind.MODEL_RUN, Kind.SKILL_STATE})
@@ -103,8 +104,7 @@ def build_manifest(inp: ManifestInputs) -> ManifestView:
     costs = snap.costs[coster.counter_id]
     position = snap.reach_index.unit_of
     replay = _replay_tokens(snap, costs)
-    tools = request.tools if request.tools is not None else snap.tool_schemas
-    replay += coster.base_tokens() + coster.tools_tokens(tools)
+    replay += coster.base_tokens() + coster.tools_tokens(_replay_tools(snap, request, coster))
     included: list[dict[str, Any]] = []
     for u in inp.fixed:
         known = costs[position[u.id]] if u.id in position else None
@@ -234,6 +234,24 @@ def _replay_tokens(snap: Snapshot, costs: Sequence[Sequence[int]]) -> int:
         if len(sums) == len(costs) + 1 and sums is snap.token_sums.get(_counter_of(snap, costs)):
             return sums[-1]
     return sum(sum(c) for c in costs)
+
+
+def _replay_tools(snap: Snapshot, request: Any, coster: Coster) -> list[Mapping[str, Any]]:
+    """The tool schemas a verbatim replay sends: the request's or the snapshot's, and the minimal ones it needs.
+
+    For a serializer that must define every tool called (Anthropic), each tool the history calls without a schema
+    gets a minimal definition. The names called are gathered once per unit and kept on the snapshot's memo
+    (units are only appended).
+    """
+    tools = list(request.tools if request.tools is not None else snap.tool_schemas)
+    if not getattr(getattr(coster, "serializer", None), "defines_called_tools", False):
+        return tools
+    seen, called = snap.memo.get("called tool names", (0, frozenset()))
+    if seen < len(snap.units):
+        called = called | {n for u in snap.units[seen:] for n in u.tool_names}
+        snap.memo["called tool names"] = (len(snap.units), called)
+    defined = defined_tool_names(tools)
+    return tools + [minimal_definition(n) for n in sorted(called - defined)]
 
 
 def _counter_of(snap: Snapshot, costs: Sequence[Sequence[int]]) -> str | None:

@@ -19,7 +19,13 @@ Rules followed, from Anthropic's Messages API reference and its *Tool use* guide
   source otherwise); empty or whitespace-only text blocks are never emitted (the API rejects them);
 * an author ``name`` is rendered as a ``"<name>: "`` label on the turn's first text block; another
   participant's turn relayed as a user turn (``Turn.relayed``) is a user message labelled so, never
-  merged into the assistant's own message.
+  merged into the assistant's own message;
+* a request with ``tool_use`` or ``tool_result`` blocks must define tools (the API refuses it otherwise: "Requests
+  which include tool_use or tool_result blocks must define tools."), and a definition is ``name``,
+  ``description`` and ``input_schema``, a JSON Schema object (*Define tools* guide,
+  platform.claude.com/docs/en/agents-and-tools/tool-use/define-tools): every tool a ``tool_use`` block names is
+  defined, a tool whose schema is not sent by a minimal definition (:mod:`ctxledger.serialize.undeclared_tools`:
+  the name, ``{"type": "object"}``, and a description saying why its schema is missing).
 
 Extended thinking: an assistant turn's ``thinking`` / ``redacted_thinking`` blocks (``Turn.thinking``, from
 ``meta["thinking"]`` of an imported message) are sent back complete and unmodified, signature included, at
@@ -41,8 +47,9 @@ message (and once for ``system``), text as text, images at Anthropic's pixel rat
 (:func:`ctxledger.serialize.images.anthropic_image_tokens`), ``tool_use`` as name + canonical JSON input +
 :data:`TOOL_BLOCK_TOKENS`, ``tool_result`` as its content + :data:`TOOL_BLOCK_TOKENS`, and tools as
 the tool-use system prompt Anthropic documents (*Tool use pricing*: 346 tokens for ``auto``/``none``
-on Claude 4 models) plus each definition's canonical JSON. Merging turns only removes message
-framing, so ``count(build(turns)) <= base_tokens + tools_tokens + sum(turn_tokens)``.
+on Claude 4 models) plus each definition's canonical JSON, minimal definitions included. Merging turns only
+removes message framing, so ``count(build(turns, tools=tools)) <= base_tokens + tools_tokens(request_tools(turns,
+tools)) + sum(turn_tokens)``.
 """
 
 from __future__ import annotations
@@ -60,6 +67,7 @@ from ctxledger.serialize.base import Turn
 from ctxledger.serialize.call_ids import unique_call_ids
 from ctxledger.serialize.images import anthropic_image_tokens, image_size_from_base64, parse_data_url
 from ctxledger.serialize.tool_names import TOOL_NAME, rename_tools, wire_tool_name
+from ctxledger.serialize.undeclared_tools import undeclared_tools
 from ctxledger.tokens import TokenCounter
 
 MESSAGE_TOKENS = 3
@@ -101,6 +109,8 @@ class AnthropicMessagesSerializer:
     sends_thinking = True
     thinking_types = ("thinking", "redacted_thinking")
     """Assistant turns carry their ``thinking`` / ``redacted_thinking`` blocks (see the module docstring)."""
+    defines_called_tools = True
+    """Every tool a call names must be defined in ``tools`` (see the module docstring)."""
 
     def __init__(self, *, tool_system_prompt_tokens: int = TOOL_USE_SYSTEM_PROMPT_TOKENS, recall: bool = False) -> None:
         self.tool_system_prompt_tokens = tool_system_prompt_tokens
@@ -118,6 +128,9 @@ class AnthropicMessagesSerializer:
     ) -> dict[str, Any]:
         """Return ``{"model", "system"?, "messages", "tools"?, "max_tokens"?}`` for ``turns`` in order.
 
+        ``tools`` (OpenAI form) are sent with a minimal definition added for each tool the turns call and
+        ``tools`` does not define (:meth:`request_tools`).
+
         Raises:
             ProviderContractError: tool pairing is broken, the first non-system turn is not from the
                 user (names its ref), a turn renders to no content, or an image is where the API
@@ -125,7 +138,7 @@ class AnthropicMessagesSerializer:
             InputError: a content part or a tool definition is malformed.
         """
         check_turns(turns)
-        turns, tools = rename_tools(unique_call_ids(turns), tools)
+        turns, tools = rename_tools(unique_call_ids(turns), self.request_tools(turns, tools))
         payload: dict[str, Any] = {"model": model}
         system = [b for i, t in enumerate(turns) if t.role in _SYSTEM_ROLES for b in self._blocks(i, t)]
         if system:
@@ -137,6 +150,14 @@ class AnthropicMessagesSerializer:
             payload["max_tokens"] = max_tokens
         self.validate(payload)
         return payload
+
+    def request_tools(self, turns: Sequence[Turn], tools: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """The tool definitions (OpenAI form) :meth:`build` sends for ``turns``; :meth:`tools_tokens` costs them.
+
+        ``tools``, then a minimal definition (:func:`~ctxledger.serialize.undeclared_tools.minimal_definition`) for
+        each tool the turns call and ``tools`` does not define, in name order.
+        """
+        return [*tools, *undeclared_tools(turns, tools)[0]]
 
     def _messages(self, turns: Sequence[Turn]) -> list[dict[str, Any]]:
         """Merge the non-system turns into alternating messages, first from the user."""
@@ -271,7 +292,9 @@ class AnthropicMessagesSerializer:
         no ``tool_result`` without its ``tool_use`` right before it; ``tool_use`` ids are unique; at most four
         ``cache_control`` breakpoints, none on a thinking block (:mod:`ctxledger.serialize.anthropic_cache`); every
         tool and ``tool_use`` name matches ``^[a-zA-Z0-9_-]{1,64}$`` (:mod:`ctxledger.serialize.tool_names`;
-        :meth:`build` maps recorded names to such names, so this only guards against a bug).
+        :meth:`build` maps recorded names to such names, so this only guards against a bug); a payload with
+        ``tool_use`` or ``tool_result`` blocks defines tools (rule ``tools_undefined``, the API's own rule), and
+        one for every name a ``tool_use`` block calls (rule ``tool_undefined``).
 
         Raises:
             ProviderContractError: with ``index`` (message position) and ``rule``.
@@ -298,6 +321,7 @@ class AnthropicMessagesSerializer:
                 raise ProviderContractError(
                     f"tools[{position}]: name {name!r} does not match ^[a-zA-Z0-9_-]{{1,64}}$", rule="bad_tool_name"
                 )
+        _check_tools_defined(messages, payload.get("tools") or ())
 
 
 def anthropic_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -494,6 +518,23 @@ def _check_results(index: int, blocks: list[Any], pending: list[str]) -> None:
         _fail(index, "tool_call_unanswered", f"no tool_result for {missing} in the message after the tool_use")
     if len(set(answered)) != len(answered):
         _fail(index, "duplicate_tool_result", f"a tool_use is answered twice: {answered}")
+
+
+def _check_tools_defined(messages: Sequence[Mapping[str, Any]], tools: Sequence[Any]) -> None:
+    """Tool blocks need defined tools, and each ``tool_use`` name a definition of that name."""
+    defined = {t.get("name") for t in tools if isinstance(t, Mapping)}
+    for index, message in enumerate(messages):
+        for block in message["content"] if isinstance(message["content"], list) else ():
+            kind = block.get("type")
+            if kind in ("tool_use", "tool_result") and not tools:
+                _fail(
+                    index,
+                    "tools_undefined",
+                    f"a {kind} block in a request that defines no tools (the API refuses it: requests which "
+                    "include tool_use or tool_result blocks must define tools)",
+                )
+            if kind == "tool_use" and block.get("name") not in defined:
+                _fail(index, "tool_undefined", f"tool_use calls {block.get('name')!r}, which no tool definition names")
 
 
 def _tool_use_ids(index: int, blocks: list[Any], seen: set[str]) -> list[str]:

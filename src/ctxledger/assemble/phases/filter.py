@@ -27,6 +27,7 @@ from ctxledger.policy.secrets import SPEAKER_WITHHELD, default_scanner, redact_j
 from ctxledger.records import Record, ToolArtifact, Visibility, utcnow
 from ctxledger.retention.state import META_KEY, SOURCES_KEY, retained, retained_sources
 from ctxledger.serialize.base import Serializer
+from ctxledger.serialize.undeclared_tools import undeclared_tools
 from ctxledger.units import UNAVAILABLE, Unit, build_units, drop_thinking
 
 
@@ -255,7 +256,8 @@ class Filtered:
         units: the live units: no record omitted, marks rendered, speakers attributed, thinking the serializer
             does not send dropped, redundant units left out.
         plan: the policy plan (decisions, omissions, requirements, marks, tool exposure, warnings).
-        tools: the tool schemas the call exposes, secrets redacted (part of ``F``).
+        tools: the tool schemas the call exposes, secrets redacted, then for Anthropic a minimal definition of
+            each tool a live unit calls without one (:func:`_with_undeclared_tools`); all part of ``F``.
         pointers: redundant unit id → the unit (or :class:`Pointer`) that stands for it.
     """
 
@@ -329,7 +331,32 @@ def filter_candidates(
     units = _without_unsent_thinking(units, policy, serializer, snap.memo)
     pointers = redundancy(units, plan.required) if redundancy is not None else {}
     units = omit_redundant(units, pointers, plan.omitted, plan.decisions)
+    tools = _with_undeclared_tools(tools, units, plan, withheld, serializer)
     return Filtered(request, records, all_units, units, plan, tools, pointers)
+
+
+def _with_undeclared_tools(
+    tools: tuple[Mapping[str, Any], ...],
+    units: Sequence[Unit],
+    plan: Plan,
+    withheld: Sequence[Mapping[str, str]],
+    serializer: Serializer,
+) -> tuple[Mapping[str, Any], ...]:
+    """``tools`` plus a minimal definition of each undefined tool a live unit calls, for Anthropic Messages.
+
+    Only a serializer whose API requires the definitions (``defines_called_tools``) gets them. The payload's
+    calls come from the live units, so the definitions the serializer would add are all known here, before the
+    budget: they are part of ``F`` and costed like every schema. Their names go to the manifest
+    (``plan.tools["undeclared"]``: name → ``schema_not_recorded`` or ``withheld``).
+    """
+    if not getattr(serializer, "defines_called_tools", False):
+        return tools
+    turns = [t for u in units for t in u.turns]
+    added, reasons = undeclared_tools(turns, tools, withheld={w["name"] for w in withheld})
+    if not added:
+        return tools
+    plan.tools["undeclared"] = reasons
+    return (*tools, *added)
 
 
 def _live(all_units: Sequence[Unit], plan: Plan, memo: dict[Any, Any]) -> list[Unit]:

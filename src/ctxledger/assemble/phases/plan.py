@@ -22,7 +22,8 @@ class Plan:
         ctx: the stages' context (warnings, repairs, record lookup), ``None`` when no stage ran.
         extra_records: candidates from other branches.
         rehydrations: the rehydrate phase's entries.
-        tools: tool exposure: ``{"exposed": [...], "withheld": [...]}`` and ``renamed`` when names changed.
+        tools: tool exposure: ``{"exposed": [...], "withheld": [...]}``, ``renamed`` when names changed,
+            ``undeclared`` (name → why) when tools called without a schema got minimal definitions.
     """
 
     decisions: list[PolicyDecision]
