@@ -607,7 +607,8 @@ class Ledger:
 
         Args:
             ref: a tool artifact's record id, ``sha256:<hex>`` of a blob, a message id (its text as UTF-8,
-                as excerpts of long messages locate it), or a locator dict (its own range by default).
+                as excerpts of long messages locate it), a checkpoint id (its rendered text as UTF-8, as
+                excerpts of a huge checkpoint locate it), or a locator dict (its own range by default).
             byte_range: ``(start, end)`` byte offsets (0-based, end exclusive) into the whole content; a
                 ``None`` start is 0, a ``None`` end the content's end.
             tenant_id: the tenant.

@@ -15,20 +15,23 @@ asks that a large result enter as "lines 480–510, timeout connecting to db, fi
   policy exposes that tool, else the ``ctxledger rehydrate`` command; :mod:`ctxledger.fetch_hints`);
 * dropping the unit is selection's business (``budget`` / ``class_cap``).
 
-A *large text* is a tool result (its stored bytes), or the text of a user or assistant message, that costs
-at least :data:`MIN_TOKENS`; an assistant turn's tool calls are never touched (only its text may be
-excerpted), so tool-call pairing holds in every rung. A message gets excerpts only: no extractor reads
-prose, and a bare reference to a message tells the model nothing (a tool result's reference still answers
-its call and says what the output was). A message excerpt's locators name the message: its bytes are its
-text as UTF-8 (:func:`rehydrate_ref`). A turn the policy already marked (stale flag, conflict flag …) is
-never re-derived from raw bytes: it stays as marked. Two marks are kept by the excerpts themselves:
+A *large text* is a tool result (its stored bytes), the text of a user or assistant message, or a
+checkpoint's rendered state, that costs at least :data:`MIN_TOKENS`; an assistant turn's tool calls are never
+touched (only its text may be excerpted), so tool-call pairing holds in every rung. A message or checkpoint
+gets excerpts only: no extractor reads prose or run state, and a bare reference to either tells the model
+nothing (a tool result's reference still answers its call and says what the output was). A message excerpt's
+locators name the message: its bytes are its text as UTF-8. A checkpoint excerpt's locators name the
+checkpoint: its bytes are its rendered text as UTF-8 (:func:`~ctxledger.units.checkpoint_bytes`, its state as
+JSON; e.g. mini-swe-agent's exit checkpoint holding a 24 KB submitted patch), and the excerpt stays in the
+checkpoint's data block. :func:`rehydrate_ref` reads both back. A turn the policy already marked (stale flag,
+conflict flag …) is never re-derived from raw bytes: it stays as marked. Two marks are kept by the excerpts themselves:
 delimiting (an excerpt of a data block stays in that block) and, for tool results, ``secret_redacted``:
 the lines of the raw output that hold a secret (found once per output with the policy's scanner,
 :func:`secret_lines`) are shown as ``[withheld by policy: <type> on line N]`` wherever an excerpt touches
 them, so a huge failed output holding a key still enters as an exact excerpt (its error lines and
 locators) and not even a fragment of the key, cut at an excerpt boundary, gets in. Such an output gets no
 extraction or memory rung (an extractor reads the raw bytes); its locators stay exact raw byte ranges.
-Memories, compactions, checkpoints and instructions are compact already and get no rungs.
+Memories, compactions and instructions are compact already and get no rungs.
 
 **Costs** are exact: each option's turns are priced by the same coster as verbatim (the serializer's
 framing and the model's counter). A :class:`~ctxledger.assemble.costing.FixedCoster` (reference counts
@@ -85,7 +88,7 @@ from ctxledger.fetch_hints import whole
 from ctxledger.hashing import sha256_hex
 from ctxledger.policy.base import Outcome, PolicyDecision, ReasonCode
 from ctxledger.policy.secrets import SecretScanner, default_scanner
-from ctxledger.records import Message, Record, ToolArtifact, ToolCall, ToolMemory
+from ctxledger.records import Checkpoint, Message, Record, ToolArtifact, ToolCall, ToolMemory
 from ctxledger.represent import Excerpter, LineIndex, Locator, promote, rehydrate
 from ctxledger.represent._patterns import is_error_line
 from ctxledger.represent.extract._base import query_terms
@@ -94,7 +97,7 @@ from ctxledger.represent.rehydrate import ByteRange, cut_range
 from ctxledger.retention.state import retained
 from ctxledger.serialize.base import Turn
 from ctxledger.tokens import TokenCounter
-from ctxledger.units import Unit, UnitKind, data_block_body, render_memory, rewrap_data_block
+from ctxledger.units import Unit, UnitKind, checkpoint_bytes, data_block_body, render_memory, rewrap_data_block
 
 LADDER_VERSION = "1"
 
@@ -181,6 +184,8 @@ class _Target:
     """The distinct error lines of ``data`` (:func:`error_lines`)."""
     withheld: Mapping[int, str] = field(default_factory=dict)
     """Line number → placeholder for each line of ``data`` holding a secret (:func:`secret_lines`)."""
+    anchors: tuple[str, ...] = ()
+    """Strings whose every occurrence an excerpt keeps first, with the request's focus (a checkpoint's state keys)."""
 
     @property
     def is_artifact(self) -> bool:
@@ -208,8 +213,8 @@ class _Target:
         return index.locator(self.record.id, self.sha256, 0, len(self.data), self.source_version).to_dict()
 
 
-_LADDER_KINDS = frozenset({UnitKind.TOOL_EXCHANGE, UnitKind.MESSAGE})
-"""The unit kinds whose large turns get cheaper rungs."""
+_LADDER_KINDS = frozenset({UnitKind.TOOL_EXCHANGE, UnitKind.MESSAGE, UnitKind.CHECKPOINT})
+"""The unit kinds whose large turns get cheaper rungs (a checkpoint: excerpts only)."""
 
 
 class Ladder:
@@ -435,6 +440,10 @@ class Ladder:
                 out.append(_Target(i, rec, data, rec.sha256, costs[i], uri, tuple(error_lines(data)), withheld))
             elif redacted:
                 continue  # a message's redacted text is not its bytes: it stays verbatim as marked
+            elif isinstance(rec, Checkpoint) and unit.kind is UnitKind.CHECKPOINT:
+                data = checkpoint_bytes(rec)
+                errors = tuple(error_lines(data))
+                out.append(_Target(i, rec, data, sha256_hex(data), costs[i], None, errors, {}, _state_keys(rec)))
             elif isinstance(rec, Message) and turn.role in ("user", "assistant") and self.messages:
                 target = self._message_target(i, rec, turn, costs[i], coster)
                 if target is not None:
@@ -480,7 +489,8 @@ class Ladder:
         detail = {**detail, "error_lines": errors, "error_lines_kept": errors_kept}
         turns, tokens, derived = list(unit.turns), list(costs), {}
         for i, (content, rate) in contents.items():
-            if "delimited" in unit.transforms.get(turns[i].ref, "").split("+"):  # an excerpt of data stays data
+            if unit.kind is UnitKind.CHECKPOINT or "delimited" in unit.transforms.get(turns[i].ref, "").split("+"):
+                # an excerpt of data stays data (a checkpoint is always a data block)
                 content = rewrap_data_block(str(turns[i].content), content)
             turns[i] = dataclasses.replace(turns[i], content=content)
             if isinstance(coster, FixedCoster):
@@ -515,7 +525,7 @@ class Ladder:
                         sha256=t.sha256,
                         counter=self._counter(coster, t),
                         source_version=t.source_version,
-                        focus=self.focus,
+                        focus=(*self.focus, *t.anchors),
                         ref_uri=t.ref_uri,
                         withheld=t.withheld,
                         recall=self.recall,
@@ -822,6 +832,20 @@ def secret_lines(data: bytes, scanner: SecretScanner) -> dict[int, str]:
     return {line: f"[withheld by policy: {', '.join(sorted(t))} on line {line}]" for line, t in types.items()}
 
 
+STATE_KEYS = 16
+"""At most this many top-level keys of a checkpoint's state anchor its excerpts (:func:`_state_keys`)."""
+
+
+def _state_keys(ckpt: Checkpoint) -> tuple[str, ...]:
+    """Each top-level key of a checkpoint's state as its rendered JSON shows it (``"submission": ``), sorted.
+
+    The state is one JSON line, cut by bytes when excerpted; anchoring its keys keeps the opening of every
+    value (the first lines of a submitted patch, a status) ahead of error words deep inside the values.
+    """
+    keys = sorted(str(k) for k in ckpt.state)[:STATE_KEYS]
+    return tuple(json.dumps(k, ensure_ascii=False) + ": " for k in keys)
+
+
 def _reference_text(t: _Target, recall: bool) -> str:
     return f"[not shown: {t.label()}, {t.facts()}; fetch: {whole(t.record.id, recall=recall)}]"
 
@@ -991,7 +1015,8 @@ def rehydrate_ref(
     and must carry the locator's sha256, and a bare ``sha256:<hex>`` is read only when one of the tenant's
     tool artifacts has that sha256 (blobs are content-addressed and shared by tenants, so without the
     check a tenant could read, or learn of, bytes only another tenant stored). A message's bytes are its
-    text as UTF-8 (the bytes its excerpts locate), checked against the locator's sha256 when one is given.
+    text as UTF-8 and a checkpoint's its rendered text as UTF-8 (:func:`~ctxledger.units.checkpoint_bytes`):
+    the bytes their excerpts locate, checked against the locator's sha256 when one is given.
 
     Raises:
         RecordNotFound: no such record or blob in the tenant (also for a blob only other tenants reference; a
@@ -1017,12 +1042,21 @@ def rehydrate_ref(
             return rehydrate(store.blobs, rec.sha256, byte_range=wanted)
         except BlobNotFound as exc:
             raise BlobNotFound(rec.sha256, exc.where, rec.id) from None
-    if isinstance(rec, Message) and isinstance(rec.content, str):
-        data = rec.content.encode("utf-8")
-        if locator is not None and sha256_hex(data) != locator.sha256:
-            raise IntegrityError(f"message {rec.id} no longer matches the locator's sha256")
-        return cut_range(data, wanted, rec.id)
+    text_bytes = _text_bytes(rec)
+    if text_bytes is not None:
+        if locator is not None and sha256_hex(text_bytes) != locator.sha256:
+            raise IntegrityError(f"{rec.kind.value} {rec.id} no longer matches the locator's sha256")
+        return cut_range(text_bytes, wanted, rec.id)
     raise InputError(_no_content(store, tenant_id, rec), field="ref")
+
+
+def _text_bytes(rec: Record) -> bytes | None:
+    """The bytes excerpts of a message or checkpoint locate: its text as UTF-8; ``None`` for other records."""
+    if isinstance(rec, Message) and isinstance(rec.content, str):
+        return rec.content.encode("utf-8")
+    if isinstance(rec, Checkpoint):
+        return checkpoint_bytes(rec)
+    return None
 
 
 RESULT_SEARCH = 256

@@ -139,18 +139,23 @@ def oversized_required(
 ) -> dict[str, list[Option]]:
     """The required units too large to enter verbatim, each with the excerpts it may enter as instead.
 
-    A required unit (a failed call not yet followed by a success, the step being continued …) whose verbatim
-    form costs more than :data:`REQUIRED_VERBATIM_SHARE` of ``B_dynamic`` (all of it) would make every later
-    call fail with ``RequiredBlocksDoNotFit``. Such a unit is offered only as the representation ladder's *excerpts*
-    (exact bytes: head, tail and the error lines with their neighbours, plus locators to rehydrate the
-    rest): an excerpt of exact bytes is not a summary, and extractions, memories and references are not
-    offered for it. Each excerpt's ``detail["note"]`` says that the verbatim form did not fit (the manifest
-    shows it).
+    A required unit (a failed call not yet followed by a success, the step being continued: a message, a tool
+    exchange or a checkpoint …) whose verbatim form costs more than :data:`REQUIRED_VERBATIM_SHARE` of
+    ``B_dynamic`` (all of it) would make every later call fail with ``RequiredBlocksDoNotFit``. Such a unit
+    is offered only as the representation ladder's *excerpts* (exact bytes: head, tail and the error lines
+    with their neighbours, plus locators to rehydrate the rest): an excerpt of exact bytes is not a summary,
+    and extractions, memories and references are not offered for it. Each excerpt's ``detail["note"]`` says
+    that the verbatim form did not fit (the manifest shows it).
 
     Units stay verbatim, and the budget check decides, when their protection reason is in
     :data:`~ctxledger.policy.base.VERBATIM_REASONS` (the latest user turn, constraints, approvals,
-    ``retry_critical`` …: case B15 wants a user turn that cannot fit to fail loudly, never to be cut), when
-    they have no large text to excerpt (long tool-call arguments), or when the ladder is off.
+    ``retry_critical``, a checkpoint kept as restored run state …: case B15 wants a user turn that cannot fit
+    to fail loudly, never to be cut), when they have no large text to excerpt (long tool-call arguments), or
+    when the ladder is off.
+
+    A required unit that fits ``B_dynamic`` alone but not beside the other required units is not oversized:
+    :func:`_check_budget` prices it at its cheapest rung (for a message or checkpoint, its smallest excerpt)
+    and selection upgrades it as far as the room allows.
 
     Args:
         required: the required non-instruction units.
