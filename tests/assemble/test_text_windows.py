@@ -32,7 +32,7 @@ def test_windows_join_to_the_text_and_end_where_the_finder_allows(text: str, siz
         else:  # before a run of spaces, or at the window's size when there is none
             assert len(part) <= size
             if allowed != -1:
-                assert text[end] == " " and text[end - 1] != " "
+                assert text[end] in " \u2581" and text[end - 1] not in " \u2581" and " " in text[end:]
         start = end
 
 

@@ -22,6 +22,7 @@ import importlib.util
 import itertools
 import re
 import threading
+from array import array
 from collections import Counter
 from collections.abc import Sequence
 from functools import cache
@@ -53,7 +54,8 @@ _PIECE = re.compile(f"{SPACE}*[^{SPACE}]+|{SPACE}+")
 """A normalised text cut before every marker that follows another character: a run of markers and the word after it."""
 
 PIECE_CACHE = 100_000
-"""Pieces whose token ids one embedder keeps at most (about 10 MB), in two generations of half as many each."""
+"""Pieces whose token ids one embedder keeps at most, in two generations of half as many each (ids held as int32
+arrays: about 20 MB when the pieces are log lines' ids and timestamps of 30 tokens each, less for words)."""
 
 JOINED_CHARS = 4096
 """Characters of new pieces tokenized in one string (one tokenizer item per piece costs more than its merging)."""
@@ -146,8 +148,8 @@ class StaticEmbedder:
         self._specials = (
             tuple(t.content for t in tokenizer.get_added_tokens_decoder().values()) if self._by_piece else ()
         )
-        self._pieces: dict[str, tuple[int, ...]] = {}
-        self._old_pieces: dict[str, tuple[int, ...]] = {}
+        self._pieces: dict[str, Sequence[int]] = {}
+        self._old_pieces: dict[str, Sequence[int]] = {}
         self._raw: Any = None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -257,7 +259,7 @@ class StaticEmbedder:
             out[which] = acc
         return out
 
-    def _piece_ids(self, pieces: list[str]) -> list[tuple[int, ...]]:
+    def _piece_ids(self, pieces: list[str]) -> list[Sequence[int]]:
         """Token ids of each normalised piece, from the cache or the tokenizer's model.
 
         The cache holds two generations: when the current one is full it becomes the old one (the one before is
@@ -266,7 +268,7 @@ class StaticEmbedder:
         """
         with self._lock:
             current, old = self._pieces, self._old_pieces
-            out: list[tuple[int, ...] | None] = list(map(current.get, pieces))
+            out: list[Sequence[int] | None] = list(map(current.get, pieces))
             missing: list[int] = []
             for i, ids in enumerate(out):
                 if ids is None:
@@ -281,8 +283,8 @@ class StaticEmbedder:
                 self._raw = Tokenizer(self._tokenizer.model)
             for i, ids in zip(missing, self._encode_pieces([pieces[i] for i in missing]), strict=True):
                 out[i] = ids
-                if len(pieces[i]) <= PIECE_CACHED_CHARS:
-                    current[pieces[i]] = ids
+                if len(pieces[i]) <= PIECE_CACHED_CHARS:  # an int32 array: a tuple holds an int object per id
+                    current[pieces[i]] = array("i", ids)
             if len(current) > PIECE_CACHE // 2:
                 self._old_pieces, self._pieces = current, {}
             return out  # type: ignore[return-value]
