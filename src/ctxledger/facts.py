@@ -28,10 +28,11 @@ map); the assembler reads it instead of rescanning:
 
 The facts are stamped with :data:`DETECTOR_STAMP`, a digest of the code that computed them (the modules of
 the secret scanner, the instruction-like patterns and the regex structure both read, the renderers, the tokenizer,
-its term counter and the terms' keys, and the embedding) and of the versions of detect-secrets, bm25s and
-PyStemmer and of the embedding model (``none`` without it), so installing or upgrading the ``semantic`` extra makes
-the stored facts stale and they are recomputed with vectors. Facts with another stamp were computed by another
-detector: readers recompute them (and store the result) instead of trusting them.
+its term counter and the terms' keys, the embedding, and the cutting of large texts into windows both use) and of
+the versions of detect-secrets, bm25s and PyStemmer and of the embedding model (``none`` without it), so
+installing or upgrading the ``semantic`` extra makes the stored facts stale and they are recomputed with vectors.
+Facts with another stamp were computed by another detector: readers recompute them (and store the result) instead
+of trusting them.
 
 The computation calls the detectors and renderers; it does not copy them. It imports only
 leaf modules (records, the scanner, the instruction-like patterns, the unit renderers, the tokenizer and its term
@@ -62,6 +63,7 @@ import ctxledger.assemble.term_keys as term_keys
 import ctxledger.policy.injection as injection
 import ctxledger.policy.regex_shape as regex_shape
 import ctxledger.policy.secrets as secrets
+import ctxledger.text_windows as text_windows
 import ctxledger.units as units
 from ctxledger.errors import BlobNotFound, InputError, IntegrityError
 from ctxledger.records import (
@@ -187,6 +189,7 @@ def detector_stamp() -> str:
         relevance.tokenize,
         term_keys.term_key,
         semantic.StaticEmbedder,
+        text_windows.windows,
         retained,
     ):
         digest.update(_source_file(obj))

@@ -42,6 +42,7 @@ import numpy as np
 import Stemmer  # type: ignore[import-not-found]  # PyStemmer ships no type stubs
 from bm25s.stopwords import STOPWORDS_EN
 
+import ctxledger.text_windows as text_windows
 from ctxledger._blas import one_thread
 from ctxledger.assemble.facets import UnitFacets
 from ctxledger.assemble.semantic import LEXICAL, VectorIndex, default_embedder
@@ -102,22 +103,33 @@ def term_counts(texts: Sequence[str]) -> list[dict[str, int]]:
     regex; the words are counted by ``collections.Counter``, then each distinct word's count goes to its term
     (words come in order of first appearance, so terms do too), each word stemmed once (kept across calls, up to
     :data:`STEM_CACHE` words). Used on the write path for every stored text and per call for the query.
+
+    A text longer than :data:`ctxledger.text_windows.WINDOW` characters is counted window by window, each window
+    ending just after a line break, space or tab (:func:`ctxledger.text_windows.after_whitespace`), and the
+    windows' counts are added in order: no word spans such a cut and lower-casing reads no context across it, so
+    the terms, counts and order are those of the whole text, while the words held at once are one window's.
     """
+    out: list[dict[str, int]] = []
+    for text in texts:
+        counts: dict[str, int] = {}
+        for window in text_windows.windows(text, text_windows.after_whitespace):
+            _add_terms(window, counts)
+        out.append(counts)
+    return out
+
+
+def _add_terms(text: str, counts: dict[str, int]) -> None:
+    """Add the terms of ``text`` to ``counts`` (:func:`term_counts`; new terms in order of first appearance)."""
     if len(_STEMS) > STEM_CACHE:
         _STEMS.clear()
     term_of = _STEMS.__getitem__
-    out: list[dict[str, int]] = []
-    for text in texts:
-        lowered = text.lower()
-        words = lowered.translate(_ASCII_GAPS).split() if lowered.isascii() else _WORDS.findall(lowered)
-        counts: dict[str, int] = {}
-        get = counts.get
-        for word, count in Counter(words).items():
-            term = term_of(word)
-            if term is not None:
-                counts[term] = get(term, 0) + count
-        out.append(counts)
-    return out
+    lowered = text.lower()
+    words = lowered.translate(_ASCII_GAPS).split() if lowered.isascii() else _WORDS.findall(lowered)
+    get = counts.get
+    for word, count in Counter(words).items():
+        term = term_of(word)
+        if term is not None:
+            counts[term] = get(term, 0) + count
 
 
 def spread(scores: np.ndarray, decay: float, window: int) -> np.ndarray:

@@ -22,6 +22,7 @@ import importlib.util
 import itertools
 import re
 import threading
+from array import array
 from collections import Counter
 from collections.abc import Sequence
 from functools import cache
@@ -30,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+import ctxledger.text_windows as text_windows
 
 PACKAGE = "wordllama"
 """The registry package that ships the model."""
@@ -51,7 +54,8 @@ _PIECE = re.compile(f"{SPACE}*[^{SPACE}]+|{SPACE}+")
 """A normalised text cut before every marker that follows another character: a run of markers and the word after it."""
 
 PIECE_CACHE = 100_000
-"""Pieces whose token ids one embedder keeps at most (about 10 MB), in two generations of half as many each."""
+"""Pieces whose token ids one embedder keeps at most, in two generations of half as many each (ids held as int32
+arrays: about 20 MB when the pieces are log lines' ids and timestamps of 30 tokens each, less for words)."""
 
 JOINED_CHARS = 4096
 """Characters of new pieces tokenized in one string (one tokenizer item per piece costs more than its merging)."""
@@ -144,26 +148,74 @@ class StaticEmbedder:
         self._specials = (
             tuple(t.content for t in tokenizer.get_added_tokens_decoder().values()) if self._by_piece else ()
         )
-        self._pieces: dict[str, tuple[int, ...]] = {}
-        self._old_pieces: dict[str, tuple[int, ...]] = {}
+        self._pieces: dict[str, Sequence[int]] = {}
+        self._old_pieces: dict[str, Sequence[int]] = {}
         self._raw: Any = None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors of ``texts``: float32 ``(len(texts), dim)``; a text without tokens gets the zero vector."""
+        """Unit vectors of ``texts``: float32 ``(len(texts), dim)``; a text without tokens gets the zero vector.
+
+        A text longer than :data:`ctxledger.text_windows.WINDOW` characters is embedded window by window when the
+        tokenizer cuts texts at words (:meth:`_large_sum`).
+        """
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
         whole = list(range(len(texts)))
         if self._by_piece:  # a text naming an added token (``<s>`` …) is cut there by the tokenizer: tokenize it whole
-            whole = [i for i, t in enumerate(texts) if t and any(s in t for s in self._specials)]
-            self._embed_pieces(texts, set(whole), out)
+            large = [i for i, t in enumerate(texts) if len(t) > text_windows.WINDOW]
+            whole = [i for i, t in enumerate(texts) if t and any(s in t for s in self._specials) and i not in large]
+            self._embed_pieces(texts, {*whole, *large}, out)
+            for i in large:
+                out[i] = _unit(self._large_sum(texts[i]))
         if whole:
-            with self._lock:  # a Tokenizer with padding settings is not meant to be shared across threads mid-call
-                encodings = self._tokenizer.encode_batch([texts[i] for i in whole], add_special_tokens=False)
+            encodings = self._encode_whole([texts[i] for i in whole])
             for i, enc in zip(whole, encodings, strict=True):
                 if enc.ids:
                     out[i] = _unit(self._rows(np.asarray(enc.ids, dtype=np.int64)).sum(axis=0))
         return out
+
+    def _encode_whole(self, texts: list[str]) -> list[Any]:
+        """The tokenizer's encodings of ``texts`` (normalised, added tokens split out, no special tokens added)."""
+        with self._lock:  # a Tokenizer with padding settings is not meant to be shared across threads mid-call
+            return self._tokenizer.encode_batch(texts, add_special_tokens=False)
+
+    def _large_sum(self, text: str) -> np.ndarray:
+        """The sum of ``text``'s token rows (float64), summed window by window.
+
+        The text is cut before runs of spaces (:func:`ctxledger.text_windows.before_spaces`), where the
+        tokenizer's pieces begin, so each window's pieces are the whole text's there. The first window is
+        normalised as a text (a marker prepended); a later one is not, since it continues the text. An added token
+        (``<s>`` …) holds no space, so none spans a cut; the tokenizer splits the text at those tokens and prepends
+        a marker to each part after one, so a window holding one is tokenized whole from its first added token
+        on (the first window: whole), the part before it by pieces. The tokens are those of the whole text;
+        only the order the rows are added in differs, so the vector differs from the whole text's by float
+        rounding alone (the int8 :func:`quantize` bytes by at most 1 per component). A window with no space in it
+        is cut at :data:`~ctxledger.text_windows.WINDOW` characters, inside a piece: the tokens next to that cut
+        may differ from the whole text's.
+        """
+        total = np.zeros(self.dim, dtype=np.float64)
+        start = 0
+        for window in text_windows.windows(text, text_windows.before_spaces):
+            # a marker begins the text and each part of it after an added token
+            begins = start == 0 or any(text.endswith(s, 0, start) for s in self._specials)
+            found = [at for at in map(window.find, self._specials) if at >= 0]
+            split = (0 if start == 0 else min(found)) if found else len(window)
+            if split:
+                total += self._bag_sum((SPACE if begins else "") + window[:split].replace(" ", SPACE))
+            if split < len(window):
+                ids = self._encode_whole([window[split:]])[0].ids
+                total += self._rows(np.asarray(ids, dtype=np.int64)).sum(axis=0, dtype=np.float64)
+            start += len(window)
+        return total
+
+    def _bag_sum(self, normalised: str) -> np.ndarray:
+        """The float32 sum of the token rows of a normalised text's pieces, each piece's tokens its own."""
+        counts = Counter(_PIECE.findall(normalised))
+        if not counts:
+            return np.zeros(self.dim, dtype=np.float32)
+        sums = self._sums(self._piece_ids(list(counts)))
+        return np.fromiter(counts.values(), dtype=np.float32, count=len(counts)) @ sums
 
     def _rows(self, ids: np.ndarray) -> np.ndarray:
         """Float32 rows of token ``ids`` (ids past the table are clipped to its last row)."""
@@ -207,7 +259,7 @@ class StaticEmbedder:
             out[which] = acc
         return out
 
-    def _piece_ids(self, pieces: list[str]) -> list[tuple[int, ...]]:
+    def _piece_ids(self, pieces: list[str]) -> list[Sequence[int]]:
         """Token ids of each normalised piece, from the cache or the tokenizer's model.
 
         The cache holds two generations: when the current one is full it becomes the old one (the one before is
@@ -216,7 +268,7 @@ class StaticEmbedder:
         """
         with self._lock:
             current, old = self._pieces, self._old_pieces
-            out: list[tuple[int, ...] | None] = list(map(current.get, pieces))
+            out: list[Sequence[int] | None] = list(map(current.get, pieces))
             missing: list[int] = []
             for i, ids in enumerate(out):
                 if ids is None:
@@ -231,8 +283,8 @@ class StaticEmbedder:
                 self._raw = Tokenizer(self._tokenizer.model)
             for i, ids in zip(missing, self._encode_pieces([pieces[i] for i in missing]), strict=True):
                 out[i] = ids
-                if len(pieces[i]) <= PIECE_CACHED_CHARS:
-                    current[pieces[i]] = ids
+                if len(pieces[i]) <= PIECE_CACHED_CHARS:  # an int32 array: a tuple holds an int object per id
+                    current[pieces[i]] = array("i", ids)
             if len(current) > PIECE_CACHE // 2:
                 self._old_pieces, self._pieces = current, {}
             return out  # type: ignore[return-value]
