@@ -11,7 +11,7 @@ assembler drops the lead as before (``role_order``).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from ctxledger.assemble.select import Option, SelectionItem
@@ -99,9 +99,8 @@ def _needed(
     """The displaced units the anchor's ``option`` needs out, or ``None`` when even all of them leave too little.
 
     ``room`` is the room once every unit of ``displaced`` (lowest utility first) has left. A unit displaced early
-    may not be needed once a larger one after it has left: each is put back, highest utility first, while the
-    option still fits the room and the anchor's class cap without it. Every unit returned is needed: putting any
-    one back leaves too little room or breaks the cap.
+    may not be needed once a larger one after it has left: :func:`only_needed` puts each back, highest utility
+    first, while the option still fits the room and the anchor's class cap without it.
     """
     cls = anchor.context_class
 
@@ -111,6 +110,30 @@ def _needed(
 
     if not fits(room, displaced):
         return None
+    return only_needed(displaced, room, options, fits)
+
+
+def only_needed(
+    displaced: Sequence[Unit],
+    room: int,
+    options: Mapping[str, Option],
+    fits: Callable[[int, list[Unit]], bool],
+) -> list[Unit]:
+    """The units of ``displaced`` an anchor needs out: each unit whose leaving the anchor does not need is put back.
+
+    Args:
+        displaced: the units left out to make the anchor's room, in the order they left (the first is the one
+            most readily given up); with all of them out the anchor fits.
+        room: the room (tokens) once every unit of ``displaced`` has left.
+        options: unit id → the chosen option (what each displaced unit costs back in the payload).
+        fits: ``fits(room, out)``: whether the anchor fits ``room`` with the units ``out`` left out (its class cap,
+            when one binds it). Putting a unit back only shrinks the room and the class tokens freed.
+
+    Returns:
+        The needed units, in the order they left: the last to leave is needed (the room was short before it
+        left); each earlier one is put back, the last to leave first, while the anchor still fits without it.
+        Putting any unit returned back leaves too little room or breaks the cap. Pure.
+    """
     kept = list(displaced)
     for unit in reversed(displaced[:-1]):
         rest = [u for u in kept if u is not unit]

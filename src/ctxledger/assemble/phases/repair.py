@@ -8,7 +8,7 @@ from typing import Any
 
 from ctxledger.assemble.costing import Coster
 from ctxledger.assemble.fill import fill_budget
-from ctxledger.assemble.lead import anchor_lead
+from ctxledger.assemble.lead import anchor_lead, only_needed
 from ctxledger.assemble.pairs import keep_pairs, partners
 from ctxledger.assemble.phases.budget import Budgeted
 from ctxledger.assemble.phases.plan import Plan, omit_unit
@@ -157,10 +157,12 @@ def _anchor_required_lead(
     """When a *required* non-user unit leads the history, admit the newest user turn before it.
 
     Anthropic's Messages API requires the first message to come from the user and ctxledger never invents
-    one, so the user turn that led to the required step (e.g. an unresolved tool call) is brought in, with
-    room made by leaving out the oldest optional chosen units (``budget``). If no user turn precedes it, or
-    it cannot fit, nothing changes (OpenAI Chat accepts an assistant-first history; the Anthropic serializer
-    then refuses with a ProviderContractError naming the turn).
+    one, so the user turn that led to the required step (e.g. an unresolved tool call) is brought in at its
+    cheapest form, with room made by leaving out optional chosen units, oldest first (``budget``), and only
+    those the room needs (:func:`~ctxledger.assemble.lead.only_needed`: an older unit left out before a larger
+    one that alone makes the room stays). The anchor becomes required, so no class cap binds it. If no user turn
+    precedes it, or it cannot fit, nothing changes (OpenAI Chat accepts an assistant-first history; the Anthropic
+    serializer then refuses with a ProviderContractError naming the turn).
     """
     if not chosen or chosen[0].role == "user":
         return chosen
@@ -171,15 +173,16 @@ def _anchor_required_lead(
     anchor = before[-1]
     item = next(i for i in items if i.unit_id == anchor.id)
     option = min(item.options, key=lambda o: (o.tokens, -o.utility))
-    used = sum(o.tokens for o in options.values())
+    room = budget_tokens - sum(o.tokens for o in options.values())
     droppable = [u for u in chosen if u.id not in plan.required]
     freed: list[Unit] = []
-    while used + option.tokens > budget_tokens and droppable:
+    while option.tokens > room and droppable:
         unit = droppable.pop(0)
         freed.append(unit)
-        used -= options[unit.id].tokens
-    if used + option.tokens > budget_tokens:
+        room += options[unit.id].tokens
+    if option.tokens > room:
         return chosen
+    freed = only_needed(freed, room, options, lambda left, _out: option.tokens <= left)
     for unit in freed:
         ledger.charge(unit.context_class.value, -options.pop(unit.id).tokens)
         omit_unit(plan, unit, ReasonCode.BUDGET, "role_order")
