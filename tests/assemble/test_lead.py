@@ -7,44 +7,22 @@ needed; the anchor fits its room); one conversation checks the assembler keeps t
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from role_units import role_units
 
 from ctxledger.assemble.lead import anchor_lead
 from ctxledger.assemble.select import Option, SelectionItem
 from ctxledger.budget import BudgetLedger
 from ctxledger.ledger import Ledger
-from ctxledger.records import Message, Role
 from ctxledger.scenarios._graph import GraphBuilder
 from ctxledger.testing import MemoryStore
-from ctxledger.units import build_units
-
-
-def _units(roles: list[str]):
-    start = datetime(2024, 1, 1, tzinfo=UTC)
-    records = [
-        Message(
-            id=f"m{i}",
-            role=Role.USER if role == "user" else Role.ASSISTANT,
-            content=f"turn {i}",
-            tenant_id="t",
-            conversation_id="c",
-            branch_id="b",
-            created_at=start + timedelta(minutes=i),
-            seq=i + 1,  # as the store assigns on append: the anchor is found by seq
-        )
-        for i, role in enumerate(roles)
-    ]
-    units, _ = build_units(records, bytes)
-    return units
 
 
 @st.composite
 def _cases(draw):
     roles = draw(st.lists(st.sampled_from(["user", "assistant"]), min_size=2, max_size=12))
-    units = _units(roles)
+    units = role_units(roles)
     n = len(units)
     costs = draw(st.lists(st.integers(1, 60), min_size=n, max_size=n))
     utilities = draw(st.lists(st.floats(0, 1, allow_nan=False), min_size=n, max_size=n))

@@ -9,43 +9,21 @@ optional chosen unit together leaves too little room.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from role_units import role_units
 
 from ctxledger.assemble.phases.plan import Plan
 from ctxledger.assemble.phases.repair import _anchor_required_lead
 from ctxledger.assemble.select import Option, SelectionItem
 from ctxledger.budget import BudgetLedger
-from ctxledger.records import Message, Role
-from ctxledger.units import build_units
-
-
-def _units(roles: list[str]):
-    start = datetime(2024, 1, 1, tzinfo=UTC)
-    records = [
-        Message(
-            id=f"m{i}",
-            role=Role.USER if role == "user" else Role.ASSISTANT,
-            content=f"turn {i}",
-            tenant_id="t",
-            conversation_id="c",
-            branch_id="b",
-            created_at=start + timedelta(minutes=i),
-            seq=i + 1,  # as the store assigns on append: the anchor is found by seq
-        )
-        for i, role in enumerate(roles)
-    ]
-    units, _ = build_units(records, bytes)
-    return units
 
 
 @st.composite
 def _cases(draw):
     opening = draw(st.sampled_from(["user", "assistant"]))  # with a user turn first, every lead has an anchor
     roles = [opening, *draw(st.lists(st.sampled_from(["user", "assistant", "assistant"]), min_size=4, max_size=11))]
-    units = _units(roles)
+    units = role_units(roles)
     n = len(units)
     assistants = [k for k, u in enumerate(units) if u.role != "user"]
     if not assistants:
