@@ -86,3 +86,24 @@ def test_a_required_lead_gets_the_user_turn_before_it_and_displaces_only_what_th
     room = budget - used + sum(before_ids[u.id].tokens for u in displaced)
     for unit in displaced:  # no more is displaced than the room needs: each one back leaves too little
         assert options[anchor.id].tokens > room - before_ids[unit.id].tokens
+
+
+@settings(max_examples=100, deadline=None)
+@given(_cases())
+def test_an_anchor_the_selection_offers_in_no_form_changes_nothing(case) -> None:
+    if case is None:
+        return
+    units, costs, _cheap, chosen, required, budget = case
+    lead = chosen[0]
+    before = [u for u in units if u.seq < lead.seq and u.role == "user"]
+    offered = {u.id for u in units} - ({before[-1].id} if before else set())
+    items = [
+        SelectionItem(u.id, u.seq, "conversation", [Option("verbatim", costs[k], 1.0, u.turns)])
+        for k, u in enumerate(units)
+        if u.id in offered
+    ]
+    options = {u.id: Option("verbatim", costs[units.index(u)], 1.0, u.turns) for u in chosen}
+    plan = Plan(decisions=[], omitted={}, required={uid: "unresolved" for uid in required})
+    kept = dict(options)
+    out = _anchor_required_lead(list(chosen), units, items, plan, options, budget, BudgetLedger(budget, {}))
+    assert out == chosen and options == kept and not plan.omitted

@@ -161,8 +161,8 @@ def _anchor_required_lead(
     cheapest form, with room made by leaving out optional chosen units, oldest first (``budget``), and only
     those the room needs (:func:`~ctxledger.assemble.lead.only_needed`: an older unit left out before a larger
     one that alone makes the room stays). The anchor becomes required, so no class cap binds it. If no user turn
-    precedes it, or it cannot fit, nothing changes (OpenAI Chat accepts an assistant-first history; the Anthropic
-    serializer then refuses with a ProviderContractError naming the turn).
+    precedes it, the selection offers it in no form, or it cannot fit, nothing changes (OpenAI Chat accepts an
+    assistant-first history; the Anthropic serializer then refuses with a ProviderContractError naming the turn).
     """
     if not chosen or chosen[0].role == "user":
         return chosen
@@ -171,7 +171,9 @@ def _anchor_required_lead(
     if not before:
         return chosen
     anchor = before[-1]
-    item = next(i for i in items if i.unit_id == anchor.id)
+    item = next((i for i in items if i.unit_id == anchor.id), None)
+    if item is None or not item.options:  # offered in no form (none fits): nothing can bring it in
+        return chosen
     option = min(item.options, key=lambda o: (o.tokens, -o.utility))
     room = budget_tokens - sum(o.tokens for o in options.values())
     droppable = [u for u in chosen if u.id not in plan.required]
