@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -176,17 +175,16 @@ def test_a_required_item_larger_than_its_room_is_excerpted_exactly_or_named_in_t
         assert "verbatim" not in representations
 
 
-SHARED = Path(os.environ.get("CTXLEDGER_SHARED_DIR") or Path(__file__).resolve().parents[2].parent / "shared")
-SQLFLUFF_1763 = SHARED / "data" / "mini-swe-agent-deepseek" / "sqlfluff__sqlfluff-1763.traj.json"
+SQLFLUFF_1763 = Path("mini-swe-agent-deepseek") / "sqlfluff__sqlfluff-1763.traj.json"
 
 
 @pytest.fixture(scope="module")
-def sqlfluff_1763() -> tuple[Ledger, str]:
+def sqlfluff_1763(data_dir: Path) -> tuple[Ledger, str]:
     """The real trajectory imported as the CLI imports it (``import … --conversation-id run-ds``)."""
-    if not SQLFLUFF_1763.is_file():
-        pytest.skip(f"real data absent: {SQLFLUFF_1763} not found (set CTXLEDGER_SHARED_DIR to the shared folder)")
+    path = data_dir / SQLFLUFF_1763
+    assert path.is_file(), f"{path} not found in the shared data"
     ledger = Ledger.open("memory://")
-    ledger.import_file(SQLFLUFF_1763, conversation_id="run-ds")
+    ledger.import_file(path, conversation_id="run-ds")
     return ledger, "run-ds"
 
 
