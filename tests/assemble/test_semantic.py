@@ -315,16 +315,19 @@ def test_pieces_tokenized_joined_by_the_separator_get_the_ids_of_each_piece_alon
     assert embedder._encode_pieces(pieces) == want
 
 
-def test_the_separator_takes_part_in_no_merge() -> None:
+@needs_model
+def test_the_packaged_model_s_separator_takes_part_in_no_merge() -> None:
     embedder = semantic.default_embedder()
-    if embedder is None:
-        pytest.skip("the semantic extra is not installed")
+    assert embedder is not None
     config = semantic.tokenizer_config(embedder._tokenizer)
     assert config is not None
     mark, mark_id = semantic.separator(config) or ("", -1)
     merges = config["model"]["merges"]
     assert config["model"]["vocab"][mark] == mark_id
     assert not any(mark in (m if isinstance(m, str) else " ".join(m)) for m in merges)
+
+
+def test_a_separator_is_a_character_token_no_merge_involves() -> None:
     assert semantic.separator({"model": {"type": "BPE", "dropout": 0.1, "vocab": {"a": 0}, "merges": []}}) is None
     assert semantic.separator({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]}}) is None
     assert semantic.separator({"model": {"type": "BPE", "vocab": {"a": 0, "c": 1}, "merges": [["a", "a"]]}}) == ("c", 1)
