@@ -13,11 +13,12 @@ from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ctxledger.assemble import snapshot
 from ctxledger.assemble.relevance import tokenize
-from ctxledger.assemble.snapshot import SnapshotLoader, unit_terms
+from ctxledger.assemble.snapshot import SnapshotLoader, unit_facts
 from ctxledger.assemble.term_keys import term_key
 from ctxledger.errors import RecordNotFound
 from ctxledger.eval.cases import load_case, run_case
@@ -44,6 +45,20 @@ def _scenario_store(scenario) -> tuple[GraphStore, str, str]:
     return ledger.store, builder.conversation_id, builder.branch_id
 
 
+def _unit_terms(unit, facts) -> tuple[dict[int, int], int] | None:
+    """The BM25 document of ``unit`` from its records' stored terms: ``(term key → frequency, length)``."""
+    parts = unit_facts(unit, facts)
+    if parts is None:
+        return None
+    counts: dict[int, int] = {}
+    for found in parts:
+        keys = np.frombuffer(found.term_keys, dtype="<i8").tolist()
+        tfs = np.frombuffer(found.term_counts, dtype="<i4").tolist()
+        for key, tf in zip(keys, tfs, strict=True):
+            counts[key] = counts.get(key, 0) + tf
+    return counts, sum(f.length for f in parts)
+
+
 def _check(store: GraphStore, conversation_id: str, branch_id: str) -> int:
     snap = SnapshotLoader(store).load("default", conversation_id, branch_id)
     scanner = default_scanner()
@@ -58,7 +73,7 @@ def _check(store: GraphStore, conversation_id: str, branch_id: str) -> int:
         ), unit.id
         assert trust._decide(unit, snap.facts) == trust._decide(unit, {}), unit.id
         tokens = tokenize([redact_text(unit.text)])[0]  # no secret enters the index
-        doc = unit_terms(unit, stored_terms)
+        doc = _unit_terms(unit, stored_terms)
         if doc is None:  # tokenized at load: a result shown as a reference, a notice or content parts
             assert unit.transforms or any(not isinstance(t.content, str) for t in unit.turns if t.role == "tool")
         else:

@@ -287,23 +287,6 @@ def unit_facts(unit: Unit, facts: Mapping[str, RecordFacts]) -> list[RecordFacts
     return parts  # type: ignore[return-value]
 
 
-def unit_terms(unit: Unit, facts: Mapping[str, RecordFacts]) -> tuple[Mapping[int, int], int] | None:
-    """The BM25 document of ``unit`` from its records' stored lexical terms: ``(term key → frequency, length)``.
-
-    ``None`` in the cases of :func:`unit_facts`.
-    """
-    parts = unit_facts(unit, facts)
-    if parts is None:
-        return None
-    counts: dict[int, int] = {}
-    for found in parts:
-        keys = np.frombuffer(found.term_keys, dtype="<i8").tolist()
-        tfs = np.frombuffer(found.term_counts, dtype="<i4").tolist()
-        for key, tf in zip(keys, tfs, strict=True):
-            counts[key] = counts.get(key, 0) + tf
-    return counts, sum(f.length for f in parts)
-
-
 def _index_units(
     index: IncrementalBM25, vectors: VectorIndex | None, units: Sequence[Unit], facts: Mapping[str, RecordFacts]
 ) -> None:
