@@ -31,6 +31,9 @@ def windows(text: str, cut: CutFinder, size: int | None = None) -> Iterator[str]
     A window starting at ``start`` should end by ``start + size`` (``size`` defaults to :data:`WINDOW`); the
     finder picks its end, and where it gives none the window ends there. ``text`` no longer than ``size`` is
     yielded whole (the same object); an empty text yields nothing.
+
+    Raises:
+        ValueError: ``size`` is below 1.
     """
     size = WINDOW if size is None else size
     if size < 1:

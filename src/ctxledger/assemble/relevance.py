@@ -105,7 +105,8 @@ def term_counts(texts: Sequence[str]) -> list[dict[str, int]]:
     :data:`STEM_CACHE` words). Used on the write path for every stored text and per call for the query.
 
     A text longer than :data:`ctxledger.text_windows.WINDOW` characters is counted window by window, each window
-    ending just after a line break, space or tab (:func:`ctxledger.text_windows.after_whitespace`), and the
+    ending just after a line break, else a space or tab, else a punctuation mark that no word holds and lower-casing
+    ignores (:func:`ctxledger.text_windows.after_whitespace`), and the
     windows' counts are added in order: no word spans such a cut and lower-casing reads no context across it, so
     the terms, counts and order are those of the whole text, while the words held at once are one window's.
     """
