@@ -1314,9 +1314,20 @@ def _clock(clock: Any) -> tuple[Callable[[], datetime] | None, datetime]:
 
 
 def _short_name(value: Any, source: str) -> str:
-    """A ``name=`` the caller gave: a non-blank string (an empty one is an error, never a silently numbered id)."""
+    """A ``name=`` the caller gave: a non-blank string without ``/``.
+
+    An empty name is an error, never a silently numbered id. Ids join the conversation, a kind and the name with
+    ``/``, so a name holding one would read as a nested id and could take another record's id (a message named
+    ``participant/bob`` would be ``<conversation>/participant/bob``, participant ``bob``'s id).
+    """
     if not isinstance(value, str) or not value.strip():
         raise InputError(f"must be a non-blank string, got {value!r}", source=source, field="name")
+    if "/" in value:
+        raise InputError(
+            f"must not contain '/', got {value!r}: ids join names with '/', so use another separator",
+            source=source,
+            field="name",
+        )
     return value
 
 

@@ -7,6 +7,8 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxledger import Ledger, Recorder, ToolExchange
 from ctxledger.errors import ConfigurationError, InputError
@@ -436,3 +438,40 @@ def test_public_names():
     ledger = Ledger(MemoryStore())
     assert isinstance(ledger.recorder("x"), Recorder)
     assert ToolExchange("a", "b", None).artifact is None
+
+
+_NAMING = {
+    "user": lambda r, name: r.user("hello", name=name),
+    "assistant": lambda r, name: r.assistant("hi", name=name),
+    "participant": lambda r, name: r.participant(name),
+    "branch": lambda r, name: r.branch(name, fork_after="fork"),
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    kind=st.sampled_from(sorted(_NAMING)),
+    left=st.text(min_size=0, max_size=8),
+    right=st.text(min_size=0, max_size=8),
+)
+def test_a_name_with_a_slash_is_refused_and_writes_nothing(kind, left, right):
+    """Ids join names with '/', so a name holding one is refused on every method that takes a name."""
+    name = f"{left}/{right}"
+    _, rec = _rec()
+    rec.user("fork here", name="fork")
+    before = dict(rec.records)
+    with pytest.raises(InputError, match="must not contain '/'") as info:
+        _NAMING[kind](rec, name)
+    assert info.value.field == "name"
+    assert rec.records == before
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.text(min_size=1, max_size=12).filter(lambda s: s.strip() and "/" not in s))
+def test_a_record_named_like_a_participant_path_cannot_take_its_id(name):
+    """A participant's id is ``<conversation>/participant/<name>``: no record name can produce it."""
+    _, rec = _rec()
+    pid = rec.participant(name)
+    assert pid == f"c/participant/{name}"
+    with pytest.raises(InputError):
+        rec.user("hello", name=f"participant/{name}")
