@@ -3,7 +3,7 @@
 Generated histories of user and assistant messages, with generated costs, a required lead and other required
 units, check the repair phase's anchor for a required lead: the newest user message before the lead at its
 cheapest form; room made only from optional chosen units; each displaced unit needed (with any one of them back
-the anchor no longer fits); the ledger charged what leaves and what enters. When nothing changes, even every
+the anchor no longer fits); the ledger charged what leaves and what enters, the anchor as required. When nothing changes, even every
 optional chosen unit together leaves too little room.
 """
 
@@ -79,6 +79,7 @@ def test_a_required_lead_gets_the_user_turn_before_it_and_displaces_only_what_th
     assert out == sorted([anchor, *(u for u in chosen if u.id in options)], key=lambda u: u.seq)
     assert options[anchor.id].tokens == min(cheap[index[anchor.id]], costs[index[anchor.id]])
     assert plan.required[anchor.id] == "turn_anchor"
+    assert ledger.required == {anchor.context_class.value: options[anchor.id].tokens}  # charged as required
     displaced = [u for u in chosen if u not in out]
     assert all(u.id not in required for u in displaced)
     assert all(plan.omitted[u.id][:2] == ("budget", "role_order") for u in displaced)

@@ -191,7 +191,7 @@ def _anchor_required_lead(
     for rid in anchor.record_ids:
         plan.omitted.pop(rid, None)
     options[anchor.id] = option
-    ledger.charge(anchor.context_class.value, option.tokens)
+    ledger.charge(anchor.context_class.value, option.tokens, required=True)
     plan.required.setdefault(anchor.id, "turn_anchor")
     return sorted([anchor, *(u for u in chosen if u not in freed)], key=lambda u: u.seq)
 
