@@ -3,8 +3,8 @@
 Generated histories of user and assistant messages, with generated costs, a required lead and other required
 units, check the repair phase's anchor for a required lead: the newest user message before the lead at its
 cheapest form; room made only from optional chosen units; each displaced unit needed (with any one of them back
-the anchor no longer fits); the ledger charged what leaves and what enters, the anchor as required. When nothing changes, even every
-optional chosen unit together leaves too little room.
+the anchor no longer fits); the ledger charged what leaves and what enters, the anchor as required. When nothing
+changes, even every optional chosen unit together leaves too little room.
 """
 
 from __future__ import annotations

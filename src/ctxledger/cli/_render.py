@@ -13,6 +13,7 @@ from rich.table import Table
 from ctxledger.errors import (
     RequiredBlocksDoNotFit,
 )
+from ctxledger.policy.secrets import redact_text
 from ctxledger.records import Compaction, Message, Record, ToolArtifact, ToolCall, ToolMemory
 
 REASONS: Mapping[str, str] = {
@@ -92,6 +93,11 @@ def _size(n: int) -> str:
 
 
 def _record_text(rec: Record | None) -> str:
+    """A one-record preview for the tables, every line holding a secret withheld (as the payload withholds it)."""
+    return str(redact_text(_raw_record_text(rec)))
+
+
+def _raw_record_text(rec: Record | None) -> str:
     if isinstance(rec, Message):
         return _text(rec.content)
     if isinstance(rec, ToolCall):
