@@ -31,6 +31,7 @@ from ctxledger.errors import (
     StoreConnectionError,
 )
 from ctxledger.ledger import DEFAULT_URL, Ledger
+from ctxledger.policy.message_redaction import redact_message
 from ctxledger.records import Record
 
 USER_ERRORS = (
@@ -156,7 +157,7 @@ def _handled(window_option: str = "--window", settings: Settings | None = None) 
     try:
         yield
     except (NoRoomForInput, BudgetOutOfBounds) as exc:
-        _err().print(f"[red]error:[/] {escape(exc.describe(names))}")
+        _err().print(f"[red]error:[/] {escape(redact_message(exc.describe(names)))}")
         raise typer.Exit(2) from None
     except RequiredBlocksDoNotFit as exc:
         _err().print(_required_table(exc))
@@ -166,13 +167,13 @@ def _handled(window_option: str = "--window", settings: Settings | None = None) 
         )
         raise typer.Exit(2) from None
     except RecordNotFound as exc:
-        _err().print(f"[red]error:[/] {escape(str(exc) + _not_found_hint(exc, settings))}")
+        _err().print(f"[red]error:[/] {escape(redact_message(str(exc)) + _not_found_hint(exc, settings))}")
         raise typer.Exit(2) from None
     except USER_ERRORS as exc:
-        _err().print(f"[red]error:[/] {escape(str(exc))}")
+        _err().print(f"[red]error:[/] {escape(redact_message(str(exc)))}")
         raise typer.Exit(2) from None
     except CtxledgerError as exc:
-        _err().print(f"[red]error ({type(exc).__name__}):[/] {escape(str(exc))}")
+        _err().print(f"[red]error ({type(exc).__name__}):[/] {escape(redact_message(str(exc)))}")
         raise typer.Exit(1) from None
 
 

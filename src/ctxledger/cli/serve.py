@@ -49,6 +49,7 @@ def serve(
             import uvicorn
 
             from ctxledger.service import create_app
+            from ctxledger.service.access_log import install as install_log_filter
         except ModuleNotFoundError as exc:
             raise ConfigurationError(f"{SERVE_HINT} (missing module {exc.name!r})") from None
         listening = listen(host, port)
@@ -59,6 +60,7 @@ def serve(
         where = f"http://{f'[{host}]' if ':' in host else host}:{bound}"
         _err().print(f"serving {escape(settings.db)} on {where} (inspector: /inspect)", soft_wrap=True)
         config = uvicorn.Config(application, host=host, port=bound, log_level=log_level)
+        install_log_filter()  # after uvicorn configured its loggers
         uvicorn.Server(config).run(sockets=[listening])
 
 

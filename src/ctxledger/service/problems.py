@@ -32,6 +32,7 @@ from ctxledger.errors import (
     RequiredBlocksDoNotFit,
     UsageAlreadyRecorded,
 )
+from ctxledger.policy.message_redaction import redact_message
 
 MEDIA_TYPE = "application/problem+json"
 """Content type of every error answer."""
@@ -50,9 +51,17 @@ _BUDGET_FIX = {
 
 
 def problem(status: int, kind: str, title: str, detail: str, **extra: Any) -> JSONResponse:
-    """A problem+json response (``kind`` becomes the ``type`` URI's last segment)."""
-    body = {"type": _BASE + kind, "title": title, "status": status, "detail": detail}
+    """A problem+json response (``kind`` becomes the ``type`` URI's last segment).
+
+    ``detail`` and each of ``errors``' messages name the value at fault; a secret among them is withheld
+    (:func:`~ctxledger.policy.message_redaction.redact_message`).
+    """
+    body = {"type": _BASE + kind, "title": title, "status": status, "detail": redact_message(detail)}
     body.update({k: v for k, v in extra.items() if v is not None})
+    if isinstance(body.get("errors"), list):
+        body["errors"] = [
+            {**e, "message": redact_message(e.get("message"))} if isinstance(e, Mapping) else e for e in body["errors"]
+        ]
     headers = {"WWW-Authenticate": 'Bearer realm="ctxledger"'} if status == 401 else None
     return JSONResponse(body, status_code=status, media_type=MEDIA_TYPE, headers=headers)
 
