@@ -64,6 +64,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 from ctxledger.conversation_ids import check_conversation_id
 from ctxledger.errors import ConfigurationError, DuplicateRecordId, InputError, RecordNotFound
+from ctxledger.policy.secrets import default_scanner
 from ctxledger.records import (
     Branch,
     Checkpoint,
@@ -1318,11 +1319,12 @@ def _short_name(value: Any, source: str) -> str:
 
     An empty name is an error, never a silently numbered id. Ids join the conversation, a kind and the name with
     ``/``, so a name holding one would read as a nested id and could take another record's id (a message named
-    ``participant/bob`` would be ``<conversation>/participant/bob``, participant ``bob``'s id).
+    ``participant/bob`` would be ``<conversation>/participant/bob``, participant ``bob``'s id). A name holding a
+    secret is left to the write, which refuses it without repeating it.
     """
     if not isinstance(value, str) or not value.strip():
         raise InputError(f"must be a non-blank string, got {value!r}", source=source, field="name")
-    if "/" in value:
+    if "/" in value and not default_scanner().scan(value):  # a secret is refused, unechoed, when written
         raise InputError(
             f"must not contain '/', got {value!r}: ids join names with '/', so use another separator",
             source=source,
