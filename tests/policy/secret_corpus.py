@@ -83,6 +83,12 @@ FORMATS: dict[str, Callable[[random.Random], tuple[str, list[str]]]] = {
     "export_api_key": _assignment("export FOO_API_KEY={}"),
     "bare_api_key": _assignment("API_KEY={}"),
     "yaml_token": _assignment("service:\n  token: {}"),
+    "bearer_header": _assignment("curl -s -H 'Authorization: Bearer {}' https://api.example.com/v1/items", 36),
+    "basic_header_json": _assignment('{{"headers": {{"Authorization": "Basic {}"}}}}', 28),
+    "bare_bearer": _assignment("sent Bearer {} to the gateway", 40),
+    "curl_user": _assignment("curl -u deploy:{} https://ci.example.com/job", 16),
+    "mysql_password": _assignment("mysql -h db -u root -p{} shop", 14),
+    "docker_auth": _assignment('{{"auths": {{"registry.example.com": {{"auth": "{}"}}}}}}', 32),
 }
 """Format name → generator of ``(text, fingerprints)``."""
 

@@ -5,8 +5,9 @@ Seed 000 ("No mezcles secretos con el contexto simplemente porque una herramient
 plugins named in :data:`DEFAULT_PLUGINS`; the entropy plugins are left out by default because content
 hashes and ids are high-entropy by nature and must stay readable). Token formats detect-secrets does not
 know (OpenAI ``sk-proj-``/Anthropic ``sk-ant-`` keys, fine-grained GitHub tokens ``github_pat_``, Google
-API keys, Hugging Face and npm tokens, passwords in URLs that its Basic Auth rule misses) are added as
-:data:`EXTRA_PATTERNS`. Besides, three things are found that a line-by-line keyword scan misses:
+API keys, Hugging Face and npm tokens, passwords in URLs that its Basic Auth rule misses, ``Authorization`` header
+values and bearer tokens, passwords on ``curl``/``mysql``/``sshpass`` command lines, Docker registry ``auth``
+values) are added as :data:`EXTRA_PATTERNS`. Besides, three things are found that a line-by-line keyword scan misses:
 
 * **private key blocks**: from a ``-----BEGIN … PRIVATE KEY-----`` line (or a PuTTY key header) to its
   ``-----END …-----`` line (to the end of the text when there is none), every line is a finding, not only
@@ -93,6 +94,25 @@ characters such as ``!``, ``#`` or ``@``. Not matched: a URL without a password 
 ``https://example.com/a@b``), a port followed by a path with an ``@`` (``https://host:8080/a@b``), or
 ``user@host`` without a scheme."""
 
+AUTHORIZATION = (
+    r"(?i)(?:\bauthorization\b[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|digest)\s+)?|\bbearer\s+)"
+    r"[A-Za-z0-9._~+/\-]{16,}"
+)
+"""An HTTP credential: an ``Authorization`` header's value (``Authorization: Bearer …``, ``"Authorization": "Basic
+…"``, ``authorization=…``) or a bearer token anywhere (``Bearer eyJ…``), 16 or more token characters. A shell
+variable (``Bearer $TOKEN``) is not a credential and is not matched."""
+
+COMMAND_PASSWORD = (
+    r"\bcurl\b[^\n]{0,256}?\s(?:-u\s*|--user[\s=]+)[\"']?[^\s:\"']+:(?!\$)[^\s\"']{3,}"
+    r"|\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]{0,256}?\s-p(?![\s$])[^\s\"']{3,}"
+    r"|\bsshpass\s+-p\s*(?!\$)[^\s\"']{3,}"
+)
+"""A password on a command line: ``curl -u user:password`` (``--user``), ``mysql -pPASSWORD`` (the MySQL and
+MariaDB clients), ``sshpass -p PASSWORD``; not a shell variable (``curl -u $USER:$PASS``)."""
+
+DOCKER_AUTH = r"\"auth\"\s*:\s*\"[A-Za-z0-9+/]{12,}={0,2}\""
+"""A registry credential in a Docker ``config.json`` (``"auth": "<base64 of user:password>"``)."""
+
 EXTRA_PATTERNS = {
     "OpenAI/Anthropic API Key": r"\bsk-(?:proj-|ant-[a-z0-9]+-)?[A-Za-z0-9_\-]{32,}",
     "GitHub Fine-Grained Token": r"\bgithub_pat_[A-Za-z0-9_]{22,}",
@@ -100,6 +120,9 @@ EXTRA_PATTERNS = {
     "Hugging Face Token": r"\bhf_[A-Za-z0-9]{34,}\b",
     "NPM Token": r"\bnpm_[A-Za-z0-9]{36}\b",
     "URL Credentials": URL_CREDENTIALS,
+    "Authorization Header": AUTHORIZATION,
+    "Command-Line Password": COMMAND_PASSWORD,
+    "Docker Registry Auth": DOCKER_AUTH,
 }
 """Token formats checked besides the detect-secrets plugins (type → regex)."""
 
@@ -594,6 +617,7 @@ def _aws_secret_key(piece: str) -> bool:
 OWN_GATE = "|".join(
     (
         r"sk-|github_pat_|AIza|hf_|npm_|" + URL_AUTHORITY_GATE,  # the default extra patterns
+        r"(?i:authorization|bearer)|curl|mysql|mariadb|sshpass|\"auth\"",
         r"BEGIN|PuTTY-User-Key-File-",  # a private key's first line
         r"(?i:" + _SECRET_WORD + r"|aws|secret[_\-. ]?access)",  # an assignment's name, an AWS secret key's context
         BASE64_KEY_ID_GATE,
@@ -731,7 +755,7 @@ def _matches(parts: Sequence[_Part], piece: str, present: frozenset[str] | None,
     return False
 
 
-OWN_WORDS = ("pass", "pw", "secret", "token", "key", "credential", "aws")
+OWN_WORDS = ("pass", "pw", "secret", "token", "key", "credential", "aws", "authorization", "bearer")
 """Lower-case words one of which every match of :data:`OWN_GATE`'s case-insensitive parts holds."""
 
 EXTRA_LITERALS: Mapping[str, tuple[str, ...]] = {
@@ -741,6 +765,9 @@ EXTRA_LITERALS: Mapping[str, tuple[str, ...]] = {
     "Hugging Face Token": ("hf_",),
     "NPM Token": ("npm_",),
     "URL Credentials": ("://", "@"),
+    "Authorization Header": (),
+    "Command-Line Password": (),
+    "Docker Registry Auth": ('"auth"',),
 }
 """Per default extra pattern, the substrings every match of it holds (all of them)."""
 
@@ -782,12 +809,16 @@ character joined again, grouped by that character: :func:`_text_searches`)."""
 
 TEXT_LITERALS = (
     "AccountKey=", "GR1348941", "/:_authToken=", "T3BlbkFJ", "BEGIN", "PuTTY-User-Key-File-", "pypi-AgE",
-    "sq0csp-", "k_live_", "sk-", "github_pat_", "AIza", "hf_", "npm_", "\\",
+    "sq0csp-", "k_live_", "sk-", "github_pat_", "AIza", "hf_", "npm_", "\\", "curl", "mysql", "mariadb", "sshpass",
+    '"auth"',
     *BASE64_KEY_ID_GATE.split("|"),
 )  # fmt: skip
 """Case-sensitive substrings of the same purpose as :data:`TEXT_GATES`."""
 
-FOLDED_LITERALS = ("key", "pass", "pw", "secret", "token", "credential", "contrase", "aws", "xox", "hooks.slack.com")
+FOLDED_LITERALS = (
+    "key", "pass", "pw", "secret", "token", "credential", "contrase", "aws", "xox", "hooks.slack.com", "authorization",
+    "bearer",
+)  # fmt: skip
 """Lower-case substrings, searched in the case-folded text, one of which every match of a case-insensitive gate
 holds (the keyword plugin's words, the assignment names, the IBM, Cloudant, Softlayer, Slack and AWS contexts)."""
 
