@@ -85,7 +85,7 @@ FORMATS: dict[str, Callable[[random.Random], tuple[str, list[str]]]] = {
     "yaml_token": _assignment("service:\n  token: {}"),
     "bearer_header": _assignment("curl -s -H 'Authorization: Bearer {}' https://api.example.com/v1/items", 36),
     "basic_header_json": _assignment('{{"headers": {{"Authorization": "Basic {}"}}}}', 28),
-    "bare_bearer": _assignment("sent Bearer {} to the gateway", 40),
+    "bare_bearer": _assignment("sent Bearer 7{} to the gateway", 40),  # a bare token is taken with a digit
     "curl_user": _assignment("curl -u deploy:{} https://ci.example.com/job", 16),
     "mysql_password": _assignment("mysql -h db -u root -p{} shop", 14),
     "docker_auth": _assignment('{{"auths": {{"registry.example.com": {{"auth": "{}"}}}}}}', 32),

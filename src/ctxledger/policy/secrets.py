@@ -95,11 +95,13 @@ characters such as ``!``, ``#`` or ``@``. Not matched: a URL without a password 
 ``user@host`` without a scheme."""
 
 AUTHORIZATION = (
-    r"(?i)(?:\bauthorization\b[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|digest)\s+)?|\bbearer\s+)"
+    r"(?i)(?:\bauthorization\b[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|digest)\s+)?"
+    r"|\bbearer\s+(?=[A-Za-z._~+/\-]*\d))"
     r"[A-Za-z0-9._~+/\-]{16,}"
 )
 """An HTTP credential: an ``Authorization`` header's value (``Authorization: Bearer …``, ``"Authorization": "Basic
-…"``, ``authorization=…``) or a bearer token anywhere (``Bearer eyJ…``), 16 or more token characters. A shell
+…"``, ``authorization=…``) or a bearer token anywhere (``Bearer eyJ…``; there, a token with a digit, so that prose
+such as "bearer authentication/authorization" is not taken for one), 16 or more token characters. A shell
 variable (``Bearer $TOKEN``) is not a credential and is not matched."""
 
 COMMAND_PASSWORD = (
