@@ -324,3 +324,21 @@ def _is_json(text: str) -> bool:
     from ctxledger.ingest._builder import JSON_MEDIA_TYPE, media_type_of
 
     return media_type_of(text) == JSON_MEDIA_TYPE
+
+
+def test_an_assemblys_item_is_rehydrated_by_its_short_id_as_by_its_record_id(served: Served) -> None:
+    """``/assemblies/{id}/rehydrate/{ref}`` takes the short ids ``explain`` takes: same status, same bytes."""
+    auth = served.auth("acme")
+    body = served.client.post(f"/v1/conversations/{CONV}/assemble", headers=auth, json={"window_tokens": 8000}).json()
+    manifest = served.client.get(f"/v1/assemblies/{body['assembly_id']}?full=true", headers=auth).json()
+    refs = [e["ref"] for e in manifest["included"] + manifest["omitted"] if e["ref"].startswith(f"{CONV}/")]
+    assert refs
+    statuses = set()
+    for ref in refs:
+        base = f"/v1/assemblies/{body['assembly_id']}/rehydrate/"
+        full = served.client.get(base + ref, headers=auth)
+        short = served.client.get(base + ref.removeprefix(f"{CONV}/"), headers=auth)
+        assert (short.status_code, short.content) == (full.status_code, full.content), ref
+        assert full.status_code == 200 or "not a candidate" not in full.text
+        statuses.add(full.status_code)
+    assert 200 in statuses

@@ -291,12 +291,16 @@ def _hard_refusal(ledger: Any, tenant: str, ref: str, reader: Reader) -> str | N
     response_class=Response,
 )
 def rehydrate_item(request: Request, tenant: Tenant, assembly_id: str, ref: str) -> Response:
-    """An item's raw bytes, only when the assembly's policy would let them in (no hard filter, no secret)."""
+    """An item's raw bytes, only when the assembly's policy would let them in (no hard filter, no secret).
+
+    ``ref`` is a record id or, as for ``explain``, its number or name within the assembly's conversation.
+    """
 
     def run(ledger: Any) -> bytes | str:
         manifest = ledger.get_assembly(assembly_id, tenant_id=tenant, full=True)
-        refusal = manifest_view.rehydration_refusal(manifest, ref)
-        return refusal if refusal is not None else ledger.rehydrate(ref, None, tenant_id=tenant)
+        record = manifest_view.candidate_ref(manifest, ref)
+        refusal = manifest_view.rehydration_refusal(manifest, record)
+        return refusal if refusal is not None else ledger.rehydrate(record, None, tenant_id=tenant)
 
     out = _service(request).call(run)
     if isinstance(out, str):

@@ -151,6 +151,26 @@ def entry(manifest: Mapping[str, Any], ref: str) -> tuple[str, dict[str, Any]] |
     return None
 
 
+def _candidates(manifest: Mapping[str, Any]) -> set[str]:
+    candidates = manifest.get("candidates")
+    if candidates is not None:
+        return set(candidates)
+    return {e.get("ref") for s in ("included", "omitted") for e in manifest.get(s, [])}
+
+
+def candidate_ref(manifest: Mapping[str, Any], ref: str) -> str:
+    """``ref`` as a candidate's record id: itself when a candidate, else ``<conversation>/<ref>`` when that is one.
+
+    Short ids (``call_a``, ``12``) are taken as ``explain`` takes them; a ref that is neither is returned as it
+    is (and refused by :func:`rehydration_refusal`).
+    """
+    known = _candidates(manifest)
+    if ref in known:
+        return ref
+    prefixed = f"{manifest.get('conversation_id')}/{ref}"
+    return prefixed if prefixed in known else ref
+
+
 def rehydration_refusal(manifest: Mapping[str, Any], ref: str) -> str | None:
     """Why the policy forbids reading ``ref``'s raw bytes back from this assembly, or ``None`` if it allows it.
 
@@ -160,10 +180,7 @@ def rehydration_refusal(manifest: Mapping[str, Any], ref: str) -> str | None:
     after a readable reason: ``secret``, ``privacy_restricted``, ``not_in_lineage`` …), or when it carries a
     secret mark (``secret_redacted``/``secret_withheld``). Fails closed.
     """
-    candidates = manifest.get("candidates")
-    known = set(candidates) if candidates is not None else {e.get("ref") for s in ("included", "omitted")
-                                                               for e in manifest.get(s, [])}  # fmt: skip
-    if ref not in known:
+    if ref not in _candidates(manifest):
         return "not a candidate of this assembly"
     omitted = {
         e["ref"]: (e.get("reason"), e.get("stage", ""), e.get("detail") or "") for e in manifest.get("omitted", [])
