@@ -239,16 +239,21 @@ class StaticEmbedder:
                     bags.append((i, Counter(_SPACED_PIECE.findall(" " + text))))
         if not bags:
             return
-        # every distinct piece of the batch, numbered in order of first appearance
-        position = dict(zip(dict.fromkeys(itertools.chain.from_iterable(c for _, c in bags)), itertools.count()))
-        sums = self._sums(self._piece_ids([piece.replace(" ", SPACE) for piece in position]))
-        # every bag's piece numbers and counts in two arrays (one pass at C speed), each text's a slice of them
+        # every bag's pieces and counts in two arrays (one pass at C speed), each text's a slice of them; a piece is
+        # first labelled by the position of its first occurrence, then numbered among the distinct pieces in order
         sizes = np.fromiter((len(c) for _, c in bags), dtype=np.intp, count=len(bags))
         ends = np.cumsum(sizes).tolist()
         total = ends[-1]
         chained = itertools.chain.from_iterable
-        index = np.fromiter(map(position.__getitem__, chained(c for _, c in bags)), dtype=np.intp, count=total)
+        first: dict[str, int] = {}
+        labels = np.fromiter(
+            map(first.setdefault, chained(c for _, c in bags), itertools.count()), dtype=np.intp, count=total
+        )
+        number = np.zeros(total, dtype=np.intp)
+        number[np.fromiter(first.values(), dtype=np.intp, count=len(first))] = np.arange(len(first))
+        index = number[labels]
         weights = np.fromiter(chained(c.values() for _, c in bags), dtype=np.float32, count=total)
+        sums = self._sums(self._piece_ids([piece.replace(" ", SPACE) for piece in first]))
         for (i, _), begin, end in zip(bags, [0, *ends[:-1]], ends, strict=True):
             # the same operands as a text's own arrays: a fresh weight vector and a gathered row matrix
             out[i] = _unit(weights[begin:end].copy() @ sums[index[begin:end]])
