@@ -121,7 +121,7 @@ def test_neighbours_bring_in_the_answer_that_shares_no_word_with_the_question() 
 
 _WORDISH = st.sampled_from(
     ["the", "The", "running", "runs", "ran", "a", "I", "don't", "x_y", "42", "über", "Straße", "日本語", "token.py"]
-)
+) | st.sampled_from(["flies9", "Ying2", "'s3", "sses4", "e1d3", "generously1", "²", "x١"])  # ending in a digit
 
 
 @settings(max_examples=100, deadline=None)
@@ -147,3 +147,12 @@ def test_a_query_scored_by_its_counted_terms_scores_as_by_its_tokens(docs: list[
         index.add(doc)
     by_tokens = index.scores(tokenize([query])[0]).tolist()
     assert index.scores(list(term_counts([query])[0])).tolist() == by_tokens
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(min_size=1, max_size=12), st.sampled_from("0123456789"))
+def test_a_word_ending_in_a_digit_is_its_own_snowball_stem(head: str, digit: str) -> None:
+    """What lets the term table skip the stemmer for such words: every word the counter cuts, stemmed, stays."""
+    for word in relevance._WORDS.findall((head + digit).lower()):
+        if word.endswith(digit):
+            assert relevance.stemmer().stemWord(word) == word

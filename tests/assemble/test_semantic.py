@@ -260,7 +260,7 @@ def test_word_pieces_hold_exactly_the_tokens_of_the_whole_text(text: str) -> Non
     whole = embedder._tokenizer.encode(text, add_special_tokens=False).ids
     pieces = semantic._PIECE.findall(semantic.SPACE + text.replace(" ", semantic.SPACE))
     ids = embedder._piece_ids(pieces)
-    assert [int(i) for part in ids for i in part] == whole
+    assert [int(i) for part in ids for i in np.frombuffer(part, dtype=np.int32)] == whole
 
 
 def _piece_reference(embedder: StaticEmbedder, text: str) -> np.ndarray:
@@ -282,6 +282,17 @@ def _piece_reference(embedder: StaticEmbedder, text: str) -> np.ndarray:
 
 
 _RUNS = st.sampled_from(["\u2581\u2581", "   ", "    return", "\tx", "ab"]) | _PIECES_ALPHABET
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_RUNS | st.text(alphabet=" \n\ta\u00e9\u2581", max_size=4), max_size=30).map("".join))
+def test_pieces_of_a_text_without_markers_are_its_normalised_pieces_with_spaces(text: str) -> None:
+    """The spaced pieces of a text holding no marker, spaces made markers, are the pieces of its normalised form."""
+    text = text.replace(semantic.SPACE, "")
+    normalised = semantic._PIECE.findall(semantic.SPACE + text.replace(" ", semantic.SPACE))
+    spaced = semantic._SPACED_PIECE.findall(" " + text)
+    assert [piece.replace(" ", semantic.SPACE) for piece in spaced] == normalised
+    assert all(piece.startswith(" ") for piece in spaced) and all(p.startswith(semantic.SPACE) for p in normalised)
 
 
 @pytest.mark.skipif(semantic.default_embedder() is None, reason="the semantic extra is not installed")
@@ -311,8 +322,8 @@ def test_pieces_tokenized_joined_by_the_separator_get_the_ids_of_each_piece_alon
     pieces = [semantic.SPACE + text.replace(" ", semantic.SPACE) for text in texts]
     raw = Tokenizer(embedder._tokenizer.model)
     embedder._raw = embedder._raw or raw
-    want = [tuple(raw.encode(piece, add_special_tokens=False).ids) for piece in pieces]
-    assert embedder._encode_pieces(pieces) == want
+    want = [raw.encode(piece, add_special_tokens=False).ids for piece in pieces]
+    assert [np.frombuffer(ids, dtype=np.int32).tolist() for ids in embedder._encode_pieces(pieces)] == want
 
 
 @needs_model

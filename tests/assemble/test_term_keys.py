@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,3 +33,22 @@ def test_keyed_terms_give_each_terms_digest_and_count_in_order(counts: dict[str,
     assert np.frombuffer(freqs, "<i4").tolist() == list(counts.values())
     again, _ = term_keys.keyed_terms(counts)  # every key remembered now
     assert again == keys
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    counts=st.dictionaries(_TERMS, st.integers(1, 2**31 - 1), max_size=20),
+    remembered=st.lists(_TERMS, max_size=10),
+    limit=st.integers(1, 12),
+)
+def test_keyed_terms_are_the_digests_when_the_cache_is_emptied_on_the_way(
+    counts: dict[str, int], remembered: list[str], limit: int
+) -> None:
+    term_keys._KEYS.clear()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(term_keys, "KEY_CACHE", limit)
+        for term in remembered:
+            assert term_keys.term_key(term) == _digest_key(term)
+        keys, _ = term_keys.keyed_terms(counts)
+        assert len(term_keys._KEYS) <= max(limit, len(counts))
+    assert np.frombuffer(keys, "<i8").tolist() == [_digest_key(t) for t in counts]

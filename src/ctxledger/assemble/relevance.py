@@ -83,11 +83,23 @@ STEM_CACHE = 200_000
 """Distinct words whose terms :func:`term_counts` keeps; the table is emptied when it is full."""
 
 
+_DIGITS = frozenset("0123456789")
+
+
 class _TermTable(dict[str, str | None]):
-    """Word → its stemmed term, or ``None`` for a stop word or a one-character word; filled on demand."""
+    """Lower-cased word → its stemmed term, or ``None`` for a stop word or a one-character word; filled on demand.
+
+    A word ending in a digit is its own stem: every Snowball English rule removes or rewrites a suffix ending in a
+    letter, and the rest (a leading apostrophe, ``Y`` marks) concerns characters no lower-cased word holds.
+    """
 
     def __missing__(self, word: str) -> str | None:
-        term = None if len(word) < 2 or word in _STOPWORDS else stemmer().stemWord(word)
+        if len(word) < 2 or word in _STOPWORDS:
+            term = None
+        elif word[-1] in _DIGITS:  # an id, a number, a version: nothing to stem (and mostly seen once)
+            term = word
+        else:
+            term = stemmer().stemWord(word)
         self[word] = term
         return term
 
@@ -123,12 +135,18 @@ def _add_terms(text: str, counts: dict[str, int]) -> None:
     """Add the terms of ``text`` to ``counts`` (:func:`term_counts`; new terms in order of first appearance)."""
     if len(_STEMS) > STEM_CACHE:
         _STEMS.clear()
-    term_of = _STEMS.__getitem__
     lowered = text.lower()
-    words = lowered.translate(_ASCII_GAPS).split() if lowered.isascii() else _WORDS.findall(lowered)
+    words = Counter(lowered.translate(_ASCII_GAPS).split() if lowered.isascii() else _WORDS.findall(lowered))
+    terms = list(map(_STEMS.__getitem__, words))
+    if not counts:
+        # words with distinct terms (stop words apart), the usual case: their counts go in as they are, at C speed
+        direct = dict(zip(terms, words.values(), strict=True))
+        if len(direct) == len(terms) - max(terms.count(None) - 1, 0):
+            direct.pop(None, None)
+            counts.update(direct)
+            return
     get = counts.get
-    for word, count in Counter(words).items():
-        term = term_of(word)
+    for term, count in zip(terms, words.values(), strict=True):
         if term is not None:
             counts[term] = get(term, 0) + count
 

@@ -22,7 +22,6 @@ import importlib.util
 import itertools
 import re
 import threading
-from array import array
 from collections import Counter
 from collections.abc import Sequence
 from functools import cache
@@ -53,12 +52,19 @@ SPACE = "\u2581"
 _PIECE = re.compile(f"{SPACE}*[^{SPACE}]+|{SPACE}+")
 """A normalised text cut before every marker that follows another character: a run of markers and the word after it."""
 
+_SPACED_PIECE = re.compile(" *[^ ]+| +")
+""":data:`_PIECE` on a text not yet normalised, a space before it: the same pieces, with spaces for the markers (for
+a text holding no marker of its own; such a text stays one byte per character and needs no replacing)."""
+
 PIECE_CACHE = 100_000
 """Pieces whose token ids one embedder keeps at most, in two generations of half as many each (ids held as int32
-arrays: about 20 MB when the pieces are log lines' ids and timestamps of 30 tokens each, less for words)."""
+bytes: about 20 MB when the pieces are log lines' ids and timestamps of 30 tokens each, less for words)."""
 
 JOINED_CHARS = 4096
 """Characters of new pieces tokenized in one string (one tokenizer item per piece costs more than its merging)."""
+
+_ID_BYTES = 4
+"""Bytes of one token id as pieces' ids are held (native int32)."""
 
 PIECE_CACHED_CHARS = 64
 """Longer pieces are tokenized every time (they rarely recur and would fill the cache)."""
@@ -148,8 +154,8 @@ class StaticEmbedder:
         self._specials = (
             tuple(t.content for t in tokenizer.get_added_tokens_decoder().values()) if self._by_piece else ()
         )
-        self._pieces: dict[str, Sequence[int]] = {}
-        self._old_pieces: dict[str, Sequence[int]] = {}
+        self._pieces: dict[str, bytes] = {}
+        self._old_pieces: dict[str, bytes] = {}
         self._raw: Any = None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -222,30 +228,46 @@ class StaticEmbedder:
         return self.table[np.clip(ids, 0, self.table.shape[0] - 1)]
 
     def _embed_pieces(self, texts: Sequence[str], skip: set[int], out: np.ndarray) -> None:
+        # a text's pieces counted with spaces for the markers where it holds no marker of its own (every such piece
+        # begins with a space, every normalised piece with a marker: the two forms never meet)
         bags: list[tuple[int, Counter[str]]] = []
         for i, text in enumerate(texts):
             if text and i not in skip:
-                bags.append((i, Counter(_PIECE.findall(SPACE + text.replace(" ", SPACE)))))
+                if SPACE in text:
+                    bags.append((i, Counter(_PIECE.findall(SPACE + text.replace(" ", SPACE)))))
+                else:
+                    bags.append((i, Counter(_SPACED_PIECE.findall(" " + text))))
         if not bags:
             return
-        # every distinct piece of the batch, numbered in order of first appearance
-        position = dict(zip(dict.fromkeys(itertools.chain.from_iterable(c for _, c in bags)), itertools.count()))
-        sums = self._sums(self._piece_ids(list(position)))
-        find = position.__getitem__
-        for i, counts in bags:
-            index = np.fromiter(map(find, counts), dtype=np.intp, count=len(counts))
-            weights = np.fromiter(counts.values(), dtype=np.float32, count=len(counts))
-            out[i] = _unit(weights @ sums[index])
+        # every bag's pieces and counts in two arrays (one pass at C speed), each text's a slice of them; a piece is
+        # first labelled by the position of its first occurrence, then numbered among the distinct pieces in order
+        sizes = np.fromiter((len(c) for _, c in bags), dtype=np.intp, count=len(bags))
+        ends = np.cumsum(sizes).tolist()
+        total = ends[-1]
+        chained = itertools.chain.from_iterable
+        first: dict[str, int] = {}
+        labels = np.fromiter(
+            map(first.setdefault, chained(c for _, c in bags), itertools.count()), dtype=np.intp, count=total
+        )
+        number = np.zeros(total, dtype=np.intp)
+        number[np.fromiter(first.values(), dtype=np.intp, count=len(first))] = np.arange(len(first))
+        index = number[labels]
+        weights = np.fromiter(chained(c.values() for _, c in bags), dtype=np.float32, count=total)
+        sums = self._sums(self._piece_ids([piece.replace(" ", SPACE) for piece in first]))
+        for (i, _), begin, end in zip(bags, [0, *ends[:-1]], ends, strict=True):
+            # the same operands as a text's own arrays: a fresh weight vector and a gathered row matrix
+            out[i] = _unit(weights[begin:end].copy() @ sums[index[begin:end]])
 
-    def _sums(self, ids: Sequence[Sequence[int]]) -> np.ndarray:
+    def _sums(self, ids: Sequence[bytes]) -> np.ndarray:
         """Float32 ``(len(ids), dim)``: each id list's rows summed in order (lists of one length are summed together).
 
-        The rows are added one after another in float32 (``((r0 + r1) + r2) …``), whatever the batch.
+        ``ids``: each list as native int32 bytes (:meth:`_piece_ids`). The rows are added one after another in
+        float32 (``((r0 + r1) + r2) …``), whatever the batch.
         """
-        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids)) // _ID_BYTES
         starts = np.zeros(len(ids), dtype=np.int64)
         np.cumsum(lengths[:-1], out=starts[1:])
-        flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64, count=int(lengths.sum()))
+        flat = np.frombuffer(b"".join(ids), dtype=np.int32).astype(np.int64)
         np.clip(flat, 0, self.table.shape[0] - 1, out=flat)
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
         for length in np.unique(lengths):
@@ -259,8 +281,8 @@ class StaticEmbedder:
             out[which] = acc
         return out
 
-    def _piece_ids(self, pieces: list[str]) -> list[Sequence[int]]:
-        """Token ids of each normalised piece, from the cache or the tokenizer's model.
+    def _piece_ids(self, pieces: list[str]) -> list[bytes]:
+        """Token ids of each normalised piece as native int32 bytes, from the cache or the tokenizer's model.
 
         The cache holds two generations: when the current one is full it becomes the old one (the one before is
         dropped), and a piece found only in the old one is carried into the current one, so pieces that recur
@@ -268,29 +290,31 @@ class StaticEmbedder:
         """
         with self._lock:
             current, old = self._pieces, self._old_pieces
-            out: list[Sequence[int] | None] = list(map(current.get, pieces))
+            out: list[bytes | None] = list(map(current.get, pieces))
             missing: list[int] = []
-            for i, ids in enumerate(out):
+            for i in [i for i, ids in enumerate(out) if ids is None]:
+                ids = old.get(pieces[i])
                 if ids is None:
-                    ids = old.get(pieces[i])
-                    if ids is None:
-                        missing.append(i)
-                    else:
-                        out[i] = current[pieces[i]] = ids
-            if self._raw is None:  # the model alone: no normalisation again, no added-token split
-                from tokenizers import Tokenizer
+                    missing.append(i)
+                else:
+                    out[i] = current[pieces[i]] = ids
+            if missing:
+                if self._raw is None:  # the model alone: no normalisation again, no added-token split
+                    from tokenizers import Tokenizer
 
-                self._raw = Tokenizer(self._tokenizer.model)
-            for i, ids in zip(missing, self._encode_pieces([pieces[i] for i in missing]), strict=True):
-                out[i] = ids
-                if len(pieces[i]) <= PIECE_CACHED_CHARS:  # an int32 array: a tuple holds an int object per id
-                    current[pieces[i]] = array("i", ids)
+                    self._raw = Tokenizer(self._tokenizer.model)
+                new = [pieces[i] for i in missing]
+                encoded = self._encode_pieces(new)
+                for i, ids in zip(missing, encoded, strict=True):
+                    out[i] = ids
+                # bytes: a tuple would hold an int object per id
+                current.update((p, ids) for p, ids in zip(new, encoded, strict=True) if len(p) <= PIECE_CACHED_CHARS)
             if len(current) > PIECE_CACHE // 2:
                 self._old_pieces, self._pieces = current, {}
             return out  # type: ignore[return-value]
 
-    def _encode_pieces(self, pieces: list[str]) -> list[tuple[int, ...]]:
-        """Token ids of each piece as the tokenizer's model gives them for the piece alone.
+    def _encode_pieces(self, pieces: list[str]) -> list[bytes]:
+        """Token ids of each piece as the tokenizer's model gives them for the piece alone (native int32 bytes).
 
         The pieces are tokenized joined by the :func:`separator` in runs of about :data:`JOINED_CHARS` characters
         (one tokenizer item per piece costs more than its merging), and each run's tokens are cut at the
@@ -298,7 +322,7 @@ class StaticEmbedder:
         of a tokenizer without a separator are tokenized alone.
         """
         alone = list(range(len(pieces)))
-        out: list[tuple[int, ...]] = [()] * len(pieces)
+        out: list[bytes] = [b""] * len(pieces)
         if self._separator is not None:
             mark, mark_id = self._separator
             alone = [i for i, piece in enumerate(pieces) if mark in piece]
@@ -312,19 +336,21 @@ class StaticEmbedder:
                 size += len(pieces[i]) + 1
             joined = [mark.join([pieces[i] for i in run]) for run in runs]
             for run, enc in zip(runs, self._encode_batch(joined), strict=True):
-                ids = enc.ids
-                ends = np.flatnonzero(np.asarray(ids, dtype=np.int64) == mark_id).tolist()
+                ids = np.array(enc.ids, dtype=np.int32)
+                ends = np.flatnonzero(ids == mark_id)
                 if len(ends) != len(run) - 1:  # not cut at every separator (no character no merge involves does that)
                     alone += run
                     continue
-                begin = 0
-                for i, end in zip(run, [*ends, len(ids)], strict=True):
-                    out[i] = tuple(ids[begin:end])
-                    begin = end + 1
+                # each piece's ids are the bytes between two separators (a separator's bytes are left out)
+                data = ids.tobytes()
+                cuts = (ends * _ID_BYTES).tolist()
+                begins = [0, *(cut + _ID_BYTES for cut in cuts)]
+                for i, begin, end in zip(run, begins, [*cuts, len(data)], strict=True):
+                    out[i] = data[begin:end]
         if alone:
             encodings = self._encode_batch([pieces[i] for i in alone])
             for i, enc in zip(alone, encodings, strict=True):
-                out[i] = tuple(enc.ids)
+                out[i] = np.array(enc.ids, dtype=np.int32).tobytes()
         return out
 
     def _encode_batch(self, texts: list[str]) -> list[Any]:

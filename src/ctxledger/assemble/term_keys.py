@@ -13,9 +13,14 @@ from collections.abc import Mapping
 import numpy as np
 
 KEY_CACHE = 200_000
-"""Terms whose :func:`term_key` is remembered at most (the cache is emptied when full)."""
+"""Terms whose digest is remembered at most (the cache is emptied when a term would not fit)."""
 
-_KEYS: dict[str, int] = {}
+_KEYS: dict[str, bytes] = {}
+"""Term → the 8 bytes of its digest (:func:`term_key`'s key as little-endian int64 bytes)."""
+
+
+def _digest(term: str) -> bytes:
+    return hashlib.blake2b(term.encode("utf-8", "surrogatepass"), digest_size=8).digest()
 
 
 def term_key(term: str) -> int:
@@ -23,20 +28,26 @@ def term_key(term: str) -> int:
 
     Stable across processes and versions (stored keys stay valid), unlike ``hash(term)``.
     """
-    key = _KEYS.get(term)
-    if key is None:
+    digest = _KEYS.get(term)
+    if digest is None:
         if len(_KEYS) >= KEY_CACHE:
             _KEYS.clear()
-        digest = hashlib.blake2b(term.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-        key = _KEYS[term] = int.from_bytes(digest, "little", signed=True)
-    return key
+        digest = _KEYS[term] = _digest(term)
+    return int.from_bytes(digest, "little", signed=True)
 
 
 def keyed_terms(counts: Mapping[str, int]) -> tuple[bytes, bytes]:
-    """``(keys, frequencies)`` of a term → frequency mapping as little-endian int64 and int32 bytes, in its order."""
+    """``(keys, frequencies)`` of a term → frequency mapping as little-endian int64 and int32 bytes, in its order.
+
+    A key's little-endian int64 bytes are its digest's bytes, so the keys are the terms' digests joined.
+    """
     if not counts:
         return b"", b""
-    keys = list(map(_KEYS.get, counts))  # the remembered keys at C speed; term_key for a term not remembered
-    if None in keys:
-        keys = list(map(term_key, counts))
-    return np.array(keys, dtype="<i8").tobytes(), np.fromiter(counts.values(), dtype="<i4", count=len(counts)).tobytes()
+    digests = list(map(_KEYS.get, counts))  # the remembered digests at C speed
+    if None in digests:
+        fresh = {term: _digest(term) for term, digest in zip(counts, digests, strict=True) if digest is None}
+        if len(_KEYS) + len(fresh) > KEY_CACHE:
+            _KEYS.clear()
+        _KEYS.update(fresh)
+        digests = list(map(fresh.get, counts, digests))  # a fresh digest, else the one remembered before
+    return b"".join(digests), np.fromiter(counts.values(), dtype="<i4", count=len(counts)).tobytes()
