@@ -43,6 +43,18 @@ class ConfigurationError(CtxledgerError):
     """Invalid configuration or arguments (developer misuse), or a missing optional extra."""
 
 
+class UnknownTokenizer(ConfigurationError):
+    """No offline tokenizer is known for a model, or a token counter's name is unknown.
+
+    Attributes:
+        field: the request field to change, ``"model"`` or ``"counter"``.
+    """
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 class StoreError(CtxledgerError):
     """A storage backend failed or was used wrongly."""
 

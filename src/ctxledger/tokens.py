@@ -45,7 +45,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ctxledger import _encodings
-from ctxledger.errors import ConfigurationError
+from ctxledger.errors import ConfigurationError, UnknownTokenizer
 from ctxledger.hashing import content_hash, text_hash
 
 if TYPE_CHECKING:
@@ -445,23 +445,25 @@ def counter_for_model(model: str, counter: str | None = None, *, option: str = "
         option: how the caller's users pass a counter, quoted in the error (the CLI passes ``"--counter"``).
 
     Raises:
-        ConfigurationError: ``counter`` is unknown, or ``model`` has no known offline tokenizer and no
-            ``counter`` was given; the message lists :data:`COUNTER_CHOICES`.
+        UnknownTokenizer: ``counter`` is unknown (``field`` ``"counter"``), or ``model`` has no known offline
+            tokenizer and no ``counter`` was given (``field`` ``"model"``); the message lists
+            :data:`COUNTER_CHOICES`.
         IntegrityError: the bundled rank table does not match tiktoken's sha256 pin.
     """
     if counter:
         try:
             return _build(_resolve(counter))
         except ConfigurationError as exc:
-            raise ConfigurationError(f"{option.rstrip('=')} {counter!r}: {exc}") from None
+            raise UnknownTokenizer(f"{option.rstrip('=')} {counter!r}: {exc}", field="counter") from None
     try:
         resolved = _resolve(model)
     except ConfigurationError as exc:
         why = str(exc).split("; valid names:", 1)[0]
         detail = "" if why.startswith("unknown token counter") else f" ({why})"
-        raise ConfigurationError(
+        raise UnknownTokenizer(
             f"no offline tokenizer is known for model {model!r}{detail}; pass {option} one of "
-            f"{', '.join(COUNTER_CHOICES)} (estimate/… and chars/4 are flagged as estimates in the manifest)"
+            f"{', '.join(COUNTER_CHOICES)} (estimate/… and chars/4 are flagged as estimates in the manifest)",
+            field="model",
         ) from None
     return _build(resolved)
 

@@ -82,3 +82,21 @@ def test_the_service_refuses_exactly_the_budgets_the_library_refuses(
     problem = answer.json()
     about_budget = problem.get("field") != "as_of_seq" and "as_of_seq" not in problem["detail"]
     assert about_budget is refused, (window, output, margin, problem)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    model=st.from_regex(r"(?:llama|mistral|qwen|my-model)-[0-9]{1,2}(?:\.[0-9])?(?:-[a-z0-9]{1,8})?", fullmatch=True),
+    counter=st.sampled_from([None, "no-such-counter"]),
+)
+def test_an_unknown_model_or_counter_is_refused_naming_the_field_to_change(
+    served: Served, model: str, counter: str | None
+) -> None:
+    """A model without an offline tokenizer names ``body.model``; an unknown counter name ``body.counter``."""
+    body: dict[str, Any] = {"model": model, **({"counter": counter} if counter else {})}
+    answer = served.client.post(f"/v1/conversations/{CONV}/assemble", headers=served.auth("acme"), json=body)
+    assert answer.status_code == 422, answer.text
+    field = "body.counter" if counter else "body.model"
+    problem = answer.json()
+    assert problem["field"] == field and [e["field"] for e in problem["errors"]] == [field]
+    assert (counter or model) in problem["detail"]

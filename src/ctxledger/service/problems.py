@@ -30,6 +30,7 @@ from ctxledger.errors import (
     PolicyError,
     RecordNotFound,
     RequiredBlocksDoNotFit,
+    UnknownTokenizer,
     UsageAlreadyRecorded,
 )
 from ctxledger.policy.message_redaction import redact_message
@@ -164,6 +165,10 @@ def ctxledger_problem(exc: CtxledgerError) -> JSONResponse:
         return problem(422, "invalid-input", "Invalid input", exc.problem, field=exc.field, index=exc.index)
     if isinstance(exc, BudgetError):
         return problem(422, "invalid-budget", "Invalid budget", str(exc), field=BODY + "window_tokens")
+    if isinstance(exc, UnknownTokenizer):
+        field = BODY + exc.field
+        errors = [{"field": field, "message": str(exc)}]
+        return problem(422, "invalid-request", "Invalid request", str(exc), field=field, errors=errors)
     if isinstance(exc, ConfigurationError | PolicyError):
         return problem(422, "invalid-request", "Invalid request", str(exc))
     return problem(500, "internal", type(exc).__name__, str(exc))
