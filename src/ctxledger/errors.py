@@ -333,7 +333,8 @@ class RequiredBlocksDoNotFit(BudgetError):
         listing = "; ".join(f"{b.ref} ({b.what}): {b.tokens}" for b in self.blocks)
         super().__init__(
             f"required blocks need {self.required_tokens} tokens but the input budget is "
-            f"{budget_tokens} tokens: {listing}"
+            f"{budget_tokens} tokens: {listing}. The input budget is W - O - M: raise window_tokens, or lower "
+            "output_tokens or margin_tokens, or make the largest block smaller"
         )
 
 
