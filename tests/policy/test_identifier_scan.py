@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from secret_corpus import FORMATS, MULTILINE, draw
 
+from ctxledger import Ledger
 from ctxledger.errors import InputError
 from ctxledger.policy.secrets import SecretScanner, _may_hold_secrets, check_identifiers
 from ctxledger.records import Kind
@@ -76,3 +77,29 @@ def test_values_scanned_together_are_cleared_only_when_none_holds_a_finding(valu
     scanner = SecretScanner()
     if any(scanner.scan(v) for v in values):
         assert _may_hold_secrets(values, SecretScanner())
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    before=st.integers(0, 6),
+    fmt=st.sampled_from(sorted(set(FORMATS) - MULTILINE)),
+    seed=st.integers(0, 999),
+    field=st.sampled_from(["name", "id"]),
+)
+def test_an_imported_identifier_holding_a_secret_names_its_message_in_the_source(before, fmt, seed, field) -> None:
+    """The error names the message of the file that holds the secret (its index there), not a built record's."""
+    secret = draw(fmt, seed)[0]
+    history: list[dict[str, object]] = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i}"} for i in range(before)
+    ]
+    name, call_id = (secret, "c1") if field == "name" else ("lookup", secret)
+    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}
+    history += [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call_id, "content": "ok"},
+    ]
+    ledger = Ledger.open("memory://")
+    with pytest.raises(InputError) as caught:
+        ledger.import_messages(history, conversation_id="c")
+    assert caught.value.index == before
+    assert ledger.store.head_seq("default", "c") == 0

@@ -976,8 +976,9 @@ def check_identifiers(records: Sequence[Any], *, source: str = "<api>", scanner:
     withheld afterwards the way content is.
 
     Raises:
-        InputError: names the record index and the field (``id``, ``conversation_id``, ``branch_id``,
-            ``name``, ``call_id``) and the secret type, never the value.
+        InputError: names the record and the field (``id``, ``conversation_id``, ``branch_id``, ``name``,
+            ``call_id``) and the secret type, never the value. The record is its index in the source file
+            (``meta["source_index"]``, which importers set) when it has one, else its index in ``records``.
     """
     from ctxledger.errors import InputError
 
@@ -991,11 +992,13 @@ def check_identifiers(records: Sequence[Any], *, source: str = "<api>", scanner:
         hits = scanner.scan(value) if isinstance(value, str) else ()
         if hits:
             what = ", ".join(sorted({f.type for f in hits}))
+            meta = getattr(records[index], "meta", None)
+            at = meta.get("source_index") if isinstance(meta, Mapping) else None
             raise InputError(
                 f"holds a secret ({what}); ids, participant and tool names are stored in every manifest, "
                 "so a secret cannot be one: name it otherwise",
                 source=source,
-                index=index,
+                index=at if isinstance(at, int) else index,
                 field=field,
             )
 
