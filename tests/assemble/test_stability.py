@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import itertools
 from typing import Any
@@ -140,26 +141,39 @@ def _payload(n: int) -> dict[str, Any]:
     return {"model": "m", "messages": messages}
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.integers(1, 12), st.integers(0, 12), st.integers(0, 3000), st.integers(0, 3000))
-def test_breakpoints_mark_the_shared_end_and_the_last_message_only_above_the_minimum(
-    n: int, stable: int, stable_tokens: int, total: int
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 12), st.integers(0, 12), st.integers(0, 3000), st.integers(0, 3000), st.integers(0, 3000),
+       st.sampled_from(["none", "string", "blocks", "tools only"]))  # fmt: skip
+def test_breakpoints_mark_the_instructions_the_shared_end_and_the_last_message_only_above_the_minimum(
+    n: int, stable: int, stable_tokens: int, total: int, head: int, head_form: str
 ) -> None:
     payload = _payload(n)
-    out = with_breakpoints(payload, stable_messages=stable, stable_tokens=stable_tokens, input_tokens=total)
+    if head_form in ("string", "blocks"):
+        payload["system"] = "rules" if head_form == "string" else [{"type": "text", "text": "a"},
+                                                                   {"type": "text", "text": "b"}]  # fmt: skip
+    if head_form != "none":
+        payload["tools"] = [{"name": "t1", "input_schema": {}}, {"name": "t2", "input_schema": {}}]
+    before = copy.deepcopy(payload)
+    out = with_breakpoints(payload, stable_messages=stable, stable_tokens=stable_tokens, input_tokens=total,
+                           head_tokens=head)  # fmt: skip
     check_breakpoints(out)
-    marks = {i for _, i in breakpoints(out)}
     expected = set()
     if 0 < stable < n and stable_tokens >= 1024:
-        expected.add(stable - 1)
-    if total >= 1024:
-        expected.add(n - 1)
-    assert marks == expected
-    assert payload == _payload(n)  # the input is not changed
+        expected.add(("messages", stable - 1))
+    if n and total >= 1024:
+        expected.add(("messages", n - 1))
+    if n and head >= 1024 and head_form != "none":
+        # the last system block, else the last tool: one marker on the instructions
+        expected.add(("tools", 1) if head_form == "tools only" else ("system", 0 if head_form == "string" else 1))
+    assert set(breakpoints(out)) == expected
+    assert payload == before  # the input is not changed
     for i, message in enumerate(out["messages"]):
         text = message["content"] if isinstance(message["content"], str) else message["content"][0]["text"]
         original = payload["messages"][i]["content"]
         assert text == (original if isinstance(original, str) else original[0]["text"])
+    system = out.get("system")
+    if head_form == "string":  # the same text, as one block when it carries the marker
+        assert system == "rules" or [b["text"] for b in system] == ["rules"]
 
 
 def test_breakpoint_rules_are_checked() -> None:
