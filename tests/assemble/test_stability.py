@@ -78,7 +78,15 @@ def test_keep_prefix_requires_the_leading_units_and_offers_only_newer_ones() -> 
     assert left_out == frozenset()  # nothing older than u1 exists
     offered_ids = {i.unit_id for i in offered}
     assert offered_ids == {f"u{i}" for i in range(8)}
-    assert stability.keep_prefix(prev, items, 50, 0.0) is None
+    assert stability.keep_prefix(None, items, 50, 0.5) is None
+    # nothing kept (share 0): every unit is offered, and the essentials enter whatever the target ranks in
+    offered, left_out = stability.keep_prefix(prev, items, 50, 0.0, frozenset({"u3"})) or ([], frozenset({"x"}))
+    assert {i.unit_id for i in offered if i.required} == {"u3"}
+    assert {i.unit_id for i in offered} == {f"u{i}" for i in range(8)} and left_out == frozenset()
+    ledger = BudgetLedger(15, {})
+    chosen = select(offered, 15, ledger).chosen
+    assert "u3" in chosen  # the lowest-utility unit but one still enters a 15-token selection
+    assert "u3" not in select(items, 15, BudgetLedger(15, {})).chosen
 
 
 def test_shared_prefix_counts_leading_equal_parts_only() -> None:
