@@ -252,3 +252,26 @@ def test_latest_stored_picks_the_first_manifest_at_the_largest_seq_below_the_cal
     assert stability.latest_stored(stored, "b", key, 8)["id"] == "d"  # type: ignore[index]
     assert stability.latest_stored(stored, "b", key, 3) is None
     assert stability.latest_stored(stored, "x", key, 5)["id"] == "e"  # type: ignore[index]
+
+
+@pytest.mark.parametrize("words", [30, 900])
+def test_a_long_system_prompt_carries_its_own_breakpoint_on_anthropic(words: int) -> None:
+    """The instructions marker sits on the system block only when tools and system reach 1,024 tokens."""
+    from ctxledger.ledger import Ledger
+    from ctxledger.records import Branch, Conversation, Message, Role, Trust
+    from ctxledger.store.memory import MemoryStore
+
+    ledger = Ledger(MemoryStore())
+    env = {"tenant_id": "default", "conversation_id": "c", "branch_id": "c/main"}
+    ledger.append([Conversation(id="c", **env), Branch(id="c/main", name="main", **env)])
+    rules = " ".join(f"rule{j} applies" for j in range(words))
+    ledger.append([Message(id="sys", role=Role.SYSTEM, trust=Trust.SYSTEM, content=rules, **env),
+                   Message(id="u", role=Role.USER, content="Book the flight.", **env)])  # fmt: skip
+    asm = ledger.assemble("c", window_tokens=8000, output_tokens=0, margin_tokens=0, persist=False,
+                          api="anthropic-messages", model="claude-sonnet-4")  # fmt: skip
+    check_breakpoints(asm.payload)
+    marks = breakpoints(asm.payload)
+    assert (("system", 0) in marks) == (words == 900)
+    system = asm.payload["system"]
+    text = system if isinstance(system, str) else "".join(b["text"] for b in system)
+    assert text == rules  # the marker changes the form, not the text
