@@ -13,13 +13,14 @@ input is priced. :func:`caching_costs` measures it over the consecutive calls of
   million input tokens, with the provider's published multipliers (:data:`OPENAI_GPT_4O`,
   :data:`ANTHROPIC_SONNET_4`): OpenAI caches a prefix of at least 1,024 tokens in 128-token steps
   automatically, at half the input price, with no write premium; Anthropic reads a cached prefix at 0.1×
-  and writes a cache entry at 1.25× (5-minute lifetime) from a ``cache_control`` breakpoint, here placed
-  at the end of every payload, with a 1,024-token minimum;
+  and writes what follows it at 1.25× (5-minute lifetime) up to a ``cache_control`` breakpoint at the end of
+  the payload, set only when the payload reaches the 1,024-token minimum (below it, the input price); with
+  :data:`ANTHROPIC_SONNET_4` any prefix shared with the previous call counts as cached (an upper bound);
 * with :data:`ANTHROPIC_SONNET_4_BREAKPOINTS` a prefix counts as cached only where an earlier call set a
-  breakpoint (:func:`breakpoint_hits`), found from a breakpoint of this call at most 20 content blocks back
-  (each turn counted in the blocks Anthropic's Messages form gives it, :func:`content_blocks`): a payload that
-  shares a prefix with the previous one but diverges before its end finds no cache entry there; tokens are
-  written to the cache (at ``write``) only when the payload reaches the minimum, else billed at the input price;
+  breakpoint (:func:`breakpoint_marks`, :func:`breakpoint_hits`), found from a breakpoint of this call at most
+  20 content blocks back (each turn counted in the blocks Anthropic's Messages form gives it,
+  :func:`content_blocks`): a payload that shares a prefix with the previous one but diverges before its end
+  finds no cache entry there — Anthropic's documented lookup;
 * **full replay with caching** sends every turn before the call, whatever the budget (no overflow check:
   it is the reference a caller without a selector pays);
 * the **floor** (:func:`floor_rows`) is what no selection can go below while carrying the required state: each
