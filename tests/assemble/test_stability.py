@@ -275,3 +275,15 @@ def test_a_long_system_prompt_carries_its_own_breakpoint_on_anthropic(words: int
     system = asm.payload["system"]
     text = system if isinstance(system, str) else "".join(b["text"] for b in system)
     assert text == rules  # the marker changes the form, not the text
+
+
+@given(st.integers(0, 20_000), st.floats(0.0, 0.9, allow_nan=False), st.integers(0, 6), st.integers(0, 6))
+def test_headroom_is_left_only_when_the_history_grew(dynamic: int, headroom: float, prev_seq: int, newest: int) -> None:
+    items = [_item(i, 10, 0.5) for i in range(newest + 1)]
+    prev = stability.PreviousAssembly("a1", prev_seq, {}, ())
+    assert stability.target_budget(dynamic, headroom, None, items) == dynamic  # a first call fills B_dynamic
+    target = stability.target_budget(dynamic, headroom, prev, items)
+    if newest > prev_seq:  # units written since: the re-choice leaves room to grow into
+        assert target == max(0, int(dynamic * (1 - headroom)))
+    else:  # a question of an unchanged history is chosen with the whole budget
+        assert target == dynamic

@@ -136,9 +136,17 @@ def from_manifest(manifest: Mapping[str, Any] | None, items: Sequence[SelectionI
     return PreviousAssembly(str(manifest.get("id")), int(manifest["snapshot_seq"]), chosen, ())
 
 
-def target_budget(dynamic: int, headroom: float, prev: PreviousAssembly | None) -> int:
-    """The budget a fresh selection fills: all of ``B_dynamic`` on a first call, ``(1 − headroom)`` of it after."""
+def target_budget(
+    dynamic: int, headroom: float, prev: PreviousAssembly | None, items: Sequence[SelectionItem] | None = None
+) -> int:
+    """The budget a fresh selection fills: ``(1 − headroom)`` of ``B_dynamic`` when the history grew since ``prev``.
+
+    All of ``B_dynamic`` on a first call, and for a question asked of an unchanged history (``items`` given and
+    none newer than ``prev``): such a call is not followed by growth, so it leaves no headroom.
+    """
     if prev is None or headroom <= 0:
+        return dynamic
+    if items is not None and not any(i.seq > prev.seq for i in items):
         return dynamic
     return max(0, int(dynamic * (1.0 - headroom)))
 
