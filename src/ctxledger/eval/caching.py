@@ -15,7 +15,7 @@ input is priced. :func:`caching_costs` measures it over the consecutive calls of
   automatically, at half the input price, with no write premium; Anthropic reads a cached prefix at 0.1×
   and writes what follows it at 1.25× (5-minute lifetime) up to a ``cache_control`` breakpoint at the end of
   the payload, set only when the payload reaches the 1,024-token minimum (below it, the input price); with
-  :data:`ANTHROPIC_SONNET_4` any prefix shared with the previous call counts as cached (an upper bound);
+  :data:`ANTHROPIC_SONNET_4` the prefix shared with the previous call counts as cached wherever it ends;
 * with :data:`ANTHROPIC_SONNET_4_BREAKPOINTS` a prefix counts as cached only where an earlier call set a
   breakpoint (:func:`breakpoint_marks`, :func:`breakpoint_hits`), found from a breakpoint of this call at most
   20 content blocks back (each turn counted in the blocks Anthropic's Messages form gives it,
