@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import itertools
 from typing import Any
@@ -77,7 +78,15 @@ def test_keep_prefix_requires_the_leading_units_and_offers_only_newer_ones() -> 
     assert left_out == frozenset()  # nothing older than u1 exists
     offered_ids = {i.unit_id for i in offered}
     assert offered_ids == {f"u{i}" for i in range(8)}
-    assert stability.keep_prefix(prev, items, 50, 0.0) is None
+    assert stability.keep_prefix(None, items, 50, 0.5) is None
+    # nothing kept (share 0): every unit is offered, and the essentials enter whatever the target ranks in
+    offered, left_out = stability.keep_prefix(prev, items, 50, 0.0, frozenset({"u3"})) or ([], frozenset({"x"}))
+    assert {i.unit_id for i in offered if i.required} == {"u3"}
+    assert {i.unit_id for i in offered} == {f"u{i}" for i in range(8)} and left_out == frozenset()
+    ledger = BudgetLedger(15, {})
+    chosen = select(offered, 15, ledger).chosen
+    assert "u3" in chosen  # the lowest-utility unit but one still enters a 15-token selection
+    assert "u3" not in select(items, 15, BudgetLedger(15, {})).chosen
 
 
 def test_shared_prefix_counts_leading_equal_parts_only() -> None:
@@ -140,26 +149,39 @@ def _payload(n: int) -> dict[str, Any]:
     return {"model": "m", "messages": messages}
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.integers(1, 12), st.integers(0, 12), st.integers(0, 3000), st.integers(0, 3000))
-def test_breakpoints_mark_the_shared_end_and_the_last_message_only_above_the_minimum(
-    n: int, stable: int, stable_tokens: int, total: int
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 12), st.integers(0, 12), st.integers(0, 3000), st.integers(0, 3000), st.integers(0, 3000),
+       st.sampled_from(["none", "string", "blocks", "tools only"]))  # fmt: skip
+def test_breakpoints_mark_the_instructions_the_shared_end_and_the_last_message_only_above_the_minimum(
+    n: int, stable: int, stable_tokens: int, total: int, head: int, head_form: str
 ) -> None:
     payload = _payload(n)
-    out = with_breakpoints(payload, stable_messages=stable, stable_tokens=stable_tokens, input_tokens=total)
+    if head_form in ("string", "blocks"):
+        payload["system"] = "rules" if head_form == "string" else [{"type": "text", "text": "a"},
+                                                                   {"type": "text", "text": "b"}]  # fmt: skip
+    if head_form != "none":
+        payload["tools"] = [{"name": "t1", "input_schema": {}}, {"name": "t2", "input_schema": {}}]
+    before = copy.deepcopy(payload)
+    out = with_breakpoints(payload, stable_messages=stable, stable_tokens=stable_tokens, input_tokens=total,
+                           head_tokens=head)  # fmt: skip
     check_breakpoints(out)
-    marks = {i for _, i in breakpoints(out)}
     expected = set()
     if 0 < stable < n and stable_tokens >= 1024:
-        expected.add(stable - 1)
-    if total >= 1024:
-        expected.add(n - 1)
-    assert marks == expected
-    assert payload == _payload(n)  # the input is not changed
+        expected.add(("messages", stable - 1))
+    if n and total >= 1024:
+        expected.add(("messages", n - 1))
+    if n and head >= 1024 and head_form != "none":
+        # the last system block, else the last tool: one marker on the instructions
+        expected.add(("tools", 1) if head_form == "tools only" else ("system", 0 if head_form == "string" else 1))
+    assert set(breakpoints(out)) == expected
+    assert payload == before  # the input is not changed
     for i, message in enumerate(out["messages"]):
         text = message["content"] if isinstance(message["content"], str) else message["content"][0]["text"]
         original = payload["messages"][i]["content"]
         assert text == (original if isinstance(original, str) else original[0]["text"])
+    system = out.get("system")
+    if head_form == "string":  # the same text, as one block when it carries the marker
+        assert system == "rules" or [b["text"] for b in system] == ["rules"]
 
 
 def test_breakpoint_rules_are_checked() -> None:
@@ -230,3 +252,38 @@ def test_latest_stored_picks_the_first_manifest_at_the_largest_seq_below_the_cal
     assert stability.latest_stored(stored, "b", key, 8)["id"] == "d"  # type: ignore[index]
     assert stability.latest_stored(stored, "b", key, 3) is None
     assert stability.latest_stored(stored, "x", key, 5)["id"] == "e"  # type: ignore[index]
+
+
+@pytest.mark.parametrize("words", [30, 900])
+def test_a_long_system_prompt_carries_its_own_breakpoint_on_anthropic(words: int) -> None:
+    """The instructions marker sits on the system block only when tools and system reach 1,024 tokens."""
+    from ctxledger.ledger import Ledger
+    from ctxledger.records import Branch, Conversation, Message, Role, Trust
+    from ctxledger.store.memory import MemoryStore
+
+    ledger = Ledger(MemoryStore())
+    env = {"tenant_id": "default", "conversation_id": "c", "branch_id": "c/main"}
+    ledger.append([Conversation(id="c", **env), Branch(id="c/main", name="main", **env)])
+    rules = " ".join(f"rule{j} applies" for j in range(words))
+    ledger.append([Message(id="sys", role=Role.SYSTEM, trust=Trust.SYSTEM, content=rules, **env),
+                   Message(id="u", role=Role.USER, content="Book the flight.", **env)])  # fmt: skip
+    asm = ledger.assemble("c", window_tokens=8000, output_tokens=0, margin_tokens=0, persist=False,
+                          api="anthropic-messages", model="claude-sonnet-4")  # fmt: skip
+    check_breakpoints(asm.payload)
+    marks = breakpoints(asm.payload)
+    assert (("system", 0) in marks) == (words == 900)
+    system = asm.payload["system"]
+    text = system if isinstance(system, str) else "".join(b["text"] for b in system)
+    assert text == rules  # the marker changes the form, not the text
+
+
+@given(st.integers(0, 20_000), st.floats(0.0, 0.9, allow_nan=False), st.integers(0, 6), st.integers(0, 6))
+def test_headroom_is_left_only_when_the_history_grew(dynamic: int, headroom: float, prev_seq: int, newest: int) -> None:
+    items = [_item(i, 10, 0.5) for i in range(newest + 1)]
+    prev = stability.PreviousAssembly("a1", prev_seq, {}, ())
+    assert stability.target_budget(dynamic, headroom, None, items) == dynamic  # a first call fills B_dynamic
+    target = stability.target_budget(dynamic, headroom, prev, items)
+    if newest > prev_seq:  # units written since: the re-choice leaves room to grow into
+        assert target == max(0, int(dynamic * (1 - headroom)))
+    else:  # a question of an unchanged history is chosen with the whole budget
+        assert target == dynamic

@@ -130,6 +130,7 @@ def test_eval_caching_prices_consecutive_calls_against_replay(runner: CliRunner,
     assert result.exit_code == 0, result.output
     flat = _flat(result.output)
     assert "gpt-4o" in flat and "anthropic" in flat and "ratio" in flat and "newest-fit" in flat
+    assert flat.count("floor") == 3  # one floor row per provider rule
     bad = runner.invoke(app, ["eval", "caching", "-d", "locomo", "--limit", "1", "--data-dir", str(data_dir)])
     assert bad.exit_code == 2 and "not a trajectory dataset" in _flat(bad.output)
 

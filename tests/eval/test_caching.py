@@ -13,13 +13,18 @@ from ctxledger.eval.baselines import FullReplay, NewestThatFits
 from ctxledger.eval.caching import (
     ANTHROPIC_SONNET_4,
     ANTHROPIC_SONNET_4_BREAKPOINTS,
+    FLOOR,
     OPENAI_GPT_4O,
     breakpoint_hits,
+    breakpoint_marks,
     cached_tokens,
     caching_costs,
     call_cost,
+    content_blocks,
+    floor_rows,
     shared_prefix,
 )
+from ctxledger.serialize.base import CallView
 
 TURNS = st.lists(st.tuples(st.sampled_from("abcdef"), st.integers(1, 500)), max_size=12)
 
@@ -43,7 +48,8 @@ def test_priced_cost_follows_each_providers_rule(tokens, shared):
     assert openai == pytest.approx((cached * 0.5 + tokens - cached) * 2.5 / 1e6)
     anthropic = call_cost(tokens, shared, ANTHROPIC_SONNET_4)
     hit = shared if shared >= 1024 else 0
-    assert anthropic == pytest.approx((hit * 0.1 + (tokens - hit) * 1.25) * 3.0 / 1e6)
+    write = 1.25 if tokens >= 1024 else 1.0  # below the minimum no breakpoint is set and nothing is written
+    assert anthropic == pytest.approx((hit * 0.1 + (tokens - hit) * write) * 3.0 / 1e6)
 
 
 def _trajectory(n_calls: int, turn_tokens: int) -> EvalDataset:
@@ -98,3 +104,54 @@ def test_breakpoint_hits_never_exceed_the_shared_prefix_of_some_earlier_call(run
         best = max(shared_prefix(calls[j], calls[k]) for j in range(k))
         assert hits[k] <= best
         assert hits[k] == 0 or hits[k] >= 1024
+
+
+def test_look_back_counts_content_blocks_not_turns():
+    def run(blocks: int) -> list[int]:
+        entry = [("s", 1200, 1), *[(f"o{k}", 100, blocks) for k in range(8)]]
+        other = [("s", 1200, 1), ("q", 100, 1)]  # shares only s with the first call: reads nothing, marks s
+        later = [*entry, *[(f"n{k}", 100, blocks) for k in range(8)]]  # shares only s with the previous call
+        return breakpoint_hits([entry, other, later], ANTHROPIC_SONNET_4_BREAKPOINTS)
+
+    # from the last call's end, the first call's entry is 8 turns back: 8 blocks are within the 20-block
+    # look-back, 24 blocks (each turn a text and two tool_use blocks) are not, and only s is read
+    assert run(1) == [0, 0, 2000]
+    assert run(3) == [0, 0, 1200]
+
+
+def test_the_instructions_carry_their_own_breakpoint_so_a_compaction_still_reads_them():
+    system = ("s", 1500, 1, True)
+    first = [system, *[(f"a{k}", 200, 2, False) for k in range(15)]]
+    compacted = [system, *[(f"b{k}", 200, 2, False) for k in range(15)]]
+    assert breakpoint_marks([], first, 1024) == [1, 16]
+    # the first call marked s alone: the compacted call, 30 blocks past it, still reads the instructions
+    assert breakpoint_hits([first, compacted], ANTHROPIC_SONNET_4_BREAKPOINTS) == [0, 1500]
+    plain = [(t[0], t[1], t[2]) for t in first]
+    assert breakpoint_hits([plain, [(t[0], t[1], t[2]) for t in compacted]], ANTHROPIC_SONNET_4_BREAKPOINTS) == [0, 0]
+
+
+@given(text=st.sampled_from(["", "thinking"]), calls=st.integers(0, 4),
+       role=st.sampled_from(["assistant", "tool", "user"]))  # fmt: skip
+def test_content_blocks_are_the_text_block_and_one_block_per_call(text, calls, role):
+    views = tuple(CallView(f"c{k}", "bash", "{}") for k in range(calls)) if role == "assistant" else ()
+    item = EvalItem(id="i", role=role, text=text, seq=1, tokens=10, tool_calls=views)
+    expected = max(1, (1 if text else 0) + calls) if role == "assistant" else 1
+    assert content_blocks(item) == expected
+
+
+@given(turn_tokens=st.integers(50, 900), n_calls=st.integers(2, 8))
+def test_the_floor_never_costs_more_than_replay_and_sends_the_required_state(counter, turn_tokens, n_calls):
+    dataset = _trajectory(n_calls, turn_tokens)
+    recovery = {"system": frozenset({"s"})}
+    cases = tuple(dataclasses.replace(c, recovery=recovery) for c in dataset.cases)
+    dataset = dataclasses.replace(dataset, cases=cases)
+    rows = floor_rows(dataset)
+    assert {r.selector for r in rows} == {FLOOR}
+    for row in rows:
+        assert row.calls == len(dataset.cases) - 1
+        assert row.mean_cost <= row.replay_cost + 1e-12  # per call the cheaper of the required state and replay
+    # each later call sends the instructions (cached) and the two turns written since (fresh)
+    anthropic = next(r for r in rows if r.provider == ANTHROPIC_SONNET_4.name)
+    assert anthropic.mean_shared == 1500
+    assert anthropic.mean_input == 1500 + 2 * turn_tokens
+    assert anthropic.mean_cost == pytest.approx((1500 * 0.1 + 2 * turn_tokens * 1.25) * 3.0 / 1e6)

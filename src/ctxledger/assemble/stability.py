@@ -136,9 +136,17 @@ def from_manifest(manifest: Mapping[str, Any] | None, items: Sequence[SelectionI
     return PreviousAssembly(str(manifest.get("id")), int(manifest["snapshot_seq"]), chosen, ())
 
 
-def target_budget(dynamic: int, headroom: float, prev: PreviousAssembly | None) -> int:
-    """The budget a fresh selection fills: all of ``B_dynamic`` on a first call, ``(1 − headroom)`` of it after."""
+def target_budget(
+    dynamic: int, headroom: float, prev: PreviousAssembly | None, items: Sequence[SelectionItem] | None = None
+) -> int:
+    """The budget a fresh selection fills: ``(1 − headroom)`` of ``B_dynamic`` when the history grew since ``prev``.
+
+    All of ``B_dynamic`` on a first call, and for a question asked of an unchanged history (``items`` given and
+    none newer than ``prev``): such a call is not followed by growth, so it leaves no headroom.
+    """
     if prev is None or headroom <= 0:
+        return dynamic
+    if items is not None and not any(i.seq > prev.seq for i in items):
         return dynamic
     return max(0, int(dynamic * (1.0 - headroom)))
 
@@ -265,12 +273,14 @@ def keep_prefix(
     The previous payload's units are taken oldest first while they are still offered in the same form and their
     tokens stay within ``share · target``; they become required at that form. Of the other units, only those
     newer than the last kept one, required ones and ``first`` (:func:`essentials`) are offered, so the re-chosen
-    payload starts with the kept units unchanged. ``None`` when nothing can be kept.
+    payload starts with the kept units unchanged. ``first`` become required whether or not a unit is kept, so a
+    re-chosen selection carries them even when its target is too small for the fresh choice to rank them in.
+    ``None`` without a previous assembly.
 
     Returns:
         The items to select from, and the ids of the units left out so that the prefix stays whole.
     """
-    if prev is None or share <= 0:
+    if prev is None:
         return None
     by_id = {i.unit_id: i for i in items}
     # a unit entering before the end of the kept run would split it: the run stops at the oldest of them
@@ -287,8 +297,6 @@ def keep_prefix(
         kept[uid] = option
         used += option.tokens
         boundary = item.seq  # type: ignore[union-attr]
-    if not kept:
-        return None
     offered: list[SelectionItem] = []
     left_out: set[str] = set()
     for item in items:

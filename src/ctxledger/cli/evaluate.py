@@ -417,10 +417,12 @@ def eval_caching(
     0.1x, writes at 1.25x; the "breakpoints" rows find the cache only where an earlier call set a breakpoint).
     The ratio column is cost / full replay with caching (the goal is at most 0.5);
     "latest error kept" is the share of calls after an error result whose payload carried the latest one.
+    The "floor" rows price what no selection can go below: the required state (instructions, goal, latest
+    error …) perfectly cached plus the turns written since the previous call.
 
     Example: [bold]ctxledger eval caching -d tau-bench -d mini-swe-agent -b 8000 --limit 5[/bold]
     """
-    from ctxledger.eval.caching import caching_costs
+    from ctxledger.eval.caching import caching_costs, floor_rows
     from ctxledger.eval.datasets import load_dataset, load_path
     from ctxledger.eval.harness import make_selectors
     from ctxledger.eval.ours import register
@@ -447,7 +449,7 @@ def eval_caching(
             for ds in loaded:
                 if ds.kind != "trajectory":
                     raise ConfigurationError(f"{ds.name} is not a trajectory dataset (consecutive calls)")
-                for r in caching_costs(ds, selectors, budget, counter):
+                for r in [*caching_costs(ds, selectors, budget, counter), *floor_rows(ds)]:
                     ratio = "n/a" if r.ratio is None else f"{r.ratio:.3f}"
                     error = r.recovery.get("latest_error")
                     error_kept = "n/a" if error is None else f"{error:.1%}"

@@ -104,9 +104,10 @@ class SelectionParams:
     stable_prefix: bool = False
     """Grow the previous call's selection by what was written since, while it fits, instead of re-choosing it
     (:mod:`ctxledger.assemble.stability`): consecutive payloads then share their prefix with the provider's cache."""
-    stable_headroom: float = 0.5
+    stable_headroom: float = 0.9
     """Share of ``B_dynamic`` a re-chosen selection leaves free for the next calls to grow into (with
-    ``stable_prefix``, after the first call of a conversation)."""
+    ``stable_prefix``, after the first call of a conversation). At 0.9 a re-choice is about the required units,
+    the essentials and the turns written since: the cheapest base to grow from under cached-input prices."""
     stable_keep: float = 0.7
     """With ``stable_prefix``, the share of a re-chosen selection's budget that keeps the previous payload's
     leading units unchanged (their cached prefix); 0 = re-choose from scratch."""

@@ -13,9 +13,14 @@ prompt-caching):
   at the end of the part shared with the previous request finds that request's entry even when many blocks
   were added after it.
 
-:func:`with_breakpoints` therefore marks the last block of the last message shared with the previous assembly
-(what was cached last time) and the last block of the payload (what the next call will find), each only when
-its prefix reaches the minimum. The payload is copied where it changes; token counts do not change.
+* a cache entry lives 5 minutes after its last use, and is written only where a breakpoint sits.
+
+:func:`with_breakpoints` therefore marks the end of the instructions (the last ``system`` block, else the last
+tool: the prefix every call of the conversation starts with, refreshed by every call, so that a call whose
+history part changed early still reads it), the last block of the last message shared with the previous
+assembly (what was cached last time) and the last block of the payload (what the next call will find), each
+only when its prefix reaches the minimum: three of the four allowed. The payload is copied where it changes;
+token counts do not change (a ``system`` string becomes one text block carrying the marker).
 """
 
 from __future__ import annotations
@@ -51,36 +56,55 @@ def _marked(message: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def _with_head_marker(payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` with a marker on its last ``system`` block, else on its last tool (unchanged without either)."""
+    system = payload.get("system")
+    if isinstance(system, str) and system:
+        return {**payload, "system": [{"type": "text", "text": system, "cache_control": dict(EPHEMERAL)}]}
+    if isinstance(system, list) and system and isinstance(system[-1], Mapping):
+        return {**payload, "system": [*system[:-1], {**system[-1], "cache_control": dict(EPHEMERAL)}]}
+    tools = payload.get("tools")
+    if isinstance(tools, list) and tools and isinstance(tools[-1], Mapping):
+        return {**payload, "tools": [*tools[:-1], {**tools[-1], "cache_control": dict(EPHEMERAL)}]}
+    return payload
+
+
 def with_breakpoints(
     payload: Mapping[str, Any],
     *,
     stable_messages: int,
     stable_tokens: int,
     input_tokens: int,
+    head_tokens: int = 0,
     min_tokens: int = MIN_CACHEABLE_TOKENS,
 ) -> dict[str, Any]:
-    """``payload`` with ``cache_control`` on the shared part's last message and on the last message.
+    """``payload`` with ``cache_control`` on the instructions, the shared part's last message and the last message.
 
     Args:
         payload: an Anthropic Messages payload (``build``'s output).
         stable_messages: how many leading messages equal the previous assembly's.
         stable_tokens: tokens of the shared prefix (the stable marker is placed only when ``>= min_tokens``).
         input_tokens: tokens of the whole payload (the final marker is placed only when ``>= min_tokens``).
+        head_tokens: tokens of the tools and ``system`` together (the instructions marker is placed only when
+            ``>= min_tokens`` and messages follow).
         min_tokens: the model's minimum cacheable prefix.
     """
     messages = list(payload.get("messages") or ())
+    out = dict(payload)
+    if messages and head_tokens >= min_tokens:
+        out = _with_head_marker(out)
     positions = []
     if 0 < stable_messages < len(messages) and stable_tokens >= min_tokens:
         positions.append(stable_messages - 1)
     if messages and input_tokens >= min_tokens:
         positions.append(len(messages) - 1)
     if not positions:
-        return dict(payload)
+        return out
     for index in positions:
         marked = _marked(messages[index])
         if marked is not None:
             messages[index] = marked
-    return {**payload, "messages": messages}
+    return {**out, "messages": messages}
 
 
 def breakpoints(payload: Mapping[str, Any]) -> list[tuple[str, int]]:

@@ -248,7 +248,7 @@ def select_units(
     if prev is None and policy.selection.stable_prefix and stored_previous is not None:
         prev = stability.from_manifest(stored_previous(stable_key, snap.seq), items)
     stable = prev if policy.selection.stable_prefix else None
-    target = stability.target_budget(dynamic, policy.selection.stable_headroom, stable)
+    target = stability.target_budget(dynamic, policy.selection.stable_headroom, stable, items)
     result = select(items, target, ledger)
     grown = stability.grow(stable, items, result, dynamic, policy.selection.class_caps)
     if grown is not None:

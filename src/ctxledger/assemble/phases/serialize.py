@@ -70,10 +70,10 @@ def serialize_payload(
     """Build, validate, count and hash the provider payload of ``fixed`` then ``chosen`` (each unit's option).
 
     Tool names the provider would refuse are renamed (``plan.tools["renamed"]``); for Anthropic Messages the
-    stable prefix gets ``cache_control`` breakpoints (:func:`with_breakpoints`; Anthropic's prompt-caching rules:
-    at most 4 breakpoints, a cached prefix of at least 1,024 tokens). ``previous`` and ``grown`` describe the
-    assembly whose payload this one's shared prefix is measured against. ``input_tokens`` is counted on the
-    serialized payload by ``counter_for_payload`` (default: the coster's counter).
+    instructions and the stable prefix get ``cache_control`` breakpoints (:func:`with_breakpoints`; Anthropic's
+    prompt-caching rules: at most 4 breakpoints, a cached prefix of at least 1,024 tokens). ``previous`` and
+    ``grown`` describe the assembly whose payload this one's shared prefix is measured against. ``input_tokens``
+    is counted on the serialized payload by ``counter_for_payload`` (default: the coster's counter).
 
     Returns:
         :class:`Serialized`.
@@ -94,7 +94,10 @@ def serialize_payload(
     counter = counter_for_payload or getattr(coster, "counter", None)
     input_tokens = serializer.count(payload, counter) if counter is not None else _sum_costs(coster, turns, tools)
     if request.api == "anthropic-messages":
+        instructions = [t for t in turns if t.role in ("system", "developer")]
+        head = coster.tools_tokens(tools) + sum(coster.turn_tokens(t) for t in instructions)
         payload = with_breakpoints(payload, stable_messages=prefix["shared_messages"],
-                                   stable_tokens=prefix["shared_tokens"], input_tokens=input_tokens)  # fmt: skip
+                                   stable_tokens=prefix["shared_tokens"], input_tokens=input_tokens,
+                                   head_tokens=head)  # fmt: skip
         serializer.validate(payload)
     return Serialized(turns, payload, quick_content_hash(payload), input_tokens, prefix, parts, built_messages)
