@@ -68,7 +68,7 @@ def _check(ledger: Ledger, asm: Any, schemas: list[dict[str, Any]]) -> None:
         assert secret not in sent and secret not in stored
     leaky = next(t for t in asm.payload["tools"] if t["function"]["name"] == schemas[0]["function"]["name"])
     fn = leaky["function"]
-    assert "withheld by policy: GitHub Token" in fn["description"]
+    assert "withheld by policy: Authorization Header, GitHub Token on line" in fn["description"]
     assert fn["description"].startswith(schemas[0]["function"]["description"].splitlines()[0])  # the rest is kept
     assert fn["parameters"]["properties"]["region"]["enum"][0] == "eu-west-1"
     assert "withheld by policy" in fn["parameters"]["properties"]["region"]["enum"][1]
