@@ -142,19 +142,27 @@ def test_a_word_no_document_holds_has_no_postings_and_is_found_once_a_document_b
     batch=st.integers(1, 12),
     buckets=st.sampled_from([1, 2, 4, 1024]),
     chunk=st.sampled_from([1, 2, 3, 7, 1 << 20]),
+    sort_after=st.sampled_from([0, 1, 3]),
+    mark_every=st.sampled_from([1, 2, 5, 64]),
 )
-def test_entries_converted_in_any_batch_size_score_as_one_batch(docs, asked, cut, batch, buckets, chunk):
-    """Where conversion batches and chunks end, and how many buckets the absent-term filter has, never changes a
-    score."""
+def test_entries_converted_in_any_batch_size_score_as_one_batch(
+    docs, asked, cut, batch, buckets, chunk, sort_after, mark_every
+):
+    """Where conversion batches and chunks end, how many buckets the absent-term filter has, and when and how
+    sparsely a chunk's sorted view is made never change a score."""
     from collections import Counter
     from unittest import mock
 
-    def build(pending_entries: int, filter_buckets: int, chunk_entries: int) -> list[list[float]]:
+    def build(
+        pending_entries: int, filter_buckets: int, chunk_entries: int, sorted_after: float = 10**9, every: int = 64
+    ) -> list[list[float]]:
         index = IncrementalBM25()
         with (
             mock.patch("ctxledger.assemble.lexical_index.PENDING_ENTRIES", pending_entries),
             mock.patch("ctxledger.assemble.lexical_index.MIN_FILTER_BUCKETS", filter_buckets),
             mock.patch("ctxledger.assemble.lexical_index.CHUNK_ENTRIES", chunk_entries),
+            mock.patch("ctxledger.assemble.lexical_index.SORT_AFTER", sorted_after),
+            mock.patch("ctxledger.assemble.lexical_index.SORTED_MARK_EVERY", every),
         ):
             for parts in docs:
                 index.add_parts([Counter(p) for p in parts], sum(len(p) for p in parts))
@@ -169,7 +177,7 @@ def test_entries_converted_in_any_batch_size_score_as_one_batch(docs, asked, cut
                 index.add_parts([Counter(p) for p in parts], sum(len(p) for p in parts))
             return [index.scores(q).tolist() for q in (asked, ["alpha", "delta"], ["eps"], ["zeta", "eta"])]
 
-    assert build(batch, buckets, chunk) == build(10**9, 2**20, 1 << 20)
+    assert build(batch, buckets, chunk, sort_after, mark_every) == build(10**9, 2**20, 1 << 20)
 
 
 @settings(max_examples=60, deadline=None)
@@ -212,3 +220,34 @@ def test_a_term_only_the_oldest_entries_hold_is_found_after_the_filter_grew(late
         for doc in later:
             index.add(doc)
         assert index.scores(["rare"])[0] > 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    docs=st.lists(st.lists(_TERMS, min_size=1, max_size=6), min_size=2, max_size=30),
+    later=st.lists(st.lists(_TERMS, min_size=1, max_size=6), min_size=1, max_size=30),
+    share=st.floats(0.0, 1.0),
+    mark_every=st.sampled_from([1, 3, 64]),
+)
+def test_a_sorted_chunk_cut_back_and_grown_again_finds_only_its_present_entries(docs, later, share, mark_every):
+    """A chunk's sorted view made before a cut holds entries the cut removed: terms first asked after the cut,
+    and after new documents took those places, score as in an index that never held them."""
+    from unittest import mock
+
+    cut = max(1, min(len(docs) - 1, round(share * len(docs))))  # inside the one chunk: it is kept, cut back
+    with (
+        mock.patch("ctxledger.assemble.lexical_index.SORT_AFTER", 0),
+        mock.patch("ctxledger.assemble.lexical_index.SORTED_MARK_EVERY", mark_every),
+    ):
+        index = IncrementalBM25()
+        for doc in docs:
+            index.add(doc)
+        index.scores(["eps"])  # the first comparison sorts the chunk
+        index.truncate(cut)
+        for doc in later:
+            index.add(doc)
+        fresh = IncrementalBM25()
+        for doc in [*docs[:cut], *later]:
+            fresh.add(doc)
+        for term in ("alpha", "beta", "gamma", "delta"):
+            assert index.scores([term]).tolist() == fresh.scores([term]).tolist()
