@@ -72,7 +72,8 @@ class _Chunk:
     by two binary searches and a comparison over a few dozen entries; the entries after ``sorted_n`` are compared
     one by one. The view is made (or remade) once the entries compared one by one since the last one add up to
     :data:`SORT_AFTER` times the chunk's entries (sorting costs about that many comparisons): a chunk that many
-    new query terms reach is sorted, one that few do never is.
+    new query terms reach is sorted, one that few do never is. The index sorts at most one chunk per query
+    (:meth:`_Entries.sort_one`).
     """
 
     __slots__ = ("filter", "keys", "marks", "n", "order", "scanned", "sorted_n", "start", "tfs")
@@ -125,11 +126,13 @@ class _Chunk:
             tail = np.flatnonzero(self.keys[begin : self.n] == key) + begin
             found = np.concatenate((found, tail)) if len(found) else tail
             self.scanned += self.n - begin
-            if self.scanned >= SORT_AFTER * self.n:
-                self._sort()
         return found
 
-    def _sort(self) -> None:
+    def sort_due(self) -> bool:
+        """Whether the entries compared one by one since the last sorted view call for a new one."""
+        return self.sorted_n < self.n and self.scanned >= SORT_AFTER * self.n
+
+    def sort(self) -> None:
         """Make the sorted view of every entry (see the class docstring)."""
         self.order = np.argsort(self.keys[: self.n], kind="stable").astype(np.int32)
         self.marks = self.keys[self.order[::SORTED_MARK_EVERY]]
@@ -188,6 +191,17 @@ class _Entries:
         if not positions:
             return _EMPTY, _EMPTY
         return np.concatenate(positions), np.concatenate(tfs).astype(np.int64)
+
+    def sort_one(self) -> None:
+        """Make the sorted view of the first chunk that is due one (:meth:`_Chunk.sort_due`), if any.
+
+        One per query: every new term reaches most chunks, so they fall due together, and sorting them all at
+        once would make one call pay for every chunk of the history.
+        """
+        for chunk in self._chunks:
+            if chunk.sort_due():
+                chunk.sort()
+                return
 
     def truncate(self, size: int) -> None:
         """Keep the first ``size`` entries."""
@@ -310,6 +324,7 @@ class IncrementalBM25:
                 docs = np.concatenate((docs, new_docs))
                 tfs = np.concatenate((tfs, new_tfs))
             self._arrays[term] = (docs, tfs, total)
+        self._entries.sort_one()
 
     def _term_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """``(docs, tfs)`` of a term over every indexed document (docs ascending), built on first use."""
