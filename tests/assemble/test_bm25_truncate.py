@@ -251,3 +251,39 @@ def test_a_sorted_chunk_cut_back_and_grown_again_finds_only_its_present_entries(
             fresh.add(doc)
         for term in ("alpha", "beta", "gamma", "delta"):
             assert index.scores([term]).tolist() == fresh.scores([term]).tolist()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    docs=st.lists(st.lists(_TERMS, min_size=1, max_size=6), min_size=1, max_size=40),
+    later=st.lists(st.lists(_TERMS, min_size=1, max_size=6), max_size=10),
+    low=st.integers(0, 2**32 - 1),
+)
+def test_keys_sharing_their_low_bits_are_told_apart_in_a_sorted_chunk(docs, later, low):
+    """The sorted view orders entries by their keys' low 32 bits only: terms whose keys share them still get their
+    own postings, found by binary search as by a comparison over every entry."""
+    from unittest import mock
+
+    names = ["alpha", "beta", "gamma", "delta", "eps"]
+
+    def colliding(term: str) -> int:
+        return ((names.index(term) + 1) << 40) - 2**62 + low  # the same low 32 bits for every term
+
+    with (
+        mock.patch("ctxledger.assemble.term_keys._KEYS", {}),  # keys remembered from other tests are not used
+        mock.patch("ctxledger.assemble.term_keys.term_key", colliding),
+        mock.patch("ctxledger.assemble.lexical_index.term_key", colliding),
+        mock.patch("ctxledger.assemble.lexical_index.SORT_AFTER", 0),
+        mock.patch("ctxledger.assemble.lexical_index.SORTED_MARK_EVERY", 2),
+    ):
+        index = IncrementalBM25()
+        for doc in docs:
+            index.add(doc)
+        index.scores(["eps"])  # sorts the chunk
+        for doc in later:
+            index.add(doc)
+        got = [index.scores([term]).tolist() for term in names[:4]]
+    fresh = IncrementalBM25()
+    for doc in [*docs, *later]:
+        fresh.add(doc)
+    assert got == [fresh.scores([term]).tolist() for term in names[:4]]

@@ -38,6 +38,8 @@ from ctxledger.assemble.term_keys import keyed_terms, term_key
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 _EMPTY_POSITIONS = np.zeros(0, dtype=np.int32)
+_LOW_BITS = 0xFFFFFFFF
+"""The bits of a key a chunk's sorted view orders by (:meth:`_Chunk.sort`)."""
 
 CACHED_TERMS = 8192
 """Query terms whose postings arrays are kept between calls (the oldest built is dropped beyond this)."""
@@ -54,7 +56,7 @@ CHUNK_ENTRIES = 1 << 20
 
 SORT_AFTER = 64
 """A chunk's sorted view is made once the entries compared one by one since the last one reach this many times
-its entries (on this machine a stable sort of a million keys cost about as much as 60 comparisons over them)."""
+its entries (on this machine the sort of a million entries cost about as much as 80 comparisons over them)."""
 
 SORTED_MARK_EVERY = 64
 """Every this many keys of a chunk's sorted view are kept apart for the binary search (8 bytes per 64 entries)."""
@@ -67,12 +69,13 @@ class _Chunk:
     least as many buckets as the chunk has room for entries, so about one bucket in eight is taken: a term no
     entry of the chunk holds is usually answered without a comparison.
 
-    ``order`` lists the positions of the first ``sorted_n`` entries by key (positions ascending within a key) and
-    ``marks`` every :data:`SORTED_MARK_EVERY`-th key in that order, so the entries of one key among them are found
-    by two binary searches and a comparison over a few dozen entries; the entries after ``sorted_n`` are compared
-    one by one. The view is made (or remade) once the entries compared one by one since the last one add up to
-    :data:`SORT_AFTER` times the chunk's entries (sorting costs about that many comparisons): a chunk that many
-    new query terms reach is sorted, one that few do never is. The index sorts at most one chunk per query
+    ``order`` lists the positions of the first ``sorted_n`` entries by their key's low 32 bits (positions ascending
+    within them) and ``marks`` those bits of every :data:`SORTED_MARK_EVERY`-th entry in that order, so the entries
+    of one key among them are found by two binary searches and a comparison over a few dozen entries; the entries
+    after ``sorted_n`` are compared one by one. The view is made (or remade) once the entries compared one by one
+    since the last one add up to :data:`SORT_AFTER` times the chunk's entries (sorting costs about that many
+    comparisons): a chunk that many new query terms reach is sorted, one that few do never is. The index sorts at
+    most one chunk per query
     (:meth:`_Entries.sort_one`).
     """
 
@@ -115,9 +118,9 @@ class _Chunk:
         begin = max(low, self.sorted_n)
         found = _EMPTY
         if low < self.sorted_n:
-            marks = self.marks
-            first = max(0, (int(np.searchsorted(marks, key, "left")) - 1) * SORTED_MARK_EVERY)
-            last = min(self.sorted_n, int(np.searchsorted(marks, key, "right")) * SORTED_MARK_EVERY)
+            marks, bits = self.marks, key & _LOW_BITS
+            first = max(0, (int(np.searchsorted(marks, bits, "left")) - 1) * SORTED_MARK_EVERY)
+            last = min(self.sorted_n, int(np.searchsorted(marks, bits, "right")) * SORTED_MARK_EVERY)
             window = self.order[first:last]
             found = window[self.keys[window] == key]
             if low and len(found):
@@ -133,9 +136,17 @@ class _Chunk:
         return self.sorted_n < self.n and self.scanned >= SORT_AFTER * self.n
 
     def sort(self) -> None:
-        """Make the sorted view of every entry (see the class docstring)."""
-        self.order = np.argsort(self.keys[: self.n], kind="stable").astype(np.int32)
-        self.marks = self.keys[self.order[::SORTED_MARK_EVERY]]
+        """Make the sorted view of every entry (see the class docstring).
+
+        The view orders the entries by their key's low 32 bits (:data:`_LOW_BITS`), positions ascending within
+        them: two stable passes over 16 bits each, which numpy sorts by radix (about a quarter of the time a
+        comparison sort of the 64-bit keys takes). Keys that share those bits are told apart by :meth:`find`.
+        """
+        keys = self.keys[: self.n]
+        order = np.argsort(keys.astype(np.uint16), kind="stable")
+        order = order[np.argsort((keys >> 16).astype(np.uint16)[order], kind="stable")]
+        self.order = order.astype(np.int32)
+        self.marks = keys[self.order[::SORTED_MARK_EVERY]] & _LOW_BITS
         self.sorted_n = self.n
         self.scanned = 0
 
