@@ -287,3 +287,32 @@ def test_keys_sharing_their_low_bits_are_told_apart_in_a_sorted_chunk(docs, late
     for doc in [*docs, *later]:
         fresh.add(doc)
     assert got == [fresh.scores([term]).tolist() for term in names[:4]]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    steps=st.lists(
+        st.one_of(
+            st.tuples(st.just("add"), st.lists(_TERMS, min_size=1, max_size=5)),
+            st.tuples(st.just("cut"), st.integers(0, 40)),
+            st.tuples(st.just("ask"), st.lists(_TERMS, min_size=1, max_size=3)),
+        ),
+        max_size=60,
+    )
+)
+def test_postings_grown_call_by_call_and_cut_back_score_as_built_at_once(steps):
+    """A term's postings are extended by each call's new documents and cut back with the index: after any mix of
+    appends, cuts and queries every query scores as on an index built from the documents left."""
+    index, kept = IncrementalBM25(), []
+    for kind, value in steps:
+        if kind == "add":
+            index.add(value)
+            kept.append(value)
+        elif kind == "cut":
+            index.truncate(value)
+            del kept[value:]
+        else:
+            fresh = IncrementalBM25()
+            for doc in kept:
+                fresh.add(doc)
+            assert index.scores(value).tolist() == fresh.scores(value).tolist()

@@ -253,6 +253,40 @@ class _IntColumn:
         self._n = min(self._n, size)
 
 
+class _Postings:
+    """A term's postings: the documents holding it (ascending), its frequency and their lengths in each.
+
+    Held in buffers that double when full, so adding the postings of newly indexed documents copies those, not
+    every earlier posting. ``scanned``: the entries the postings cover (the first ``scanned`` of the index).
+    """
+
+    __slots__ = ("docs", "lengths", "n", "scanned", "tfs")
+
+    def __init__(self) -> None:
+        self.docs = self.tfs = self.lengths = _EMPTY
+        self.n = 0
+        self.scanned = 0
+
+    def add(self, docs: np.ndarray, tfs: np.ndarray, lengths: np.ndarray) -> None:
+        """Append postings of documents after every one held (int64 arrays of one length)."""
+        end = self.n + len(docs)
+        if end > len(self.docs):
+            capacity = max(end, 2 * len(self.docs))
+            for name in ("docs", "tfs", "lengths"):
+                grown = np.empty(capacity, dtype=np.int64)
+                grown[: self.n] = getattr(self, name)[: self.n]
+                setattr(self, name, grown)
+        self.docs[self.n : end] = docs
+        self.tfs[self.n : end] = tfs
+        self.lengths[self.n : end] = lengths
+        self.n = end
+
+    def cut(self, n_docs: int, entries: int) -> None:
+        """Forget the postings of documents from ``n_docs`` on; they now cover the first ``entries`` entries."""
+        self.n = int(np.searchsorted(self.docs[: self.n], n_docs))
+        self.scanned = entries
+
+
 class IncrementalBM25:
     """An append-only BM25 index over documents identified by their insertion position.
 
@@ -277,8 +311,7 @@ class IncrementalBM25:
         self._lengths: list[int] = []
         self._length_array = _IntColumn()
         self._total_length = 0
-        # term -> (docs, tfs, entries scanned): postings of the first ``entries scanned`` entries
-        self._arrays: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}
+        self._arrays: dict[str, _Postings] = {}  # term -> its postings over the first ``scanned`` entries
 
     def __len__(self) -> int:
         """Number of documents indexed."""
@@ -322,36 +355,35 @@ class IncrementalBM25:
         self._convert()
         total = self._entries.size
         for term in terms:
-            cached = self._arrays.get(term)
-            start = 0 if cached is None else cached[2]
-            if cached is not None and start >= total:
+            postings = self._arrays.get(term)
+            if postings is None:
+                postings = self._arrays[term] = _Postings()
+            elif postings.scanned >= total:
                 continue
-            docs, tfs = (cached[0], cached[1]) if cached is not None else (_EMPTY, _EMPTY)
-            positions, found = self._entries.matches(term_key(term), start)
+            positions, found = self._entries.matches(term_key(term), postings.scanned)
             if len(positions):
                 owners = self._owners(positions)
                 new_docs, first = np.unique(owners, return_index=True)  # a document's entries are adjacent
-                new_tfs = np.add.reduceat(found, first)
-                docs = np.concatenate((docs, new_docs))
-                tfs = np.concatenate((tfs, new_tfs))
-            self._arrays[term] = (docs, tfs, total)
+                postings.add(new_docs, np.add.reduceat(found, first), self._length_array.of(self._lengths)[new_docs])
+            postings.scanned = total
         self._entries.sort_one()
 
-    def _term_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray]:
-        """``(docs, tfs)`` of a term over every indexed document (docs ascending), built on first use."""
+    def _term_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(docs, tfs, lengths)`` of a term over every indexed document (docs ascending), built on first use.
+
+        ``lengths`` are the documents' lengths (``lengths[i]`` of ``docs[i]``). The arrays are views, valid until
+        the index changes.
+        """
         self._extend([term])
-        docs, tfs, scanned = self._arrays.pop(term)
-        self._arrays[term] = (docs, tfs, scanned)  # the most recently used is kept longest
+        postings = self._arrays.pop(term)
+        self._arrays[term] = postings  # the most recently used is kept longest
         while len(self._arrays) > CACHED_TERMS:
             del self._arrays[next(iter(self._arrays))]
-        return docs, tfs
+        return postings.docs[: postings.n], postings.tfs[: postings.n], postings.lengths[: postings.n]
 
     def _owners(self, positions: np.ndarray) -> np.ndarray:
         """The document of each entry position (a document without entries starts where the next one does)."""
         return np.searchsorted(self._start_array.of(self._starts), positions, side="right") - 1
-
-    def _lengths_upto(self, n: int) -> np.ndarray:
-        return self._length_array.of(self._lengths)[:n]
 
     def scores(self, query_tokens: Sequence[str], n_docs: int | None = None, *, b: float | None = None) -> np.ndarray:
         """BM25 scores of the first ``n_docs`` documents (default: all) for a tokenized query.
@@ -369,12 +401,11 @@ class IncrementalBM25:
             return out
         total = self._total_length if n == len(self._lengths) else sum(self._lengths[:n])
         avgdl = total / n if total else 1.0
-        lengths = self._lengths_upto(n)
         b = self.b if b is None else b
         terms = set(query_tokens)
         self._extend(list(terms))
         for term in terms:
-            docs, tfs = self._term_arrays(term)
+            docs, tfs, doc_lengths = self._term_arrays(term)
             if not len(docs):
                 continue
             df = int(np.searchsorted(docs, n)) if docs[-1] >= n else len(docs)
@@ -382,7 +413,7 @@ class IncrementalBM25:
                 continue
             docs, tfs = docs[:df], tfs[:df]
             idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-            norm = tfs + self.k1 * (1 - b + b * lengths[docs] / avgdl)
+            norm = tfs + self.k1 * (1 - b + b * doc_lengths[:df] / avgdl)
             out[docs] += idf * tfs / norm
         return out
 
@@ -396,11 +427,9 @@ class IncrementalBM25:
         self._entry_count = cut
         del self._starts[n_docs:]
         self._start_array.cut(n_docs)
-        for term, (docs, tfs, scanned) in list(self._arrays.items()):
-            if scanned <= cut:
-                continue
-            keep = int(np.searchsorted(docs, n_docs))
-            self._arrays[term] = (docs[:keep], tfs[:keep], cut)
+        for postings in self._arrays.values():
+            if postings.scanned > cut:
+                postings.cut(n_docs, cut)
         self._total_length -= sum(self._lengths[n_docs:])
         del self._lengths[n_docs:]
         self._length_array.cut(n_docs)
