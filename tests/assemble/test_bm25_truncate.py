@@ -316,3 +316,23 @@ def test_postings_grown_call_by_call_and_cut_back_score_as_built_at_once(steps):
             for doc in kept:
                 fresh.add(doc)
             assert index.scores(value).tolist() == fresh.scores(value).tolist()
+
+
+def test_one_query_sorts_at_most_one_chunk_however_many_are_due():
+    """Every chunk falls due at once when each new term reaches all of them: a query sorts one, so no call pays for
+    every chunk of the history; the next queries sort the others."""
+    from unittest import mock
+
+    with (
+        mock.patch("ctxledger.assemble.lexical_index.SORT_AFTER", 0),
+        mock.patch("ctxledger.assemble.lexical_index.CHUNK_ENTRIES", 4),
+    ):
+        index = IncrementalBM25()
+        for k in range(40):
+            index.add(["alpha", "beta", f"w{k}", "gamma"])
+        sorted_counts = []
+        for term in ("alpha", "beta", "gamma", "w3"):
+            index.scores([term, "delta", "eps"])
+            sorted_counts.append(sum(c.sorted_n > 0 for c in index._entries._chunks))
+        assert len(index._entries._chunks) == 40
+        assert sorted_counts == [1, 2, 3, 4]

@@ -75,8 +75,7 @@ class _Chunk:
     after ``sorted_n`` are compared one by one. The view is made (or remade) once the entries compared one by one
     since the last one add up to :data:`SORT_AFTER` times the chunk's entries (sorting costs about that many
     comparisons): a chunk that many new query terms reach is sorted, one that few do never is. The index sorts at
-    most one chunk per query
-    (:meth:`_Entries.sort_one`).
+    most one chunk per query (:meth:`_Entries.sort_one`).
     """
 
     __slots__ = ("filter", "keys", "marks", "n", "order", "scanned", "sorted_n", "start", "tfs")
@@ -366,7 +365,6 @@ class IncrementalBM25:
                 new_docs, first = np.unique(owners, return_index=True)  # a document's entries are adjacent
                 postings.add(new_docs, np.add.reduceat(found, first), self._length_array.of(self._lengths)[new_docs])
             postings.scanned = total
-        self._entries.sort_one()
 
     def _term_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(docs, tfs, lengths)`` of a term over every indexed document (docs ascending), built on first use.
@@ -404,6 +402,7 @@ class IncrementalBM25:
         b = self.b if b is None else b
         terms = set(query_tokens)
         self._extend(list(terms))
+        self._entries.sort_one()
         for term in terms:
             docs, tfs, doc_lengths = self._term_arrays(term)
             if not len(docs):
