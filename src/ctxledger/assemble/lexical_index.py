@@ -56,7 +56,7 @@ CHUNK_ENTRIES = 1 << 20
 
 SORT_AFTER = 64
 """A chunk's sorted view is made once the entries compared one by one since the last one reach this many times
-its entries (on this machine the sort of a million entries cost about as much as 80 comparisons over them)."""
+its entries (on this machine the sort of a million entries cost about as much as 90 comparisons over them)."""
 
 SORTED_MARK_EVERY = 64
 """Every this many keys of a chunk's sorted view are kept apart for the binary search (8 bytes per 64 entries)."""
