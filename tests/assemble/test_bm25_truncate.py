@@ -142,19 +142,27 @@ def test_a_word_no_document_holds_has_no_postings_and_is_found_once_a_document_b
     batch=st.integers(1, 12),
     buckets=st.sampled_from([1, 2, 4, 1024]),
     chunk=st.sampled_from([1, 2, 3, 7, 1 << 20]),
+    sort_after=st.sampled_from([0, 1, 3]),
+    mark_every=st.sampled_from([1, 2, 5, 64]),
 )
-def test_entries_converted_in_any_batch_size_score_as_one_batch(docs, asked, cut, batch, buckets, chunk):
-    """Where conversion batches and chunks end, and how many buckets the absent-term filter has, never changes a
-    score."""
+def test_entries_converted_in_any_batch_size_score_as_one_batch(
+    docs, asked, cut, batch, buckets, chunk, sort_after, mark_every
+):
+    """Where conversion batches and chunks end, how many buckets the absent-term filter has, and when and how
+    sparsely a chunk's sorted view is made never change a score."""
     from collections import Counter
     from unittest import mock
 
-    def build(pending_entries: int, filter_buckets: int, chunk_entries: int) -> list[list[float]]:
+    def build(
+        pending_entries: int, filter_buckets: int, chunk_entries: int, sorted_after: float = 10**9, every: int = 64
+    ) -> list[list[float]]:
         index = IncrementalBM25()
         with (
             mock.patch("ctxledger.assemble.lexical_index.PENDING_ENTRIES", pending_entries),
             mock.patch("ctxledger.assemble.lexical_index.MIN_FILTER_BUCKETS", filter_buckets),
             mock.patch("ctxledger.assemble.lexical_index.CHUNK_ENTRIES", chunk_entries),
+            mock.patch("ctxledger.assemble.lexical_index.SORT_AFTER", sorted_after),
+            mock.patch("ctxledger.assemble.lexical_index.SORTED_MARK_EVERY", every),
         ):
             for parts in docs:
                 index.add_parts([Counter(p) for p in parts], sum(len(p) for p in parts))
@@ -169,7 +177,7 @@ def test_entries_converted_in_any_batch_size_score_as_one_batch(docs, asked, cut
                 index.add_parts([Counter(p) for p in parts], sum(len(p) for p in parts))
             return [index.scores(q).tolist() for q in (asked, ["alpha", "delta"], ["eps"], ["zeta", "eta"])]
 
-    assert build(batch, buckets, chunk) == build(10**9, 2**20, 1 << 20)
+    assert build(batch, buckets, chunk, sort_after, mark_every) == build(10**9, 2**20, 1 << 20)
 
 
 @settings(max_examples=60, deadline=None)
@@ -212,3 +220,119 @@ def test_a_term_only_the_oldest_entries_hold_is_found_after_the_filter_grew(late
         for doc in later:
             index.add(doc)
         assert index.scores(["rare"])[0] > 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    docs=st.lists(st.lists(_TERMS, min_size=1, max_size=6), min_size=2, max_size=30),
+    later=st.lists(st.lists(_TERMS, min_size=1, max_size=6), min_size=1, max_size=30),
+    share=st.floats(0.0, 1.0),
+    mark_every=st.sampled_from([1, 3, 64]),
+)
+def test_a_sorted_chunk_cut_back_and_grown_again_finds_only_its_present_entries(docs, later, share, mark_every):
+    """A chunk's sorted view made before a cut holds entries the cut removed: terms first asked after the cut,
+    and after new documents took those places, score as in an index that never held them."""
+    from unittest import mock
+
+    cut = max(1, min(len(docs) - 1, round(share * len(docs))))  # inside the one chunk: it is kept, cut back
+    with (
+        mock.patch("ctxledger.assemble.lexical_index.SORT_AFTER", 0),
+        mock.patch("ctxledger.assemble.lexical_index.SORTED_MARK_EVERY", mark_every),
+    ):
+        index = IncrementalBM25()
+        for doc in docs:
+            index.add(doc)
+        index.scores(["eps"])  # the first comparison sorts the chunk
+        index.truncate(cut)
+        for doc in later:
+            index.add(doc)
+        fresh = IncrementalBM25()
+        for doc in [*docs[:cut], *later]:
+            fresh.add(doc)
+        for term in ("alpha", "beta", "gamma", "delta"):
+            assert index.scores([term]).tolist() == fresh.scores([term]).tolist()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    docs=st.lists(st.lists(_TERMS, min_size=1, max_size=6), min_size=1, max_size=40),
+    later=st.lists(st.lists(_TERMS, min_size=1, max_size=6), max_size=10),
+    low=st.integers(0, 2**32 - 1),
+)
+def test_keys_sharing_their_low_bits_are_told_apart_in_a_sorted_chunk(docs, later, low):
+    """The sorted view orders entries by their keys' low 32 bits only: terms whose keys share them still get their
+    own postings, found by binary search as by a comparison over every entry."""
+    from unittest import mock
+
+    names = ["alpha", "beta", "gamma", "delta", "eps"]
+
+    def colliding(term: str) -> int:
+        return ((names.index(term) + 1) << 40) - 2**62 + low  # the same low 32 bits for every term
+
+    with (
+        mock.patch("ctxledger.assemble.term_keys._KEYS", {}),  # keys remembered from other tests are not used
+        mock.patch("ctxledger.assemble.term_keys.term_key", colliding),
+        mock.patch("ctxledger.assemble.lexical_index.term_key", colliding),
+        mock.patch("ctxledger.assemble.lexical_index.SORT_AFTER", 0),
+        mock.patch("ctxledger.assemble.lexical_index.SORTED_MARK_EVERY", 2),
+    ):
+        index = IncrementalBM25()
+        for doc in docs:
+            index.add(doc)
+        index.scores(["eps"])  # sorts the chunk
+        for doc in later:
+            index.add(doc)
+        got = [index.scores([term]).tolist() for term in names[:4]]
+    fresh = IncrementalBM25()
+    for doc in [*docs, *later]:
+        fresh.add(doc)
+    assert got == [fresh.scores([term]).tolist() for term in names[:4]]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    steps=st.lists(
+        st.one_of(
+            st.tuples(st.just("add"), st.lists(_TERMS, min_size=1, max_size=5)),
+            st.tuples(st.just("cut"), st.integers(0, 40)),
+            st.tuples(st.just("ask"), st.lists(_TERMS, min_size=1, max_size=3)),
+        ),
+        max_size=60,
+    )
+)
+def test_postings_grown_call_by_call_and_cut_back_score_as_built_at_once(steps):
+    """A term's postings are extended by each call's new documents and cut back with the index: after any mix of
+    appends, cuts and queries every query scores as on an index built from the documents left."""
+    index, kept = IncrementalBM25(), []
+    for kind, value in steps:
+        if kind == "add":
+            index.add(value)
+            kept.append(value)
+        elif kind == "cut":
+            index.truncate(value)
+            del kept[value:]
+        else:
+            fresh = IncrementalBM25()
+            for doc in kept:
+                fresh.add(doc)
+            assert index.scores(value).tolist() == fresh.scores(value).tolist()
+
+
+def test_one_query_sorts_at_most_one_chunk_however_many_are_due():
+    """Every chunk falls due at once when each new term reaches all of them: a query sorts one, so no call pays for
+    every chunk of the history; the next queries sort the others."""
+    from unittest import mock
+
+    with (
+        mock.patch("ctxledger.assemble.lexical_index.SORT_AFTER", 0),
+        mock.patch("ctxledger.assemble.lexical_index.CHUNK_ENTRIES", 4),
+    ):
+        index = IncrementalBM25()
+        for k in range(40):
+            index.add(["alpha", "beta", f"w{k}", "gamma"])
+        sorted_counts = []
+        for term in ("alpha", "beta", "gamma", "w3"):
+            index.scores([term, "delta", "eps"])
+            sorted_counts.append(sum(c.sorted_n > 0 for c in index._entries._chunks))
+        assert len(index._entries._chunks) == 40
+        assert sorted_counts == [1, 2, 3, 4]

@@ -14,7 +14,11 @@ the counts as little-endian byte strings, :class:`~ctxledger.facts.RecordFacts`)
 byte copy. Two distinct terms with the same key would share postings; for a million distinct terms the odds are
 about one in thirty million. Each chunk keeps a filter of one flag per key bucket (at least as many buckets as
 entries, so about one bucket in eight is taken) that says which terms none of its entries holds: a rare term
-is compared only in the chunks that may hold it, and a term no entry holds in none.
+is compared only in the chunks that may hold it, and a term no entry holds in none. A chunk that many new query
+terms reach gets a sorted view of its keys (made once the comparisons it answered add up to about the cost of the
+sort), after which a new term's entries there are found by binary search instead of a comparison over all of them;
+the array forms of the documents' first positions and lengths grow by the new documents only. So a term no earlier
+call asked costs two binary searches per sorted chunk, not a pass over every entry of the history.
 
 Scores follow the Lucene BM25 variant that ``bm25s.BM25`` uses by default (``k1 = 1.5``, ``b = 0.75``;
 Kamphuis et al., ECIR 2020). A document's score is computed with the same floating-point operations in the same
@@ -33,6 +37,9 @@ import numpy as np
 from ctxledger.assemble.term_keys import keyed_terms, term_key
 
 _EMPTY = np.zeros(0, dtype=np.int64)
+_EMPTY_POSITIONS = np.zeros(0, dtype=np.int32)
+_LOW_BITS = 0xFFFFFFFF
+"""The bits of a key a chunk's sorted view orders by (:meth:`_Chunk.sort`)."""
 
 CACHED_TERMS = 8192
 """Query terms whose postings arrays are kept between calls (the oldest built is dropped beyond this)."""
@@ -47,16 +54,31 @@ MIN_FILTER_BUCKETS = 1024
 CHUNK_ENTRIES = 1 << 20
 """Entries per chunk of the flat arrays (the last chunk grows by doubling up to this, then a new one starts)."""
 
+SORT_AFTER = 64
+"""A chunk's sorted view is made once the entries compared one by one since the last one reach this many times
+its entries (on this machine the sort of a million entries cost about as much as 90 comparisons over them)."""
+
+SORTED_MARK_EVERY = 64
+"""Every this many keys of a chunk's sorted view are kept apart for the binary search (8 bytes per 64 entries)."""
+
 
 class _Chunk:
-    """Up to :data:`CHUNK_ENTRIES` consecutive entries: keys and frequencies, and a filter of their keys.
+    """Up to :data:`CHUNK_ENTRIES` consecutive entries: keys and frequencies, a filter of their keys, a sorted view.
 
     ``filter[key & (len - 1)]`` is set for every key an entry holds (or held before a cut), and the filter has at
     least as many buckets as the chunk has room for entries, so about one bucket in eight is taken: a term no
     entry of the chunk holds is usually answered without a comparison.
+
+    ``order`` lists the positions of the first ``sorted_n`` entries by their key's low 32 bits (positions ascending
+    within them) and ``marks`` those bits of every :data:`SORTED_MARK_EVERY`-th entry in that order, so the entries
+    of one key among them are found by two binary searches and a comparison over a few dozen entries; the entries
+    after ``sorted_n`` are compared one by one. The view is made (or remade) once the entries compared one by one
+    since the last one add up to :data:`SORT_AFTER` times the chunk's entries (sorting costs about that many
+    comparisons): a chunk that many new query terms reach is sorted, one that few do never is. The index sorts at
+    most one chunk per query (:meth:`_Entries.sort_one`).
     """
 
-    __slots__ = ("filter", "keys", "n", "start", "tfs")
+    __slots__ = ("filter", "keys", "marks", "n", "order", "scanned", "sorted_n", "start", "tfs")
 
     def __init__(self, start: int, capacity: int) -> None:
         self.start = start
@@ -64,6 +86,10 @@ class _Chunk:
         self.keys = np.empty(capacity, dtype=np.int64)
         self.tfs = np.empty(capacity, dtype=np.int32)
         self.filter = np.zeros(_buckets(capacity), dtype=bool)
+        self.order = _EMPTY_POSITIONS
+        self.marks = _EMPTY
+        self.sorted_n = 0
+        self.scanned = 0
 
     def may_hold(self, key: int) -> bool:
         """Whether an entry may hold ``key`` (``False``: none does)."""
@@ -85,6 +111,49 @@ class _Chunk:
         self.tfs[self.n : end] = tfs
         self.filter[keys & (len(self.filter) - 1)] = True
         self.n = end
+
+    def find(self, key: int, low: int) -> np.ndarray:
+        """Positions (in the chunk, ascending) of the entries from ``low`` on whose key is ``key``."""
+        begin = max(low, self.sorted_n)
+        found = _EMPTY
+        if low < self.sorted_n:
+            marks, bits = self.marks, key & _LOW_BITS
+            first = max(0, (int(np.searchsorted(marks, bits, "left")) - 1) * SORTED_MARK_EVERY)
+            last = min(self.sorted_n, int(np.searchsorted(marks, bits, "right")) * SORTED_MARK_EVERY)
+            window = self.order[first:last]
+            found = window[self.keys[window] == key]
+            if low and len(found):
+                found = found[int(np.searchsorted(found, low)) :]
+        if begin < self.n:
+            tail = np.flatnonzero(self.keys[begin : self.n] == key) + begin
+            found = np.concatenate((found, tail)) if len(found) else tail
+            self.scanned += self.n - begin
+        return found
+
+    def sort_due(self) -> bool:
+        """Whether the entries compared one by one since the last sorted view call for a new one."""
+        return self.sorted_n < self.n and self.scanned >= SORT_AFTER * self.n
+
+    def sort(self) -> None:
+        """Make the sorted view of every entry (see the class docstring).
+
+        The view orders the entries by their key's low 32 bits (:data:`_LOW_BITS`), positions ascending within
+        them: two stable passes over 16 bits each, which numpy sorts by radix (about a quarter of the time a
+        comparison sort of the 64-bit keys takes). Keys that share those bits are told apart by :meth:`find`.
+        """
+        keys = self.keys[: self.n]
+        order = np.argsort(keys.astype(np.uint16), kind="stable")
+        order = order[np.argsort((keys >> 16).astype(np.uint16)[order], kind="stable")]
+        self.order = order.astype(np.int32)
+        self.marks = keys[self.order[::SORTED_MARK_EVERY]] & _LOW_BITS
+        self.sorted_n = self.n
+        self.scanned = 0
+
+    def cut(self, n: int) -> None:
+        """Keep the first ``n`` entries (the sorted view too, when it holds no later one)."""
+        self.n = min(self.n, n)
+        if self.sorted_n > self.n:
+            self.order, self.marks, self.sorted_n = _EMPTY_POSITIONS, _EMPTY, 0
 
 
 def _buckets(capacity: int) -> int:
@@ -125,8 +194,7 @@ class _Entries:
                 continue
             if not chunk.may_hold(key):
                 continue
-            low = max(0, start - chunk.start)
-            found = np.flatnonzero(chunk.keys[low : chunk.n] == key) + low
+            found = chunk.find(key, max(0, start - chunk.start))
             if len(found):
                 positions.append(found + chunk.start)
                 tfs.append(chunk.tfs[found])
@@ -134,14 +202,88 @@ class _Entries:
             return _EMPTY, _EMPTY
         return np.concatenate(positions), np.concatenate(tfs).astype(np.int64)
 
+    def sort_one(self) -> None:
+        """Make the sorted view of the first chunk that is due one (:meth:`_Chunk.sort_due`), if any.
+
+        One per query: every new term reaches most chunks, so they fall due together, and sorting them all at
+        once would make one call pay for every chunk of the history.
+        """
+        for chunk in self._chunks:
+            if chunk.sort_due():
+                chunk.sort()
+                return
+
     def truncate(self, size: int) -> None:
         """Keep the first ``size`` entries."""
         while self._chunks and self._chunks[-1].start >= size:
             self._chunks.pop()
         if self._chunks:
-            last = self._chunks[-1]
-            last.n = min(last.n, size - last.start)
+            self._chunks[-1].cut(size - self._chunks[-1].start)
         self.size = min(self.size, size)
+
+
+class _IntColumn:
+    """The int64 array form of a list of ints that grows at its end (or is cut back, with :meth:`cut`).
+
+    :meth:`of` copies only the items the list gained since the last call into a buffer that doubles when full, so
+    keeping the array form of a list of a document per unit costs the new documents, not the history.
+    """
+
+    __slots__ = ("_buffer", "_n")
+
+    def __init__(self) -> None:
+        self._buffer = _EMPTY
+        self._n = 0
+
+    def of(self, values: list[int]) -> np.ndarray:
+        """``values`` as an int64 array (a view of the buffer, valid until the next :meth:`of` or :meth:`cut`)."""
+        size = len(values)
+        if size > self._n:
+            if size > len(self._buffer):
+                grown = np.empty(max(size, 2 * len(self._buffer), 64), dtype=np.int64)
+                grown[: self._n] = self._buffer[: self._n]
+                self._buffer = grown
+            self._buffer[self._n : size] = values[self._n : size]
+        self._n = size
+        return self._buffer[:size]
+
+    def cut(self, size: int) -> None:
+        """Forget the items from position ``size`` on (the list was cut back there)."""
+        self._n = min(self._n, size)
+
+
+class _Postings:
+    """A term's postings: the documents holding it (ascending), its frequency and their lengths in each.
+
+    Held in buffers that double when full, so adding the postings of newly indexed documents copies those, not
+    every earlier posting. ``scanned``: the entries the postings cover (the first ``scanned`` of the index).
+    """
+
+    __slots__ = ("docs", "lengths", "n", "scanned", "tfs")
+
+    def __init__(self) -> None:
+        self.docs = self.tfs = self.lengths = _EMPTY
+        self.n = 0
+        self.scanned = 0
+
+    def add(self, docs: np.ndarray, tfs: np.ndarray, lengths: np.ndarray) -> None:
+        """Append postings of documents after every one held (int64 arrays of one length)."""
+        end = self.n + len(docs)
+        if end > len(self.docs):
+            capacity = max(end, 2 * len(self.docs))
+            for name in ("docs", "tfs", "lengths"):
+                grown = np.empty(capacity, dtype=np.int64)
+                grown[: self.n] = getattr(self, name)[: self.n]
+                setattr(self, name, grown)
+        self.docs[self.n : end] = docs
+        self.tfs[self.n : end] = tfs
+        self.lengths[self.n : end] = lengths
+        self.n = end
+
+    def cut(self, n_docs: int, entries: int) -> None:
+        """Forget the postings of documents from ``n_docs`` on; they now cover the first ``entries`` entries."""
+        self.n = int(np.searchsorted(self.docs[: self.n], n_docs))
+        self.scanned = entries
 
 
 class IncrementalBM25:
@@ -161,15 +303,14 @@ class IncrementalBM25:
         self.b = b
         self._entries = _Entries()  # (term key, frequency) of each document's parts, in document order
         self._starts: list[int] = []  # position of each document's first entry (pending ones counted)
-        self._start_array = _EMPTY
+        self._start_array = _IntColumn()
         self._entry_count = 0  # entries added, pending ones included
         self._pending: list[tuple[bytes, bytes]] = []  # (keys, frequencies) of parts not joined yet
         self._pending_entries = 0
         self._lengths: list[int] = []
-        self._length_array = np.zeros(0, dtype=np.int64)
+        self._length_array = _IntColumn()
         self._total_length = 0
-        # term -> (docs, tfs, entries scanned): postings of the first ``entries scanned`` entries
-        self._arrays: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}
+        self._arrays: dict[str, _Postings] = {}  # term -> its postings over the first ``scanned`` entries
 
     def __len__(self) -> int:
         """Number of documents indexed."""
@@ -213,39 +354,34 @@ class IncrementalBM25:
         self._convert()
         total = self._entries.size
         for term in terms:
-            cached = self._arrays.get(term)
-            start = 0 if cached is None else cached[2]
-            if cached is not None and start >= total:
+            postings = self._arrays.get(term)
+            if postings is None:
+                postings = self._arrays[term] = _Postings()
+            elif postings.scanned >= total:
                 continue
-            docs, tfs = (cached[0], cached[1]) if cached is not None else (_EMPTY, _EMPTY)
-            positions, found = self._entries.matches(term_key(term), start)
+            positions, found = self._entries.matches(term_key(term), postings.scanned)
             if len(positions):
                 owners = self._owners(positions)
                 new_docs, first = np.unique(owners, return_index=True)  # a document's entries are adjacent
-                new_tfs = np.add.reduceat(found, first)
-                docs = np.concatenate((docs, new_docs))
-                tfs = np.concatenate((tfs, new_tfs))
-            self._arrays[term] = (docs, tfs, total)
+                postings.add(new_docs, np.add.reduceat(found, first), self._length_array.of(self._lengths)[new_docs])
+            postings.scanned = total
 
-    def _term_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray]:
-        """``(docs, tfs)`` of a term over every indexed document (docs ascending), built on first use."""
+    def _term_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(docs, tfs, lengths)`` of a term over every indexed document (docs ascending), built on first use.
+
+        ``lengths`` are the documents' lengths (``lengths[i]`` of ``docs[i]``). The arrays are views, valid until
+        the index changes.
+        """
         self._extend([term])
-        docs, tfs, scanned = self._arrays.pop(term)
-        self._arrays[term] = (docs, tfs, scanned)  # the most recently used is kept longest
+        postings = self._arrays.pop(term)
+        self._arrays[term] = postings  # the most recently used is kept longest
         while len(self._arrays) > CACHED_TERMS:
             del self._arrays[next(iter(self._arrays))]
-        return docs, tfs
+        return postings.docs[: postings.n], postings.tfs[: postings.n], postings.lengths[: postings.n]
 
     def _owners(self, positions: np.ndarray) -> np.ndarray:
         """The document of each entry position (a document without entries starts where the next one does)."""
-        if len(self._start_array) != len(self._starts):
-            self._start_array = np.asarray(self._starts, dtype=np.int64)
-        return np.searchsorted(self._start_array, positions, side="right") - 1
-
-    def _lengths_upto(self, n: int) -> np.ndarray:
-        if len(self._length_array) != len(self._lengths):
-            self._length_array = np.asarray(self._lengths, dtype=np.int64)
-        return self._length_array[:n]
+        return np.searchsorted(self._start_array.of(self._starts), positions, side="right") - 1
 
     def scores(self, query_tokens: Sequence[str], n_docs: int | None = None, *, b: float | None = None) -> np.ndarray:
         """BM25 scores of the first ``n_docs`` documents (default: all) for a tokenized query.
@@ -263,12 +399,12 @@ class IncrementalBM25:
             return out
         total = self._total_length if n == len(self._lengths) else sum(self._lengths[:n])
         avgdl = total / n if total else 1.0
-        lengths = self._lengths_upto(n)
         b = self.b if b is None else b
         terms = set(query_tokens)
         self._extend(list(terms))
+        self._entries.sort_one()
         for term in terms:
-            docs, tfs = self._term_arrays(term)
+            docs, tfs, doc_lengths = self._term_arrays(term)
             if not len(docs):
                 continue
             df = int(np.searchsorted(docs, n)) if docs[-1] >= n else len(docs)
@@ -276,7 +412,7 @@ class IncrementalBM25:
                 continue
             docs, tfs = docs[:df], tfs[:df]
             idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-            norm = tfs + self.k1 * (1 - b + b * lengths[docs] / avgdl)
+            norm = tfs + self.k1 * (1 - b + b * doc_lengths[:df] / avgdl)
             out[docs] += idf * tfs / norm
         return out
 
@@ -289,13 +425,10 @@ class IncrementalBM25:
         self._entries.truncate(cut)
         self._entry_count = cut
         del self._starts[n_docs:]
-        self._start_array = self._start_array[:n_docs]  # rebuilt when its length differs, as the lengths' array
-        for term, (docs, tfs, scanned) in list(self._arrays.items()):
-            if scanned <= cut:
-                continue
-            keep = int(np.searchsorted(docs, n_docs))
-            self._arrays[term] = (docs[:keep], tfs[:keep], cut)
+        self._start_array.cut(n_docs)
+        for postings in self._arrays.values():
+            if postings.scanned > cut:
+                postings.cut(n_docs, cut)
         self._total_length -= sum(self._lengths[n_docs:])
         del self._lengths[n_docs:]
-        # the array form is rebuilt when its length differs; documents added after a cut may restore the length
-        self._length_array = self._length_array[:n_docs]
+        self._length_array.cut(n_docs)
