@@ -269,10 +269,12 @@ def test_keys_sharing_their_low_bits_are_told_apart_in_a_sorted_chunk(docs, late
     def colliding(term: str) -> int:
         return ((names.index(term) + 1) << 40) - 2**62 + low  # the same low 32 bits for every term
 
+    def digest(term: str) -> bytes:  # what term_key and keyed_terms both read a term's key from
+        return colliding(term).to_bytes(8, "little", signed=True)
+
     with (
         mock.patch("ctxledger.assemble.term_keys._KEYS", {}),  # keys remembered from other tests are not used
-        mock.patch("ctxledger.assemble.term_keys.term_key", colliding),
-        mock.patch("ctxledger.assemble.lexical_index.term_key", colliding),
+        mock.patch("ctxledger.assemble.term_keys._digest", digest),
         mock.patch("ctxledger.assemble.lexical_index.SORT_AFTER", 0),
         mock.patch("ctxledger.assemble.lexical_index.SORTED_MARK_EVERY", 2),
     ):

@@ -1304,7 +1304,7 @@ SCENARIOS: tuple[Scenario, ...] = (
             omit={"env": "secret", "logs": COVERED},
             marks={"art-deploy": "secret_redacted"},
             text_out=(AWS_KEY, DB_PASSWORD, JWT),
-            text_in=("withheld by policy: JSON Web Token",),
+            text_in=("withheld by policy: Authorization Header, JSON Web Token",),
         ),
     ),
     *EVIDENCE_SCENARIOS,
