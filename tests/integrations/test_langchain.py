@@ -253,3 +253,22 @@ def test_openai_models_keep_their_format_and_api_can_be_fixed(tmp_path) -> None:
         assert {a.manifest["api"] for a in fixed.assemblies} == {"anthropic-messages"}
     with pytest.raises(Exception, match="unknown api"):
         LedgerMiddleware(ledger, window_tokens=3000, api="gemini")
+
+
+@pytest.mark.parametrize("base", [ScriptedModel, ScriptedAnthropic, ScriptedResponses])
+def test_a_changed_system_prompt_replaces_the_old_one_on_the_same_thread(tmp_path, base: type[ScriptedModel]) -> None:
+    prompts = ["User is on the FREE plan.", "User is on the PRO plan.", "User is on the TEAM plan."]
+    model = base(messages=iter([AIMessage(f"reply {k}") for k in range(len(prompts))]))
+    model.seen = []
+    saver = InMemorySaver()
+    config = {"configurable": {"thread_id": "t"}}
+    with Ledger.open(f"sqlite:///{tmp_path}/p.db") as ledger:
+        middleware = LedgerMiddleware(ledger, window_tokens=8000, output_tokens=500)
+        for k, prompt in enumerate(prompts):
+            agent = create_agent(model, [], system_prompt=prompt, middleware=[middleware], checkpointer=saver)
+            agent.invoke({"messages": [("user", f"question {k}")]}, config)
+        for prompt, seen in zip(prompts, model.seen, strict=True):
+            systems = [m.content for m in seen if isinstance(m, SystemMessage)]
+            assert systems == [prompt]  # what create_agent sends without the middleware
+        recorded = [r.content for r in ledger.store.records("default", "t") if getattr(r, "role", None) == "system"]
+        assert recorded == prompts  # every version stays recorded

@@ -200,3 +200,91 @@ def test_the_recall_tool_reads_back_a_shrunk_result(tmp_path) -> None:
         assert ledger.rehydrate(answer.id) == ledger.rehydrate(oslo.id, (0, 40))
         recalls = ledger.get_assembly(ledger_filter.assemblies[-1].id)["recalls"]
         assert [(r["ref"], r["decision"]) for r in recalls] == [(oslo.id, "answered")]
+
+
+class Recording(Model):
+    """Replays scripted outputs (one list of output items per call) and keeps the instructions of each call."""
+
+    def __init__(self, script: list[list[Any]]) -> None:
+        self.script = script
+        self.instructions: list[str | None] = []
+
+    async def get_response(self, system_instructions, input, *args: Any, **kwargs: Any) -> ModelResponse:
+        self.instructions.append(system_instructions)
+        return ModelResponse(
+            output=self.script[len(self.instructions) - 1],
+            usage=Usage(requests=1, input_tokens=100, output_tokens=10, total_tokens=110),
+            response_id=None,
+        )
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        """The SDK's Model protocol requires it; these runs never stream, so a call is a test failure."""
+        raise AssertionError("the scripted model does not stream")
+
+
+def _say(text: str) -> ResponseOutputMessage:
+    return ResponseOutputMessage(
+        id=f"msg_{abs(hash(text))}",
+        role="assistant",
+        status="completed",
+        type="message",
+        content=[ResponseOutputText(text=text, type="output_text", annotations=[])],
+    )
+
+
+def test_a_handoff_sends_the_new_agents_instructions_alone(tmp_path) -> None:
+    triage_text, billing_text = "You triage. NEVER promise refunds.", "You do billing. Refunds are allowed."
+    billing_model = Recording([[_say("Refund issued.")]])
+    billing = Agent(name="billing", instructions=billing_text, model=billing_model)
+    handoff = ResponseFunctionToolCall(
+        id="fc_h", call_id="call_h", name="transfer_to_billing", arguments="{}", type="function_call"
+    )
+    triage_model = Recording([[handoff]])
+    triage = Agent(name="triage", instructions=triage_text, handoffs=[billing], model=triage_model)
+    with Ledger.open(f"sqlite:///{tmp_path}/h.db") as ledger:
+        ledger_filter = LedgerInputFilter(ledger, conversation_id="h", window_tokens=8000, output_tokens=500)
+        result = asyncio.run(
+            Runner.run(
+                triage,
+                "Refund order A1",
+                run_config=RunConfig(call_model_input_filter=ledger_filter),
+                hooks=ledger_filter.hooks(),
+            )
+        )
+        assert result.final_output == "Refund issued."
+        assert triage_model.instructions == [triage_text]
+        assert billing_model.instructions == [billing_text]  # what the SDK sends without the filter
+        systems = [r for r in ledger.store.records("default", "h") if getattr(r, "role", None) == "system"]
+        assert [s.content for s in systems] == [triage_text, billing_text]  # both versions stay recorded
+        why = ledger.explain(ledger_filter.assemblies[-1].id, systems[0].id)
+        assert (why["status"], why["reason"]) == ("omitted", "superseded")
+
+
+def test_dynamic_instructions_replace_the_earlier_ones_and_the_fixed_part_does_not_grow(tmp_path) -> None:
+    days = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
+    now = {"day": days[0]}
+    model = Recording([[_say(f"Noted, {day}.")] for day in days])
+    agent = Agent(name="a", instructions=lambda ctx, agent: f"Today is {now['day']}. Answer briefly.", model=model)
+    with Ledger.open(f"sqlite:///{tmp_path}/d.db") as ledger:
+        ledger_filter = LedgerInputFilter(ledger, conversation_id="d", window_tokens=8000, output_tokens=500)
+        history: list[Any] = []
+        for day in days:
+            now["day"] = day
+            result = asyncio.run(
+                Runner.run(
+                    agent,
+                    [*history, {"role": "user", "content": f"What day is it? ({day})"}],
+                    run_config=RunConfig(call_model_input_filter=ledger_filter),
+                    hooks=ledger_filter.hooks(),
+                )
+            )
+            history = result.to_input_list()
+        assert model.instructions == [f"Today is {day}. Answer briefly." for day in days]
+        charged = []  # one version of the instructions is charged, however many there were
+        for asm in ledger_filter.assemblies:
+            sent = [i for i in asm.manifest["included"] if i["reason"] == "instruction"]
+            assert len(sent) == 1
+            charged.append(sent[0]["tokens"])
+        assert max(charged) - min(charged) <= 2, charged  # the day names differ by a token or two
+        systems = [r for r in ledger.store.records("default", "d") if getattr(r, "role", None) == "system"]
+        assert len(systems) == len(days)

@@ -160,8 +160,7 @@ class LedgerMiddleware(AgentMiddleware):
     def _before(self, request: ModelRequest) -> tuple[str, Assembly, ModelRequest]:
         conversation = self._thread()
         if request.system_message is not None:
-            text = _text(request.system_message)
-            self.loop.message(conversation, f"system:{text}", "system", text)
+            self.loop.instructions(conversation, _text(request.system_message))
         for position, message in enumerate(request.messages):
             self._record(conversation, message, position)
         tools = [convert_to_openai_tool(t) for t in request.tools] if request.tools else None

@@ -76,9 +76,7 @@ class LedgerInputFilter:
 
     def __call__(self, data: CallModelData[Any]) -> ModelInputData:
         """Record the new input items, assemble, and return the assembled instructions and input."""
-        instructions = data.model_data.instructions
-        if instructions:
-            self.loop.message(self.conversation_id, f"instructions:{_digest(instructions)}", "system", instructions)
+        self.loop.instructions(self.conversation_id, data.model_data.instructions)
         record_items(self.loop, self.conversation_id, data.model_data.input)
         unknown = [
             i.get("call_id")
