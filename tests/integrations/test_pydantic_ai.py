@@ -255,3 +255,67 @@ def test_openai_models_keep_their_format_and_api_can_be_fixed(tmp_path) -> None:
         assert len(thinking) == 1  # the opaque part is handed back in this format too
     with pytest.raises(Exception, match="unknown api"):
         LedgerCapability(ledger, conversation_id="x", window_tokens=1000, api="gemini")
+
+
+# -- the agent's instructions --------------------------------------------------------------------------------------
+
+RULES = "Policy rule: always double-check the refund amount against the ledger. " * 300
+
+
+def _instructions_run(
+    model: Any, ledger: Ledger, window: int, instructions: Any, runs: int = 1, **options: Any
+) -> LedgerCapability:
+    capability = LedgerCapability(ledger, conversation_id="i", window_tokens=window, output_tokens=500, **options)
+    agent = Agent(model, instructions=instructions, system_prompt="You help with refunds.", capabilities=[capability])
+    history = None
+    for k in range(runs):
+        history = asyncio.run(agent.run(f"question {k}", message_history=history)).all_messages()
+    return capability
+
+
+@pytest.mark.parametrize("api", ["openai-chat", "openai-responses", "anthropic-messages"])
+def test_instructions_are_recorded_counted_and_sent_once(tmp_path, api: str) -> None:
+    got: list[tuple[str | None, list[ModelMessage]]] = []
+
+    def scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        got.append((info.instructions, messages))
+        return ModelResponse(parts=[TextPart("ok")], usage=RequestUsage(input_tokens=90, output_tokens=10))
+
+    with Ledger.open(f"sqlite:///{tmp_path}/i.db") as ledger:
+        capability = _instructions_run(FunctionModel(scripted), ledger, 12_000, RULES, runs=2, api=api)
+        for asm, (instructions, messages) in zip(capability.assemblies, got, strict=True):
+            assert instructions == RULES.strip()  # as PydanticAI sends them, once
+            system = [p.content for m in messages for p in m.parts if p.part_kind == "system-prompt"]
+            assert system == ["You help with refunds."]  # not repeated as a system prompt part
+            counted = sum(i["tokens"] for i in asm.manifest["included"] if i["reason"] == "instruction")
+            assert counted >= len(RULES) // 6  # charged in the budget
+            assert asm.manifest["tokens"]["estimated_input"] >= counted
+        records = [r for r in ledger.store.records("default", "i") if getattr(r, "role", None) == "system"]
+        assert [r.content for r in records] == ["You help with refunds.", RULES.strip()]  # recorded once
+
+
+def test_instructions_too_large_for_the_window_are_refused(tmp_path) -> None:
+    from ctxledger.errors import RequiredBlocksDoNotFit
+
+    def scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        raise AssertionError("a request over the budget must not reach the model")
+
+    with Ledger.open(f"sqlite:///{tmp_path}/b.db") as ledger, pytest.raises(RequiredBlocksDoNotFit):
+        _instructions_run(FunctionModel(scripted), ledger, 2000, RULES)
+
+
+def test_changed_instructions_supersede_the_earlier_ones(tmp_path) -> None:
+    got: list[str | None] = []
+
+    def scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        got.append(info.instructions)
+        return ModelResponse(parts=[TextPart("ok")])
+
+    days = iter(["Monday", "Tuesday", "Wednesday"])
+    with Ledger.open(f"sqlite:///{tmp_path}/c.db") as ledger:
+        capability = _instructions_run(FunctionModel(scripted), ledger, 4000, lambda: f"Today is {next(days)}.", 3)
+        assert got == ["Today is Monday.", "Today is Tuesday.", "Today is Wednesday."]
+        for asm, day in zip(capability.assemblies, ["Monday", "Tuesday", "Wednesday"], strict=True):
+            sent = [i for i in asm.manifest["included"] if i["reason"] == "instruction"]
+            texts = [ledger.store.get("default", i["ref"]).content for i in sent]
+            assert f"Today is {day}." in texts and not any(t.startswith("Today") and day not in t for t in texts)
