@@ -288,3 +288,36 @@ def test_dynamic_instructions_replace_the_earlier_ones_and_the_fixed_part_does_n
         assert max(charged) - min(charged) <= 2, charged  # the day names differ by a token or two
         systems = [r for r in ledger.store.records("default", "d") if getattr(r, "role", None) == "system"]
         assert len(systems) == len(days)
+
+
+@pytest.mark.parametrize("session_first", [True, False])
+def test_a_session_and_a_filter_on_the_same_conversation_are_refused(tmp_path, session_first: bool) -> None:
+    def session(ledger: Ledger, conversation: str) -> Any:
+        return LedgerSession(ledger, conversation)
+
+    def input_filter(ledger: Ledger, conversation: str) -> Any:
+        return LedgerInputFilter(ledger, conversation_id=conversation, window_tokens=8000)
+
+    first, second = (session, input_filter) if session_first else (input_filter, session)
+    with Ledger.open(f"sqlite:///{tmp_path}/b.db") as ledger, Ledger.open("memory://") as other:
+        kept = [first(ledger, "s1")]
+        with pytest.raises(ConfigurationError, match=r"LedgerSession and LedgerInputFilter .*'s1'.* Use one"):
+            second(ledger, "s1")
+        kept.append(first(ledger, "s1"))  # the same kind twice is still one recorder of record
+        kept.append(second(ledger, "s2"))  # another conversation of the ledger
+        kept.append(second(other, "s1"))  # the same conversation id in another ledger
+        kept.clear()
+        second(ledger, "s1")  # once the others are gone
+
+
+def test_a_session_alone_records_each_item_once(tmp_path) -> None:
+    model = Recording([[_call(1, "weather", "Paris")], [_say("Sunny.")], [_call(2, "weather", "Rome")], [_say("Ok.")]])
+    agent = Agent(name="w", instructions="You report the weather.", tools=[weather], model=model)
+    with Ledger.open(f"sqlite:///{tmp_path}/s.db") as ledger:
+        session = LedgerSession(ledger, "s1")
+        for question in ("Weather in Paris?", "And Rome?"):
+            asyncio.run(Runner.run(agent, question, session=session))
+        records = list(ledger.store.records("default", "s1"))
+        users = [r.content for r in records if getattr(r, "role", None) == "user"]
+        assert users == ["Weather in Paris?", "And Rome?"]
+        assert [r.call_id for r in records if r.kind.value == "tool_call"] == ["call_1", "call_2"]
