@@ -321,3 +321,59 @@ def test_a_session_alone_records_each_item_once(tmp_path) -> None:
         users = [r.content for r in records if getattr(r, "role", None) == "user"]
         assert users == ["Weather in Paris?", "And Rome?"]
         assert [r.call_id for r in records if r.kind.value == "tool_call"] == ["call_1", "call_2"]
+
+
+def _responses_server(bodies: list[dict[str, Any]]) -> Any:
+    """A real ``OpenAIResponsesModel`` whose HTTP transport is scripted (no network): it keeps each request body."""
+    import json
+
+    import httpx2
+    from agents import OpenAIResponsesModel
+    from openai import AsyncOpenAI
+
+    def handle(request: Any) -> Any:
+        bodies.append(json.loads(request.content))
+        message = {"type": "message", "id": f"msg_{len(bodies)}", "role": "assistant", "status": "completed"}
+        message["content"] = [{"type": "output_text", "text": "Refund issued.", "annotations": []}]
+        usage = {"input_tokens": 50, "output_tokens": 5, "total_tokens": 55}
+        usage |= {"input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}
+        return httpx2.Response(
+            200,
+            json={
+                "id": f"resp_{len(bodies)}",
+                "object": "response",
+                "created_at": 1,
+                "model": "gpt-4o",
+                "status": "completed",
+                "output": [message],
+                "parallel_tool_calls": True,
+                "tool_choice": "auto",
+                "tools": [],
+                "usage": usage,
+            },
+        )
+
+    client = AsyncOpenAI(
+        api_key="scripted",
+        base_url="http://scripted/v1",
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handle)),
+    )
+    return OpenAIResponsesModel(model="gpt-4o", openai_client=client)
+
+
+def test_the_request_carries_the_assembled_settings_and_the_reply_reserve(tmp_path) -> None:
+    from agents import ModelSettings
+
+    bodies: list[dict[str, Any]] = []
+    agent = Agent(name="billing", instructions="You do billing.", model=_responses_server(bodies))
+    with Ledger.open(f"sqlite:///{tmp_path}/w.db") as ledger:
+        ledger_filter = LedgerInputFilter(ledger, conversation_id="w", window_tokens=8000, output_tokens=700)
+        settings = ledger_filter.model_settings(ModelSettings(temperature=0.2))
+        config = RunConfig(call_model_input_filter=ledger_filter, model_settings=settings)
+        asyncio.run(Runner.run(agent, "Refund order A1", run_config=config, hooks=ledger_filter.hooks()))
+        (body,) = bodies
+        payload = ledger_filter.assemblies[-1].payload
+        for key in ("instructions", "input", "store", "truncation", "include"):
+            assert body[key] == payload[key], key  # what went out is what was assembled and stored
+        assert body["max_output_tokens"] == 700 and body["temperature"] == 0.2
+        assert ledger_filter.model_settings(ModelSettings(max_tokens=300)).max_tokens == 300  # a smaller cap stays

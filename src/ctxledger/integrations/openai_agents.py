@@ -23,7 +23,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agents import Agent, FunctionTool, RunContextWrapper, RunHooks, function_tool
+from agents import Agent, FunctionTool, ModelSettings, RunContextWrapper, RunHooks, function_tool
 from agents.items import ModelResponse, TResponseInputItem
 from agents.memory import SessionABC
 from agents.run_config import CallModelData, ModelInputData
@@ -36,7 +36,7 @@ from ctxledger.ingest.openai_responses import chat_messages
 from ctxledger.integrations._loop import Budget, LoopLedger
 from ctxledger.ledger import Ledger
 from ctxledger.policy.base import Policy
-from ctxledger.serialize.openai_responses import OpenAIResponsesSerializer
+from ctxledger.serialize.openai_responses import ENCRYPTED_REASONING, OpenAIResponsesSerializer
 from ctxledger.units import build_units
 
 __all__ = ["LedgerHooks", "LedgerInputFilter", "LedgerSession"]
@@ -116,6 +116,28 @@ class LedgerInputFilter:
             check_client_state(previous_response_id=f"(outputs for unseen calls {unknown})")
         asm = self.loop.assemble(self.conversation_id, tools=_tools(data.agent))
         return ModelInputData(input=list(asm.payload["input"]), instructions=asm.payload.get("instructions"))
+
+    def model_settings(self, base: ModelSettings | None = None) -> ModelSettings:
+        """Model settings that make the SDK's request carry what the assembled payload carries.
+
+        An input filter returns only the instructions and input items; the rest of the request comes from the
+        model settings. Pass these as ``RunConfig(model_settings=...)``: ``store=False``,
+        ``truncation="disabled"``, ``response_include=["reasoning.encrypted_content"]`` (the assembled
+        Responses payload's), and ``max_tokens`` = the reserved reply ``output_tokens`` (the budget's ``O``;
+        a smaller ``max_tokens`` in ``base`` is kept). Settings ``base`` gives otherwise are kept.
+        """
+        base = base or ModelSettings()
+        reserve = self.loop.budget.output_tokens
+        include = list(base.response_include or [])
+        include += [] if ENCRYPTED_REASONING in include else [ENCRYPTED_REASONING]
+        return base.resolve(
+            ModelSettings(
+                store=False,
+                truncation="disabled",
+                response_include=include,
+                max_tokens=min(base.max_tokens, reserve) if base.max_tokens else reserve,
+            )
+        )
 
     def recall_tool(self) -> FunctionTool:
         """The ``recall`` tool as an Agents SDK function tool (add it to the agent when the policy enables recall).

@@ -170,10 +170,26 @@ class LedgerCapability(AbstractCapability[Any]):
         model = self.model or self.loop.model_for(api, getattr(request_context.model, "model_name", None))
         asm = self.loop.assemble(self.conversation_id, tools=tools or None, api=api, model=model)
         messages = self._to_messages(asm, api, instructions)
-        response = await handler(dataclasses.replace(request_context, messages=messages))
+        settings = self._settings(request_context)
+        response = await handler(dataclasses.replace(request_context, messages=messages, model_settings=settings))
         self._record(response, "")
         self.loop.usage(asm, response.usage.input_tokens, response.usage.output_tokens)
         return response
+
+    def _settings(self, request_context: ModelRequestContext) -> Any:
+        """The request's model settings with the reply capped at the reserve ``O`` and Responses state off.
+
+        ``max_tokens`` becomes ``output_tokens`` (a smaller one set on the model, agent or run is kept). For an
+        ``OpenAIResponsesModel``, ``openai_store=False`` and ``openai_truncation="disabled"`` unless set, as
+        the assembled Responses payload has them.
+        """
+        settings: dict[str, Any] = dict(request_context.model_settings or {})
+        cap = settings.get("max_tokens")
+        settings["max_tokens"] = min(cap, self.output_tokens) if cap else self.output_tokens
+        if model_api(request_context.model) == "openai-responses":
+            settings.setdefault("openai_store", False)
+            settings.setdefault("openai_truncation", "disabled")
+        return settings
 
     # -- recording ---------------------------------------------------------------------------------
 
