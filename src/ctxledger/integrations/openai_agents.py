@@ -54,7 +54,7 @@ def _claim(ledger: Ledger, conversation_id: str, owner: LedgerInputFilter | Ledg
         ConfigurationError: a live object of the other kind records the same conversation of this ledger.
     """
     owners = _RECORDERS.setdefault(ledger, {}).setdefault(conversation_id, weakref.WeakSet())
-    if any(type(o) is not type(owner) for o in owners):
+    if any(isinstance(o, LedgerSession) != isinstance(owner, LedgerSession) for o in owners):
         raise ConfigurationError(
             f"LedgerSession and LedgerInputFilter both record conversation {conversation_id!r} of this ledger, "
             "so every item would be recorded twice. Use one: LedgerInputFilter alone (no session; pass the "
