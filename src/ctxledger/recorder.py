@@ -492,13 +492,21 @@ class Recorder:
 
     # -- messages ----------------------------------------------------------------------------------------
 
-    def system(self, text: str, *, name: str | None = None, **env: Unpack[Envelope]) -> str:
-        """A system instruction (trust ``system``); returns its id."""
-        return self._message(Role.SYSTEM, text, name, None, env)
+    def system(
+        self, text: str, *, name: str | None = None, supersedes: Sequence[Ref] = (), **env: Unpack[Envelope]
+    ) -> str:
+        """A system instruction (trust ``system``); returns its id.
 
-    def developer(self, text: str, *, name: str | None = None, **env: Unpack[Envelope]) -> str:
-        """A developer instruction (trust ``developer``); returns its id."""
-        return self._message(Role.DEVELOPER, text, name, None, env)
+        ``supersedes``: earlier instructions this one replaces (they stay recorded and are omitted as
+        ``superseded``). Raises :class:`~ctxledger.errors.InputError` for a reference to no record.
+        """
+        return self._message(Role.SYSTEM, text, name, None, env, supersedes)
+
+    def developer(
+        self, text: str, *, name: str | None = None, supersedes: Sequence[Ref] = (), **env: Unpack[Envelope]
+    ) -> str:
+        """A developer instruction (trust ``developer``); returns its id. ``supersedes`` as :meth:`system`."""
+        return self._message(Role.DEVELOPER, text, name, None, env, supersedes)
 
     def user(self, text: str, *, name: str | None = None, speaker: str | None = None, **env: Unpack[Envelope]) -> str:
         """A user message (trust ``user``; ``speaker``: an author label, e.g. a moderator's name); returns its id."""
@@ -1051,12 +1059,22 @@ class Recorder:
             n += 1
 
     @_renumbering
-    def _message(self, role: Role, text: str, name: str | None, speaker: str | None, env: Mapping[str, Any]) -> str:
+    def _message(
+        self,
+        role: Role,
+        text: str,
+        name: str | None,
+        speaker: str | None,
+        env: Mapping[str, Any],
+        supersedes: Sequence[Ref] = (),
+    ) -> str:
         if name is not None:
             _short_name(name, f"{role.value}()")
         rid = self.id(name) if name else self._number()
         _text(text, rid, "text")
-        return self._write(Message, name, env, record_id=rid, role=role, content=text, name=speaker).id
+        olds = tuple(self._ref(s, f"supersedes[{i}]", "record", rid) for i, s in enumerate(supersedes))
+        fields: dict[str, Any] = {"supersedes": olds} if olds else {}
+        return self._write(Message, name, env, record_id=rid, role=role, content=text, name=speaker, **fields).id
 
     def _result_record(
         self,

@@ -190,12 +190,15 @@ class Message(Record):
     parts in OpenAI Chat Completions form (``{"type": "text", "text": …}``,
     ``{"type": "image_url", "image_url": {"url": …, "detail": …}}``) kept intact.
     An assistant message's tool calls are separate :class:`ToolCall` records with ``message_id`` set.
+    ``supersedes`` names the instructions a system or developer message replaces (an agent's instructions
+    that changed between calls): the validity stage then omits them as ``superseded``.
     """
 
     kind: ClassVar[Kind] = Kind.MESSAGE
     role: Role = Role.USER
     content: str | tuple[Mapping[str, Any], ...] | None = None
     name: str | None = None
+    supersedes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -149,6 +149,7 @@ def every_record_type(tenant: str, conv: str) -> list[Record]:
             role=Role.ASSISTANT,
             name="agent",
             external_id="m4",
+            supersedes=(f"{conv}/m-0",),
             **common,
             content=(
                 {"type": "text", "text": "Here is the chart"},

@@ -253,3 +253,86 @@ def test_openai_models_keep_their_format_and_api_can_be_fixed(tmp_path) -> None:
         assert {a.manifest["api"] for a in fixed.assemblies} == {"anthropic-messages"}
     with pytest.raises(Exception, match="unknown api"):
         LedgerMiddleware(ledger, window_tokens=3000, api="gemini")
+
+
+@pytest.mark.parametrize("base", [ScriptedModel, ScriptedAnthropic, ScriptedResponses])
+def test_a_changed_system_prompt_replaces_the_old_one_on_the_same_thread(tmp_path, base: type[ScriptedModel]) -> None:
+    prompts = ["User is on the FREE plan.", "User is on the PRO plan.", "User is on the TEAM plan."]
+    model = base(messages=iter([AIMessage(f"reply {k}") for k in range(len(prompts))]))
+    model.seen = []
+    saver = InMemorySaver()
+    config = {"configurable": {"thread_id": "t"}}
+    with Ledger.open(f"sqlite:///{tmp_path}/p.db") as ledger:
+        middleware = LedgerMiddleware(ledger, window_tokens=8000, output_tokens=500)
+        for k, prompt in enumerate(prompts):
+            agent = create_agent(model, [], system_prompt=prompt, middleware=[middleware], checkpointer=saver)
+            agent.invoke({"messages": [("user", f"question {k}")]}, config)
+        for prompt, seen in zip(prompts, model.seen, strict=True):
+            systems = [m.content for m in seen if isinstance(m, SystemMessage)]
+            assert systems == [prompt]  # what create_agent sends without the middleware
+        recorded = [r.content for r in ledger.store.records("default", "t") if getattr(r, "role", None) == "system"]
+        assert recorded == prompts  # every version stays recorded
+
+
+# -- what the request carries besides the messages ------------------------------------------------------------------
+
+
+def _wired(kind: str, bodies: list[dict[str, Any]], **options: Any) -> Any:
+    """A real ``ChatOpenAI`` (Responses) or ``ChatAnthropic`` whose HTTP transport is scripted (no network)."""
+    import json
+
+    import httpx2
+
+    def handle(request: Any) -> Any:
+        bodies.append(json.loads(request.content))
+        usage = {"input_tokens": 50, "output_tokens": 5}
+        if kind == "anthropic":
+            reply = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-5-5"}
+            reply |= {"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn", "usage": usage}
+            return httpx2.Response(200, json=reply | {"stop_sequence": None})
+        text = {"type": "output_text", "text": "ok", "annotations": []}
+        message = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "content": [text]}
+        usage |= {"total_tokens": 55, "input_tokens_details": {"cached_tokens": 0}}
+        usage |= {"output_tokens_details": {"reasoning_tokens": 0}}
+        reply = {"id": "resp_1", "object": "response", "created_at": 1, "model": "gpt-4o", "status": "completed"}
+        reply |= {"output": [message], "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "usage": usage}
+        return httpx2.Response(200, json=reply)
+
+    transport = httpx2.MockTransport(handle)
+    if kind == "anthropic":
+        import anthropic
+        from langchain_anthropic import ChatAnthropic
+
+        client = anthropic.Anthropic(api_key="scripted", http_client=httpx2.Client(transport=transport))
+
+        class WiredAnthropic(ChatAnthropic):
+            @property
+            def _client(self) -> Any:
+                return client
+
+        return WiredAnthropic(model="claude-sonnet-5-5", api_key="scripted", **options)
+    from langchain_openai import ChatOpenAI
+
+    http = httpx2.Client(transport=transport)
+    return ChatOpenAI(model="gpt-4o", api_key="scripted", use_responses_api=True, http_client=http, **options)
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "responses"])
+def test_the_reply_is_capped_at_the_reserve_and_responses_state_is_off(tmp_path, kind: str) -> None:
+    bodies: list[dict[str, Any]] = []
+    with Ledger.open(f"sqlite:///{tmp_path}/w.db") as ledger:
+        middleware = LedgerMiddleware(ledger, window_tokens=4000, output_tokens=500)
+        agent = create_agent(_wired(kind, bodies), [], system_prompt="Answer briefly.", middleware=[middleware])
+        agent.invoke({"messages": [("user", "hello")]})
+        small = create_agent(_wired(kind, bodies, max_tokens=200), [], middleware=[middleware])
+        small.invoke({"messages": [("user", "again")]})  # a smaller cap on the model is kept
+        first, second = bodies
+        if kind == "anthropic":
+            assert (first["max_tokens"], second["max_tokens"]) == (500, 200)
+        else:
+            assert (first["max_output_tokens"], second["max_output_tokens"]) == (500, 200)
+            payload = middleware.assemblies[0].payload
+            for key in ("store", "truncation", "include"):
+                assert first[key] == payload[key], key
+            # ChatOpenAI sends the assembled instructions as a leading system input item, not as "instructions"
+            assert first["input"][0] == {"type": "message", "role": "system", "content": payload["instructions"]}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxledger import Ledger
 from ctxledger.integrations._loop import Budget, LoopLedger
@@ -18,3 +20,19 @@ def test_a_model_is_named_when_it_can_be_counted(api: str) -> None:
         # a scripted or self-hosted model with no known tokenizer is counted as the format's default
         assert loop.model_for(api, "function:scripted:") == loop.model_for(api, None) == DEFAULT_MODELS[api]
         assert LoopLedger(ledger, Budget(4000), counter="o200k_base").model_for(api, "llama-3.1-70b") == "llama-3.1-70b"
+
+
+@settings(max_examples=20, deadline=None)
+@given(versions=st.lists(st.sampled_from(["A", "B", "C"]), min_size=1, max_size=8))
+def test_instructions_are_recorded_when_they_change_and_only_the_current_ones_are_sent(versions, tmp_path_factory):
+    path = tmp_path_factory.mktemp("loop") / "l.db"
+    with Ledger.open(f"sqlite:///{path}") as ledger:
+        for k, version in enumerate(versions):
+            loop = LoopLedger(ledger, Budget(4000, 100, 10))  # a new process each call: state comes from the ledger
+            loop.instructions("c", f"Instructions {version}.")
+            loop.message("c", f"u{k}", "user", f"question {k}")
+            asm = loop.assemble("c", api="openai-responses")
+            assert asm.payload["instructions"] == f"Instructions {version}."
+        systems = [r.content for r in ledger.store.records("default", "c") if getattr(r, "role", None) == "system"]
+        changes = [v for k, v in enumerate(versions) if k == 0 or versions[k - 1] != v]
+        assert systems == [f"Instructions {v}." for v in changes]  # one record per change, none lost

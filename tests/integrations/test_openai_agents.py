@@ -200,3 +200,180 @@ def test_the_recall_tool_reads_back_a_shrunk_result(tmp_path) -> None:
         assert ledger.rehydrate(answer.id) == ledger.rehydrate(oslo.id, (0, 40))
         recalls = ledger.get_assembly(ledger_filter.assemblies[-1].id)["recalls"]
         assert [(r["ref"], r["decision"]) for r in recalls] == [(oslo.id, "answered")]
+
+
+class Recording(Model):
+    """Replays scripted outputs (one list of output items per call) and keeps the instructions of each call."""
+
+    def __init__(self, script: list[list[Any]]) -> None:
+        self.script = script
+        self.instructions: list[str | None] = []
+
+    async def get_response(self, system_instructions, input, *args: Any, **kwargs: Any) -> ModelResponse:
+        self.instructions.append(system_instructions)
+        return ModelResponse(
+            output=self.script[len(self.instructions) - 1],
+            usage=Usage(requests=1, input_tokens=100, output_tokens=10, total_tokens=110),
+            response_id=None,
+        )
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        """The SDK's Model protocol requires it; these runs never stream, so a call is a test failure."""
+        raise AssertionError("the scripted model does not stream")
+
+
+def _say(text: str) -> ResponseOutputMessage:
+    return ResponseOutputMessage(
+        id=f"msg_{abs(hash(text))}",
+        role="assistant",
+        status="completed",
+        type="message",
+        content=[ResponseOutputText(text=text, type="output_text", annotations=[])],
+    )
+
+
+def test_a_handoff_sends_the_new_agents_instructions_alone(tmp_path) -> None:
+    triage_text, billing_text = "You triage. NEVER promise refunds.", "You do billing. Refunds are allowed."
+    billing_model = Recording([[_say("Refund issued.")]])
+    billing = Agent(name="billing", instructions=billing_text, model=billing_model)
+    handoff = ResponseFunctionToolCall(
+        id="fc_h", call_id="call_h", name="transfer_to_billing", arguments="{}", type="function_call"
+    )
+    triage_model = Recording([[handoff]])
+    triage = Agent(name="triage", instructions=triage_text, handoffs=[billing], model=triage_model)
+    with Ledger.open(f"sqlite:///{tmp_path}/h.db") as ledger:
+        ledger_filter = LedgerInputFilter(ledger, conversation_id="h", window_tokens=8000, output_tokens=500)
+        result = asyncio.run(
+            Runner.run(
+                triage,
+                "Refund order A1",
+                run_config=RunConfig(call_model_input_filter=ledger_filter),
+                hooks=ledger_filter.hooks(),
+            )
+        )
+        assert result.final_output == "Refund issued."
+        assert triage_model.instructions == [triage_text]
+        assert billing_model.instructions == [billing_text]  # what the SDK sends without the filter
+        systems = [r for r in ledger.store.records("default", "h") if getattr(r, "role", None) == "system"]
+        assert [s.content for s in systems] == [triage_text, billing_text]  # both versions stay recorded
+        why = ledger.explain(ledger_filter.assemblies[-1].id, systems[0].id)
+        assert (why["status"], why["reason"]) == ("omitted", "superseded")
+
+
+def test_dynamic_instructions_replace_the_earlier_ones_and_the_fixed_part_does_not_grow(tmp_path) -> None:
+    days = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
+    now = {"day": days[0]}
+    model = Recording([[_say(f"Noted, {day}.")] for day in days])
+    agent = Agent(name="a", instructions=lambda ctx, agent: f"Today is {now['day']}. Answer briefly.", model=model)
+    with Ledger.open(f"sqlite:///{tmp_path}/d.db") as ledger:
+        ledger_filter = LedgerInputFilter(ledger, conversation_id="d", window_tokens=8000, output_tokens=500)
+        history: list[Any] = []
+        for day in days:
+            now["day"] = day
+            result = asyncio.run(
+                Runner.run(
+                    agent,
+                    [*history, {"role": "user", "content": f"What day is it? ({day})"}],
+                    run_config=RunConfig(call_model_input_filter=ledger_filter),
+                    hooks=ledger_filter.hooks(),
+                )
+            )
+            history = result.to_input_list()
+        assert model.instructions == [f"Today is {day}. Answer briefly." for day in days]
+        charged = []  # one version of the instructions is charged, however many there were
+        for asm in ledger_filter.assemblies:
+            sent = [i for i in asm.manifest["included"] if i["reason"] == "instruction"]
+            assert len(sent) == 1
+            charged.append(sent[0]["tokens"])
+        assert max(charged) - min(charged) <= 2, charged  # the day names differ by a token or two
+        systems = [r for r in ledger.store.records("default", "d") if getattr(r, "role", None) == "system"]
+        assert len(systems) == len(days)
+
+
+@pytest.mark.parametrize("session_first", [True, False])
+def test_a_session_and_a_filter_on_the_same_conversation_are_refused(tmp_path, session_first: bool) -> None:
+    def session(ledger: Ledger, conversation: str) -> Any:
+        return LedgerSession(ledger, conversation)
+
+    def input_filter(ledger: Ledger, conversation: str) -> Any:
+        return LedgerInputFilter(ledger, conversation_id=conversation, window_tokens=8000)
+
+    first, second = (session, input_filter) if session_first else (input_filter, session)
+    with Ledger.open(f"sqlite:///{tmp_path}/b.db") as ledger, Ledger.open("memory://") as other:
+        kept = [first(ledger, "s1")]
+        with pytest.raises(ConfigurationError, match=r"LedgerSession and LedgerInputFilter .*'s1'.* Use one"):
+            second(ledger, "s1")
+        kept.append(first(ledger, "s1"))  # the same kind twice is still one recorder of record
+        kept.append(second(ledger, "s2"))  # another conversation of the ledger
+        kept.append(second(other, "s1"))  # the same conversation id in another ledger
+        kept.clear()
+        second(ledger, "s1")  # once the others are gone
+
+
+def test_a_session_alone_records_each_item_once(tmp_path) -> None:
+    model = Recording([[_call(1, "weather", "Paris")], [_say("Sunny.")], [_call(2, "weather", "Rome")], [_say("Ok.")]])
+    agent = Agent(name="w", instructions="You report the weather.", tools=[weather], model=model)
+    with Ledger.open(f"sqlite:///{tmp_path}/s.db") as ledger:
+        session = LedgerSession(ledger, "s1")
+        for question in ("Weather in Paris?", "And Rome?"):
+            asyncio.run(Runner.run(agent, question, session=session))
+        records = list(ledger.store.records("default", "s1"))
+        users = [r.content for r in records if getattr(r, "role", None) == "user"]
+        assert users == ["Weather in Paris?", "And Rome?"]
+        assert [r.call_id for r in records if r.kind.value == "tool_call"] == ["call_1", "call_2"]
+
+
+def _responses_server(bodies: list[dict[str, Any]]) -> Any:
+    """A real ``OpenAIResponsesModel`` whose HTTP transport is scripted (no network): it keeps each request body."""
+    import json
+
+    import httpx2
+    from agents import OpenAIResponsesModel
+    from openai import AsyncOpenAI
+
+    def handle(request: Any) -> Any:
+        bodies.append(json.loads(request.content))
+        message = {"type": "message", "id": f"msg_{len(bodies)}", "role": "assistant", "status": "completed"}
+        message["content"] = [{"type": "output_text", "text": "Refund issued.", "annotations": []}]
+        usage = {"input_tokens": 50, "output_tokens": 5, "total_tokens": 55}
+        usage |= {"input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}
+        return httpx2.Response(
+            200,
+            json={
+                "id": f"resp_{len(bodies)}",
+                "object": "response",
+                "created_at": 1,
+                "model": "gpt-4o",
+                "status": "completed",
+                "output": [message],
+                "parallel_tool_calls": True,
+                "tool_choice": "auto",
+                "tools": [],
+                "usage": usage,
+            },
+        )
+
+    client = AsyncOpenAI(
+        api_key="scripted",
+        base_url="http://scripted/v1",
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handle)),
+    )
+    return OpenAIResponsesModel(model="gpt-4o", openai_client=client)
+
+
+def test_the_request_carries_the_assembled_settings_and_the_reply_reserve(tmp_path) -> None:
+    from agents import ModelSettings
+
+    bodies: list[dict[str, Any]] = []
+    agent = Agent(name="billing", instructions="You do billing.", model=_responses_server(bodies))
+    with Ledger.open(f"sqlite:///{tmp_path}/w.db") as ledger:
+        ledger_filter = LedgerInputFilter(ledger, conversation_id="w", window_tokens=8000, output_tokens=700)
+        settings = ledger_filter.model_settings(ModelSettings(temperature=0.2))
+        config = RunConfig(call_model_input_filter=ledger_filter, model_settings=settings)
+        asyncio.run(Runner.run(agent, "Refund order A1", run_config=config, hooks=ledger_filter.hooks()))
+        (body,) = bodies
+        payload = ledger_filter.assemblies[-1].payload
+        for key in ("instructions", "input", "store", "truncation", "include"):
+            assert body[key] == payload[key], key  # what went out is what was assembled and stored
+        assert body["max_output_tokens"] == 700 and body["temperature"] == 0.2
+        assert ledger_filter.model_settings(ModelSettings(max_tokens=300)).max_tokens == 300  # a smaller cap stays

@@ -255,3 +255,125 @@ def test_openai_models_keep_their_format_and_api_can_be_fixed(tmp_path) -> None:
         assert len(thinking) == 1  # the opaque part is handed back in this format too
     with pytest.raises(Exception, match="unknown api"):
         LedgerCapability(ledger, conversation_id="x", window_tokens=1000, api="gemini")
+
+
+# -- the agent's instructions --------------------------------------------------------------------------------------
+
+RULES = "Policy rule: always double-check the refund amount against the ledger. " * 300
+
+
+def _instructions_run(
+    model: Any, ledger: Ledger, window: int, instructions: Any, runs: int = 1, **options: Any
+) -> LedgerCapability:
+    capability = LedgerCapability(ledger, conversation_id="i", window_tokens=window, output_tokens=500, **options)
+    agent = Agent(model, instructions=instructions, system_prompt="You help with refunds.", capabilities=[capability])
+    history = None
+    for k in range(runs):
+        history = asyncio.run(agent.run(f"question {k}", message_history=history)).all_messages()
+    return capability
+
+
+@pytest.mark.parametrize("api", ["openai-chat", "openai-responses", "anthropic-messages"])
+def test_instructions_are_recorded_counted_and_sent_once(tmp_path, api: str) -> None:
+    got: list[tuple[str | None, list[ModelMessage]]] = []
+
+    def scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        got.append((info.instructions, messages))
+        return ModelResponse(parts=[TextPart("ok")], usage=RequestUsage(input_tokens=90, output_tokens=10))
+
+    with Ledger.open(f"sqlite:///{tmp_path}/i.db") as ledger:
+        capability = _instructions_run(FunctionModel(scripted), ledger, 12_000, RULES, runs=2, api=api)
+        for asm, (instructions, messages) in zip(capability.assemblies, got, strict=True):
+            assert instructions == RULES.strip()  # as PydanticAI sends them, once
+            system = [p.content for m in messages for p in m.parts if p.part_kind == "system-prompt"]
+            assert system == ["You help with refunds."]  # not repeated as a system prompt part
+            counted = sum(i["tokens"] for i in asm.manifest["included"] if i["reason"] == "instruction")
+            assert counted >= len(RULES) // 6  # charged in the budget
+            assert asm.manifest["tokens"]["estimated_input"] >= counted
+        records = [r for r in ledger.store.records("default", "i") if getattr(r, "role", None) == "system"]
+        assert [r.content for r in records] == ["You help with refunds.", RULES.strip()]  # recorded once
+
+
+def test_instructions_too_large_for_the_window_are_refused(tmp_path) -> None:
+    from ctxledger.errors import RequiredBlocksDoNotFit
+
+    def scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        raise AssertionError("a request over the budget must not reach the model")
+
+    with Ledger.open(f"sqlite:///{tmp_path}/b.db") as ledger, pytest.raises(RequiredBlocksDoNotFit):
+        _instructions_run(FunctionModel(scripted), ledger, 2000, RULES)
+
+
+def test_changed_instructions_supersede_the_earlier_ones(tmp_path) -> None:
+    got: list[str | None] = []
+
+    def scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        got.append(info.instructions)
+        return ModelResponse(parts=[TextPart("ok")])
+
+    days = iter(["Monday", "Tuesday", "Wednesday"])
+    with Ledger.open(f"sqlite:///{tmp_path}/c.db") as ledger:
+        capability = _instructions_run(FunctionModel(scripted), ledger, 4000, lambda: f"Today is {next(days)}.", 3)
+        assert got == ["Today is Monday.", "Today is Tuesday.", "Today is Wednesday."]
+        for asm, day in zip(capability.assemblies, ["Monday", "Tuesday", "Wednesday"], strict=True):
+            sent = [i for i in asm.manifest["included"] if i["reason"] == "instruction"]
+            texts = [ledger.store.get("default", i["ref"]).content for i in sent]
+            assert f"Today is {day}." in texts and not any(t.startswith("Today") and day not in t for t in texts)
+
+
+# -- what the request carries besides the messages ------------------------------------------------------------------
+
+
+def _wire(kind: str, bodies: list[dict[str, Any]]) -> Any:
+    """A real Anthropic or OpenAI Responses model whose HTTP transport is scripted (no network); keeps each body."""
+    import json
+
+    import httpx2
+
+    def handle(request: Any) -> Any:
+        bodies.append(json.loads(request.content))
+        usage = {"input_tokens": 50, "output_tokens": 5}
+        if kind == "anthropic":
+            reply = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-5-5"}
+            reply |= {"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn", "usage": usage}
+            return httpx2.Response(200, json=reply | {"stop_sequence": None})
+        text = {"type": "output_text", "text": "ok", "annotations": []}
+        message = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "content": [text]}
+        usage |= {"total_tokens": 55, "input_tokens_details": {"cached_tokens": 0}}
+        usage |= {"output_tokens_details": {"reasoning_tokens": 0}}
+        reply = {"id": "resp_1", "object": "response", "created_at": 1, "model": "gpt-4o", "status": "completed"}
+        reply |= {"output": [message], "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "usage": usage}
+        return httpx2.Response(200, json=reply)
+
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(handle))
+    if kind == "anthropic":
+        from anthropic import AsyncAnthropic
+        from pydantic_ai.models.anthropic import AnthropicModel
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+
+        client = AsyncAnthropic(api_key="scripted", base_url="http://scripted", http_client=http)
+        return AnthropicModel("claude-sonnet-5-5", provider=AnthropicProvider(anthropic_client=client))
+    from openai import AsyncOpenAI
+    from pydantic_ai.models.openai import OpenAIResponsesModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    client = AsyncOpenAI(api_key="scripted", base_url="http://scripted/v1", http_client=http)
+    return OpenAIResponsesModel("gpt-4o", provider=OpenAIProvider(openai_client=client))
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "responses"])
+def test_the_reply_is_capped_at_the_reserve_and_responses_state_is_off(tmp_path, kind: str) -> None:
+    bodies: list[dict[str, Any]] = []
+    with Ledger.open(f"sqlite:///{tmp_path}/w.db") as ledger:
+        capability = LedgerCapability(ledger, conversation_id="w", window_tokens=4000, output_tokens=500)
+        agent = Agent(_wire(kind, bodies), instructions="Answer briefly.", capabilities=[capability])
+        asyncio.run(agent.run("hello"))
+        asyncio.run(agent.run("again", model_settings={"max_tokens": 200}))  # a smaller cap is kept
+        first, second = bodies
+        if kind == "anthropic":
+            assert (first["max_tokens"], second["max_tokens"]) == (500, 200)
+            assert first["system"] == "Answer briefly." or first["system"][0]["text"] == "Answer briefly."
+        else:
+            assert (first["max_output_tokens"], second["max_output_tokens"]) == (500, 200)
+            assert (first["store"], first["truncation"]) == (False, "disabled")
+            assert first["instructions"] == capability.assemblies[0].payload["instructions"] == "Answer briefly."

@@ -6,6 +6,11 @@ the framework gives it (its message id, or its position), so the history is reco
 however often the framework repeats it. Tool calls are written as one assistant message with its parallel
 calls (:meth:`~ctxledger.recorder.Recorder.tool_calls`), results as they arrive; each reply's usage is
 stored against the assembly it was made with (:meth:`~ctxledger.Ledger.record_usage`).
+
+The agent's instructions (the system prompt a framework sends with every call, not a message of its history)
+are recorded by :meth:`LoopLedger.instructions`: when they differ from the ones in force, as a new system
+message that supersedes them, so the model is sent the instructions of the current agent, every earlier
+version stays recorded, and the policy leaves the old ones out as ``superseded``.
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ from ctxledger.tokens import counter_for_model
 FRAMEWORK_KEY = "framework_key"
 """``meta`` key of a recorded message: the key the framework's message was recorded under."""
 
+INSTRUCTIONS = "framework_instructions"
+"""``meta`` key of a system message recorded as the agent's instructions (``True``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Budget:
@@ -45,6 +53,7 @@ class _Conversation:
     calls: dict[str, str] = field(default_factory=dict)  # provider call id -> ToolCall record id
     answered: set[str] = field(default_factory=set)
     recalls: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # ref -> recall decisions not yet stored
+    instructions: list[str] = field(default_factory=list)  # ids of the instruction records in force
 
 
 class LoopLedger:
@@ -81,7 +90,11 @@ class LoopLedger:
         if conversation_id not in self._conversations:
             rec = self.ledger.recorder(conversation_id)
             conv = _Conversation(rec)
+            replaced: set[str] = set()
             for record in rec.records.values():  # a continued conversation: what it already holds
+                if record.meta.get(INSTRUCTIONS) is True:
+                    conv.instructions.append(record.id)
+                replaced.update(getattr(record, "supersedes", ()))
                 if isinstance(record.meta.get(FRAMEWORK_KEY), str):
                     conv.seen.add(record.meta[FRAMEWORK_KEY])
                 call_id = getattr(record, "call_id", None)
@@ -89,6 +102,7 @@ class LoopLedger:
                     conv.calls[call_id] = record.id
                 elif call_id:
                     conv.answered.add(call_id)
+            conv.instructions = [i for i in conv.instructions if i not in replaced]
             self._conversations[conversation_id] = conv
         return self._conversations[conversation_id]
 
@@ -109,6 +123,22 @@ class LoopLedger:
         rec = conv.recorder
         write = {"system": rec.system, "developer": rec.developer, "user": rec.user}.get(role, rec.assistant)
         write(text, meta={**(meta or {}), FRAMEWORK_KEY: key})
+
+    def instructions(self, conversation_id: str, text: str | None) -> None:
+        """Record the instructions the framework sends with this call, replacing the ones in force.
+
+        Nothing is written when ``text`` is empty or equals the instructions in force. Otherwise ``text`` is
+        recorded as a system message (``meta[INSTRUCTIONS]``) that supersedes the instructions in force: the
+        model is sent ``text`` alone, and the earlier versions stay recorded, left out as ``superseded``.
+        """
+        conv = self._conv(conversation_id)
+        if not text:
+            return
+        records = conv.recorder.records
+        if [records[i].content for i in conv.instructions if i in records] == [text]:
+            return
+        rid = conv.recorder.system(text, supersedes=conv.instructions, meta={INSTRUCTIONS: True})
+        conv.instructions = [rid]
 
     def calls(
         self,

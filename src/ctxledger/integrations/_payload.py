@@ -9,10 +9,10 @@ assembled messages in its own types. :func:`sent_messages` reads the payload bac
 * ``openai-chat``: one :class:`Sent` per message;
 * ``openai-responses``: ``instructions`` as a system message, then the input items grouped as the importer
   groups them (an assistant turn's reasoning, message and function calls are one assistant message);
-* ``anthropic-messages``: ``system`` first, then per message: an assistant message with its text, its
-  ``tool_use`` blocks as calls and its thinking blocks; a user message's ``tool_result`` blocks as tool messages,
-  in order, then its other blocks as one user message (a framework's own provider adapter merges them back
-  into one user message, which is what Anthropic receives).
+* ``anthropic-messages``: ``system`` first (one system message per text block), then per message: an
+  assistant message with its text, its ``tool_use`` blocks as calls and its thinking blocks; a user message's
+  ``tool_result`` blocks as tool messages, in order, then its other blocks as one user message (a framework's
+  own provider adapter merges them back into one user message, which is what Anthropic receives).
 
 Tool names the serializer renamed to the provider's grammar are given back under the names the framework's
 tools have (``manifest["tools"]["renamed"]``). Each message names the records it was built from when they can be
@@ -110,7 +110,8 @@ def _responses(payload: Mapping[str, Any], names: Mapping[str, str]) -> list[Sen
 
 def _anthropic(payload: Mapping[str, Any], names: Mapping[str, str]) -> list[Sent]:
     system = payload.get("system")
-    out = [Sent("system", flat_text(system), system)] if system else []
+    blocks = [system] if isinstance(system, str) else system or []
+    out = [Sent("system", flat_text([b]) if isinstance(b, Mapping) else b, b) for b in blocks]
     for message in payload["messages"]:
         blocks = message["content"]
         if isinstance(blocks, str):

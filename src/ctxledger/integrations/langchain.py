@@ -24,7 +24,7 @@ The conversation is the LangGraph thread (``config["configurable"]["thread_id"]`
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
@@ -38,8 +38,9 @@ from ctxledger.errors import ConfigurationError
 from ctxledger.integrations._loop import Budget, LoopLedger
 from ctxledger.integrations._payload import APIS, Sent, sent_messages
 from ctxledger.ledger import Ledger
+from ctxledger.serialize.openai_responses import ENCRYPTED_REASONING
 
-__all__ = ["LedgerMiddleware", "model_api"]
+__all__ = ["LedgerMiddleware", "call_settings", "model_api"]
 
 
 def model_api(model: Any) -> str:
@@ -61,6 +62,32 @@ def model_api(model: Any) -> str:
     if getattr(model, "use_responses_api", None) is True or getattr(model, "output_version", None) == "responses/v1":
         return "openai-responses"
     return "openai-chat"
+
+
+def call_settings(model: Any, api: str, settings: Mapping[str, Any], reserve: int) -> dict[str, Any]:
+    """The call's ``model_settings`` (bind keywords) with the reply capped at ``reserve`` and Responses state off.
+
+    Only keywords the chat model has as settings are added (``ChatOpenAI``, ``ChatAnthropic``): ``max_tokens``
+    = ``reserve`` (the budget's ``O``; a smaller one on the model or in ``settings`` is kept); for a model that
+    speaks Responses (``api``), ``store=False``, ``truncation="disabled"`` and ``include`` with
+    ``reasoning.encrypted_content``, as the assembled Responses payload has them, unless set on the model or in
+    ``settings``. Another chat model gets ``settings`` unchanged.
+    """
+    while hasattr(model, "bound") and not hasattr(model, "_llm_type"):
+        model = model.bound
+    fields = getattr(type(model), "model_fields", {})
+    out = dict(settings)
+    if "max_tokens" in fields:
+        caps = [c for c in (out.get("max_tokens"), getattr(model, "max_tokens", None)) if isinstance(c, int)]
+        out["max_tokens"] = min([*caps, reserve])
+    if api == "openai-responses":
+        for key, value in (("store", False), ("truncation", "disabled")):
+            if key in fields and key not in out and getattr(model, key, None) is None:
+                out[key] = value
+        if "include" in fields and "include" not in out:
+            include = list(getattr(model, "include", None) or [])
+            out["include"] = include + ([] if ENCRYPTED_REASONING in include else [ENCRYPTED_REASONING])
+    return out
 
 
 def _model_name(model: Any) -> str | None:
@@ -160,8 +187,7 @@ class LedgerMiddleware(AgentMiddleware):
     def _before(self, request: ModelRequest) -> tuple[str, Assembly, ModelRequest]:
         conversation = self._thread()
         if request.system_message is not None:
-            text = _text(request.system_message)
-            self.loop.message(conversation, f"system:{text}", "system", text)
+            self.loop.instructions(conversation, _text(request.system_message))
         for position, message in enumerate(request.messages):
             self._record(conversation, message, position)
         tools = [convert_to_openai_tool(t) for t in request.tools] if request.tools else None
@@ -172,7 +198,8 @@ class LedgerMiddleware(AgentMiddleware):
         system = [m for m in messages if isinstance(m, SystemMessage)]
         rest = [m for m in messages if not isinstance(m, SystemMessage)]
         joined = SystemMessage("\n\n".join(_text(m) for m in system)) if system else None
-        return conversation, asm, request.override(messages=rest, system_message=joined)
+        settings = call_settings(request.model, api, request.model_settings, self.loop.budget.output_tokens)
+        return conversation, asm, request.override(messages=rest, system_message=joined, model_settings=settings)
 
     def _after(self, conversation: str, asm: Assembly, response: Any) -> None:
         results = response.result if isinstance(response, ModelResponse) else [response]

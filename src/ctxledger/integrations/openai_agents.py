@@ -6,7 +6,9 @@
   input items, so the model sees the assembled context while the run keeps its own items.
 * :class:`LedgerHooks` (``Runner.run(..., hooks=...)``) records each response as it comes (its reasoning
   items, message and parallel function calls) and stores its usage against the assembly it was made with.
-* :class:`LedgerSession` implements the SDK's ``Session`` protocol on a ledger conversation.
+* :class:`LedgerSession` implements the SDK's ``Session`` protocol on a ledger conversation. A session and a
+  filter both record what they see, so the two on the same conversation of a ledger are refused
+  (:class:`~ctxledger.errors.ConfigurationError` from the second one created): use one of them.
 
 State is client-managed: the assembled input is the whole context. A run with ``previous_response_id`` or a
 server-side ``conversation_id`` keeps history on OpenAI's servers, which the filter cannot see or budget;
@@ -17,10 +19,11 @@ it raises :class:`~ctxledger.errors.ConfigurationError` saying so. Source: Agent
 from __future__ import annotations
 
 import hashlib
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agents import Agent, FunctionTool, RunContextWrapper, RunHooks, function_tool
+from agents import Agent, FunctionTool, ModelSettings, RunContextWrapper, RunHooks, function_tool
 from agents.items import ModelResponse, TResponseInputItem
 from agents.memory import SessionABC
 from agents.run_config import CallModelData, ModelInputData
@@ -33,12 +36,32 @@ from ctxledger.ingest.openai_responses import chat_messages
 from ctxledger.integrations._loop import Budget, LoopLedger
 from ctxledger.ledger import Ledger
 from ctxledger.policy.base import Policy
-from ctxledger.serialize.openai_responses import OpenAIResponsesSerializer
+from ctxledger.serialize.openai_responses import ENCRYPTED_REASONING, OpenAIResponsesSerializer
 from ctxledger.units import build_units
 
 __all__ = ["LedgerHooks", "LedgerInputFilter", "LedgerSession"]
 
 SOURCE = "<openai-agents>"
+
+_RECORDERS: weakref.WeakKeyDictionary[Ledger, dict[str, weakref.WeakSet[Any]]] = weakref.WeakKeyDictionary()
+"""Per ledger, per conversation: the live filters and sessions that record it (one kind at a time)."""
+
+
+def _claim(ledger: Ledger, conversation_id: str, owner: LedgerInputFilter | LedgerSession) -> None:
+    """Register ``owner`` as a recorder of ``conversation_id``; refuse a filter and a session on the same one.
+
+    Raises:
+        ConfigurationError: a live object of the other kind records the same conversation of this ledger.
+    """
+    owners = _RECORDERS.setdefault(ledger, {}).setdefault(conversation_id, weakref.WeakSet())
+    if any(isinstance(o, LedgerSession) != isinstance(owner, LedgerSession) for o in owners):
+        raise ConfigurationError(
+            f"LedgerSession and LedgerInputFilter both record conversation {conversation_id!r} of this ledger, "
+            "so every item would be recorded twice. Use one: LedgerInputFilter alone (no session; pass the "
+            "history as the run's input, e.g. result.to_input_list()) or LedgerSession alone (no "
+            "call_model_input_filter)"
+        )
+    owners.add(owner)
 
 
 class LedgerInputFilter:
@@ -50,6 +73,10 @@ class LedgerInputFilter:
         window_tokens, output_tokens, margin_tokens: the token budget of every call.
         policy: the policy to assemble under (default: the ledger's).
         model: the model name for the manifest and the tokenizer.
+
+    Raises:
+        ConfigurationError: a :class:`LedgerSession` of the same ledger records ``conversation_id`` (the two
+            would record every item twice: use one of them).
     """
 
     def __init__(
@@ -68,6 +95,7 @@ class LedgerInputFilter:
             ledger, Budget(window_tokens, output_tokens, margin_tokens), api="openai-responses", model=model, **options
         )
         self.conversation_id = conversation_id
+        _claim(ledger, conversation_id, self)
 
     @property
     def assemblies(self) -> list[Assembly]:
@@ -76,9 +104,7 @@ class LedgerInputFilter:
 
     def __call__(self, data: CallModelData[Any]) -> ModelInputData:
         """Record the new input items, assemble, and return the assembled instructions and input."""
-        instructions = data.model_data.instructions
-        if instructions:
-            self.loop.message(self.conversation_id, f"instructions:{_digest(instructions)}", "system", instructions)
+        self.loop.instructions(self.conversation_id, data.model_data.instructions)
         record_items(self.loop, self.conversation_id, data.model_data.input)
         unknown = [
             i.get("call_id")
@@ -90,6 +116,28 @@ class LedgerInputFilter:
             check_client_state(previous_response_id=f"(outputs for unseen calls {unknown})")
         asm = self.loop.assemble(self.conversation_id, tools=_tools(data.agent))
         return ModelInputData(input=list(asm.payload["input"]), instructions=asm.payload.get("instructions"))
+
+    def model_settings(self, base: ModelSettings | None = None) -> ModelSettings:
+        """Model settings that make the SDK's request carry what the assembled payload carries.
+
+        An input filter returns only the instructions and input items; the rest of the request comes from the
+        model settings. Pass these as ``RunConfig(model_settings=...)``: ``store=False``,
+        ``truncation="disabled"``, ``response_include=["reasoning.encrypted_content"]`` (the assembled
+        Responses payload's), and ``max_tokens`` = the reserved reply ``output_tokens`` (the budget's ``O``;
+        a smaller ``max_tokens`` in ``base`` is kept). Settings ``base`` gives otherwise are kept.
+        """
+        base = base or ModelSettings()
+        reserve = self.loop.budget.output_tokens
+        include = list(base.response_include or [])
+        include += [] if ENCRYPTED_REASONING in include else [ENCRYPTED_REASONING]
+        return base.resolve(
+            ModelSettings(
+                store=False,
+                truncation="disabled",
+                response_include=include,
+                max_tokens=min(base.max_tokens, reserve) if base.max_tokens else reserve,
+            )
+        )
 
     def recall_tool(self) -> FunctionTool:
         """The ``recall`` tool as an Agents SDK function tool (add it to the agent when the policy enables recall).
@@ -137,9 +185,13 @@ class LedgerSession(SessionABC):
     conversation's whole history as Responses input items, rendered from the graph (the latest ``limit``
     when given). ``pop_item`` and ``clear_session`` would rewrite history, which the ledger never does:
     they raise :class:`~ctxledger.errors.ConfigurationError`.
+
+    Raises:
+        ConfigurationError: a :class:`LedgerInputFilter` of the same ledger records ``session_id`` (use one).
     """
 
     def __init__(self, ledger: Ledger, session_id: str) -> None:
+        _claim(ledger, session_id, self)
         self.ledger = ledger
         self.session_id = session_id
         self.session_settings = None

@@ -7,6 +7,9 @@ the model sees, not the run's message history. The response is recorded as it co
 assistant message with its parallel calls) and its usage stored against the assembly.
 
 Mapping of PydanticAI message parts (``pydantic_ai.messages``): ``SystemPromptPart`` → a system message,
+the agent's instructions (``instructions=``, ``@agent.instructions``, as ``ModelRequestParameters.instruction_parts``
+joined) → the system message in force (:meth:`~ctxledger.integrations._loop.LoopLedger.instructions`: a change
+supersedes the earlier ones; they are counted in the budget and sent as PydanticAI sends instructions),
 ``UserPromptPart`` → a user message (text), ``TextPart`` → assistant text, ``ToolCallPart`` → a tool call,
 ``ToolReturnPart`` → its result, ``RetryPromptPart`` answering a call → a failed result. ``ThinkingPart``
 and ``CompactionPart`` are opaque, provider-pinned records: kept whole on the assistant message
@@ -35,6 +38,7 @@ from pydantic_ai import RunContext, Tool
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import (
     CompactionPart,
+    InstructionPart,
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelRequest,
@@ -149,6 +153,8 @@ class LedgerCapability(AbstractCapability[Any]):
         for index, message in enumerate(request_context.messages):
             self._record(message, f"m{index}")
         params = request_context.model_request_parameters
+        instructions = InstructionPart.join(params.instruction_parts or ())
+        self.loop.instructions(self.conversation_id, instructions)
         tools = [
             {
                 "type": "function",
@@ -163,11 +169,27 @@ class LedgerCapability(AbstractCapability[Any]):
         api = self.api or model_api(request_context.model)
         model = self.model or self.loop.model_for(api, getattr(request_context.model, "model_name", None))
         asm = self.loop.assemble(self.conversation_id, tools=tools or None, api=api, model=model)
-        messages = self._to_messages(asm, api)
-        response = await handler(dataclasses.replace(request_context, messages=messages))
+        messages = self._to_messages(asm, api, instructions)
+        settings = self._settings(request_context)
+        response = await handler(dataclasses.replace(request_context, messages=messages, model_settings=settings))
         self._record(response, "")
         self.loop.usage(asm, response.usage.input_tokens, response.usage.output_tokens)
         return response
+
+    def _settings(self, request_context: ModelRequestContext) -> Any:
+        """The request's model settings with the reply capped at the reserve ``O`` and Responses state off.
+
+        ``max_tokens`` becomes ``output_tokens`` (a smaller one set on the model, agent or run is kept). For an
+        ``OpenAIResponsesModel``, ``openai_store=False`` and ``openai_truncation="disabled"`` unless set, as
+        the assembled Responses payload has them.
+        """
+        settings: dict[str, Any] = dict(request_context.model_settings or {})
+        cap = settings.get("max_tokens")
+        settings["max_tokens"] = min(cap, self.output_tokens) if cap else self.output_tokens
+        if model_api(request_context.model) == "openai-responses":
+            settings.setdefault("openai_store", False)
+            settings.setdefault("openai_truncation", "disabled")
+        return settings
 
     # -- recording ---------------------------------------------------------------------------------
 
@@ -202,8 +224,12 @@ class LedgerCapability(AbstractCapability[Any]):
 
     # -- the assembled messages ------------------------------------------------------------------------
 
-    def _to_messages(self, asm: Assembly, api: str) -> list[ModelMessage]:
-        """The assembled payload as PydanticAI messages (requests and responses alternate)."""
+    def _to_messages(self, asm: Assembly, api: str, instructions: str | None) -> list[ModelMessage]:
+        """The assembled payload as PydanticAI messages (requests and responses alternate).
+
+        The agent's ``instructions`` are assembled as a system turn but go to the model as PydanticAI sends
+        them (``ModelRequestParameters.instruction_parts``), so they are left out of the system prompt parts.
+        """
         out: list[ModelMessage] = []
         parts: list[Any] = []
         names: dict[str, str] = {}
@@ -229,12 +255,34 @@ class LedgerCapability(AbstractCapability[Any]):
                 call_id = sent.call_id or ""
                 parts.append(ToolReturnPart(names.get(call_id, "tool"), sent.text, tool_call_id=call_id))
             elif sent.role == "system":
-                parts.append(SystemPromptPart(sent.text))
+                text = sent.text
+                if instructions:
+                    text, found = _without(text, instructions)
+                    instructions = None if found else instructions
+                if text:
+                    parts.append(SystemPromptPart(text))
             else:
                 parts.append(UserPromptPart(sent.text))
         if parts:
             out.append(ModelRequest(parts=parts))
         return out
+
+
+def _without(text: str, instructions: str) -> tuple[str, bool]:
+    """``text`` without the ``instructions`` it holds, and whether it held them.
+
+    They are the whole text, or one of the system texts the Responses serializer joins with a blank line.
+    """
+    sep = "\n\n"
+    if text == instructions:
+        return "", True
+    if text.startswith(instructions + sep):
+        return text[len(instructions + sep) :], True
+    if text.endswith(sep + instructions):
+        return text[: -len(sep + instructions)], True
+    if sep + instructions + sep in text:
+        return text.replace(sep + instructions + sep, sep, 1), True
+    return text, False
 
 
 def _dump(parts: list[Any]) -> list[Any]:
