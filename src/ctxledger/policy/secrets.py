@@ -864,19 +864,43 @@ _CONFIGURED: tuple[str, ...] | None = None
 _SCAN_LOCK = threading.Lock()
 
 
+_LINE_END = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+"""A line's end as ``str.splitlines`` cuts lines (``\r\n`` is one end)."""
+
+
 def redact(text: str, findings: Sequence[Finding]) -> str:
-    """Replace every line holding a finding by ``[withheld by policy: <types> on line N]``."""
+    r"""Replace every line holding a finding by ``[withheld by policy: <types> on line N]``.
+
+    Lines are numbered as ``str.splitlines`` numbers them; a replaced line keeps a ``\n`` end (``\n`` or
+    ``\r\n``) as ``\n`` and loses any other end. Only the lines up to the last finding's are looked for, and the
+    text between them is copied in slices, so a large text with a few findings is never split into all its lines.
+    """
     if not findings:
         return text
-    by_line: dict[int, list[str]] = {}
+    by_line: dict[int, set[str]] = {}
     for f in findings:
-        by_line.setdefault(f.line, []).append(f.type)
-    lines = text.splitlines(keepends=True)
-    for number, types in by_line.items():
-        if 1 <= number <= len(lines):
-            end = "\n" if lines[number - 1].endswith("\n") else ""
-            lines[number - 1] = f"[withheld by policy: {', '.join(sorted(set(types)))} on line {number}]{end}"
-    return "".join(lines)
+        by_line.setdefault(f.line, set()).add(f.type)
+    ends = _LINE_END.finditer(text)
+    out: list[str] = []
+    copied = start = 0  # text[:copied] is in out; line ``number`` starts at ``start``
+    number = 1
+    for wanted in sorted(n for n in by_line if n >= 1):
+        if wanted > number:  # line ``wanted`` starts after the next ``wanted - number`` ends (skipped in C)
+            found = next(itertools.islice(ends, wanted - number - 1, None), None)
+            start = found.end() if found is not None else len(text)
+            number = wanted
+        if start >= len(text):  # no such line
+            break
+        found = next(ends, None)
+        end = found.start() if found is not None else len(text)
+        after = found.end() if found is not None else len(text)
+        newline = "\n" if text[end:after].endswith("\n") else ""
+        out += [text[copied:start], f"[withheld by policy: {', '.join(sorted(by_line[wanted]))} on line {wanted}]"]
+        out.append(newline)
+        copied = start = after
+        number += 1
+    out.append(text[copied:])
+    return "".join(out)
 
 
 def scan_json(value: Any, scanner: SecretScanner, path: str = "") -> list[tuple[str, Finding]]:
