@@ -1,4 +1,4 @@
-"""Secrets kept out of the messages ctxledger prints or answers: errors, warnings, access logs.
+"""Secrets kept out of the messages ctxledger prints or answers: errors and the server's log lines.
 
 An error names the value at fault (``unknown role 'ghp_…'``, ``record 'sk-…' was not found``) so the caller can
 find it; when that value is a secret, printing it would leak it to a terminal, a log or an HTTP client. The
