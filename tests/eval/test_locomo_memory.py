@@ -71,3 +71,18 @@ def test_recall_credits_a_memory_through_its_provenance(counter, n, take, as_mem
     recalled = {k for k in range(n) if k in take or k in as_memory}
     assert row.recall == pytest.approx(len(recalled) / n)
     assert row.omission is (len(recalled) < n)
+
+
+@pytest.mark.parametrize("name", ["locomo", "locomo-memory"])
+def test_a_run_labels_its_rows_with_the_dataset_it_loaded_and_writes_its_report(data_dir, counter, tmp_path, name):
+    """Rows, aggregates and the report's tables are keyed by the loaded dataset's name, with memories or without."""
+    from dataclasses import replace
+
+    from ctxledger.eval.harness import make_selectors, run_eval
+
+    dataset = load_dataset(name, data_dir, counter, limit=1)
+    dataset = replace(dataset, cases=dataset.cases[:4])
+    assert {c.dataset for c in dataset.cases} == {dataset.name} == {name}
+    results = run_eval([dataset], make_selectors(["bm25"], counter), [2000], tmp_path, counter=counter, plots=False)
+    assert {a["dataset"] for a in results.aggregates} == {name}
+    assert (tmp_path / "report.md").read_text().count(name) >= 1

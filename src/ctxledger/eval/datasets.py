@@ -315,6 +315,7 @@ def load_locomo(
             index and field).
     """
     paths = [directory / file_name] if file_name else _files_of("locomo", directory)
+    name = "locomo-memory" if memories else "locomo"
     quirks: Counter[str] = Counter()
     cases: list[EvalCase] = []
     seen = 0
@@ -333,9 +334,9 @@ def load_locomo(
             if memories:
                 items = _locomo_memories(record, items, counter, path, index)
             for q_index, qa in enumerate(_field(record, "qa", list, path, index)):
-                cases.append(_locomo_case(sample_id, q_index, qa, items, known, counter, quirks, path, index))
+                cases.append(_locomo_case(sample_id, q_index, qa, items, known, counter, quirks, path, index, name))
     return EvalDataset(
-        name="locomo-memory" if memories else "locomo",
+        name=name,
         kind="evidence",
         cases=tuple(cases),
         default_budgets=EVIDENCE_BUDGETS,
@@ -354,6 +355,7 @@ def _locomo_case(
     quirks: Counter[str],
     path: Path,
     index: int,
+    dataset: str = "locomo",
 ) -> EvalCase:
     prefix = f"qa[{q_index}]."
     question = _field(qa, "question", str, path, index, prefix)
@@ -369,7 +371,7 @@ def _locomo_case(
         quirks["questions_adversarial"] += 1
     return EvalCase(
         case_id=f"{sample_id}/q{q_index}",
-        dataset="locomo",
+        dataset=dataset,
         items=items,
         query=question,
         query_tokens=chat_tokens(counter, "user", question),
