@@ -247,3 +247,37 @@ def test_request_scope_is_applied_by_the_runner(cases_dir):
     no_scope = copy.deepcopy(case)
     del no_scope["request"]
     assert any("mem2 not included" in f for f in _run(no_scope))
+
+
+@SETTINGS
+@given(calls=st.integers(1, 4), answered=st.sets(st.integers(0, 3)), provider=st.sampled_from(["openai", "anthropic"]))
+def test_a_case_whose_call_has_no_result_runs_with_its_status_stub(calls, answered, provider):
+    """A call the case leaves unanswered is answered by a status stub the case gives no cost for: the runner prices
+    it by an estimate and the case runs (a pass or a failure row, never a crash)."""
+    ids = [f"c{k}" for k in range(calls)]
+    msgs = [
+        {"id": "m1", "role": "system", "content": "You are an agent.", "tokens": 20},
+        {"id": "m2", "role": "user", "content": "Look up the weather.", "tokens": 10},
+        {
+            "id": "m3",
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": c, "type": "function", "function": {"name": "wx", "arguments": f'{{"n": {k}}}'}}
+                for k, c in enumerate(ids)
+            ],
+            "tokens": 15 * calls,
+        },
+        *(
+            {"id": f"r{k}", "role": "tool", "tool_call_id": c, "content": f"{k}C", "tokens": 5}
+            for k, c in enumerate(ids)
+            if k in answered
+        ),
+        {"id": "m9", "role": "user", "content": "Which is warmer?", "tokens": 8},
+    ]
+    case = _base(msgs, expect={"must_include_ids": ["m9"], "tool_pairs_intact": True})
+    run = run_case(case, Ledger(MemoryStore()), provider=provider)
+    assert run.error is None, run.error
+    assert check_case(run) == []
+    stubs = [e for e in run.assembly.manifest["included"] if e.get("transform") == "status_stub"]
+    assert len(stubs) == sum(1 for k in range(calls) if k not in answered)

@@ -188,25 +188,37 @@ def _short(turns: Sequence[Turn]) -> bool:
 class FixedCoster:
     """Costs from a table: record id → tokens, tool name → tokens (the failure cases' reference counts).
 
+    ``fallback`` prices a turn whose ``ref`` the table does not name (a turn the assembler writes itself, such as
+    the status stub answering a call that has no result) by counting its text; without one, such a turn raises.
+
     Raises:
-        KeyError: a turn whose ``ref`` has no cost in the table.
+        KeyError: a turn whose ``ref`` has no cost in the table, and no ``fallback``.
     """
 
-    def __init__(self, turn_costs: Mapping[str, int], tool_costs: Mapping[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        turn_costs: Mapping[str, int],
+        tool_costs: Mapping[str, int] | None = None,
+        fallback: TokenCounter | None = None,
+    ) -> None:
         self.turn_costs = dict(turn_costs)
         self.tool_costs = dict(tool_costs or {})
-        self.counter_id = "fixed/" + content_hash([self.turn_costs, self.tool_costs])[7:19]
+        self.fallback = fallback
+        table = [self.turn_costs, self.tool_costs] + ([getattr(fallback, "id", repr(fallback))] if fallback else [])
+        self.counter_id = "fixed/" + content_hash(table)[7:19]
         self.is_estimate = False
         self.derived: dict[str, int] = {}
         """:func:`turn_key` → tokens of turns derived from a record (an excerpt, an extraction …), which
         the per-record table cannot price; filled by the representation ladder (:mod:`.represent`)."""
 
     def turn_tokens(self, turn: Turn) -> int:
-        """The table's cost for the turn's record (a derived turn's registered cost first)."""
+        """The table's cost for the turn's record (a derived turn's registered cost first, ``fallback`` last)."""
         if self.derived:
             tokens = self.derived.get(turn_key(turn))
             if tokens is not None:
                 return tokens
+        if self.fallback is not None and turn.ref not in self.turn_costs:
+            return self.fallback.count(turn.content if isinstance(turn.content, str) else str(turn.content or ""))
         return self.turn_costs[turn.ref]
 
     def tools_tokens(self, tools: Sequence[Mapping[str, Any]]) -> int:

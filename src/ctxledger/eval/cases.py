@@ -27,6 +27,7 @@ from ctxledger.errors import CtxledgerError, InputError
 from ctxledger.hashing import canonical_json
 from ctxledger.ledger import Ledger
 from ctxledger.records import Conversation, Record
+from ctxledger.tokens import CharEstimateCounter
 
 REASON_ALIASES = {"scope": "out_of_scope"}
 """Case reason names that map onto the manifest's reason codes."""
@@ -188,7 +189,7 @@ def _assemble(
     try:
         run.assembly = ledger.assemble(
             conv_id,
-            coster=FixedCoster(costs, tool_costs),
+            coster=FixedCoster(costs, tool_costs, fallback=CharEstimateCounter()),
             window_tokens=budget["window_tokens"],
             output_tokens=budget["reserved_output_tokens"],
             margin_tokens=budget["margin_tokens"],
