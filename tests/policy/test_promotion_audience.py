@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxledger import Ledger
 from ctxledger.hashing import canonical_json
@@ -14,7 +16,7 @@ T0 = datetime(2026, 9, 1, 9, 0, tzinfo=UTC)
 RAW = "S1-RAW: export failed, disk full on /var/export"
 
 
-def _run(shared_with=()):
+def _run(shared_with=(), *, with_lead=True):
     ledger = Ledger.open("memory://")
     rec = ledger.recorder("c", clock=T0)
     who = {
@@ -31,7 +33,8 @@ def _run(shared_with=()):
     fact = rec.memory(
         "Export failed: disk full.", sources=[logs], owner=who["s1"], visibility="conversation", tags=["safe_summary"]
     )
-    env = {"shared_with": [who["lead"], *(who[p] for p in shared_with)]} if shared_with else {}
+    lead = [who["lead"]] if with_lead else []
+    env = {"shared_with": [*lead, *(who[p] for p in shared_with)]} if shared_with else {}
     rec.checkpoint("s1-run", {"status": "done"}, promote=[report, logs], owner=who["s1"], **env)
     rec.user("Quote the exact log line.")
     return ledger, who, report, logs, fact
@@ -77,3 +80,13 @@ def test_rehydration_reads_a_promoted_artifact_back_for_the_audience_only(name, 
     assert (RAW in text) is (decision == "rehydrated")
     if decision == "reference":
         assert entry["reason"] == "private_to_participant"
+
+
+@settings(max_examples=12, deadline=None)
+@given(shared=st.lists(st.sampled_from(["s2", "bob"]), min_size=1, max_size=2, unique=True))
+def test_a_checkpoint_shared_with_others_still_promotes_to_the_parent(shared):
+    """``shared_with`` adds to the audience: the parent need not be listed, and only those listed join it."""
+    ledger, who, _, _, _ = _run(shared_with=shared, with_lead=False)
+    for name in ("lead", "s2", "bob"):
+        text = canonical_json(_assemble(ledger, who[name]).payload)
+        assert ("S1-REPORT" in text) is (name == "lead" or name in shared), name

@@ -133,21 +133,23 @@ def audience(checkpoint: Checkpoint, people: Mapping[str, Participant]) -> froze
 
 
 def promoted_records(ctx: StageContext, who: str | None) -> dict[str, str]:
-    """Record id → promoting owner, for the ids promoted to ``who`` by checkpoints ``who`` can see.
+    """Record id → promoting owner, for the ids promoted to ``who`` by the checkpoints whose audience ``who`` is in.
 
-    A checkpoint promotes to its :func:`audience` only (the owner's parent, its ``shared_with``); with ``who``
-    ``None`` nothing is promoted. Only a record's own owner can promote it (a checkpoint cannot publish
-    another participant's state). Listing any record of an atomic unit (the assistant message, a tool call
-    or its artifact) promotes the whole unit, since a unit enters whole or not at all. An id that is no
-    candidate of the call is recorded as a warning (``unknown_promoted_record``), as is a listed record owned
-    by someone else (``promotion_not_owned``); neither promotes anything.
+    A checkpoint promotes to its :func:`audience` only (the owner's parent, its ``shared_with``), whatever the
+    checkpoint's own visibility (a checkpoint shared with a sibling still promotes to the parent); an audit-only
+    or omitted checkpoint promotes nothing, and with ``who`` ``None`` nothing is promoted. Only a record's own
+    owner can promote it (a checkpoint cannot publish another participant's state). Listing any record of an
+    atomic unit (the assistant message, a tool call or its artifact) promotes the whole unit, since a unit enters
+    whole or not at all. An id that is no candidate of the call is recorded as a warning
+    (``unknown_promoted_record``), as is a listed record owned by someone else (``promotion_not_owned``); neither
+    promotes anything.
     """
     out: dict[str, str] = {}
     if who is None:
         return out
     people = participants(ctx)
     for rec in ctx.records:
-        if not isinstance(rec, Checkpoint) or rec.id in ctx.omitted or not visible_to(rec, who):
+        if not isinstance(rec, Checkpoint) or rec.id in ctx.omitted or rec.visibility is Visibility.AUDIT_ONLY:
             continue
         listed = rec.state.get("promote", ())
         if not isinstance(listed, list | tuple) or who not in audience(rec, people):
