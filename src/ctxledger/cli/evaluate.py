@@ -417,8 +417,9 @@ def eval_caching(
     0.1x, writes at 1.25x; the "breakpoints" rows find the cache only where an earlier call set a breakpoint).
     The ratio column is cost / full replay with caching (the goal is at most 0.5);
     "latest error kept" is the share of calls after an error result whose payload carried the latest one.
-    The "floor" rows price what no selection can go below: the required state (instructions, goal, latest
-    error …) perfectly cached plus the turns written since the previous call.
+    The "floor" rows price a reference point: the required state (instructions, goal, latest error …)
+    perfectly cached plus the turns written since the previous call, verbatim (a selection that excerpts or
+    leaves out a new turn can cost less).
 
     Example: [bold]ctxledger eval caching -d tau-bench -d mini-swe-agent -b 8000 --limit 5[/bold]
     """

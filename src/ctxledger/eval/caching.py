@@ -23,9 +23,10 @@ input is priced. :func:`caching_costs` measures it over the consecutive calls of
   finds no cache entry there — Anthropic's documented lookup;
 * **full replay with caching** sends every turn before the call, whatever the budget (no overflow check:
   it is the reference a caller without a selector pays);
-* the **floor** (:func:`floor_rows`) is what no selection can go below while carrying the required state: each
+* the **floor** (:func:`floor_rows`) is a reference point for selections that carry the required state: each
   call sends the instructions, the goal, the constraints, the latest error and the unresolved calls, perfectly
-  cached, plus the turns written since the previous call, which no cache holds yet.
+  cached, plus the turns written since the previous call verbatim, which no cache holds yet (a selection that
+  excerpts or leaves out a new turn can cost less).
 
 Tool definitions are in neither payload (the datasets do not give them); sent with every call, they would be
 cached in both and move each ratio towards 1.
@@ -353,10 +354,12 @@ def floor_rows(
     dataset: EvalDataset,
     prices: Sequence[CachePrices] = (OPENAI_GPT_4O, ANTHROPIC_SONNET_4, ANTHROPIC_SONNET_4_BREAKPOINTS),
 ) -> list[CachingRow]:
-    """The cost no selection can go below while it carries each call's required state, against replay.
+    """The cost of carrying each call's required state, perfectly cached, and every new turn, against replay.
 
     Each call sends its recovery state (instructions, goal, constraints, latest error, unresolved calls) and
-    the turns written since the previous call of the run, verbatim. The turns written since are billed as
+    the turns written since the previous call of the run, verbatim. A reference point rather than a strict
+    bound: a selection that sends a new turn as an excerpt or leaves it out, or that does not carry every turn
+    the dataset counts as a constraint, can cost less. The turns written since are billed as
     fresh (no earlier call could have sent them); the rest as cached from the first call on, whatever the
     provider's look-back (at its minimum and step). A call costs the cheaper of that and full replay (priced as
     in :func:`caching_costs`), which may cache more where the provider rounds cached prefixes down.
