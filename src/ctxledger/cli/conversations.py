@@ -31,12 +31,15 @@ def _conversations_table(rows: Sequence[tuple[str, str, str]], tenant: str, widt
     table.add_column("title", width=title_width, no_wrap=True, overflow="ellipsis")
     for cid, count, title in rows:
         table.add_row(escape(cid), count, escape(title))
+    table.caption = "events: records written to the conversation (its last seq); records retention deleted still count"
     return table
 
 
 @app.command()
 def conversations(ctx: typer.Context) -> None:
-    """List the tenant's conversations with their number of events (records), oldest first.
+    """List the tenant's conversations with their number of events (records written), oldest first.
+
+    The count is the conversation's last seq: records that retention deleted keep their numbers and still count.
 
     Example: [bold]ctxledger conversations[/bold]
     """
