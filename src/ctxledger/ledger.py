@@ -803,12 +803,28 @@ class Ledger:
         if tool_state is not None:
             return tool_state
         if has_full_trace(manifest):
-            return self.with_content_now(explain(manifest, ref), tenant_id=tenant_id)
+            return self.with_content_now(self._explained(manifest, ref, tenant_id), tenant_id=tenant_id)
         replayed, mismatch = self.replay(manifest, coster=coster, policy=policy)
         if mismatch is not None:
             return unexplained(manifest, ref, mismatch)
         assert replayed is not None
-        return self.with_content_now(explain(replayed, ref), tenant_id=tenant_id)
+        return self.with_content_now(self._explained(replayed, ref, tenant_id), tenant_id=tenant_id)
+
+    def _explained(self, manifest: Mapping[str, Any], ref: str, tenant_id: str) -> dict[str, Any]:
+        """:func:`explain` of a full manifest; a ref that is no candidate because retention deleted it says so.
+
+        Raises:
+            RecordNotFound: ``ref`` was no candidate; ``among`` ends with the retention audit's sentence when a
+                rule deleted the record.
+        """
+        try:
+            return explain(manifest, ref)
+        except RecordNotFound as exc:
+            rid = ref if "/" in ref else f"{manifest.get('conversation_id')}/{ref}"
+            gone = self._deleted_by(rid, tenant_id) or self._deleted_by(ref, tenant_id)
+            if gone is None or exc.among is None:
+                raise
+            raise RecordNotFound(exc.tenant_id, exc.record_id, exc.what, f"{exc.among} ({gone})") from None
 
     def with_content_now(self, why: dict[str, Any], *, tenant_id: str = "default") -> dict[str, Any]:
         """``why`` (an explanation) with ``content_now`` when retention has since changed the record's content.

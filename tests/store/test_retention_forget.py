@@ -261,3 +261,21 @@ def test_explaining_an_included_record_says_what_retention_did_to_it_since(tmp_p
     shown = CliRunner().invoke(app, ["--db", url, "explain", asm.id, result])
     assert shown.exit_code == 0, shown.output
     assert "content now" in shown.stdout and "results-now" in shown.stdout
+
+
+@pytest.mark.parametrize("short", [False, True])
+def test_explaining_a_record_deleted_before_a_later_assembly_names_the_rule(tmp_path: Path, short: bool) -> None:
+    """A later assembly never saw the deleted record: explain says it is no candidate, and which rule deleted it."""
+    from ctxledger.demo import demo_source
+
+    with Ledger.open(f"sqlite:///{tmp_path}/d.db") as ledger, demo_source() as path:
+        conv = ledger.import_file(path, "tau-bench", conversation_id="tau").conversation_ids[0]
+        before = ledger.assemble(conv, window_tokens=16_000, output_tokens=1_000, counter="chars/4")
+        result = next(e["ref"] for e in before.manifest["included"] if e["kind"] == "tool_artifact")
+        rules = RetentionRules((RetentionRule(name="results-gone", kinds=("tool_artifact",), action="delete"),))
+        ledger.retain(policy=dataclasses.replace(default_policy(), retention=rules))
+        after = ledger.assemble(conv, window_tokens=16_000, output_tokens=1_000, counter="chars/4")
+        with pytest.raises(RecordNotFound) as caught:
+            ledger.explain(after.id, result.removeprefix(f"{conv}/") if short else result)
+        assert "not found among the candidates" in str(caught.value)
+        assert "deleted by retention rule results-gone" in str(caught.value)
