@@ -396,3 +396,36 @@ def test_malformed_json_names_the_record_and_the_field_where_parsing_stopped(
     said = _flat(result.stderr)
     where = f"field 'messages[{index}].{field}'" if form == "doc" else f"record {index}, field '{field}'"
     assert f"chat.json{'l' if form == 'jsonl' else ''}, {where}: malformed JSON" in said, said
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(files=st.integers(2, 4), stop=st.integers(0, 3))
+def test_an_interrupted_folder_import_says_what_was_written_and_resumes(
+    runner: CliRunner, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, files: int, stop: int
+) -> None:
+    """Ctrl-C while writing: exit 130 with a sentence on stderr; files before stay whole, --skip-imported resumes."""
+    import ctxledger.ingest
+
+    stop = min(stop, files - 1)
+    folder = tmp_path_factory.mktemp("interrupted")
+    for k in range(files):
+        messages = [{"role": "user", "content": f"question {k}"}, {"role": "assistant", "content": f"answer {k}"}]
+        (folder / f"run{k}.json").write_text(json.dumps(messages))
+    url = f"sqlite:///{folder / 'i.db'}"
+    real, written = ctxledger.ingest.write_batch, []
+
+    def interrupted(store: Any, batch: Any) -> Any:
+        if len(written) == stop:
+            raise KeyboardInterrupt
+        written.append(batch)
+        return real(store, batch)
+
+    monkeypatch.setattr(ctxledger.ingest, "write_batch", interrupted)
+    result = runner.invoke(app, ["--db", url, "import", str(folder)])
+    monkeypatch.setattr(ctxledger.ingest, "write_batch", real)
+    assert result.exit_code == 130
+    assert "interrupted" in result.stderr and "--skip-imported" in result.stderr
+    assert len(_conversations(url)) == stop
+    again = runner.invoke(app, ["--db", url, "import", str(folder), "--skip-imported"])
+    assert again.exit_code == 0, again.output
+    assert len(_conversations(url)) == files

@@ -207,7 +207,15 @@ def import_(
             coster = _coster(ledger, "openai-chat", count_tokens_for, counter) if count_tokens_for else None
             if skip_imported:
                 batches = _without_imported(ledger, batches)
-            results = _write_all(ledger, batches, coster, resumable=len(batches) > 1)
+            try:
+                results = _write_all(ledger, batches, coster, resumable=len(batches) > 1)
+            except KeyboardInterrupt:
+                _err().print(
+                    "interrupted: the files written before stay whole, the one being written is not in the store; "
+                    "run the same command with --skip-imported to write the rest",
+                    soft_wrap=True,
+                )
+                raise typer.Exit(130) from None
         elapsed = time.perf_counter() - start
     _out().print(_import_table(batches, results, elapsed))
 
