@@ -13,6 +13,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
+from scripted_provider_http import scripted_reply
 
 from ctxledger import Ledger
 from ctxledger.integrations.langchain import LedgerMiddleware
@@ -279,24 +280,9 @@ def test_a_changed_system_prompt_replaces_the_old_one_on_the_same_thread(tmp_pat
 
 def _wired(kind: str, bodies: list[dict[str, Any]], **options: Any) -> Any:
     """A real ``ChatOpenAI`` (Responses) or ``ChatAnthropic`` whose HTTP transport is scripted (no network)."""
-    import json
-
     import httpx2
 
-    def handle(request: Any) -> Any:
-        bodies.append(json.loads(request.content))
-        usage = {"input_tokens": 50, "output_tokens": 5}
-        if kind == "anthropic":
-            reply = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-5-5"}
-            reply |= {"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn", "usage": usage}
-            return httpx2.Response(200, json=reply | {"stop_sequence": None})
-        text = {"type": "output_text", "text": "ok", "annotations": []}
-        message = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "content": [text]}
-        usage |= {"total_tokens": 55, "input_tokens_details": {"cached_tokens": 0}}
-        usage |= {"output_tokens_details": {"reasoning_tokens": 0}}
-        reply = {"id": "resp_1", "object": "response", "created_at": 1, "model": "gpt-4o", "status": "completed"}
-        reply |= {"output": [message], "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "usage": usage}
-        return httpx2.Response(200, json=reply)
+    handle = scripted_reply(kind, bodies)
 
     transport = httpx2.MockTransport(handle)
     if kind == "anthropic":

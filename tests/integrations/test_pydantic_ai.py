@@ -11,6 +11,7 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ThinkingPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
+from scripted_provider_http import scripted_reply
 
 from ctxledger import Ledger
 from ctxledger.integrations.pydantic_ai import LedgerCapability
@@ -326,24 +327,9 @@ def test_changed_instructions_supersede_the_earlier_ones(tmp_path) -> None:
 
 def _wire(kind: str, bodies: list[dict[str, Any]]) -> Any:
     """A real Anthropic or OpenAI Responses model whose HTTP transport is scripted (no network); keeps each body."""
-    import json
-
     import httpx2
 
-    def handle(request: Any) -> Any:
-        bodies.append(json.loads(request.content))
-        usage = {"input_tokens": 50, "output_tokens": 5}
-        if kind == "anthropic":
-            reply = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-5-5"}
-            reply |= {"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn", "usage": usage}
-            return httpx2.Response(200, json=reply | {"stop_sequence": None})
-        text = {"type": "output_text", "text": "ok", "annotations": []}
-        message = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "content": [text]}
-        usage |= {"total_tokens": 55, "input_tokens_details": {"cached_tokens": 0}}
-        usage |= {"output_tokens_details": {"reasoning_tokens": 0}}
-        reply = {"id": "resp_1", "object": "response", "created_at": 1, "model": "gpt-4o", "status": "completed"}
-        reply |= {"output": [message], "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "usage": usage}
-        return httpx2.Response(200, json=reply)
+    handle = scripted_reply(kind, bodies)
 
     http = httpx2.AsyncClient(transport=httpx2.MockTransport(handle))
     if kind == "anthropic":
