@@ -85,4 +85,6 @@ def test_a_run_labels_its_rows_with_the_dataset_it_loaded_and_writes_its_report(
     assert {c.dataset for c in dataset.cases} == {dataset.name} == {name}
     results = run_eval([dataset], make_selectors(["bm25"], counter), [2000], tmp_path, counter=counter, plots=False)
     assert {a["dataset"] for a in results.aggregates} == {name}
-    assert (tmp_path / "report.md").read_text().count(name) >= 1
+    report = (tmp_path / "report.md").read_text()
+    assert report.count(name) >= 1
+    assert "Data handling in every source record read" in report  # quirks of the records read, not of 4 cases

@@ -145,7 +145,8 @@ def _dataset_section(results: EvalResults, info: DatasetInfo, reference: str) ->
     out = [f"## {info.name}", "", f"{info.kind} dataset, {info.cases} cases, budgets {list(info.budgets)} tokens; "
            f"source `{info.source}`.", ""]  # fmt: skip
     if info.quirks:
-        out += ["Data handling (counted, not silently dropped): "
+        out += ["Data handling in every source record read (counted, not silently dropped; `--max-cases` keeps "
+                "fewer cases, not fewer records read): "
                 + ", ".join(f"{k} = {v}" for k, v in sorted(info.quirks.items())) + ".", ""]  # fmt: skip
     for quirk, entries in sorted(info.listed.items()):
         out += [f"{quirk} ({len(entries)}):", "", *(f"- {e}" for e in entries), ""]
