@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from tokenizer_pieces import LONG_PIECES, SPACE_PIECES, WORD_PIECES
 
 from ctxledger.assemble import relevance, semantic
 from ctxledger.assemble.semantic import StaticEmbedder, VectorIndex, dequantize, quantize, unit_vector
@@ -204,31 +205,7 @@ def test_a_replay_without_the_model_says_the_relevance_differs(monkeypatch: pyte
     assert "relevance bm25+wordllama" in answer["detail"] and "bm25 now" in answer["detail"]
 
 
-_PIECES_ALPHABET = st.sampled_from(
-    [
-        " ",
-        "  ",
-        "\n",
-        "\t",
-        "a",
-        "é",
-        "日",
-        "😀",
-        "\u2581",
-        "<s>",
-        "</s>",
-        "<unk>",
-        "x=1",
-        "0x7f",
-        "the",
-        "ing",
-        "{",
-        '"',
-        "\U0001f30d",
-        "2024-04-25T01:56:03.380Z",
-        "e1d3dccb",
-    ]
-)
+_PIECES_ALPHABET = st.sampled_from([*SPACE_PIECES, *WORD_PIECES, *LONG_PIECES])
 
 
 def _reference(embedder: StaticEmbedder, texts: list[str]) -> np.ndarray:
