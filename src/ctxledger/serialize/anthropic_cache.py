@@ -87,7 +87,12 @@ def with_breakpoints(
         input_tokens: tokens of the whole payload (the final marker is placed only when ``>= min_tokens``).
         head_tokens: tokens of the tools and ``system`` together (the instructions marker is placed only when
             ``>= min_tokens`` and messages follow).
-        min_tokens: the model's minimum cacheable prefix.
+        min_tokens: the model's minimum cacheable prefix, in tokens.
+
+    Returns:
+        A copy of ``payload`` with at most three ``{"type": "ephemeral"}`` markers (Anthropic allows four per
+        request; a prefix shorter than the model's minimum is not cached, so it gets none). Source: Anthropic's
+        prompt-caching documentation, as summarised in this module's docstring.
     """
     messages = list(payload.get("messages") or ())
     out = dict(payload)
