@@ -76,9 +76,7 @@ import json
 import math
 from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
-
-from datasketch import MinHash, MinHashLSH  # type: ignore[import-untyped]
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ctxledger.assemble.costing import Coster, FixedCoster, turn_key
 from ctxledger.assemble.rung_memo import Rung, decode_rungs, encode_rungs, memo_key
@@ -92,12 +90,15 @@ from ctxledger.records import Checkpoint, Message, Record, ToolArtifact, ToolCal
 from ctxledger.represent import Excerpter, LineIndex, Locator, promote, rehydrate
 from ctxledger.represent._patterns import is_error_line
 from ctxledger.represent.extract._base import query_terms
-from ctxledger.represent.redundancy import NUM_PERM, _lsh_params, _minhash, call_key, outcome_lines
+from ctxledger.represent.redundancy import _minhash, call_key, lsh_index, outcome_lines
 from ctxledger.represent.rehydrate import ByteRange, cut_range
 from ctxledger.retention.state import retained
 from ctxledger.serialize.base import Turn
 from ctxledger.tokens import TokenCounter
 from ctxledger.units import Unit, UnitKind, checkpoint_bytes, data_block_body, render_memory, rewrap_data_block
+
+if TYPE_CHECKING:
+    from datasketch import MinHash  # type: ignore[import-untyped]
 
 LADDER_VERSION = "1"
 
@@ -671,7 +672,7 @@ class Ladder:
         Same shingles, MinHash, threshold and outcome rule (:func:`~ctxledger.represent.outcome_lines`);
         each text's sketch and outcome are cached, so a growing history only sketches its new outputs.
         """
-        lsh = MinHashLSH(num_perm=NUM_PERM, params=_lsh_params(REDUNDANT_THRESHOLD))
+        lsh = lsh_index(REDUNDANT_THRESHOLD)
         order = {item_id: i for i, (item_id, _) in enumerate(items)}
         texts = dict(items)
         exact: dict[str, str] = {}

@@ -24,13 +24,15 @@ import functools
 import json
 import re
 from collections.abc import Sequence
-
-from datasketch import MinHash, MinHashLSH  # type: ignore[import-untyped]
+from typing import TYPE_CHECKING
 
 from ctxledger.errors import ConfigurationError
 from ctxledger.hashing import canonical_json, sha256_hex
 from ctxledger.records import ToolArtifact, ToolCall
 from ctxledger.represent._patterns import ERROR_RE, SUMMARY_RE, VOLATILE_RE, exit_status, is_outcome_line
+
+if TYPE_CHECKING:
+    from datasketch import MinHash, MinHashLSH  # type: ignore[import-untyped]
 
 NUM_PERM = 128
 SEED = 1
@@ -53,6 +55,8 @@ def _lsh_params(threshold: float) -> tuple[int, int]:
     Above about 0.95 datasketch finds no banding with two or more bands; 4 bands of 32 rows then still
     propose a pair of similarity 0.99 with probability > 0.99 (candidates are verified anyway).
     """
+    from datasketch import MinHashLSH
+
     try:
         lsh = MinHashLSH(threshold=threshold, num_perm=NUM_PERM)
     except ValueError:
@@ -60,7 +64,20 @@ def _lsh_params(threshold: float) -> tuple[int, int]:
     return lsh.b, lsh.r
 
 
+def lsh_index(threshold: float) -> MinHashLSH:
+    """An empty MinHash LSH index (:data:`NUM_PERM` permutations) for pairs of similarity at least ``threshold``.
+
+    ``datasketch`` is imported on first use, here and in :func:`_minhash`: it loads SciPy (about a second of CPU),
+    which a process that never compares tool outputs (the command line's ``--help``, an import) does not pay.
+    """
+    from datasketch import MinHashLSH
+
+    return MinHashLSH(num_perm=NUM_PERM, params=_lsh_params(threshold))
+
+
 def _minhash(text: str) -> MinHash:
+    from datasketch import MinHash
+
     sketch = MinHash(num_perm=NUM_PERM, seed=SEED)
     sketch.update_batch([s.encode("utf-8") for s in sorted(shingles(text))])
     return sketch
@@ -119,7 +136,7 @@ def find_redundant(items: Sequence[tuple[str, str]], *, threshold: float = 0.9) 
         raise ConfigurationError(f"threshold must be in (0, 1], got {threshold}")
     if len({item_id for item_id, _ in items}) != len(items):
         raise ConfigurationError("find_redundant: item ids must be unique")
-    lsh = MinHashLSH(num_perm=NUM_PERM, params=_lsh_params(threshold))
+    lsh = lsh_index(threshold)
     sketches: dict[str, MinHash] = {}
     exact: dict[str, str] = {}
     order = {item_id: i for i, (item_id, _) in enumerate(items)}
