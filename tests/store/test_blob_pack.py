@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from ctxledger.errors import BlobNotFound, IntegrityError, StoreError
 from ctxledger.hashing import sha256_hex
+from ctxledger.store import blobpack
 from ctxledger.store.blobpack import FILENAME
 from ctxledger.store.blobs import LocalBlobStore, ReadAhead
 from ctxledger.testing import MemoryBlobStore
@@ -196,3 +197,47 @@ def test_read_ahead_reads_what_get_reads(states, order, window, data) -> None:
                 with pytest.raises((BlobNotFound, IntegrityError)):
                     reader(sha)
         store.close()
+
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    sizes=st.lists(st.integers(min_value=0, max_value=3000), min_size=1, max_size=30),
+    asked=st.lists(st.integers(min_value=0, max_value=40), max_size=40),
+    indexed_before=st.booleans(),
+)
+def test_held_answers_from_the_names_index_with_the_sizes_get_reads(
+    sizes: list[int], asked: list[int], indexed_before: bool
+) -> None:
+    """``held`` lists exactly the asked names the pack holds, with their byte sizes, by the names index; a pack
+    written without that index (an earlier version) gets it when opened."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "b"
+        datas = [bytes([i % 251]) * n + str(i).encode() for i, n in enumerate(sizes)]
+        refs = LocalBlobStore(root).put_many([(d, "text/plain") for d in datas])
+        pack = root / FILENAME
+        if not indexed_before:
+            with sqlite3.connect(pack) as conn:
+                conn.execute("DROP INDEX blobs_names")
+        names = [refs[i].sha256 if i < len(refs) else sha256_hex(str(i).encode()) for i in asked]
+        expected = {r.sha256: r.size_bytes for r in refs if r.sha256 in names}
+        store = LocalBlobStore(root)
+        assert store.pack.held(names) == expected
+        assert all(len(store.get(sha)) == size for sha, size in expected.items())
+        with sqlite3.connect(pack) as conn:
+            indexes = [row[1] for row in conn.execute("PRAGMA index_list(blobs)")]
+        assert "blobs_names" in indexes
+        store.pack.close()
+
+
+def test_held_answers_from_the_primary_key_when_the_index_cannot_be_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pack this process cannot add the index to (the statement fails) still answers ``held``, by its key."""
+    root = tmp_path / "b"
+    refs = LocalBlobStore(root).put_many([(b"one", "text/plain"), (b"three", "text/plain")])
+    with sqlite3.connect(root / FILENAME) as conn:
+        conn.execute("DROP INDEX blobs_names")
+    monkeypatch.setattr(blobpack, "_NAMES_INDEX", "CREATE INDEX blobs_names ON no_such_table (sha256)")
+    store = LocalBlobStore(root)
+    assert store.pack.held([r.sha256 for r in refs] + ["0" * 64]) == {r.sha256: r.size_bytes for r in refs}

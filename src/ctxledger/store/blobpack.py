@@ -38,6 +38,12 @@ _SCHEMA = (
     ") WITHOUT ROWID"
 )
 
+_NAMES_INDEX = "CREATE INDEX IF NOT EXISTS blobs_names ON blobs (sha256, size_bytes)"
+"""The names and sizes apart from the bytes. A row of ``blobs`` holds its bytes, so a leaf page of the table holds
+about one blob and asking which of many names are held reads a page per name; this index answers from pages of
+a hundred names each (on 55,000 blobs, 0.2 s instead of 1.4 s). SQLite prefers the primary key, so :meth:`held`
+names the index."""
+
 
 def now() -> str:
     """The current UTC time as the pack stores it (ISO 8601, microseconds)."""
@@ -56,6 +62,7 @@ class BlobPack:
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid = 0
+        self._indexed = False
 
     def _connect(self, *, create: bool) -> sqlite3.Connection | None:
         """The process's connection; ``None`` when the pack does not exist and ``create`` is false."""
@@ -68,6 +75,11 @@ class BlobPack:
         conn = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA secure_delete = ON")
         conn.execute(_SCHEMA)
+        try:
+            conn.execute(_NAMES_INDEX)  # a pack written before the index gets it once (a pass over the names)
+            self._indexed = True
+        except sqlite3.OperationalError:  # a pack this process cannot write: the primary key answers
+            self._indexed = False
         self._conn, self._pid = conn, os.getpid()
         return conn
 
@@ -122,7 +134,8 @@ class BlobPack:
             for start in range(0, len(names), 500):
                 chunk = list(names[start : start + 500])
                 marks = ",".join("?" * len(chunk))
-                query = f"SELECT sha256, size_bytes FROM blobs WHERE sha256 IN ({marks})"
+                source = "blobs INDEXED BY blobs_names" if self._indexed else "blobs"
+                query = f"SELECT sha256, size_bytes FROM {source} WHERE sha256 IN ({marks})"
                 found.update(conn.execute(query, chunk))
         return found
 
