@@ -141,7 +141,11 @@ class SerializerCoster:
 
         Turns whose text is short in all (under :data:`COUNT_RATHER_THAN_READ` characters) are counted without
         asking the store first: counting them costs less than the round trip (the count is the same either way).
+        The key cache is emptied first when the batch would not fit beside what it holds, so the keys of a batch
+        of at most :data:`KEY_CACHE_SIZE` turns are all still there when each turn's count is taken.
         """
+        if len(self._keys) + len(turns) > KEY_CACHE_SIZE:
+            self._keys.clear()
         keys = {self._key(t): t for t in turns}
         missing = [k for k in keys if k not in self._cache]
         if self.store is not None and missing and not _short([keys[k] for k in missing]):

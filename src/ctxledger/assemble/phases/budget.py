@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxledger.assemble.costing import Coster
+from ctxledger.assemble.costing import KEY_CACHE_SIZE, Coster
 from ctxledger.assemble.phases.plan import Plan
 from ctxledger.assemble.request import AssemblyRequest
 from ctxledger.assemble.select import Option
@@ -69,14 +69,28 @@ def _turn_costs(snap: Snapshot, coster: Coster, units: Sequence[Unit]) -> dict[s
     return {u.id: out[u.id] for u in units}
 
 
+PREFETCH_TURNS = KEY_CACHE_SIZE
+"""Turns whose counts :func:`unit_turn_costs` reads in one round: their keys, computed by the prefetch, are still
+in the coster's key cache when each turn's count is then taken (a round over the whole history would empty it)."""
+
+
 def unit_turn_costs(snap: Snapshot, coster: Coster) -> list[tuple[int, ...]]:
     """Per-turn token costs of every unit of the snapshot (cached on the snapshot per coster)."""
     cached = snap.costs.setdefault(coster.counter_id, [])
-    if len(cached) < len(snap.units):
-        todo = snap.units[len(cached) :]
+    while len(cached) < len(snap.units):
+        todo = _round(snap.units, len(cached))
         coster.prefetch([t for u in todo for t in u.turns])
         cached.extend(tuple(coster.turn_tokens(t) for t in u.turns) for u in todo)
     return cached
+
+
+def _round(units: Sequence[Unit], start: int) -> Sequence[Unit]:
+    """The units from ``start`` on whose turns add up to at most :data:`PREFETCH_TURNS` (at least one unit)."""
+    end, turns = start, 0
+    while end < len(units) and (end == start or turns + len(units[end].turns) <= PREFETCH_TURNS):
+        turns += len(units[end].turns)
+        end += 1
+    return units[start:end]
 
 
 def unit_token_sums(snap: Snapshot, coster: Coster) -> list[int]:
