@@ -266,3 +266,20 @@ def test_eval_run_refuses_an_out_that_is_a_file_before_any_call(runner: CliRunne
     assert f"--out {taken}" in flat and "not a folder" in flat and "eval loading" not in flat
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert taken.read_text() == "mine\n"
+
+
+def test_eval_run_tells_two_files_of_one_dataset_apart_by_file_name(runner: CliRunner, data_dir, tmp_path) -> None:
+    """Two tau-bench files in one run: the headline, the report and the progress name each by its file."""
+    records = json.loads((data_dir / "tau-bench" / "gpt-4o-airline_tasks0-39.json").read_text())
+    for name, part in (("run-a.json", records[:1]), ("run-b.json", records[1:2])):
+        (tmp_path / name).write_text(json.dumps(part))
+    out = tmp_path / "rep"
+    args = ["eval", "run", "-d", str(tmp_path / "run-a.json"), "-d", str(tmp_path / "run-b.json"), "-s", "bm25"]
+    result = runner.invoke(app, [*args, "-b", "4000", "--max-cases", "1", "--no-checks", "--no-plots", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "eval tau-bench (run-a.json) [1/2]: 0/2" in result.output
+    assert "eval tau-bench (run-b.json) [2/2]: 1/2" in result.output
+    headline = result.output[result.output.index("Headline") :]
+    assert "tau-bench (run-a.json)" in headline and "tau-bench (run-b.json)" in headline
+    report = (out / "report.md").read_text()
+    assert "## tau-bench (run-a.json)" in report and "## tau-bench (run-b.json)" in report
