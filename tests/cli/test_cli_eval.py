@@ -188,7 +188,7 @@ def test_eval_run_warns_about_and_reports_a_folder_file_that_is_not_json(runner:
     args = ["eval", "run", "-d", str(folder), "-s", "bm25", "-b", "4000", "--max-cases", "2", "--no-checks"]
     result = runner.invoke(app, [*args, "--no-plots", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert "warning: tau-bench: 1 files unreadable" in _flat(result.output)
+    assert "warning: tau-bench: skipped 1 unreadable file, evaluated the rest" in _flat(result.output)
     assert "broken.json" in result.output
     report = (out / "report.md").read_text()
     assert "files_unreadable = 1" in report and "- broken.json: not one JSON document" in report
@@ -275,7 +275,8 @@ def test_eval_run_tells_two_files_of_one_dataset_apart_by_file_name(runner: CliR
         (tmp_path / name).write_text(json.dumps(part))
     out = tmp_path / "rep"
     args = ["eval", "run", "-d", str(tmp_path / "run-a.json"), "-d", str(tmp_path / "run-b.json"), "-s", "bm25"]
-    result = runner.invoke(app, [*args, "-b", "4000", "--max-cases", "1", "--no-checks", "--no-plots", "--out", str(out)])
+    args += ["-b", "4000", "--max-cases", "1", "--no-checks", "--no-plots", "--out", str(out)]
+    result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "eval tau-bench (run-a.json) [1/2]: 0/2" in result.output
     assert "eval tau-bench (run-b.json) [2/2]: 1/2" in result.output
@@ -283,3 +284,28 @@ def test_eval_run_tells_two_files_of_one_dataset_apart_by_file_name(runner: CliR
     assert "tau-bench (run-a.json)" in headline and "tau-bench (run-b.json)" in headline
     report = (out / "report.md").read_text()
     assert "## tau-bench (run-a.json)" in report and "## tau-bench (run-b.json)" in report
+
+
+def test_eval_run_says_which_toolbench_file_was_skipped_and_why(runner: CliRunner, data_dir, tmp_path) -> None:
+    """A failed run among answers: warned as skipped, the rest evaluated; alone in its folder: an error naming it."""
+    answers = sorted((data_dir / "toolbench-examples" / "answer" / "G1_answer").glob("*.json"))
+    record = json.loads(answers[0].read_text())
+    del record["answer_generation"]["train_messages"]
+    record.setdefault("tree", {})
+    for folder in ("mixed", "alone"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "failed.json").write_text(json.dumps(record))
+    (tmp_path / "mixed" / "good.json").write_text(answers[1].read_text())
+    args = ["-s", "bm25", "-b", "4000", "--max-cases", "1", "--no-checks", "--no-plots", "--out", str(tmp_path / "r")]
+    mixed = runner.invoke(app, ["eval", "run", "-d", str(tmp_path / "mixed"), *args])
+    assert mixed.exit_code == 0, mixed.output
+    assert (
+        "warning: toolbench: skipped 1 failed run, evaluated the rest (listed in the report): failed.json: "
+        "failed run (a search tree, no train_messages); skipped" in _flat(mixed.output)
+    )
+    alone = runner.invoke(app, ["eval", "run", "-d", str(tmp_path / "alone"), *args])
+    assert alone.exit_code == 2 and "Traceback" not in alone.output
+    assert (
+        "nothing to evaluate: its only toolbench file, failed.json, is a failed run (a search tree, no "
+        "train_messages)" in _flat(alone.output)
+    )

@@ -304,20 +304,27 @@ def eval_run(
     console.print(f"report written to {escape(str(report))} in {time.perf_counter() - started:.0f} s", soft_wrap=True)
 
 
-SKIPPED_QUIRKS = ("files_unreadable", "runs_skipped")
-"""Listed quirks that leave source data out of a run: each is also warned about on stderr."""
+SKIPPED_QUIRKS = {"files_unreadable": "unreadable file", "runs_skipped": "failed run"}
+"""Listed quirks that leave source files out of a run, with what each skipped file is; each is also warned about
+on stderr."""
 
 
 def _warn_skipped(results: Any) -> None:
-    """One warning per dataset and skipping quirk, naming the first few skipped items (all are in the report)."""
+    """One warning per dataset and skipping quirk.
+
+    It says how many files were skipped, that the rest was evaluated, and names the first few skipped files with
+    why (all are listed in the report).
+    """
     err = _err()
     for info in results.datasets:
-        for quirk in SKIPPED_QUIRKS:
+        for quirk, what in SKIPPED_QUIRKS.items():
             entries = info.listed.get(quirk) or []
             if entries:
                 shown = "; ".join(entries[:3]) + ("; …" if len(entries) > 3 else "")
+                plural = "s" if len(entries) > 1 else ""
                 err.print(
-                    f"warning: {info.name}: {len(entries)} {quirk.replace('_', ' ')} (listed in the report): {shown}",
+                    f"warning: {info.name}: skipped {len(entries)} {what}{plural}, evaluated the rest (listed in "
+                    f"the report): {shown}",
                     markup=False,
                     soft_wrap=True,
                 )

@@ -761,24 +761,32 @@ def _swe_agent_runs(
     return runs, {}
 
 
+FAILED_RUN = "failed run (a search tree, no train_messages)"
+"""Why a ToolBench answer is skipped: the search failed and wrote no trajectory to evaluate."""
+
+
 def _toolbench_runs(
     paths: Sequence[Path], root: Path, counter: TokenCounter, quirks: Counter[str], limit: int | None
 ) -> _Loaded:
     """ToolBench answers; the other files still load when one is a failed run.
 
     A failed run (a search ``tree`` but no ``train_messages`` trajectory) is skipped, counted under
-    ``runs_skipped`` and listed.
+    ``runs_skipped`` and listed by file (``"G1_answer/10.json: failed run (…); skipped"``).
+
+    Raises:
+        InputError: every file read is a failed run (nothing to evaluate); the message names the file(s) and why.
     """
     runs = []
-    skipped: list[str] = []
-    for path in paths[:limit]:
+    skipped: list[Path] = []
+    read = paths[:limit]
+    for path in read:
         record = _read_json(path)
         generation = _field(record, "answer_generation", dict, path, 0)
         train = generation.get("train_messages")
         run_id = _rel(path, root)
         if not train and isinstance(record, Mapping) and record.get("tree") is not None:
             quirks["runs_skipped"] += 1
-            skipped.append(f"{run_id}: failed run (a search tree, no train_messages); not evaluated")
+            skipped.append(path)
             continue
         train = _field(generation, "train_messages", list, path, 0, "answer_generation.")
         if not train or not isinstance(train[-1], list):
@@ -787,7 +795,25 @@ def _toolbench_runs(
             )
         messages = _toolbench_messages(train[-1], run_id, path)
         runs.append(_openai_run(run_id, messages, counter, path, quirks, is_error=_toolbench_error))
-    return runs, ({"runs_skipped": skipped} if skipped else {})
+    if not runs and skipped:
+        raise InputError(_nothing_left(skipped, root, len(paths)), source=str(root))
+    return runs, ({"runs_skipped": [f"{_file_in(p, root)}: {FAILED_RUN}; skipped" for p in skipped]} if skipped else {})
+
+
+def _file_in(path: Path, root: Path) -> str:
+    """``path`` relative to the folder ``root`` (its file name when ``root`` is the file itself)."""
+    return str(path.relative_to(root)) if root.is_dir() and path.is_relative_to(root) else path.name
+
+
+def _nothing_left(skipped: Sequence[Path], root: Path, found: int) -> str:
+    """Why a ToolBench file or folder gives nothing to evaluate: every file read is a failed run."""
+    if root.is_file():
+        return f"a {FAILED_RUN}: no trajectory to evaluate"
+    if found == 1:
+        return f"nothing to evaluate: its only toolbench file, {_file_in(skipped[0], root)}, is a {FAILED_RUN}"
+    names = ", ".join(_file_in(p, root) for p in skipped[:5]) + (", …" if len(skipped) > 5 else "")
+    cut = f" (the first {len(skipped)} of {found}: raise the limit)" if found > len(skipped) else ""
+    return f"nothing to evaluate: every toolbench file read{cut} is a {FAILED_RUN}: {names}"
 
 
 def _rel(path: Path, root: Path) -> str:
