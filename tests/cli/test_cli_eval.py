@@ -36,7 +36,7 @@ def test_eval_cases_prints_every_case_passing(runner: CliRunner, cases_dir) -> N
     """Every shared failure case passes under the default policy, one table row each."""
     result = runner.invoke(app, ["eval", "cases", "--cases-dir", str(cases_dir)])
     assert result.exit_code == 0, result.output
-    ids = sorted(p.stem for p in cases_dir.glob("B*.json"))
+    ids = sorted(p.stem for p in cases_dir.glob("*.json"))
     assert f"{len(ids)}/{len(ids)} cases pass" in result.output
     assert all(case_id in result.output for case_id in ids)
 
@@ -309,3 +309,24 @@ def test_eval_run_says_which_toolbench_file_was_skipped_and_why(runner: CliRunne
         "nothing to evaluate: its only toolbench file, failed.json, is a failed run (a search tree, no "
         "train_messages)" in _flat(alone.output)
     )
+
+
+def test_eval_cases_reads_every_json_case_and_refuses_a_non_case_by_name(
+    runner: CliRunner, cases_dir, data_dir, tmp_path
+) -> None:
+    """A case named other than B*.json runs; a JSON file that is not a case stops `eval cases` and `eval run`
+    (before any call) naming the file."""
+    case = json.loads((cases_dir / "B02.json").read_text())
+    del case["id"]
+    (tmp_path / "tool-pairs.json").write_text(json.dumps(case))
+    result = runner.invoke(app, ["eval", "cases", "--cases-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "tool-pairs" in result.output and "1/1 cases pass" in result.output
+    (tmp_path / "package.json").write_text('{"name": "x"}')
+    bad = runner.invoke(app, ["eval", "cases", "--cases-dir", str(tmp_path)])
+    assert bad.exit_code == 2 and "package.json: not a failure case" in _flat(bad.output)
+    out = tmp_path / "rep"
+    args = ["eval", "run", "-d", "tau-bench", "-s", "bm25", "--max-cases", "1", "--no-plots", "--out", str(out)]
+    run = runner.invoke(app, [*args, "--data-dir", str(data_dir), "--cases-dir", str(tmp_path)])
+    assert run.exit_code == 2 and "package.json: not a failure case" in _flat(run.output)
+    assert not out.exists()

@@ -163,13 +163,19 @@ def _cases_table(outcomes: Sequence[Any]) -> Table:
     return table
 
 
-def _run_checks(cases_dir: Path) -> tuple[list[Any], list[Any]]:
-    """Run the seed scenarios and (when the folder exists) the failure cases."""
-    from ctxledger.eval.cases import run_cases
+def _load_cases(cases_dir: Path, checks: bool) -> list[Any]:
+    """The failure cases ``--checks`` will run, read and checked before any call (none without the folder)."""
+    from ctxledger.eval.cases import load_cases
+
+    return load_cases(cases_dir) if checks and cases_dir.is_dir() else []
+
+
+def _run_checks(cases: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """Run the seed scenarios and the failure cases read by :func:`_load_cases`."""
+    from ctxledger.eval.cases import run_loaded_case
     from ctxledger.scenarios import run_scenarios
 
-    cases = run_cases(cases_dir) if cases_dir.is_dir() else []
-    return run_scenarios(), cases
+    return run_scenarios(), [run_loaded_case(case) for case in cases]
 
 
 @eval_app.command("run")
@@ -215,7 +221,13 @@ def eval_run(
         Path, typer.Option("--data-dir", envvar="CTXLEDGER_DATA_DIR", help="Folder holding the datasets.")
     ] = DATA_DIR_DEFAULT,
     cases_dir: Annotated[
-        Path, typer.Option("--cases-dir", envvar="CTXLEDGER_CASES_DIR", help="Folder holding the failure cases.")
+        Path,
+        typer.Option(
+            "--cases-dir",
+            envvar="CTXLEDGER_CASES_DIR",
+            help="Folder of failure cases for --checks: every *.json in it is a case, read before the first call "
+            "(a JSON file that is not a case stops the run, named); skipped when the folder does not exist.",
+        ),
     ] = CASES_DIR_DEFAULT,
     limit: Annotated[
         int | None,
@@ -284,6 +296,7 @@ def eval_run(
         register()
         selectors = _selector_list(selector or _default_selectors())
         root = _data_root(names, data_dir)
+        case_files = _load_cases(cases_dir, checks)
         started = time.perf_counter()
         with rich_progress() as progress:
             results = run_named(
@@ -291,7 +304,7 @@ def eval_run(
                 max_cases=max_cases, step_stride=step_stride, progress=progress,
                 determinism_every=determinism_every, plots=plots,
             )  # fmt: skip
-        scenarios, cases = _run_checks(cases_dir) if checks else ([], [])
+        scenarios, cases = _run_checks(case_files) if checks else ([], [])
         goals = goal_checks(results.aggregates) + held_out_checks(results.aggregates)
         report = out / "report.md"
         report.write_text(report.read_text(encoding="utf-8") + "\n" + checks_markdown(goals, scenarios, cases))
@@ -361,7 +374,13 @@ def eval_scenarios(
 @eval_app.command("cases")
 def eval_cases(
     cases_dir: Annotated[
-        Path, typer.Option("--cases-dir", envvar="CTXLEDGER_CASES_DIR", help="Folder holding the B*.json cases.")
+        Path,
+        typer.Option(
+            "--cases-dir",
+            envvar="CTXLEDGER_CASES_DIR",
+            help="Folder of failure cases: every *.json file directly in it is a case, whatever its name (a JSON "
+            "file that is not a case is refused, named, before any case runs).",
+        ),
     ] = CASES_DIR_DEFAULT,
 ) -> None:
     """Run every failure case from real bug reports (shared/cases) and print a pass/fail table.
@@ -371,6 +390,10 @@ def eval_cases(
     reference token costs, and every expectation of the case is checked (tool pairs, system prompt,
     tool schemas in the budget, cross-user memories, summaries that drop constraints …). Exits with
     code 1 when a case fails.
+
+    Every *.json file directly in --cases-dir is a case, whatever its name (without an "id", its file's stem);
+    a JSON file there that is not a case (an object with "messages" and "expect"), or repeats another's id,
+    is refused naming the file (exit 2) before any case runs.
 
     Example: [bold]ctxledger eval cases --cases-dir ../shared/cases[/bold]
     """
