@@ -330,3 +330,15 @@ def test_eval_cases_reads_every_json_case_and_refuses_a_non_case_by_name(
     run = runner.invoke(app, [*args, "--data-dir", str(data_dir), "--cases-dir", str(tmp_path)])
     assert run.exit_code == 2 and "package.json: not a failure case" in _flat(run.output)
     assert not out.exists()
+
+
+def test_eval_run_help_says_what_limit_and_max_cases_count(runner: CliRunner) -> None:
+    """--limit counts source records (conversations, questions, trajectories), --max-cases counts cases (calls)."""
+    result = runner.invoke(app, ["eval", "run", "--help"], env={"COLUMNS": "300"})
+    flat = _flat(result.output)
+    limit = flat[flat.index("--limit") : flat.index("--max-cases")]
+    assert "LoCoMo conversations" in limit and "BFCL questions" in limit and "trajectories" in limit
+    max_cases = flat[flat.index("--max-cases") : flat.index("--step-stride")]
+    assert "A case is one model call" in max_cases and "once per selector and budget" in max_cases
+    caching = _flat(runner.invoke(app, ["eval", "caching", "--help"], env={"COLUMNS": "300"}).output)
+    assert "Read only the first N trajectories of each dataset" in caching

@@ -159,3 +159,16 @@ def test_plain_progress_lines_when_not_a_terminal():
     lines = console.file.getvalue().splitlines()
     assert lines[0] == "eval loading locomo …"
     assert lines[1].startswith("eval locomo: 0/10 (0%)") and lines[2].startswith("eval locomo: 10/10 (100%)")
+
+
+def test_limit_counts_source_records_of_the_dataset_and_max_cases_counts_cases(data_dir, counter, tmp_path):
+    """--limit N reads N LoCoMo conversations of the whole dataset, however many files hold it; --max-cases N keeps
+    N cases (questions) of it."""
+    records = json.loads((data_dir / "locomo" / "locomo10_conv0-6.json").read_text())
+    (tmp_path / "part-1.json").write_text(json.dumps(records[:1]))
+    (tmp_path / "part-2.json").write_text(json.dumps(records[1:2]))
+    [limited] = load_path(tmp_path, counter, limit=1)
+    assert {c.case_id.split("/")[0] for c in limited.cases} == {records[0]["sample_id"]}
+    assert len(limited.cases) == len(records[0]["qa"])
+    [sliced] = load_path(tmp_path / "part-1.json", counter, max_cases=3)
+    assert [c.case_id for c in sliced.cases] == [c.case_id for c in limited.cases[:3]]

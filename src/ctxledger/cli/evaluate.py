@@ -231,12 +231,24 @@ def eval_run(
     ] = CASES_DIR_DEFAULT,
     limit: Annotated[
         int | None,
-        int_option("--limit", minimum=1, metavar="<n>", help="Read only this many source records per dataset."),
+        int_option(
+            "--limit",
+            minimum=1,
+            metavar="<n>",
+            help="Read only the first N source records of each dataset: LoCoMo conversations (per file), BFCL "
+            "questions, trajectories (tau-bench: records; the others: files). Every case of a record read is kept "
+            "(unless --max-cases cuts them).",
+        ),
     ] = None,
     max_cases: Annotated[
         int | None,
         int_option(
-            "--max-cases", minimum=1, metavar="<n>", help="Keep only the first N cases of each dataset (a smoke slice)."
+            "--max-cases",
+            minimum=1,
+            metavar="<n>",
+            help="Evaluate only the first N cases of each dataset (after --limit). A case is one model call to "
+            "assemble: a LoCoMo or BFCL question, one step of a trajectory; each runs once per selector and budget. "
+            "Data problems are still counted over every record read.",
         ),
     ] = None,
     step_stride: Annotated[
@@ -436,7 +448,13 @@ def eval_caching(
     ] = DATA_DIR_DEFAULT,
     limit: Annotated[
         int | None,
-        int_option("--limit", minimum=1, metavar="<n>", help="Read only this many trajectories per dataset."),
+        int_option(
+            "--limit",
+            minimum=1,
+            metavar="<n>",
+            help="Read only the first N trajectories of each dataset (tau-bench: records; the others: files); "
+            "every call of each is priced.",
+        ),
     ] = None,
 ) -> None:
     """Cost per call with provider prompt caching, against full history replay with caching.

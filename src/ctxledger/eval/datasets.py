@@ -291,6 +291,7 @@ def load_locomo(
     *,
     limit: int | None = None,
     file_name: str | None = None,
+    files: Sequence[Path] | None = None,
     memories: bool = False,
 ) -> EvalDataset:
     """LoCoMo evidence recall cases (``shared/data/locomo/README.md``).
@@ -299,8 +300,9 @@ def load_locomo(
         directory: the dataset folder (every ``*.json`` in it holding LoCoMo conversations, e.g. the
             dev split's ``locomo10_conv0-6.json`` or the upstream ``locomo10.json``), or one such file.
         counter: the exact counter (item and question costs in tokens).
-        limit: read only the first ``limit`` conversations.
+        limit: read only the first ``limit`` conversations (of all the files read, in order).
         file_name: read only this file of ``directory``.
+        files: read these LoCoMo files, in order (``directory`` is then only the ``source`` reported).
         memories: also offer each conversation's ``observation`` facts as memory items (dataset
             ``locomo-memory``; see :func:`_locomo_memories`): a required turn counts as recalled when a
             memory derived from it is included (credit through provenance, ``meta["covers"]``).
@@ -314,12 +316,17 @@ def load_locomo(
         InputError: no LoCoMo file, or a record or field is missing or of the wrong type (names file,
             index and field).
     """
-    paths = [directory / file_name] if file_name else _files_of("locomo", directory)
+    if files is not None:
+        paths = list(files)
+    else:
+        paths = [directory / file_name] if file_name else _files_of("locomo", directory)
     name = "locomo-memory" if memories else "locomo"
     quirks: Counter[str] = Counter()
     cases: list[EvalCase] = []
     seen = 0
     for path in paths:
+        if limit is not None and seen >= limit:
+            break
         records = _read_json(path)
         if not isinstance(records, list):
             raise InputError("expected a JSON list of conversations", source=str(path))
@@ -1049,7 +1056,7 @@ def load_path(
     out = []
     for fmt, files in sorted(found.items()):
         if fmt in ("locomo", "locomo-memory"):
-            dataset = _concat_locomo(files, path, counter, limit, memories=fmt == "locomo-memory")
+            dataset = load_locomo(path, counter, limit=limit, files=files, memories=fmt == "locomo-memory")
         elif fmt == "bfcl-memory":
             dataset = load_bfcl_memory(files[0], counter, limit=limit)
         else:
@@ -1062,17 +1069,6 @@ def load_path(
             )
         out.append(replace(dataset, cases=dataset.cases[:max_cases]) if max_cases is not None else dataset)
     return out
-
-
-def _concat_locomo(
-    files: Sequence[Path], root: Path, counter: TokenCounter, limit: int | None, *, memories: bool = False
-) -> EvalDataset:
-    parts = [load_locomo(f.parent, counter, limit=limit, file_name=f.name, memories=memories) for f in files]
-    quirks: Counter[str] = Counter()
-    for part in parts:
-        quirks.update(part.quirks)
-    cases = tuple(c for part in parts for c in part.cases)
-    return replace(parts[0], cases=cases, quirks=dict(quirks), source=str(root))
 
 
 def load_trajectories(
