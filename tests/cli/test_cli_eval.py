@@ -36,7 +36,7 @@ def test_eval_cases_prints_every_case_passing(runner: CliRunner, cases_dir) -> N
     """Every shared failure case passes under the default policy, one table row each."""
     result = runner.invoke(app, ["eval", "cases", "--cases-dir", str(cases_dir)])
     assert result.exit_code == 0, result.output
-    ids = sorted(p.stem for p in cases_dir.glob("B*.json"))
+    ids = sorted(p.stem for p in cases_dir.glob("*.json"))
     assert f"{len(ids)}/{len(ids)} cases pass" in result.output
     assert all(case_id in result.output for case_id in ids)
 
@@ -188,7 +188,7 @@ def test_eval_run_warns_about_and_reports_a_folder_file_that_is_not_json(runner:
     args = ["eval", "run", "-d", str(folder), "-s", "bm25", "-b", "4000", "--max-cases", "2", "--no-checks"]
     result = runner.invoke(app, [*args, "--no-plots", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert "warning: tau-bench: 1 files unreadable" in _flat(result.output)
+    assert "warning: tau-bench: skipped 1 unreadable file, evaluated the rest" in _flat(result.output)
     assert "broken.json" in result.output
     report = (out / "report.md").read_text()
     assert "files_unreadable = 1" in report and "- broken.json: not one JSON document" in report
@@ -266,3 +266,79 @@ def test_eval_run_refuses_an_out_that_is_a_file_before_any_call(runner: CliRunne
     assert f"--out {taken}" in flat and "not a folder" in flat and "eval loading" not in flat
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert taken.read_text() == "mine\n"
+
+
+def test_eval_run_tells_two_files_of_one_dataset_apart_by_file_name(runner: CliRunner, data_dir, tmp_path) -> None:
+    """Two tau-bench files in one run: the headline, the report and the progress name each by its file."""
+    records = json.loads((data_dir / "tau-bench" / "gpt-4o-airline_tasks0-39.json").read_text())
+    for name, part in (("run-a.json", records[:1]), ("run-b.json", records[1:2])):
+        (tmp_path / name).write_text(json.dumps(part))
+    out = tmp_path / "rep"
+    args = ["eval", "run", "-d", str(tmp_path / "run-a.json"), "-d", str(tmp_path / "run-b.json"), "-s", "bm25"]
+    args += ["-b", "4000", "--max-cases", "1", "--no-checks", "--no-plots", "--out", str(out)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "eval tau-bench (run-a.json) [1/2]: 0/2" in result.output
+    assert "eval tau-bench (run-b.json) [2/2]: 1/2" in result.output
+    headline = result.output[result.output.index("Headline") :]
+    assert "tau-bench (run-a.json)" in headline and "tau-bench (run-b.json)" in headline
+    report = (out / "report.md").read_text()
+    assert "## tau-bench (run-a.json)" in report and "## tau-bench (run-b.json)" in report
+
+
+def test_eval_run_says_which_toolbench_file_was_skipped_and_why(runner: CliRunner, data_dir, tmp_path) -> None:
+    """A failed run among answers: warned as skipped, the rest evaluated; alone in its folder: an error naming it."""
+    answers = sorted((data_dir / "toolbench-examples" / "answer" / "G1_answer").glob("*.json"))
+    record = json.loads(answers[0].read_text())
+    del record["answer_generation"]["train_messages"]
+    record.setdefault("tree", {})
+    for folder in ("mixed", "alone"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "failed.json").write_text(json.dumps(record))
+    (tmp_path / "mixed" / "good.json").write_text(answers[1].read_text())
+    args = ["-s", "bm25", "-b", "4000", "--max-cases", "1", "--no-checks", "--no-plots", "--out", str(tmp_path / "r")]
+    mixed = runner.invoke(app, ["eval", "run", "-d", str(tmp_path / "mixed"), *args])
+    assert mixed.exit_code == 0, mixed.output
+    assert (
+        "warning: toolbench: skipped 1 failed run, evaluated the rest (listed in the report): failed.json: "
+        "failed run (a search tree, no train_messages); skipped" in _flat(mixed.output)
+    )
+    alone = runner.invoke(app, ["eval", "run", "-d", str(tmp_path / "alone"), *args])
+    assert alone.exit_code == 2 and "Traceback" not in alone.output
+    assert (
+        "nothing to evaluate: its only toolbench file, failed.json, is a failed run (a search tree, no "
+        "train_messages)" in _flat(alone.output)
+    )
+
+
+def test_eval_cases_reads_every_json_case_and_refuses_a_non_case_by_name(
+    runner: CliRunner, cases_dir, data_dir, tmp_path
+) -> None:
+    """A case named other than B*.json runs; a JSON file that is not a case stops `eval cases` and `eval run`
+    (before any call) naming the file."""
+    case = json.loads((cases_dir / "B02.json").read_text())
+    del case["id"]
+    (tmp_path / "tool-pairs.json").write_text(json.dumps(case))
+    result = runner.invoke(app, ["eval", "cases", "--cases-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "tool-pairs" in result.output and "1/1 cases pass" in result.output
+    (tmp_path / "package.json").write_text('{"name": "x"}')
+    bad = runner.invoke(app, ["eval", "cases", "--cases-dir", str(tmp_path)])
+    assert bad.exit_code == 2 and "package.json: not a failure case" in _flat(bad.output)
+    out = tmp_path / "rep"
+    args = ["eval", "run", "-d", "tau-bench", "-s", "bm25", "--max-cases", "1", "--no-plots", "--out", str(out)]
+    run = runner.invoke(app, [*args, "--data-dir", str(data_dir), "--cases-dir", str(tmp_path)])
+    assert run.exit_code == 2 and "package.json: not a failure case" in _flat(run.output)
+    assert not out.exists()
+
+
+def test_eval_run_help_says_what_limit_and_max_cases_count(runner: CliRunner) -> None:
+    """--limit counts source records (conversations, questions, trajectories), --max-cases counts cases (calls)."""
+    result = runner.invoke(app, ["eval", "run", "--help"], env={"COLUMNS": "300"})
+    flat = _flat(result.output)
+    limit = flat[flat.index("--limit") : flat.index("--max-cases")]
+    assert "LoCoMo conversations" in limit and "BFCL questions" in limit and "trajectories" in limit
+    max_cases = flat[flat.index("--max-cases") : flat.index("--step-stride")]
+    assert "A case is one model call" in max_cases and "once per selector and budget" in max_cases
+    caching = _flat(runner.invoke(app, ["eval", "caching", "--help"], env={"COLUMNS": "300"}).output)
+    assert "Read only the first N trajectories of each dataset" in caching

@@ -56,10 +56,43 @@ def test_a_toolbench_folder_with_failed_runs_skips_them_with_a_warning(data_dir,
     failed.write_text(json.dumps(record))
     [dataset] = load_path(tmp_path, counter)
     assert dataset.quirks["runs_skipped"] == 1
-    assert dataset.listed["runs_skipped"][0].startswith("G1_answer/10_ChatGPT_DFS_woFilter_w2: failed run")
+    assert dataset.listed["runs_skipped"][0].startswith("G1_answer/10_ChatGPT_DFS_woFilter_w2.json: failed run")
     assert {c.case_id.split("@")[0] for c in dataset.cases} == {
         f"G1_answer/{p.stem}" for p in source.glob("*.json") if p.name != failed.name
     }
+
+
+def _failed_run(data_dir, path):
+    """Write a ToolBench answer of the shared data as a failed run (a search tree, no ``train_messages``)."""
+    source = sorted((data_dir / "toolbench-examples" / "answer" / "G1_answer").glob("*.json"))[0]
+    record = json.loads(source.read_text())
+    del record["answer_generation"]["train_messages"]
+    record.setdefault("tree", {})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record))
+
+
+def test_a_toolbench_folder_of_only_failed_runs_names_the_files_and_why(data_dir, counter, tmp_path):
+    """Nothing left to evaluate is an error naming the file(s), the reason and that nothing was evaluated."""
+    _failed_run(data_dir, tmp_path / "one" / "G1" / "solo.json")
+    with pytest.raises(InputError) as one:
+        load_path(tmp_path / "one", counter)
+    assert str(one.value) == (
+        f"{tmp_path / 'one'}: nothing to evaluate: its only toolbench file, G1/solo.json, is a failed run "
+        "(a search tree, no train_messages)"
+    )
+    with pytest.raises(InputError) as alone:
+        load_path(tmp_path / "one" / "G1" / "solo.json", counter)
+    assert str(alone.value) == (
+        f"{tmp_path / 'one' / 'G1' / 'solo.json'}: a failed run (a search tree, no train_messages): "
+        "no trajectory to evaluate"
+    )
+    for name in ("a.json", "b.json"):
+        _failed_run(data_dir, tmp_path / "two" / name)
+    with pytest.raises(InputError, match=r"every toolbench file read is a failed run .*: a\.json, b\.json$"):
+        load_path(tmp_path / "two", counter)
+    with pytest.raises(InputError, match=r"file read \(the first 1 of 2: raise the limit\) is a failed run"):
+        load_path(tmp_path / "two", counter, limit=1)
 
 
 def test_a_path_with_no_dataset_is_refused_by_name(counter, tmp_path):
@@ -126,3 +159,16 @@ def test_plain_progress_lines_when_not_a_terminal():
     lines = console.file.getvalue().splitlines()
     assert lines[0] == "eval loading locomo …"
     assert lines[1].startswith("eval locomo: 0/10 (0%)") and lines[2].startswith("eval locomo: 10/10 (100%)")
+
+
+def test_limit_counts_source_records_of_the_dataset_and_max_cases_counts_cases(data_dir, counter, tmp_path):
+    """--limit N reads N LoCoMo conversations of the whole dataset, however many files hold it; --max-cases N keeps
+    N cases (questions) of it."""
+    records = json.loads((data_dir / "locomo" / "locomo10_conv0-6.json").read_text())
+    (tmp_path / "part-1.json").write_text(json.dumps(records[:1]))
+    (tmp_path / "part-2.json").write_text(json.dumps(records[1:2]))
+    [limited] = load_path(tmp_path, counter, limit=1)
+    assert {c.case_id.split("/")[0] for c in limited.cases} == {records[0]["sample_id"]}
+    assert len(limited.cases) == len(records[0]["qa"])
+    [sliced] = load_path(tmp_path / "part-1.json", counter, max_cases=3)
+    assert [c.case_id for c in sliced.cases] == [c.case_id for c in limited.cases[:3]]

@@ -163,13 +163,19 @@ def _cases_table(outcomes: Sequence[Any]) -> Table:
     return table
 
 
-def _run_checks(cases_dir: Path) -> tuple[list[Any], list[Any]]:
-    """Run the seed scenarios and (when the folder exists) the failure cases."""
-    from ctxledger.eval.cases import run_cases
+def _load_cases(cases_dir: Path, checks: bool) -> list[Any]:
+    """The failure cases ``--checks`` will run, read and checked before any call (none without the folder)."""
+    from ctxledger.eval.cases import load_cases
+
+    return load_cases(cases_dir) if checks and cases_dir.is_dir() else []
+
+
+def _run_checks(cases: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """Run the seed scenarios and the failure cases read by :func:`_load_cases`."""
+    from ctxledger.eval.cases import run_loaded_case
     from ctxledger.scenarios import run_scenarios
 
-    cases = run_cases(cases_dir) if cases_dir.is_dir() else []
-    return run_scenarios(), cases
+    return run_scenarios(), [run_loaded_case(case) for case in cases]
 
 
 @eval_app.command("run")
@@ -215,16 +221,34 @@ def eval_run(
         Path, typer.Option("--data-dir", envvar="CTXLEDGER_DATA_DIR", help="Folder holding the datasets.")
     ] = DATA_DIR_DEFAULT,
     cases_dir: Annotated[
-        Path, typer.Option("--cases-dir", envvar="CTXLEDGER_CASES_DIR", help="Folder holding the failure cases.")
+        Path,
+        typer.Option(
+            "--cases-dir",
+            envvar="CTXLEDGER_CASES_DIR",
+            help="Folder of failure cases for --checks: every *.json in it is a case, read before the first call "
+            "(a JSON file that is not a case stops the run, named); skipped when the folder does not exist.",
+        ),
     ] = CASES_DIR_DEFAULT,
     limit: Annotated[
         int | None,
-        int_option("--limit", minimum=1, metavar="<n>", help="Read only this many source records per dataset."),
+        int_option(
+            "--limit",
+            minimum=1,
+            metavar="<n>",
+            help="Read only the first N source records of each dataset: LoCoMo conversations (per file), BFCL "
+            "questions, trajectories (tau-bench: records; the others: files). Every case of a record read is kept "
+            "(unless --max-cases cuts them).",
+        ),
     ] = None,
     max_cases: Annotated[
         int | None,
         int_option(
-            "--max-cases", minimum=1, metavar="<n>", help="Keep only the first N cases of each dataset (a smoke slice)."
+            "--max-cases",
+            minimum=1,
+            metavar="<n>",
+            help="Evaluate only the first N cases of each dataset (after --limit). A case is one model call to "
+            "assemble: a LoCoMo or BFCL question, one step of a trajectory; each runs once per selector and budget. "
+            "Data problems are still counted over every record read.",
         ),
     ] = None,
     step_stride: Annotated[
@@ -284,6 +308,7 @@ def eval_run(
         register()
         selectors = _selector_list(selector or _default_selectors())
         root = _data_root(names, data_dir)
+        case_files = _load_cases(cases_dir, checks)
         started = time.perf_counter()
         with rich_progress() as progress:
             results = run_named(
@@ -291,7 +316,7 @@ def eval_run(
                 max_cases=max_cases, step_stride=step_stride, progress=progress,
                 determinism_every=determinism_every, plots=plots,
             )  # fmt: skip
-        scenarios, cases = _run_checks(cases_dir) if checks else ([], [])
+        scenarios, cases = _run_checks(case_files) if checks else ([], [])
         goals = goal_checks(results.aggregates) + held_out_checks(results.aggregates)
         report = out / "report.md"
         report.write_text(report.read_text(encoding="utf-8") + "\n" + checks_markdown(goals, scenarios, cases))
@@ -304,20 +329,27 @@ def eval_run(
     console.print(f"report written to {escape(str(report))} in {time.perf_counter() - started:.0f} s", soft_wrap=True)
 
 
-SKIPPED_QUIRKS = ("files_unreadable", "runs_skipped")
-"""Listed quirks that leave source data out of a run: each is also warned about on stderr."""
+SKIPPED_QUIRKS = {"files_unreadable": "unreadable file", "runs_skipped": "failed run"}
+"""Listed quirks that leave source files out of a run, with what each skipped file is; each is also warned about
+on stderr."""
 
 
 def _warn_skipped(results: Any) -> None:
-    """One warning per dataset and skipping quirk, naming the first few skipped items (all are in the report)."""
+    """One warning per dataset and skipping quirk.
+
+    It says how many files were skipped, that the rest was evaluated, and names the first few skipped files with
+    why (all are listed in the report).
+    """
     err = _err()
     for info in results.datasets:
-        for quirk in SKIPPED_QUIRKS:
+        for quirk, what in SKIPPED_QUIRKS.items():
             entries = info.listed.get(quirk) or []
             if entries:
                 shown = "; ".join(entries[:3]) + ("; …" if len(entries) > 3 else "")
+                plural = "s" if len(entries) > 1 else ""
                 err.print(
-                    f"warning: {info.name}: {len(entries)} {quirk.replace('_', ' ')} (listed in the report): {shown}",
+                    f"warning: {info.name}: skipped {len(entries)} {what}{plural}, evaluated the rest (listed in "
+                    f"the report): {shown}",
                     markup=False,
                     soft_wrap=True,
                 )
@@ -354,7 +386,13 @@ def eval_scenarios(
 @eval_app.command("cases")
 def eval_cases(
     cases_dir: Annotated[
-        Path, typer.Option("--cases-dir", envvar="CTXLEDGER_CASES_DIR", help="Folder holding the B*.json cases.")
+        Path,
+        typer.Option(
+            "--cases-dir",
+            envvar="CTXLEDGER_CASES_DIR",
+            help="Folder of failure cases: every *.json file directly in it is a case, whatever its name (a JSON "
+            "file that is not a case is refused, named, before any case runs).",
+        ),
     ] = CASES_DIR_DEFAULT,
 ) -> None:
     """Run every failure case from real bug reports (shared/cases) and print a pass/fail table.
@@ -364,6 +402,10 @@ def eval_cases(
     reference token costs, and every expectation of the case is checked (tool pairs, system prompt,
     tool schemas in the budget, cross-user memories, summaries that drop constraints …). Exits with
     code 1 when a case fails.
+
+    Every *.json file directly in --cases-dir is a case, whatever its name (without an "id", its file's stem);
+    a JSON file there that is not a case (an object with "messages" and "expect"), or repeats another's id,
+    is refused naming the file (exit 2) before any case runs.
 
     Example: [bold]ctxledger eval cases --cases-dir ../shared/cases[/bold]
     """
@@ -406,7 +448,13 @@ def eval_caching(
     ] = DATA_DIR_DEFAULT,
     limit: Annotated[
         int | None,
-        int_option("--limit", minimum=1, metavar="<n>", help="Read only this many trajectories per dataset."),
+        int_option(
+            "--limit",
+            minimum=1,
+            metavar="<n>",
+            help="Read only the first N trajectories of each dataset (tau-bench: records; the others: files); "
+            "every call of each is priced.",
+        ),
     ] = None,
 ) -> None:
     """Cost per call with provider prompt caching, against full history replay with caching.

@@ -746,24 +746,77 @@ def run_case_file(path: str | Path) -> CaseOutcome:
     """Run one case file on a fresh in-memory ledger under the default policy and check it.
 
     Raises:
-        InputError: the case holds a field or expectation the runner does not map (names it).
+        InputError: the file is not a case (:func:`read_case_file`), or the case holds a field or expectation
+            the runner does not map (names it).
     """
+    return run_loaded_case(read_case_file(Path(path)))
+
+
+def run_loaded_case(case: Mapping[str, Any]) -> CaseOutcome:
+    """Run one case read by :func:`read_case_file` (or :func:`load_cases`) and check it (see :func:`run_case_file`)."""
     from ctxledger.store.memory import MemoryStore
 
-    case = load_case(path)
     run = run_case(case, Ledger(MemoryStore()))
     failures = tuple(check_case(run))
     tokens = run.assembly.input_tokens if run.assembly is not None else None
     return CaseOutcome(case["id"], case.get("kind", ""), case.get("title", ""), not failures, failures, tokens)
 
 
-def run_cases(cases_dir: str | Path) -> list[CaseOutcome]:
-    """Run every ``B*.json`` case of ``cases_dir`` (sorted by id) and check it (see :func:`run_case_file`).
+CASE_SHAPE = "a JSON object with 'messages' (a list) and 'expect' (an object)"
+"""What makes a JSON file a failure case (``shared/cases/README.md``); every other field is checked by name."""
+
+
+def read_case_file(path: Path) -> dict[str, Any]:
+    """Read and check one case file; its ``id`` defaults to the file's stem (``B01.json`` → ``B01``).
 
     Raises:
-        InputError: ``cases_dir`` holds no case file, or a case holds a field the runner does not map.
+        InputError: names the file: not one JSON document in UTF-8 (the parser's message), not
+            :data:`CASE_SHAPE`, or a field or expectation the runner does not map (:func:`validate_case`).
     """
-    paths = sorted(Path(cases_dir).glob("B*.json"))
+    try:
+        case = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"not one JSON document in UTF-8 ({exc})", source=str(path)) from None
+    if not (isinstance(case, dict) and isinstance(case.get("messages"), list) and isinstance(case.get("expect"), dict)):
+        raise InputError(
+            f"not a failure case: a case is {CASE_SHAPE} (shared/cases/README.md); "
+            "move other JSON files out of the cases folder",
+            source=str(path),
+        )
+    case.setdefault("id", path.stem)
+    validate_case(case)
+    return case
+
+
+def load_cases(cases_dir: str | Path) -> list[dict[str, Any]]:
+    """Every case of ``cases_dir``: each ``*.json`` file directly in it, read and checked, sorted by file name.
+
+    Whatever their names (the shared ones are ``B01.json`` …), the JSON files of the folder are its cases; a JSON
+    file that is not one is refused by name rather than skipped, so no case is ever left out silently. Other
+    files (the ``README.md``) and subfolders are not read.
+
+    Raises:
+        InputError: no ``*.json`` file in ``cases_dir``; a file :func:`read_case_file` refuses (names it); two
+            files holding the same case ``id`` (names both).
+    """
+    paths = sorted(p for p in Path(cases_dir).glob("*.json") if p.is_file())
     if not paths:
-        raise InputError("no failure cases (B*.json) found", source=str(cases_dir))
-    return [run_case_file(p) for p in paths]
+        raise InputError("no failure cases (*.json files) found", source=str(cases_dir))
+    cases = [read_case_file(p) for p in paths]
+    seen: dict[str, Path] = {}
+    for path, case in zip(paths, cases, strict=True):
+        first = seen.setdefault(str(case["id"]), path)
+        if first != path:
+            raise InputError(f"case id {case['id']!r} is also the id of {first.name}", source=str(path), field="id")
+    return cases
+
+
+def run_cases(cases_dir: str | Path) -> list[CaseOutcome]:
+    """Run every case of ``cases_dir`` (:func:`load_cases`, sorted by file name) and check each one.
+
+    Every file is read and checked before the first case runs.
+
+    Raises:
+        InputError: see :func:`load_cases`.
+    """
+    return [run_loaded_case(case) for case in load_cases(cases_dir)]

@@ -291,6 +291,7 @@ def load_locomo(
     *,
     limit: int | None = None,
     file_name: str | None = None,
+    files: Sequence[Path] | None = None,
     memories: bool = False,
 ) -> EvalDataset:
     """LoCoMo evidence recall cases (``shared/data/locomo/README.md``).
@@ -299,8 +300,9 @@ def load_locomo(
         directory: the dataset folder (every ``*.json`` in it holding LoCoMo conversations, e.g. the
             dev split's ``locomo10_conv0-6.json`` or the upstream ``locomo10.json``), or one such file.
         counter: the exact counter (item and question costs in tokens).
-        limit: read only the first ``limit`` conversations.
+        limit: read only the first ``limit`` conversations (of all the files read, in order).
         file_name: read only this file of ``directory``.
+        files: read these LoCoMo files, in order (``directory`` is then only the ``source`` reported).
         memories: also offer each conversation's ``observation`` facts as memory items (dataset
             ``locomo-memory``; see :func:`_locomo_memories`): a required turn counts as recalled when a
             memory derived from it is included (credit through provenance, ``meta["covers"]``).
@@ -314,12 +316,17 @@ def load_locomo(
         InputError: no LoCoMo file, or a record or field is missing or of the wrong type (names file,
             index and field).
     """
-    paths = [directory / file_name] if file_name else _files_of("locomo", directory)
+    if files is not None:
+        paths = list(files)
+    else:
+        paths = [directory / file_name] if file_name else _files_of("locomo", directory)
     name = "locomo-memory" if memories else "locomo"
     quirks: Counter[str] = Counter()
     cases: list[EvalCase] = []
     seen = 0
     for path in paths:
+        if limit is not None and seen >= limit:
+            break
         records = _read_json(path)
         if not isinstance(records, list):
             raise InputError("expected a JSON list of conversations", source=str(path))
@@ -761,24 +768,32 @@ def _swe_agent_runs(
     return runs, {}
 
 
+FAILED_RUN = "failed run (a search tree, no train_messages)"
+"""Why a ToolBench answer is skipped: the search failed and wrote no trajectory to evaluate."""
+
+
 def _toolbench_runs(
     paths: Sequence[Path], root: Path, counter: TokenCounter, quirks: Counter[str], limit: int | None
 ) -> _Loaded:
     """ToolBench answers; the other files still load when one is a failed run.
 
     A failed run (a search ``tree`` but no ``train_messages`` trajectory) is skipped, counted under
-    ``runs_skipped`` and listed.
+    ``runs_skipped`` and listed by file (``"G1_answer/10.json: failed run (…); skipped"``).
+
+    Raises:
+        InputError: every file read is a failed run (nothing to evaluate); the message names the file(s) and why.
     """
     runs = []
-    skipped: list[str] = []
-    for path in paths[:limit]:
+    skipped: list[Path] = []
+    read = paths[:limit]
+    for path in read:
         record = _read_json(path)
         generation = _field(record, "answer_generation", dict, path, 0)
         train = generation.get("train_messages")
         run_id = _rel(path, root)
         if not train and isinstance(record, Mapping) and record.get("tree") is not None:
             quirks["runs_skipped"] += 1
-            skipped.append(f"{run_id}: failed run (a search tree, no train_messages); not evaluated")
+            skipped.append(path)
             continue
         train = _field(generation, "train_messages", list, path, 0, "answer_generation.")
         if not train or not isinstance(train[-1], list):
@@ -787,7 +802,25 @@ def _toolbench_runs(
             )
         messages = _toolbench_messages(train[-1], run_id, path)
         runs.append(_openai_run(run_id, messages, counter, path, quirks, is_error=_toolbench_error))
-    return runs, ({"runs_skipped": skipped} if skipped else {})
+    if not runs and skipped:
+        raise InputError(_nothing_left(skipped, root, len(paths)), source=str(root))
+    return runs, ({"runs_skipped": [f"{_file_in(p, root)}: {FAILED_RUN}; skipped" for p in skipped]} if skipped else {})
+
+
+def _file_in(path: Path, root: Path) -> str:
+    """``path`` relative to the folder ``root`` (its file name when ``root`` is the file itself)."""
+    return str(path.relative_to(root)) if root.is_dir() and path.is_relative_to(root) else path.name
+
+
+def _nothing_left(skipped: Sequence[Path], root: Path, found: int) -> str:
+    """Why a ToolBench file or folder gives nothing to evaluate: every file read is a failed run."""
+    if root.is_file():
+        return f"a {FAILED_RUN}: no trajectory to evaluate"
+    if found == 1:
+        return f"nothing to evaluate: its only toolbench file, {_file_in(skipped[0], root)}, is a {FAILED_RUN}"
+    names = ", ".join(_file_in(p, root) for p in skipped[:5]) + (", …" if len(skipped) > 5 else "")
+    cut = f" (the first {len(skipped)} of {found}: raise the limit)" if found > len(skipped) else ""
+    return f"nothing to evaluate: every toolbench file read{cut} is a {FAILED_RUN}: {names}"
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -1023,7 +1056,7 @@ def load_path(
     out = []
     for fmt, files in sorted(found.items()):
         if fmt in ("locomo", "locomo-memory"):
-            dataset = _concat_locomo(files, path, counter, limit, memories=fmt == "locomo-memory")
+            dataset = load_locomo(path, counter, limit=limit, files=files, memories=fmt == "locomo-memory")
         elif fmt == "bfcl-memory":
             dataset = load_bfcl_memory(files[0], counter, limit=limit)
         else:
@@ -1036,17 +1069,6 @@ def load_path(
             )
         out.append(replace(dataset, cases=dataset.cases[:max_cases]) if max_cases is not None else dataset)
     return out
-
-
-def _concat_locomo(
-    files: Sequence[Path], root: Path, counter: TokenCounter, limit: int | None, *, memories: bool = False
-) -> EvalDataset:
-    parts = [load_locomo(f.parent, counter, limit=limit, file_name=f.name, memories=memories) for f in files]
-    quirks: Counter[str] = Counter()
-    for part in parts:
-        quirks.update(part.quirks)
-    cases = tuple(c for part in parts for c in part.cases)
-    return replace(parts[0], cases=cases, quirks=dict(quirks), source=str(root))
 
 
 def load_trajectories(

@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ctxledger.eval.results import dataset_of
+
 __all__ = [
     "GOAL_CATEGORY",
     "GOAL_CPU_MS",
@@ -62,13 +64,23 @@ def _cells(aggregates: Sequence[Mapping[str, Any]], selector: str) -> list[Mappi
 
 
 def _recall_goal(aggregates: Sequence[Mapping[str, Any]], ours: str, budget: int, target: float) -> GoalCheck:
+    """Checked on every ``locomo`` dataset of the run (several LoCoMo files: each, by its label)."""
     goal = f"LoCoMo evidence recall ≥ {target:.2f} at {budget} tokens (non-adversarial, cl100k)"
-    cell = next((a for a in _cells(aggregates, ours) if a["dataset"] == "locomo" and a["budget"] == budget), None)
-    if cell is None or cell["recall"] is None:
+    cells = [
+        a
+        for a in _cells(aggregates, ours)
+        if dataset_of(a["dataset"]) == "locomo" and a["budget"] == budget and a["recall"] is not None
+    ]
+    if not cells:
         return GoalCheck(goal, "not in this run", None)
-    by_category = ", ".join(f"{k} {v:.3f}" for k, v in cell["recall_by_category"].items() if v is not None)
-    measured = f"{cell['recall']:.3f} (by category: {by_category})"
-    return GoalCheck(goal, measured, cell["recall"] >= target)
+    measured = "; ".join(
+        ("" if len(cells) == 1 else f"{a['dataset']} ")
+        + f"{a['recall']:.3f} (by category: "
+        + ", ".join(f"{k} {v:.3f}" for k, v in a["recall_by_category"].items() if v is not None)
+        + ")"
+        for a in cells
+    )
+    return GoalCheck(goal, measured, all(a["recall"] >= target for a in cells))
 
 
 def _latency_goal(aggregates: Sequence[Mapping[str, Any]], ours: str) -> GoalCheck:
@@ -115,7 +127,7 @@ def goal_checks(aggregates: Sequence[Mapping[str, Any]], ours: str = "ctxledger-
 
 
 def _locomo_cells(aggregates: Sequence[Mapping[str, Any]], ours: str) -> list[Mapping[str, Any]]:
-    return [a for a in _cells(aggregates, ours) if a["dataset"] in ("locomo", "locomo-memory")]
+    return [a for a in _cells(aggregates, ours) if dataset_of(a["dataset"]) in ("locomo", "locomo-memory")]
 
 
 def held_out_checks(aggregates: Sequence[Mapping[str, Any]], ours: str = "ctxledger-default") -> list[GoalCheck]:

@@ -15,8 +15,10 @@ are built in (peers need ``pip install 'ctxledger[bench]'``).
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -68,8 +70,10 @@ HEADLINE_EXCLUDED = frozenset({ADVERSARIAL})
 
 SelectorFactory = Callable[[TokenCounter], Selector]
 ProgressFn = Callable[[str, int, int], None]
-"""Called as ``progress(dataset_name, selections_done, selections_total)``: once with 0 done before the first
-selection (and while each dataset loads), then after every selection."""
+"""Called as ``progress(label, selections_done, selections_total)``: once with 0 done before the first
+selection (and while each dataset loads), then after every selection. Done and total count the selections
+of the whole run; the label is the dataset at work, followed by ``[i/n]`` (its place among the run's
+``n`` datasets) when the run holds more than one."""
 
 _FACTORIES: dict[str, SelectorFactory] = {}
 
@@ -358,6 +362,32 @@ def _budgets_for(dataset: EvalDataset, budgets: Mapping[str, Sequence[int]] | Se
     return tuple(chosen)
 
 
+def _distinct_labels(datasets: Sequence[EvalDataset]) -> list[str]:
+    """One label per dataset, unique within the run.
+
+    A dataset's label is its name, or ``"<name> (<source file name>)"`` when several datasets of the run share
+    the name (the full source path if the file names are alike too, and ``#i`` after it if even the sources are).
+    """
+    shared = Counter(d.name for d in datasets)
+    labels: list[str] = []
+    for where in (lambda d: Path(d.source).name or d.source, lambda d: d.source):
+        labels = [d.name if shared[d.name] == 1 else f"{d.name} ({where(d)})" for d in datasets]
+        if len(set(labels)) == len(labels):
+            return labels
+    nth: Counter[str] = Counter()
+    for i, d in enumerate(datasets):
+        if shared[d.name] > 1:
+            nth[labels[i]] += 1
+            labels[i] = f"{d.name} ({d.source} #{nth[labels[i]]})"
+    return labels
+
+
+def _labelled(dataset: EvalDataset, label: str) -> EvalDataset:
+    if label == dataset.name:
+        return dataset
+    return replace(dataset, name=label, cases=tuple(replace(c, dataset=label) for c in dataset.cases))
+
+
 def run_eval(
     datasets: Sequence[EvalDataset],
     selectors: Sequence[Selector],
@@ -384,6 +414,10 @@ def run_eval(
         keep_rows: keep every per-case row in the results (and ``rows.jsonl``).
         plots: write PNG plots (needs the ``eval`` extra).
 
+    Several datasets of one name (two LoCoMo files, say) are told apart in the results, the report and the
+    progress by their source's file name: ``"locomo (a.json)"``, ``"locomo (b.json)"`` (see
+    :func:`ctxledger.eval.results.dataset_of`); per-name ``budgets`` apply to each of them.
+
     Raises:
         ConfigurationError: duplicate selector names, empty or non-positive budgets, or (with plots)
             matplotlib missing.
@@ -391,15 +425,17 @@ def run_eval(
     names = [s.name for s in selectors]
     if len(set(names)) != len(names):
         raise ConfigurationError(f"selector names must be unique, got {names}")
-    plan = [(d, _budgets_for(d, budgets)) for d in datasets]
+    labels = _distinct_labels(datasets)
+    plan = [(_labelled(d, label), _budgets_for(d, budgets)) for d, label in zip(datasets, labels, strict=True)]
     total = sum(len(d.cases) * len(b) * len(selectors) for d, b in plan)
     rows: list[CaseResult] = []
     aggregates: list[dict[str, Any]] = []
     done = 0
-    for dataset, dataset_budgets in plan:
+    for position, (dataset, dataset_budgets) in enumerate(plan, start=1):
         dataset_rows = []
+        shown = f"{dataset.name} [{position}/{len(plan)}]" if len(plan) > 1 else dataset.name
         if progress is not None:
-            progress(dataset.name, done, total)
+            progress(shown, done, total)
         for index, case in enumerate(dataset.cases):
             check = determinism_every > 0 and index % determinism_every == 0
             for budget in dataset_budgets:
@@ -407,7 +443,7 @@ def run_eval(
                     dataset_rows.append(evaluate_case(case, selector, budget, counter, check_determinism=check))
                     done += 1
                     if progress is not None:
-                        progress(dataset.name, done, total)
+                        progress(shown, done, total)
         aggregates.extend(aggregate(dataset_rows))
         if keep_rows:
             rows.extend(dataset_rows)

@@ -9,6 +9,7 @@ every selector comes from the same run, so the ratio tables compare like with li
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -32,6 +33,11 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines.extend("| " + " | ".join(_fmt(v) for v in row) + " |" for row in rows)
     return [*lines, ""]
+
+
+def _file_stem(label: str) -> str:
+    """A dataset label as a file name: ``"locomo (a.json)"`` → ``"locomo-a.json"`` (a plain name is kept)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-") or "dataset"
 
 
 def _by(aggregates: Sequence[Mapping[str, Any]], dataset: str) -> dict[tuple[str, int], Mapping[str, Any]]:
@@ -269,7 +275,7 @@ def _plot_categories(plt: Any, results: EvalResults, info: DatasetInfo, out_dir:
     axes[0][0].legend(fontsize=7)
     fig.suptitle(f"{info.name}: evidence recall against budget by category")
     fig.tight_layout()
-    path = out_dir / f"{info.name}-categories.png"
+    path = out_dir / f"{_file_stem(info.name)}-categories.png"
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
@@ -277,6 +283,9 @@ def _plot_categories(plt: Any, results: EvalResults, info: DatasetInfo, out_dir:
 
 def write_plots(results: EvalResults, out_dir: Path, reference: str = OURS) -> list[Path]:
     """Write one ``<dataset>.png`` per dataset (and ``<dataset>-categories.png`` for evidence) and return the paths.
+
+    ``<dataset>`` is the dataset's label with each run of characters other than letters, digits, ``.``, ``_``
+    and ``-`` made one ``-`` (``locomo (a.json)`` → ``locomo-a.json``).
 
     Each figure shows evidence recall (evidence datasets) or tokens against replay (trajectories) by
     budget and selector, beside each selector's latency at the largest budget; the categories figure
@@ -296,7 +305,7 @@ def write_plots(results: EvalResults, out_dir: Path, reference: str = OURS) -> l
         _plot_latency(right, results, info)
         fig.suptitle(f"{info.name} ({len(results.config['selectors'])} selectors, {info.cases} cases)")
         fig.subplots_adjust(left=0.06, right=0.98, wspace=0.45, bottom=0.12)
-        path = out_dir / f"{info.name}.png"
+        path = out_dir / f"{_file_stem(info.name)}.png"
         fig.savefig(path, dpi=100)
         plt.close(fig)
         paths.append(path)

@@ -16,6 +16,15 @@ COMPARED_BASELINES = ("bm25", "newest-fit")
 """Baselines every run of the default policy is compared with (added by :func:`ctxledger.eval.harness.run_named`)."""
 
 
+def dataset_of(label: str) -> str:
+    """The dataset name behind a dataset label of the report: ``"locomo (a.json)"`` → ``"locomo"``.
+
+    A run holding several datasets of one name labels each ``"<name> (<its source's file name>)"``
+    (:func:`ctxledger.eval.harness.run_eval`); any other dataset is labelled by its name alone.
+    """
+    return label.split(" (", 1)[0]
+
+
 @dataclass(frozen=True, slots=True)
 class CaseResult:
     """The judged outcome of one selector on one case at one budget (a row of ``rows.jsonl``).
