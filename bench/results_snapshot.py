@@ -4,7 +4,7 @@ Run it before and after a change to the assembly pipeline and diff the two JSON 
 means the same included records and the same payload hash for every entry. It covers:
 
 * every scenario of the scenario suite (``ctxledger.scenarios.catalog.SCENARIOS``);
-* every shared failure case (``../shared/cases/B*.json``);
+* every shared failure case (every ``../shared/cases/*.json``, read as ``ctxledger eval cases`` reads them);
 * the real datasets through the evaluation harness's ctxledger selector (LoCoMo, tau-bench,
   mini-swe-agent, SWE-agent, ToolBench, BFCL memory at fixed budgets), with each row's payload hash and
   kept item count, plus LoCoMo recall and the trajectories' token reduction per budget.
@@ -63,13 +63,12 @@ def scenarios() -> dict[str, Any]:
 
 def cases() -> dict[str, Any]:
     """Per shared failure case: included records, payload hash, or the error it raised."""
-    from ctxledger.eval.cases import check_case, load_case, run_case
+    from ctxledger.eval.cases import check_case, load_cases, run_case
     from ctxledger.ledger import Ledger
     from ctxledger.testing import MemoryStore
 
     out: dict[str, Any] = {}
-    for path in sorted((SHARED / "cases").glob("B*.json")):
-        case = load_case(path)
+    for case in load_cases(SHARED / "cases"):
         run = run_case(case, Ledger(MemoryStore()))  # as run_case_file: the case's memories and scope are its own
         passed = not check_case(run)
         if run.assembly is None:
