@@ -231,12 +231,19 @@ class Ledger:
         on_progress: Callable[[int, int], None] | None = None,
         count_tokens_for: str | None = "gpt-4o",
         counter: str | None = None,
+        start_time: datetime | None = None,
     ) -> Any:
         """Import a transcript or trajectory file: parse and validate all of it, then write it in one transaction.
 
         Token counts of the imported turns are computed on the way for ``count_tokens_for`` (a model
         name; ``None`` skips), with ``counter`` if given (see :meth:`assemble`), and cached in the
         store, so the first assembly is warm.
+
+        Records without a timestamp of their own (OpenAI and Anthropic messages carry none) take the last one
+        seen before them, else ``start_time + n`` seconds (``n`` their position; an aware datetime). The
+        default ``None`` is the fixed ``ctxledger.ingest.BASE_TIME`` (2024-01-01 UTC), so importing a file
+        twice gives the same records; pass ``datetime.now(UTC)`` when retention rules by age
+        (``after_days``) should count from the import.
 
         Returns:
             :class:`ctxledger.ingest.ImportResult`.
@@ -250,7 +257,14 @@ class Ledger:
 
         coster = self.coster("openai-chat", count_tokens_for, counter) if count_tokens_for else None
         with collector_paused():  # what the import builds stays alive to its end (see ctxledger._collector)
-            batch = parse_file(path, fmt, tenant_id=tenant_id, conversation_id=conversation_id, on_progress=on_progress)
+            batch = parse_file(
+                path,
+                fmt,
+                tenant_id=tenant_id,
+                conversation_id=conversation_id,
+                on_progress=on_progress,
+                start_time=start_time,
+            )
             result = write_batch(self.store, batch)
             if coster is not None:
                 self._warm_counts(batch, coster)
@@ -265,8 +279,11 @@ class Ledger:
         system: str | Sequence[Mapping[str, Any]] | None = None,
         tenant_id: str = "default",
         conversation_id: str | None = None,
+        start_time: datetime | None = None,
     ) -> Any:
         """Import in-memory provider messages (OpenAI Chat Completions, OpenAI Responses or Anthropic Messages form).
+
+        ``start_time`` dates the messages as in :meth:`import_file` (default: the fixed 2024-01-01 UTC base).
 
         OpenAI form (``api="openai-chat"``, the default) carries the system prompt as a message; the
         Anthropic form (``api="anthropic-messages"``) takes it as ``system=`` (a string or text blocks),
@@ -282,21 +299,27 @@ class Ledger:
             raise ConfigurationError("system= is for api='anthropic-messages'; OpenAI form carries it as a message")
 
         if api == "openai-chat":
-            batch = parse_openai_messages(messages, tools, tenant_id=tenant_id, conversation_id=conversation_id)
+            batch = parse_openai_messages(
+                messages, tools, tenant_id=tenant_id, conversation_id=conversation_id, start_time=start_time
+            )
         elif api == "anthropic-messages":
             payload: dict[str, Any] = {"messages": list(messages)}
             if system:
                 payload["system"] = system if isinstance(system, str) else list(system)
             if tools:
                 payload["tools"] = list(tools)
-            batch = parse_anthropic(payload, tenant_id=tenant_id, conversation_id=conversation_id)
+            batch = parse_anthropic(
+                payload, tenant_id=tenant_id, conversation_id=conversation_id, start_time=start_time
+            )
         elif api == "openai-responses":
             request: dict[str, Any] = {"input": list(messages)}
             if system:
                 request["instructions"] = system
             if tools:
                 request["tools"] = list(tools)
-            batch = parse_openai_responses(request, tenant_id=tenant_id, conversation_id=conversation_id)
+            batch = parse_openai_responses(
+                request, tenant_id=tenant_id, conversation_id=conversation_id, start_time=start_time
+            )
         else:
             raise ConfigurationError(
                 f"unknown api {api!r}; use 'openai-chat', 'openai-responses' or 'anthropic-messages'"

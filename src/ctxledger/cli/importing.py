@@ -6,6 +6,7 @@ import dataclasses
 import os
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -76,7 +77,12 @@ def _conversation_id(given: str | None, from_dir: str | None) -> str | None:
 
 
 def _parse_all(
-    files: Sequence[tuple[Path, str | None]], fmt: str, tenant: str, given: str | None, roots: Sequence[Path] = ()
+    files: Sequence[tuple[Path, str | None]],
+    fmt: str,
+    tenant: str,
+    given: str | None,
+    roots: Sequence[Path] = (),
+    start_time: datetime | None = None,
 ) -> list[Any]:
     """Parse every file; in a directory (``rel`` set), files whose format cannot be told are skipped.
 
@@ -102,10 +108,19 @@ def _parse_all(
                 if path.stat().st_size >= LARGE_INPUT_BYTES and len(files) == 1:
                     with rich_progress(f"parsing {path.name}", console=_err()) as on_progress:
                         batches.append(
-                            parse_file(path, fmt, tenant_id=tenant, conversation_id=cid, on_progress=on_progress)
+                            parse_file(
+                                path,
+                                fmt,
+                                tenant_id=tenant,
+                                conversation_id=cid,
+                                on_progress=on_progress,
+                                start_time=start_time,
+                            )
                         )
                 else:
-                    batches.append(parse_file(path, fmt, tenant_id=tenant, conversation_id=cid))
+                    batches.append(
+                        parse_file(path, fmt, tenant_id=tenant, conversation_id=cid, start_time=start_time)
+                    )
             except FormatNotRecognised as exc:
                 if rel is None:
                     raise _unrecognised(exc.source, exc.formats, "cannot tell the format of this file") from None
@@ -175,6 +190,17 @@ def import_(
         str, typer.Option("--model", help="Count and cache token counts for this model while importing ('' skips).")
     ] = "gpt-4o",
     counter: Annotated[str | None, typer.Option("--counter", help=COUNTER_HELP, show_default=False)] = None,
+    start_time: Annotated[
+        str | None,
+        typer.Option(
+            "--start-time",
+            help="The time of records that carry no timestamp (OpenAI and Anthropic messages carry none), each one "
+            "second after the one before: 'now', or ISO 8601 (a time without offset is UTC). Default: "
+            "2024-01-01T00:00:00Z, so importing the same file twice gives the same records; pass 'now' when "
+            "retention rules by age (after_days) should count from the import.",
+            show_default=False,
+        ),
+    ] = None,
     skip_imported: Annotated[
         bool,
         typer.Option(
@@ -202,7 +228,14 @@ def import_(
     settings = _settings(ctx)
     with _handled():
         start = time.perf_counter()
-        batches = _parse_all(_input_files(paths), fmt.value, settings.tenant, conversation_id, roots=paths)
+        batches = _parse_all(
+            _input_files(paths),
+            fmt.value,
+            settings.tenant,
+            conversation_id,
+            roots=paths,
+            start_time=_start_time(start_time),
+        )
         with _open(settings, create=True) as ledger:
             coster = _coster(ledger, "openai-chat", count_tokens_for, counter) if count_tokens_for else None
             if skip_imported:
@@ -218,6 +251,25 @@ def import_(
                 raise typer.Exit(130) from None
         elapsed = time.perf_counter() - start
     _out().print(_import_table(batches, results, elapsed))
+
+
+def _start_time(text: str | None) -> datetime | None:
+    """``--start-time``: ``None`` (the importer's fixed base), ``now``, or an ISO 8601 time (UTC when it has no offset).
+
+    Raises:
+        InputError: not ``now`` nor an ISO 8601 time (names ``--start-time``).
+    """
+    if text is None:
+        return None
+    if text.strip().lower() == "now":
+        return datetime.now(UTC)
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+    except ValueError as exc:
+        raise InputError(
+            f"not 'now' nor an ISO 8601 time: {text!r}", source="<command line>", field="--start-time"
+        ) from exc
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
 
 def _without_imported(ledger: Ledger, batches: Sequence[Any]) -> list[Any]:

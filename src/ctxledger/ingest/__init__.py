@@ -14,8 +14,9 @@ in :mod:`ctxledger.ingest._sniff`). Each format's module documents its source an
 
 Ids are deterministic: a conversation is ``<file stem>`` (``<file stem>-<key>`` for files holding many,
 e.g. ``-task3-trial1`` for tau-bench, ``-conv-26`` for LoCoMo), its records ``<conversation>/<n>``, so
-importing the same source twice is refused instead of duplicating history. Times come from the source
-or from a fixed base time, never from the clock.
+importing the same source twice is refused instead of duplicating history. Times come from the source, else from
+``start_time`` (by default the fixed :data:`BASE_TIME`, 2024-01-01 UTC, so an import never reads the clock unless
+the caller passes it).
 
 Example::
 
@@ -27,6 +28,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +88,7 @@ def parse_file(
     tenant_id: str = "default",
     conversation_id: str | None = None,
     on_progress: ProgressCallback | None = None,
+    start_time: datetime | None = None,
 ) -> ImportBatch:
     """Read and validate one source file; nothing is written.
 
@@ -97,6 +100,9 @@ def parse_file(
             conversations, the prefix of their ids.
         on_progress: called as ``on_progress(done, total)`` per message of a single-conversation file,
             or per conversation/trajectory of a multi-conversation file.
+        start_time: aware time of the records that carry no timestamp and follow none (``start_time + n``
+            seconds, ``n`` the history position); ``None`` = :data:`BASE_TIME` (2024-01-01 UTC), so the same
+            file always gives the same records.
 
     Returns:
         The parsed batch (records and blobs of every conversation in the file).
@@ -117,6 +123,7 @@ def parse_file(
         tenant_id=tenant_id,
         conversation_id=conversation_id,
         on_progress=on_progress,
+        start_time=start_time,
     )
     return _PARSERS[chosen](loaded, options)
 
@@ -128,11 +135,13 @@ def parse_openai_messages(
     tenant_id: str = "default",
     conversation_id: str | None = None,
     on_progress: ProgressCallback | None = None,
+    start_time: datetime | None = None,
 ) -> ImportBatch:
     """Parse in-memory OpenAI Chat Completions messages (and ``tools``) as one conversation.
 
     The default conversation id is ``api-<12 hex>`` from the content hash of the input, so the same
     messages always get the same ids. Errors name the source ``"<api>"``, the message index and field.
+    ``start_time`` dates the messages as in :func:`parse_file` (messages carry no timestamps).
 
     Raises:
         InputError: bad messages or tools, or values JSON cannot represent.
@@ -141,7 +150,7 @@ def parse_openai_messages(
     if tools is not None:
         payload["tools"] = _json_list(tools, "tools")
     check_value(payload, API_SOURCE)
-    options = _api_options(payload, tenant_id, conversation_id, on_progress)
+    options = _api_options(payload, tenant_id, conversation_id, on_progress, start_time)
     return openai_chat.parse(Loaded(payload), options)
 
 
@@ -151,6 +160,7 @@ def parse_anthropic(
     tenant_id: str = "default",
     conversation_id: str | None = None,
     on_progress: ProgressCallback | None = None,
+    start_time: datetime | None = None,
 ) -> ImportBatch:
     """Parse an in-memory Anthropic Messages request (``{system, tools, messages}``) or message list.
 
@@ -164,7 +174,7 @@ def parse_anthropic(
     else:
         payload = _json_list(payload_or_messages, "messages")
     check_value(payload, API_SOURCE)
-    options = _api_options(payload, tenant_id, conversation_id, on_progress)
+    options = _api_options(payload, tenant_id, conversation_id, on_progress, start_time)
     return anthropic_messages.parse(Loaded(payload), options)
 
 
@@ -174,6 +184,7 @@ def parse_openai_responses(
     tenant_id: str = "default",
     conversation_id: str | None = None,
     on_progress: ProgressCallback | None = None,
+    start_time: datetime | None = None,
 ) -> ImportBatch:
     """Parse an in-memory OpenAI Responses history (``{instructions, input, tools, output}``) or item list.
 
@@ -186,7 +197,7 @@ def parse_openai_responses(
         payload: Any = dict(payload_or_items)
     else:
         payload = _json_list(payload_or_items, "input items")
-    options = _api_options(payload, tenant_id, conversation_id, on_progress)
+    options = _api_options(payload, tenant_id, conversation_id, on_progress, start_time)
     return openai_responses.parse(Loaded(payload), options)
 
 
@@ -202,7 +213,11 @@ def _json_list(value: Any, what: str) -> list[Any]:
 
 
 def _api_options(
-    payload: Any, tenant_id: str, conversation_id: str | None, on_progress: ProgressCallback | None
+    payload: Any,
+    tenant_id: str,
+    conversation_id: str | None,
+    on_progress: ProgressCallback | None,
+    start_time: datetime | None = None,
 ) -> ParseOptions:
     try:
         digest = content_hash(payload)
@@ -215,4 +230,5 @@ def _api_options(
         tenant_id=tenant_id,
         conversation_id=conversation_id,
         on_progress=on_progress,
+        start_time=start_time,
     )

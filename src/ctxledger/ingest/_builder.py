@@ -6,8 +6,10 @@ source order with ids ``C/0``, ``C/1`` … The same input therefore always yield
 re-import is detected by the store instead of duplicating history.
 
 Times: a record takes the source's timestamp when it has one; a record without one takes the last
-timestamp seen before it; with no timestamp seen yet it takes ``BASE_TIME + n`` seconds (``n`` its
-history position). Imports never read the wall clock, so they are reproducible.
+timestamp seen before it; with no timestamp seen yet it takes ``start + n`` seconds (``n`` its history position),
+``start`` being :attr:`ParseOptions.start_time`, by default :data:`BASE_TIME`. By default imports never read the
+wall clock, so they are reproducible; a caller whose retention rules count age from the import passes the import
+time as ``start_time``.
 
 Tool pairing: a result must answer a call that exists and is still open; a call may be answered
 once; a call id may be reused after its earlier call was answered (sequential pairing: tau-bench's
@@ -25,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from ctxledger.conversation_ids import check_conversation_id
+from ctxledger.errors import InputError
 from ctxledger.hashing import sha256_hex
 from ctxledger.ingest._batch import ParsedConversation
 from ctxledger.ingest._fields import Loc
@@ -62,6 +65,8 @@ class ParseOptions:
         tenant_id: tenant of every record.
         conversation_id: overrides ``stem`` (for multi-conversation inputs it replaces the prefix).
         on_progress: called as ``on_progress(done, total)`` while parsing.
+        start_time: the time of records without a timestamp of their own when none was seen before them
+            (``start_time + n`` seconds, ``n`` the record's history position); ``None`` = :data:`BASE_TIME`.
     """
 
     source: str
@@ -69,16 +74,24 @@ class ParseOptions:
     tenant_id: str = "default"
     conversation_id: str | None = None
     on_progress: ProgressCallback | None = None
+    start_time: datetime | None = None
 
     def __post_init__(self) -> None:
         """Refuse a given ``conversation_id`` that cannot be one (never fall back to the stem silently).
 
         Raises:
             InputError: names ``source`` and ``conversation_id`` (empty, blank, padded, control characters,
-                empty ``/`` segments; see :mod:`ctxledger.conversation_ids`).
+                empty ``/`` segments; see :mod:`ctxledger.conversation_ids`), or ``start_time`` without a
+                time zone.
         """
         if self.conversation_id is not None:
             check_conversation_id(self.conversation_id, source=self.source)
+        if self.start_time is not None and self.start_time.utcoffset() is None:
+            raise InputError(
+                f"start_time must be a timezone-aware datetime, got {self.start_time.isoformat()}",
+                source=self.source,
+                field="start_time",
+            )
 
     def single_id(self) -> str:
         """Conversation id of a single-conversation input: the override or the stem."""
@@ -282,7 +295,7 @@ class ConversationBuilder:
 
     def finish(self) -> ParsedConversation:
         """Return the conversation: Conversation, Branch, Participants, then history records."""
-        at = self._history[0].created_at if self._history else BASE_TIME
+        at = self._history[0].created_at if self._history else self._start()
         conv_meta = {**self._meta, "source_file": self.options.source, "format": self._fmt}
         head: list[Record] = [
             Conversation(
@@ -323,7 +336,10 @@ class ConversationBuilder:
             return at
         if self._last_time is not None:
             return self._last_time
-        return BASE_TIME + timedelta(seconds=len(self._history))
+        return self._start() + timedelta(seconds=len(self._history))
+
+    def _start(self) -> datetime:
+        return self.options.start_time if self.options.start_time is not None else BASE_TIME
 
     def _meta_for(self, loc: Loc, meta: Mapping[str, Any] | None) -> dict[str, Any]:
         out = {k: v for k, v in (meta or {}).items() if v is not None}
