@@ -28,6 +28,7 @@ from ctxledger.ingest._builder import ConversationBuilder, media_type_of
 from ctxledger.ingest._fields import Loc, as_object, json_type, optional, require
 from ctxledger.ingest._tools import ToolSet, add_skill_state
 from ctxledger.records import Message, Role, ToolStatus, Trust
+from ctxledger.serialize.images import base64_problem, parse_data_url
 
 STANDARD_KEYS: Mapping[str, frozenset[str]] = {
     "system": frozenset({"role", "content", "name"}),
@@ -311,6 +312,8 @@ class ChatMapper:
                 raise ploc.error(f"a {role} message cannot carry a {kind!r} part", "type")
             if kind == "text":
                 require(part, "text", str, ploc, "a string")
+            elif kind == "image_url":
+                _check_image_url(part, ploc)
             out.append(dict(part))
         return tuple(out)
 
@@ -325,3 +328,17 @@ class ChatMapper:
         if self._tools is not None:
             add_skill_state(self.b, self._tools, self._tools_loc, self.assistant)
             self._tools = None
+
+
+def _check_image_url(part: Mapping[str, Any], loc: Loc) -> None:
+    """An ``image_url`` part holds ``image_url.url``, a string; a ``data:`` URL's base64 must be base64.
+
+    Raises:
+        InputError: names ``content[k].image_url.url`` (or the missing key) and what is wrong.
+    """
+    iloc = loc.child("image_url")
+    image = as_object(require(part, "image_url", dict, loc, "an object"), iloc)
+    url = require(image, "url", str, iloc, "a string")
+    data_url = parse_data_url(url)
+    if data_url is not None and (problem := base64_problem(data_url.data)) is not None:
+        raise iloc.error(problem, "url")

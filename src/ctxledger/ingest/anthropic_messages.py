@@ -32,6 +32,7 @@ from ctxledger.ingest._load import Loaded
 from ctxledger.ingest._shapes import Shape, below, conversation_shapes
 from ctxledger.ingest._tools import ToolSet, add_skill_state
 from ctxledger.records import Message, Role, ToolStatus, Trust
+from ctxledger.serialize.images import base64_problem
 
 FORMAT = "anthropic-messages"
 _PAYLOAD_KEYS = frozenset({"messages", "system", "tools"})
@@ -90,9 +91,7 @@ def anthropic_tools(value: Any, loc: Loc) -> ToolSet:
         entry = as_object(entry, tloc, "a tool object")
         kind = optional(entry, "type", str, tloc, "a string", default="custom")
         if kind != "custom":
-            raise tloc.error(
-                f"unsupported tool type {kind!r} (only client tools with an input_schema)", "type"
-            )
+            raise tloc.error(f"unsupported tool type {kind!r} (only client tools with an input_schema)", "type")
         function = {"name": require(entry, "name", str, tloc, "a string")}
         if "description" in entry:
             function["description"] = require(entry, "description", str, tloc, "a string")
@@ -272,7 +271,11 @@ def _image_part(block: Mapping[str, Any], loc: Loc) -> Part:
     kind = require(source, "type", str, sloc, "a string")
     if kind == "base64":
         media_type = require(source, "media_type", str, sloc, "a string")
-        url = f"data:{media_type};base64,{require(source, 'data', str, sloc, 'a string')}"
+        data = require(source, "data", str, sloc, "a string")
+        problem = base64_problem(data)
+        if problem is not None:
+            raise sloc.error(problem, "data")
+        url = f"data:{media_type};base64,{data}"
     elif kind == "url":
         url = require(source, "url", str, sloc, "a string")
     else:
@@ -304,9 +307,7 @@ def _block_extras(blocks: list[Any]) -> dict[str, Any]:
     extras = {
         str(k): {key: v for key, v in block.items() if key not in _BLOCK_PART_KEYS}
         for k, block in enumerate(blocks)
-        if isinstance(block, dict)
-        and block.get("type") in ("text", "image")
-        and block.keys() - _BLOCK_PART_KEYS
+        if isinstance(block, dict) and block.get("type") in ("text", "image") and block.keys() - _BLOCK_PART_KEYS
     }
     return {"block_extras": extras} if extras else {}
 

@@ -65,7 +65,12 @@ from ctxledger.serialize._turns import at, check_turns, content_parts, function_
 from ctxledger.serialize.anthropic_cache import check_breakpoints
 from ctxledger.serialize.base import Turn
 from ctxledger.serialize.call_ids import unique_call_ids
-from ctxledger.serialize.images import anthropic_image_tokens, image_size_from_base64, parse_data_url
+from ctxledger.serialize.images import (
+    anthropic_image_tokens,
+    base64_problem,
+    image_size_from_base64,
+    parse_data_url,
+)
 from ctxledger.serialize.tool_names import TOOL_NAME, rename_tools, wire_tool_name
 from ctxledger.serialize.undeclared_tools import undeclared_tools
 from ctxledger.tokens import TokenCounter
@@ -434,6 +439,11 @@ def _image_block(index: int | None, turn: Turn, url: str) -> dict[str, Any]:
             rule="unsupported_image_type",
             index=index,
             refs=(turn.ref,),
+        )
+    problem = base64_problem(data_url.data)
+    if problem is not None:
+        raise ProviderContractError(
+            f"{at(turn, index)} has an image whose {problem}", rule="bad_image", index=index, refs=(turn.ref,)
         )
     source = {"type": "base64", "media_type": data_url.media_type, "data": data_url.data}
     return {"type": "image", "source": source}

@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import binascii
 import math
+import re
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -150,6 +151,26 @@ def parse_data_url(url: str) -> DataUrl | None:
     if not sep or not header.endswith(";base64"):
         return None
     return DataUrl(media_type=header[: -len(";base64")].split(";")[0].strip().lower(), data=data)
+
+
+_BASE64 = re.compile(r"[A-Za-z0-9+/=]+")
+
+
+def base64_problem(data: str) -> str | None:
+    """Why ``data`` cannot be the base64 of an inline image, or ``None``.
+
+    ``data`` is refused when empty or when it holds a character outside the base64 alphabet (RFC 4648 §4:
+    ``A-Z a-z 0-9 + /`` and ``=`` padding; whitespace included). Both providers take inline images in that form
+    (Anthropic ``source.data``, OpenAI ``data:…;base64,`` URLs) and refuse other characters. Checked at C speed
+    without decoding; the grouping of the characters is not checked (data cut or padded in the middle passes),
+    so this is a floor, not a full validation.
+    """
+    if not data:
+        return "the base64 data is empty"
+    if _BASE64.fullmatch(data):
+        return None
+    bad = next(ch for ch in data if not (ch.isascii() and (ch.isalnum() or ch in "+/=")))
+    return f"the base64 data holds {bad!r}, which is not a base64 character (A-Z a-z 0-9 + / =, no whitespace)"
 
 
 def image_size_from_url(url: str) -> ImageSize | None:
