@@ -35,8 +35,15 @@ def _assert_blas_found() -> None:
     assert controller is not None and controller.lib_controllers, "threadpoolctl found no BLAS library under numpy"
 
 
+_HELD = blas._controller()
+
+
 def _threads() -> int:
-    return max((lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"), default=1)
+    """The most threads any BLAS library that ``one_thread`` controls may use (those loaded when first asked,
+    numpy's among them; a library loaded later, such as SciPy's when a module imports it on first use, is not
+    one of them and runs none of ctxledger's products)."""
+    held = {lib.filepath for lib in _HELD.lib_controllers}
+    return max((lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["filepath"] in held), default=1)
 
 
 @settings(max_examples=40, deadline=None)
