@@ -206,7 +206,11 @@ def assemble(
     ] = None,
     now: Annotated[
         str | None,
-        typer.Option("--now", help="The call's clock for freshness, ISO 8601 (e.g. 2026-09-01T09:00Z); default now."),
+        typer.Option(
+            "--now",
+            help="The call's clock for freshness, ISO 8601 (e.g. 2026-09-01T09:00Z; a time without an offset is "
+            "read as UTC); default now.",
+        ),
     ] = None,
     trace: Annotated[
         Trace,
