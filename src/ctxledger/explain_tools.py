@@ -11,10 +11,84 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ctxledger.errors import RecordNotFound
+from ctxledger.errors import InputError, RecordNotFound
 from ctxledger.policy.contracts import tool_name
-from ctxledger.records import SkillState
+from ctxledger.records import SkillState, ToolArtifact, ToolCall
 from ctxledger.store.base import GraphStore, LineageHop
+
+
+def check_ref(ref: object, *, source: str = "explain", field: str = "ref") -> str:
+    """``ref`` when it is a non-empty record id string.
+
+    Raises:
+        InputError: ``ref`` is not a non-empty string (``None``, a number …); names ``field`` and what it must be.
+    """
+    if not isinstance(ref, str) or not ref.strip():
+        raise InputError(
+            f"must be a record id string (e.g. 'chat-1/7', the number within the conversation '7', or an "
+            f"external id), got {ref!r}",
+            source=source,
+            field=field,
+        )
+    return ref
+
+
+def ref_candidates(manifest: Mapping[str, Any], ref: str) -> tuple[str, ...]:
+    """The ids ``ref`` may stand for in the assembly's conversation: itself, then ``<conversation>/<ref>``.
+
+    A ref that already starts with the conversation id stands only for itself. This is how every ``explain``
+    (library, CLI, service, MCP) completes a short reference such as ``7``.
+    """
+    prefix = f"{manifest['conversation_id']}/"
+    return (ref,) if ref.startswith(prefix) else (ref, prefix + ref)
+
+
+def resolve_ref(store: GraphStore, manifest: Mapping[str, Any], ref: str, *, source: str = "explain") -> str:
+    """The id of the record of the assembly's conversation that ``ref`` names.
+
+    ``ref`` is read as a record id, then ``<conversation>/<ref>`` (:func:`ref_candidates`), then an external id,
+    then a provider tool call id (``call_…``). Reads one record, or the conversation's records when the ref is
+    no record id.
+
+    Raises:
+        RecordNotFound: no record of the conversation has that id, external id or call id (``among`` names the
+            conversation).
+        InputError: ``ref`` is a provider call id that several tool calls share (field ``ref``; real traces
+            reuse them): name one by its record id.
+    """
+    tenant, conversation = manifest["tenant_id"], manifest["conversation_id"]
+    candidates = ref_candidates(manifest, ref)
+    for candidate in candidates:
+        try:
+            record = store.get(tenant, candidate)
+        except RecordNotFound:
+            continue
+        if record.conversation_id == conversation:
+            return record.id
+    records = store.records(tenant, conversation)
+    named = [r.id for r in records if r.external_id == ref]
+    if len(named) == 1:
+        return named[0]
+    calls = [r.id for r in records if isinstance(r, ToolCall) and r.call_id == ref] or [
+        r.id for r in records if isinstance(r, ToolArtifact) and r.call_id == ref
+    ]
+    if len(calls) > 1:
+        raise InputError(
+            f"tool call id {ref!r} is shared by {len(calls)} tool calls ({', '.join(calls)}); name one by its "
+            "record id",
+            source=source,
+            field="ref",
+        )
+    if calls:
+        return calls[0]
+    if named:
+        raise InputError(
+            f"external id {ref!r} is shared by {len(named)} records ({', '.join(named)}); name one by its record id",
+            source=source,
+            field="ref",
+        )
+    among = f"the records of conversation {conversation} (of assembly {manifest['id']})"
+    raise RecordNotFound(tenant, candidates[-1], among=among)
 
 
 def explain_skill_state(store: GraphStore, manifest: Mapping[str, Any], ref: str) -> dict[str, Any] | None:

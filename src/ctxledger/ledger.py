@@ -34,7 +34,7 @@ from ctxledger.assemble.version import ASSEMBLER_VERSION
 from ctxledger.conversation_ids import check_new_conversations
 from ctxledger.errors import ConfigurationError, ContentRetained, CtxledgerError, InputError, RecordNotFound
 from ctxledger.exchange_cuts import exchange_cut, mark_whole_exchanges
-from ctxledger.explain_tools import explain_skill_state
+from ctxledger.explain_tools import check_ref, explain_skill_state, never_a_candidate, ref_candidates, resolve_ref
 from ctxledger.manifest import explain, has_full_trace
 from ctxledger.policy.base import Policy
 from ctxledger.policy.default import default_policy
@@ -801,37 +801,65 @@ class Ledger:
     ) -> dict[str, Any]:
         """Why a record was included or omitted in an assembly (see :func:`ctxledger.manifest.explain`).
 
+        ``ref`` names a record of the assembly's conversation: its id, its number within the conversation
+        (``"7"`` for ``"<conversation>/7"``), its external id, or a provider tool call id
+        (:func:`ctxledger.explain_tools.resolve_ref`; the CLI, the service and the MCP server read it the same way).
         An included record, or any record of a ``trace="full"`` manifest, is answered from the stored
         manifest. A skill state (the record whose tool schemas a call sends) is answered from the manifest's
         tools and the store (:func:`ctxledger.explain_tools.explain_skill_state`). Any other record is answered
         by replay (:meth:`replay`): the same snapshot, request and policy assembled again; when the replay's
         payload hash, policy hash or assembler version differs from the stored one, the answer says so
-        (``status: "unknown"``, ``reason: "replay_mismatch"``) instead of guessing.
+        (``status: "unknown"``, ``reason: "replay_mismatch"``, ``detail`` naming what differs and what to do)
+        instead of guessing.
 
         Args:
             assembly_id: the assembly (manifest) id.
-            ref: a record id or external id.
+            ref: a record id string (see above).
             tenant_id: the tenant the assembly belongs to.
             coster: what the assembly was counted with, when not the ledger's default (a ``FixedCoster``).
             policy: the policy the assembly used, when not the ledger's default (a policy passed to
                 :meth:`assemble`).
 
         Raises:
-            RecordNotFound: no such assembly, or ``ref`` was no candidate of it.
+            InputError: ``ref`` is not a non-empty string (field ``ref``); or it names a record no assembly
+                holds (a model run, participant, branch or the conversation record), or a call id several tool
+                calls share.
+            RecordNotFound: no such assembly; no record of its conversation is named ``ref`` (checked before any
+                replay); or the record was no candidate of the assembly.
         """
+        return self.explain_as(assembly_id, ref, tenant_id=tenant_id, coster=coster, policy=policy)
+
+    def explain_as(
+        self,
+        assembly_id: str,
+        ref: object,
+        *,
+        tenant_id: str = "default",
+        coster: Coster | None = None,
+        policy: Policy | None = None,
+        source: str = "explain",
+    ) -> dict[str, Any]:
+        """:meth:`explain`, naming ``source`` (``"<cli>"``, ``"<request>"`` …) in an :class:`InputError`."""
+        ref = check_ref(ref, source=source)
         manifest = self.get_assembly(assembly_id, tenant_id=tenant_id)
-        if any(ref in (e["ref"], e.get("external_id")) for e in manifest["included"]):
-            return self.with_content_now(explain(manifest, ref), tenant_id=tenant_id)
-        tool_state = explain_skill_state(self.store, manifest, ref)
+        candidates = ref_candidates(manifest, ref)
+        listed = [c for c in candidates if any(c in (e["ref"], e.get("external_id")) for e in manifest["included"])]
+        if listed:
+            return self.with_content_now(explain(manifest, listed[0]), tenant_id=tenant_id)
+        rid = resolve_ref(self.store, manifest, ref, source=source)
+        never = never_a_candidate(self.store, manifest, rid)
+        if never is not None:
+            raise InputError(never, source=source, field="ref")
+        tool_state = explain_skill_state(self.store, manifest, rid)
         if tool_state is not None:
             return tool_state
         if has_full_trace(manifest):
-            return self.with_content_now(self._explained(manifest, ref, tenant_id), tenant_id=tenant_id)
+            return self.with_content_now(self._explained(manifest, rid, tenant_id), tenant_id=tenant_id)
         replayed, mismatch = self.replay(manifest, coster=coster, policy=policy)
         if mismatch is not None:
-            return unexplained(manifest, ref, mismatch)
+            return unexplained(manifest, rid, mismatch)
         assert replayed is not None
-        return self.with_content_now(self._explained(replayed, ref, tenant_id), tenant_id=tenant_id)
+        return self.with_content_now(self._explained(replayed, rid, tenant_id), tenant_id=tenant_id)
 
     def _explained(self, manifest: Mapping[str, Any], ref: str, tenant_id: str) -> dict[str, Any]:
         """:func:`explain` of a full manifest; a ref that is no candidate because retention deleted it says so.
@@ -1048,15 +1076,20 @@ def _counter_name(manifest: Mapping[str, Any]) -> str | None:
 
 
 def unexplained(manifest: Mapping[str, Any], ref: str, why: str) -> dict[str, Any]:
-    """The answer for a record a summary manifest does not list when its replay is not the same call."""
+    """The answer for a record a summary manifest does not list when its replay is not the same call.
+
+    ``detail`` is ``why`` (what differs, from :meth:`Ledger.replay`) and what to do about it
+    (:func:`replay_remedy`); ``chain`` says the same in sentences.
+    """
     policy = manifest["policy"]
+    remedy = replay_remedy(why)
     return {
         "ref": ref,
         "external_id": None,
         "status": "unknown",
         "stage": None,
         "reason": "replay_mismatch",
-        "detail": why,
+        "detail": f"{why}; {remedy}",
         "policy": f"{policy['name']}@{policy['version']} ({policy['hash'][:19]})",
         "decisions": [],
         "marks": [],
@@ -1066,8 +1099,26 @@ def unexplained(manifest: Mapping[str, Any], ref: str, why: str) -> dict[str, An
             "of what it left out",
             f"replaying the assembly to say why gave a different call ({why}); the code, the policy or the "
             "store changed since, so no answer is given rather than a guess",
+            remedy,
         ],
     }
+
+
+def replay_remedy(why: str) -> str:
+    """What to do so that a replay that differed for ``why`` (a reason of :meth:`Ledger.replay`) is the same call."""
+    if why.startswith("policy hash"):
+        return (
+            "pass the policy the assembly was made under (policy= in the library, --policy FILE on the command "
+            "line, as given to assemble)"
+        )
+    if why.startswith("relevance"):
+        return "explain with the relevance the assembly was made with (install or remove the semantic extra)"
+    if why.startswith("assembled by assembler version"):
+        return "explain with the ctxledger version that made the assembly, or assemble with trace='full' to keep why"
+    return (
+        "pass the policy and counter the assembly was made with, or assemble with trace='full' (--trace full) so "
+        "the record keeps every omitted item"
+    )
 
 
 def _check_snapshot(as_of_seq: Any) -> None:

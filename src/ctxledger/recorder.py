@@ -100,6 +100,7 @@ class LedgerLike(Protocol):
         """Append ``records`` in one transaction; return them as stored."""
         ...
 
+
 RENUMBER_ATTEMPTS = 20
 """How often one write is retried after another writer took the numbers it chose (see the module docstring)."""
 
@@ -140,7 +141,7 @@ def _renumbering(method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)
     def write(self: Recorder, *args: Any, **kwargs: Any) -> Any:
         if kwargs.get("name") is not None:
-            _short_name(kwargs["name"], method.__name__)
+            _short_name(kwargs["name"], f"{method.__name__}()")
         if self._numbered is not None:  # a nested call: the outer one retries
             return method(self, *args, **kwargs)
         attempt = 0
@@ -270,6 +271,7 @@ class Recorder:
         create: bool = True,
     ) -> None:
         check_conversation_id(conversation_id, source="<recorder>")
+        _no_secret(conversation_id, "<recorder>", "conversation_id")
         if not isinstance(tenant_id, str) or not tenant_id:
             raise InputError(f"must be a non-empty string, got {tenant_id!r}", source="<recorder>", field="tenant_id")
         if not isinstance(step, timedelta) or step <= timedelta(0):
@@ -568,7 +570,7 @@ class Recorder:
                 not fit the output, or a bad envelope value (the error names the record and field).
         """
         msg_id, call_rid = self._exchange_ids(name)
-        _text(tool, call_rid, "tool")
+        _no_secret(_text(tool, call_rid, "tool"), "tool_call()", "tool")
         args = _arguments(arguments, call_rid)
         allowed = ("succeeded", "failed") if output is not None else ("pending", "deferred")
         status = status or allowed[0]
@@ -580,7 +582,7 @@ class Recorder:
                 field="status",
             )
         cid = call_id or f"call_{(name or msg_id.rsplit('/', 1)[1]).replace('-', '_')}"
-        _text(cid, call_rid, "call_id")
+        _no_secret(_text(cid, call_rid, "call_id"), "tool_call()", "call_id")
         env_in = self._envelope(env, msg_id)
         message = self._build(Message, name, env_in, record_id=msg_id, role=Role.ASSISTANT, content=text)
         call = self._build(
@@ -946,7 +948,7 @@ class Recorder:
                 )
             rid = self.id(f"{name}#call{k}") if name else next(numbered)
             cid = spec.get("call_id") or f"call_{msg_id.rsplit('/', 1)[1].replace('-', '_')}_{k}"
-            _text(cid, rid, "call_id")
+            _no_secret(_text(cid, rid, "call_id"), "tool_calls()", f"{where}.call_id")
             if cid in seen:
                 raise InputError(f"call id {cid!r} is given twice", source=msg_id, field=f"{where}.call_id")
             seen.add(cid)
@@ -957,7 +959,7 @@ class Recorder:
                 record_id=rid,
                 message_id=msg_id,
                 call_id=cid,
-                name=_text(spec.get("tool"), rid, "tool"),
+                name=_no_secret(_text(spec.get("tool"), rid, "tool"), "tool_calls()", f"{where}.tool"),
                 arguments=_arguments(spec.get("arguments", {}), rid),
                 index=k,
                 status=ToolStatus.PENDING,
@@ -1338,11 +1340,12 @@ def _short_name(value: Any, source: str) -> str:
     An empty name is an error, never a silently numbered id. Ids join the conversation, a kind and the name with
     ``/``, so a name holding one would read as a nested id and could take another record's id (a message named
     ``participant/bob`` would be ``<conversation>/participant/bob``, participant ``bob``'s id). A name holding a
-    secret is left to the write, which refuses it without repeating it.
+    secret is refused without repeating it (:func:`_no_secret`).
     """
     if not isinstance(value, str) or not value.strip():
         raise InputError(f"must be a non-blank string, got {value!r}", source=source, field="name")
-    if "/" in value and not default_scanner().scan(value):  # a secret is refused, unechoed, when written
+    _no_secret(value, source, "name")
+    if "/" in value:
         raise InputError(
             f"must not contain '/', got {value!r}: ids join names with '/', so use another separator",
             source=source,
@@ -1354,6 +1357,27 @@ def _short_name(value: Any, source: str) -> str:
 def _text(value: Any, source: str, field: str) -> str:
     if not isinstance(value, str) or not value:
         raise InputError(f"must be a non-empty string, got {value!r}", source=source, field=field)
+    return value
+
+
+def _no_secret(value: str, source: str, field: str) -> str:
+    """``value`` (an identifier the caller gave) when it holds no secret.
+
+    Ids, participant and tool names are stored in every manifest, so the write would refuse a secret in one; this
+    refuses it first, naming the argument the caller passed (``field``) and the method (``source``), never the value.
+
+    Raises:
+        InputError: the secret's type, the method and the argument.
+    """
+    hits = default_scanner().scan(value)
+    if hits:
+        what = ", ".join(sorted({h.type for h in hits}))
+        raise InputError(
+            f"holds a secret ({what}); ids, participant and tool names are stored in every manifest, so a secret "
+            "cannot be one: name it otherwise",
+            source=source,
+            field=field,
+        )
     return value
 
 

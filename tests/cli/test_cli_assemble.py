@@ -685,3 +685,26 @@ def test_rehydrate_refuses_a_bad_range_in_the_library_s_words(
         return
     assert answer.exit_code == 2
     assert expected in " ".join(answer.stderr.split())
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(bound=st.integers(0, 3000), open_end=st.booleans())
+def test_rehydrate_reads_an_open_bound_as_the_service_does(
+    runner: CliRunner, demo_store: DemoStore, bound: int, open_end: bool
+) -> None:
+    """``--bytes START:`` and ``:END`` mean what HTTP's missing ``end`` / ``start`` mean: to the end, from 0."""
+    span = (bound, None) if open_end else (None, bound)
+    with Ledger.open(demo_store.url) as ledger:
+        refs = [e["ref"] for e in demo_store.manifest["omitted"]]
+        artifact = next(r for r in refs if isinstance(ledger.store.get("default", r), ToolArtifact))
+        try:
+            expected: bytes | str = ledger.rehydrate(artifact, span)
+        except InputError as exc:
+            expected = exc.problem
+    typed = f"{bound}:" if open_end else f":{bound}"
+    answer = runner.invoke(app, ["--db", demo_store.url, "rehydrate", artifact, "--bytes", typed])
+    if isinstance(expected, bytes):
+        assert answer.exit_code == 0, answer.output
+        assert answer.stdout_bytes == expected
+        return
+    assert answer.exit_code == 2 and expected in " ".join(answer.stderr.split())

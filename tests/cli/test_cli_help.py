@@ -117,3 +117,16 @@ def test_the_rehydrate_example_reads_a_tool_result_of_the_demo(runner: CliRunner
     result = runner.invoke(app, ["--db", demo_store.url, *example.group(1).split()])
     assert result.exit_code == 0, result.output
     assert result.stdout
+
+
+@pytest.mark.parametrize("command", ["assemble", "retain"])
+def test_now_help_says_a_time_without_offset_is_utc_as_the_parser_reads_it(runner: CliRunner, command: str) -> None:
+    """The CLI reads a naive ``--now`` as UTC (the library refuses a naive datetime); the help says so."""
+    from datetime import UTC, datetime
+
+    from ctxledger.cli.assembly import _parse_now
+
+    assert _parse_now("2026-01-01") == datetime(2026, 1, 1, tzinfo=UTC)
+    answer = runner.invoke(app, [command, "--help"], env={"COLUMNS": "200"})
+    assert answer.exit_code == 0, answer.output
+    assert "without an offset is read as UTC" in " ".join(answer.stdout.replace("│", " ").split())

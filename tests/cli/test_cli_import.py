@@ -429,3 +429,18 @@ def test_an_interrupted_folder_import_says_what_was_written_and_resumes(
     again = runner.invoke(app, ["--db", url, "import", str(folder), "--skip-imported"])
     assert again.exit_code == 0, again.output
     assert len(_conversations(url)) == files
+
+
+@pytest.mark.parametrize("value", ["ok/0", "ok"])
+def test_a_conversation_id_given_that_is_taken_says_the_value_is_at_fault(
+    runner: CliRunner, tmp_path: Path, value: str
+) -> None:
+    source = tmp_path / "ok.json"
+    source.write_text('[{"role": "user", "content": "hi"}]')
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    assert runner.invoke(app, ["--db", url, "import", str(source)]).exit_code == 0
+    answer = runner.invoke(app, ["--db", url, "import", str(source), "--conversation-id", value])
+    assert answer.exit_code == 2
+    flat = " ".join(answer.stderr.split())
+    assert f"the --conversation-id given ({value!r}) cannot be used" in flat
+    assert "pass --conversation-id" not in flat

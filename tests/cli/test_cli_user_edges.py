@@ -97,3 +97,12 @@ def test_explain_on_a_record_no_context_can_hold_says_what_it_is(
         result = runner.invoke(app, ["--db", url, "explain", asm.id, rec.id])
         assert result.exit_code == 2, result.output
         assert f"is a {rec.kind.value}" in " ".join(result.stderr.split())
+
+
+def test_show_without_a_value_names_the_values_it_takes(runner: CliRunner, tmp_path: Path) -> None:
+    """``--show`` takes a value: written as a flag before another option, the error lists the values."""
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    answer = runner.invoke(app, ["--db", url, "assemble", "c", "--show", "--out", str(tmp_path / "f.json")])
+    assert answer.exit_code == 2
+    flat = " ".join(answer.output.replace("│", " ").split())
+    assert "--show" in flat and all(v in flat for v in ("included", "omitted", "classes", "payload", "all"))

@@ -110,3 +110,22 @@ def test_deep_jsonl_records_name_their_line(tmp_path: Path):
     with pytest.raises(InputError) as caught:
         parse_file(path)
     assert caught.value.index == 1
+
+
+@settings(max_examples=20, deadline=None)
+@given(depth=st.integers(MAX_DEPTH + 1, 2_000), key=st.sampled_from(["messages", "x"]))
+def test_a_too_deep_value_names_a_short_path_with_its_length(depth: int, key: str) -> None:
+    """The error names the first and last steps of the path and how many lie between, not every step."""
+    from ctxledger.ingest._load import check_value
+
+    value: list = []
+    inner = value
+    for _ in range(depth):
+        inner.append([])
+        inner = inner[0]
+    with pytest.raises(InputError) as caught:
+        check_value({key: value}, "deep.json")
+    field = caught.value.field
+    assert field is not None and len(field) < 60, field
+    assert field.startswith(f"{key}[0][0]") and f"({MAX_DEPTH - 6} more steps)" in field
+    assert "nested more than" in caught.value.problem

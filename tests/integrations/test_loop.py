@@ -36,3 +36,26 @@ def test_instructions_are_recorded_when_they_change_and_only_the_current_ones_ar
         systems = [r.content for r in ledger.store.records("default", "c") if getattr(r, "role", None) == "system"]
         changes = [v for k, v in enumerate(versions) if k == 0 or versions[k - 1] != v]
         assert systems == [f"Instructions {v}." for v in changes]  # one record per change, none lost
+
+
+def test_every_integration_defaults_to_the_budget_ledger_assemble_has() -> None:
+    """``LedgerMiddleware``, ``LedgerInputFilter`` and ``LedgerCapability`` need no ``window_tokens``."""
+    import dataclasses
+    import inspect
+
+    from ctxledger.assemble.assembler import AssemblyRequest
+    from ctxledger.budget import DEFAULT_BUDGET
+
+    names = ("window_tokens", "output_tokens", "margin_tokens")
+    expected = {n: getattr(DEFAULT_BUDGET, n) for n in names}
+    request = {f.name: f.default for f in dataclasses.fields(AssemblyRequest)}
+    assert {n: request[n] for n in names} == expected  # what ledger.assemble sends without a budget
+    assert {f.name: f.default for f in dataclasses.fields(Budget)} == expected
+    for module, name in (
+        ("langchain", "LedgerMiddleware"),
+        ("openai_agents", "LedgerInputFilter"),
+        ("pydantic_ai", "LedgerCapability"),
+    ):
+        cls = getattr(pytest.importorskip(f"ctxledger.integrations.{module}"), name)
+        params = inspect.signature(cls).parameters
+        assert {n: params[n].default for n in names} == expected, name

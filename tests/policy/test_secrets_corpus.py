@@ -209,7 +209,8 @@ def test_an_id_or_participant_name_holding_a_secret_is_refused_before_anything_i
     head = ledger.store.head_seq("default", "c")
     with pytest.raises(InputError) as caught:
         WRITERS[channel](r, text)
-    assert caught.value.field in {"id", "name"} and "holds a secret" in str(caught.value)
+    argument = {"participant_name": "name", "record_name": "name", "tool_name": "tool"}[channel]
+    assert caught.value.field == argument and "holds a secret" in str(caught.value)  # the argument passed
     assert all(fp not in str(caught.value) for fp in fingerprints)
     assert ledger.store.head_seq("default", "c") == head
 

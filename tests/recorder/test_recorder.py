@@ -475,3 +475,34 @@ def test_a_record_named_like_a_participant_path_cannot_take_its_id(name):
     assert pid == f"c/participant/{name}"
     with pytest.raises(InputError):
         rec.user("hello", name=f"participant/{name}")
+
+
+SECRET = "sk-proj-Abc123XyZ987QweRty456UioP0asdfGhjkLzxcvBnm1234"
+
+
+@pytest.mark.parametrize(
+    ("write", "source", "field"),
+    [
+        (lambda r: r.user("x", name=SECRET), "user()", "name"),
+        (lambda r: r.assistant("x", name=SECRET), "assistant()", "name"),
+        (lambda r: r.tool_call(SECRET, {}), "tool_call()", "tool"),
+        (lambda r: r.tool_call("t", {}, call_id=SECRET), "tool_call()", "call_id"),
+        (lambda r: r.tool_call("t", {}, "out", name=SECRET), "tool_call()", "name"),
+        (lambda r: r.tool_calls([{"tool": "t"}, {"tool": SECRET}]), "tool_calls()", "calls[1].tool"),
+        (lambda r: r.tool_calls([{"tool": "t", "call_id": SECRET}]), "tool_calls()", "calls[0].call_id"),
+    ],
+)
+def test_a_secret_in_an_identifier_names_the_argument_the_caller_passed(write, source: str, field: str) -> None:
+    ledger, rec = _rec()
+    before = len(ledger.store.records("default", "c"))
+    with pytest.raises(InputError) as caught:
+        write(rec)
+    assert (caught.value.source, caught.value.field, caught.value.index) == (source, field, None)
+    assert "holds a secret" in caught.value.problem and SECRET not in str(caught.value)
+    assert len(ledger.store.records("default", "c")) == before
+
+
+def test_a_secret_conversation_id_names_it() -> None:
+    with pytest.raises(InputError) as caught:
+        Ledger(MemoryStore()).recorder(SECRET)
+    assert (caught.value.field, caught.value.index) == ("conversation_id", None) and SECRET not in str(caught.value)

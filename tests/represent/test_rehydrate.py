@@ -81,7 +81,8 @@ def test_missing_blob_and_bad_ranges(stored: tuple[bytes, str], blobs: MemoryBlo
 def test_parse_byte_range_for_the_cli():
     """``--bytes START:END`` parses to a half-open range; malformed ranges are input errors."""
     assert parse_byte_range("480:510") == (480, 510)
-    for bad in ("480", "a:b", "10:2", "-1:4"):
+    assert parse_byte_range("3:") == (3, None) and parse_byte_range(":7") == (None, 7)
+    for bad in ("480", "a:b", "10:2", "-1:4", ":", "3:-1", "1:2:3"):
         with pytest.raises(InputError) as info:
             parse_byte_range(bad)
         assert info.value.field == "byte_range"

@@ -82,3 +82,13 @@ def test_the_access_log_withholds_a_secret_in_the_path(secret) -> None:
     assert WithholdSecrets().filter(record)
     line = record.getMessage()
     assert _absent(fingerprints, line) and "404" in line
+
+
+def test_a_secret_conversation_id_in_the_path_is_named_as_the_path_parameter(served: Served) -> None:
+    value = "sk-proj-Abc123XyZ987QweRty456UioP0asdfGhjkLzxcvBnm1234"
+    body = {"format": "openai-chat", "messages": [{"role": "user", "content": "hi"}]}
+    answer = served.client.post(f"/v1/conversations/{value}/messages", headers=served.auth("acme"), json=body)
+    assert answer.status_code == 422, answer.text
+    problem = answer.json()
+    assert problem.get("field") == "conversation_id" and problem.get("index") is None, problem
+    assert value not in answer.text

@@ -102,3 +102,20 @@ def test_the_mcp_explain_replays_once_for_an_omitted_record(served: Served, repl
     content = answer.structured_content or json.loads(answer.content[0].text)
     assert content["status"] == "omitted" and content["ref"] == omitted
     assert replays == [aid]
+
+
+def test_the_inspector_shows_an_assembly_whose_replay_differs_and_says_why(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    aid, full = _assembly(served)
+    monkeypatch.setattr(Ledger, "replay", lambda self, manifest, **kw: (None, "policy hash a then, b now"))
+    client = served.client
+    login = client.post("/inspect/login", data={"key": served.keys["acme"]}, follow_redirects=False)
+    assert login.status_code == 303, login.text
+    page = client.get(f"/inspect/assemblies/{aid}")
+    assert page.status_code == 200, page.text
+    assert "policy hash a then, b now" in page.text and "--policy FILE" in page.text
+    omitted = full["omitted"][0]["ref"]
+    item = client.get(f"/inspect/assemblies/{aid}/items/{omitted}")
+    assert item.status_code == 200, item.text
+    assert "UNKNOWN" in item.text and "--policy FILE" in item.text

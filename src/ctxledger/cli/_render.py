@@ -251,12 +251,19 @@ def _counts_table(manifest: Mapping[str, Any]) -> Table:
     table.add_column("records", justify="right")
     for status in ("included", "omitted"):
         counts: dict[tuple[str, str], int] = {}
-        for entry in manifest[status]:
+        for entry in _entries(manifest, status):
             key = (str(entry["stage"]), str(entry["reason"]))
-            counts[key] = counts.get(key, 0) + 1
+            counts[key] = counts.get(key, 0) + int(entry.get("count", 1))
         for (stage, reason), n in counts.items():
             table.add_row(status, stage, reason, str(n))
     return table
+
+
+def _entries(manifest: Mapping[str, Any], status: str) -> list[Mapping[str, Any]]:
+    """The entries of ``status``; a summary's omissions are its groups, each with a ``count`` of records."""
+    if status == "omitted" and "omitted" not in manifest:
+        return list(manifest.get("omissions") or ())
+    return list(manifest[status])
 
 
 def _saving_lines(manifest: Mapping[str, Any]) -> list[str]:
@@ -358,7 +365,11 @@ def _print_manifest(console: Console, manifest: Mapping[str, Any], records: Mapp
     _print_summary(console, manifest)
     console.print(_class_table(manifest))
     console.print(_included_table(manifest, records, console))
-    console.print(_omitted_table(manifest, records, console))
+    if "omitted" in manifest:
+        console.print(_omitted_table(manifest, records, console))
+    else:  # a summary that could not be replayed: its counts are all it says of what was left out
+        counts = ", ".join(f"{n} {reason}" for reason, n in (manifest.get("omitted_by_reason") or {}).items())
+        console.print(f"Omitted items: {escape(counts or 'none')} (by reason; the record keeps no list of them)")
     usage = manifest["tokens"]
     if usage.get("observed_input") is not None:
         console.print(_usage_line(manifest))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -18,7 +19,6 @@ from ctxledger.cli._app import app
 from ctxledger.cli._common import (
     COUNTER_HELP,
     ApiFormat,
-    Settings,
     _check_out,
     _command_prefix,
     _coster,
@@ -44,13 +44,10 @@ from ctxledger.cli._render import (
 )
 from ctxledger.errors import (
     InputError,
-    RecordNotFound,
 )
-from ctxledger.explain_tools import explain_skill_state, never_a_candidate
-from ctxledger.ledger import Ledger, unexplained
-from ctxledger.manifest import explain as explain_manifest
+from ctxledger.ledger import replay_remedy
 from ctxledger.manifest import has_full_trace
-from ctxledger.records import Record, ToolCall
+from ctxledger.records import Record
 from ctxledger.serialize import default_model
 
 
@@ -209,7 +206,11 @@ def assemble(
     ] = None,
     now: Annotated[
         str | None,
-        typer.Option("--now", help="The call's clock for freshness, ISO 8601 (e.g. 2026-09-01T09:00Z); default now."),
+        typer.Option(
+            "--now",
+            help="The call's clock for freshness, ISO 8601 (e.g. 2026-09-01T09:00Z; a time without an offset is "
+            "read as UTC); default now.",
+        ),
     ] = None,
     trace: Annotated[
         Trace,
@@ -276,8 +277,10 @@ def assemble(
     if out is not None:
         where = escape(str(out))
         report.print(f"payload ({size:,} bytes, hash {asm.payload_hash[:23]}…) written to {where}", soft_wrap=True)
+    under = f" --policy {shlex.quote(str(policy_file))}" if policy_file else ""  # explain replays under it
     report.print(
-        f"explain it: [bold]{escape(_command_prefix(settings))} explain {asm.id}[/] [dim][REF][/]", soft_wrap=True
+        f"explain it: [bold]{escape(_command_prefix(settings))} explain {asm.id}{escape(under)}[/] [dim][REF][/]",
+        soft_wrap=True,
     )  # on one line, to copy whole
 
 
@@ -327,66 +330,25 @@ def explain(
     """
     settings = _settings(ctx)
     with _handled(), _open(settings) as ledger:
-        stored = ledger.get_assembly(assembly_id, tenant_id=settings.tenant)
-        conv = stored["conversation_id"]
         from ctxledger.policy.loader import load_policy
 
         policy = load_policy(policy_file) if policy_file else None
+        if ref is not None:
+            why = ledger.explain_as(assembly_id, ref, tenant_id=settings.tenant, policy=policy, source="<cli>")
+            stored = ledger.get_assembly(assembly_id, tenant_id=settings.tenant)
+            _print_explanation(_out(), why, stored["conversation_id"], unit_kind(stored, why))
+            return
+        stored = ledger.get_assembly(assembly_id, tenant_id=settings.tenant)
         manifest, mismatch = (stored, None) if has_full_trace(stored) else ledger.replay(stored, policy=policy)
         if manifest is None:
             _err().print(
                 f"[yellow]this manifest keeps a summary of what was left out, and replaying the assembly gave a "
-                f"different call ({escape(str(mismatch))}): only the included items can be explained[/]",
+                f"different call ({escape(str(mismatch))}): only the included items can be explained; "
+                f"{escape(replay_remedy(str(mismatch)))}[/]",
                 soft_wrap=True,
             )
             manifest = stored
-        if ref is None:
-            _print_manifest(_out(), manifest, _records(ledger, settings, conv))
-            return
-        why = _explain_ref(ledger, settings, manifest, ref, mismatch)
-        why = ledger.with_content_now(why, tenant_id=settings.tenant)
-    _print_explanation(_out(), why, conv, unit_kind(manifest, why))
-
-
-def _explain_ref(
-    ledger: Ledger, settings: Settings, manifest: Mapping[str, Any], ref: str, mismatch: str | None = None
-) -> dict[str, Any]:
-    """Explain ``ref`` read as a record id or external id, then ``<conversation>/<ref>``, then a tool call id.
-
-    ``manifest`` is the stored one when it holds a full trace, else its replay; when the replay differed
-    (``mismatch``), a record that was not included is answered with ``status: "unknown"``.
-
-    Raises:
-        RecordNotFound: no candidate of the assembly matches.
-        InputError: ``ref`` is a provider call id that several tool calls share (real traces reuse them).
-    """
-    conv = manifest["conversation_id"]
-    for candidate in (ref, f"{conv}/{ref}"):
-        try:
-            return explain_manifest(manifest, candidate)
-        except RecordNotFound:
-            continue
-    for candidate in (ref, f"{conv}/{ref}"):
-        tool_state = explain_skill_state(ledger.store, manifest, candidate)
-        if tool_state is not None:
-            return tool_state
-    if mismatch is not None:
-        return unexplained(manifest, ref, mismatch)
-    calls = [r.id for r in _records(ledger, settings, conv).values() if isinstance(r, ToolCall) and r.call_id == ref]
-    if len(calls) > 1:
-        listing = ", ".join(calls)
-        raise InputError(
-            f"tool call id {ref!r} is shared by {len(calls)} tool calls ({listing}); name one by its record id",
-            source="<cli>",
-            field="REF",
-        )
-    if calls:
-        return explain_manifest(manifest, calls[0])
-    never = never_a_candidate(ledger.store, manifest, ref)
-    if never is not None:
-        raise InputError(never, source="<cli>", field="REF")
-    shown = ref if ref.startswith(f"{conv}/") else f"{conv}/{ref}"  # both were looked for; name the whole id
-    raise RecordNotFound(settings.tenant, shown, among=f"the candidates of assembly {manifest['id']}")
+        _print_manifest(_out(), manifest, _records(ledger, settings, stored["conversation_id"]))
 
 
 @app.command()

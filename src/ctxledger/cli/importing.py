@@ -241,7 +241,7 @@ def import_(
             if skip_imported:
                 batches = _without_imported(ledger, batches)
             try:
-                results = _write_all(ledger, batches, coster, resumable=len(batches) > 1)
+                results = _write_all(ledger, batches, coster, resumable=len(batches) > 1, given=conversation_id)
             except KeyboardInterrupt:
                 _err().print(
                     "interrupted: the files written before stay whole, the one being written is not in the store; "
@@ -298,7 +298,9 @@ def _stored_alike(ledger: Ledger, conv: Any) -> bool:
     return stored == [r.id for r in conv.records if r.kind is not Kind.CONVERSATION]
 
 
-def _write_all(ledger: Ledger, batches: Sequence[Any], coster: Any | None, *, resumable: bool = False) -> list[Any]:
+def _write_all(
+    ledger: Ledger, batches: Sequence[Any], coster: Any | None, *, resumable: bool = False, given: str | None = None
+) -> list[Any]:
     """Refuse duplicate or already stored conversation ids across all batches, then write each batch.
 
     Checking every id first means a re-import refuses the whole set before anything is written. Each
@@ -310,7 +312,7 @@ def _write_all(ledger: Ledger, batches: Sequence[Any], coster: Any | None, *, re
     """
     from ctxledger.ingest import write_batch
 
-    _refuse_duplicates(ledger, batches, resumable=resumable)
+    _refuse_duplicates(ledger, batches, resumable=resumable, given=given)
     results = []
     for batch in batches:
         results.append(write_batch(ledger.store, batch))
@@ -319,13 +321,18 @@ def _write_all(ledger: Ledger, batches: Sequence[Any], coster: Any | None, *, re
     return results
 
 
-def _refuse_duplicates(ledger: Ledger, batches: Sequence[Any], *, resumable: bool = False) -> None:
-    """Raise on a conversation id given twice or already stored; ``resumable``: the hint names --skip-imported."""
-    hint = (
-        "pass --skip-imported to write only what is not stored yet, or --conversation-id to import it under another id"
-        if resumable
-        else "pass --conversation-id to import it under another id"
-    )
+def _refuse_duplicates(
+    ledger: Ledger, batches: Sequence[Any], *, resumable: bool = False, given: str | None = None
+) -> None:
+    """Raise on a conversation id given twice or already stored; ``resumable``: the hint names --skip-imported.
+
+    ``given``: the ``--conversation-id`` value the ids come from, named as what is at fault.
+    """
+    hint = "pass --conversation-id to import it under another id"
+    if resumable:
+        hint = f"pass --skip-imported to write only what is not stored yet, or {hint.removeprefix('pass ')}"
+    if given is not None:
+        hint = f"so the --conversation-id given ({given!r}) cannot be used: choose an id no conversation or record has"
     seen: dict[str, str] = {}
     for batch in batches:
         for conv in batch.conversations:

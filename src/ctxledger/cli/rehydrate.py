@@ -26,7 +26,11 @@ def rehydrate(
         ),
     ],
     byte_range: Annotated[
-        str | None, typer.Option("--bytes", help="Only bytes START:END (0-based, end exclusive).")
+        str | None,
+        typer.Option(
+            "--bytes",
+            help="Only bytes START:END (0-based, end exclusive); START: reads to the end, :END from the start.",
+        ),
     ] = None,
     out: Annotated[
         Path | None, typer.Option("--out", help="Write the bytes to this file instead of stdout ('-': stdout).")

@@ -64,7 +64,11 @@ def retain(
         bool, typer.Option("--dry-run", help="Print what would be done, by rule; change nothing.")
     ] = False,
     now: Annotated[
-        str | None, typer.Option("--now", help="The clock ages are measured at, ISO 8601; default now.")
+        str | None,
+        typer.Option(
+            "--now",
+            help="The clock ages are measured at, ISO 8601 (a time without an offset is read as UTC); default now.",
+        ),
     ] = None,
     batch_size: Annotated[int, int_option("--batch-size", minimum=1, help="Records per transaction.")] = 200,
     tenant_only: Annotated[

@@ -17,6 +17,7 @@ line, e.g. BFCL's ``.json`` files). Otherwise it is one JSON document. Errors:
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,7 +94,7 @@ def check_value(value: Any, source: str, *, index: int | None = None) -> None:
         elif isinstance(item, dict | list | tuple):
             if depth >= MAX_DEPTH:
                 raise InputError(
-                    f"nested more than {MAX_DEPTH} levels deep", source=source, index=index, field=path or None
+                    f"nested more than {MAX_DEPTH} levels deep", source=source, index=index, field=short_path(path)
                 )
             if isinstance(item, dict):
                 for key, child in item.items():
@@ -103,6 +104,21 @@ def check_value(value: Any, source: str, *, index: int | None = None) -> None:
                     stack.append((child, name, depth + 1))
             else:
                 stack.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(item))
+
+
+_STEP = re.compile(r"\[\d+\]|\.?[^.\[]+")
+
+
+def short_path(path: str, keep: int = 3) -> str | None:
+    """``path`` (``a.b[0][1]…``) with its middle steps elided when it has more than ``2 * keep + 1`` steps.
+
+    ``messages[0][0][0]…[0].x`` at depth 300 reads ``messages[0][0]…(295 more steps)…[0][0].x``; ``None`` for
+    the empty path (the top-level value).
+    """
+    steps = _STEP.findall(path)
+    if len(steps) <= 2 * keep + 1:
+        return path or None
+    return "".join(steps[:keep]) + f"…({len(steps) - 2 * keep} more steps)…" + "".join(steps[-keep:])
 
 
 def _check_string(text: str, source: str, index: int | None, path: str) -> None:

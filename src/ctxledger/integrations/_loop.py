@@ -22,6 +22,7 @@ from typing import Any
 
 from ctxledger.assemble.assembler import Assembly
 from ctxledger.assemble.recall import RECALL_TOOL, answer_recall
+from ctxledger.budget import DEFAULT_BUDGET
 from ctxledger.errors import ConfigurationError
 from ctxledger.ledger import Ledger
 from ctxledger.recorder import Recorder
@@ -39,11 +40,14 @@ INSTRUCTIONS = "framework_instructions"
 
 @dataclass(frozen=True, slots=True)
 class Budget:
-    """The token budget of every call: window ``W``, reserved output ``O``, margin ``M`` (tokens)."""
+    """The token budget of every call: window ``W``, reserved output ``O``, margin ``M`` (tokens).
 
-    window_tokens: int
-    output_tokens: int = 4_096
-    margin_tokens: int = 512
+    Defaults are :data:`ctxledger.budget.DEFAULT_BUDGET`'s, as :meth:`ctxledger.Ledger.assemble` has.
+    """
+
+    window_tokens: int = DEFAULT_BUDGET.window_tokens
+    output_tokens: int = DEFAULT_BUDGET.output_tokens
+    margin_tokens: int = DEFAULT_BUDGET.margin_tokens
 
 
 @dataclass(slots=True)

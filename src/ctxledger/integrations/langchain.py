@@ -34,6 +34,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from ctxledger.assemble.assembler import Assembly
 from ctxledger.assemble.recall import RECALL_TOOL, recall_schema
+from ctxledger.budget import DEFAULT_BUDGET
 from ctxledger.errors import ConfigurationError
 from ctxledger.integrations._loop import Budget, LoopLedger
 from ctxledger.integrations._payload import APIS, Sent, sent_messages
@@ -103,7 +104,8 @@ class LedgerMiddleware(AgentMiddleware):
 
     Args:
         ledger: the ledger to record into and assemble from.
-        window_tokens, output_tokens, margin_tokens: the token budget of every call.
+        window_tokens, output_tokens, margin_tokens: the token budget of every call (default
+            :data:`~ctxledger.budget.DEFAULT_BUDGET`, as :meth:`~ctxledger.Ledger.assemble`: 128,000, 4,096, 512).
         conversation_id: the conversation when the run has no ``thread_id``.
         model: the model name for the manifest and the tokenizer (default: the chat model's ``model_name``
             when it can be counted, else the format's default: ``LoopLedger.model_for``).
@@ -118,9 +120,9 @@ class LedgerMiddleware(AgentMiddleware):
         self,
         ledger: Ledger,
         *,
-        window_tokens: int,
-        output_tokens: int = 4_096,
-        margin_tokens: int = 512,
+        window_tokens: int = DEFAULT_BUDGET.window_tokens,
+        output_tokens: int = DEFAULT_BUDGET.output_tokens,
+        margin_tokens: int = DEFAULT_BUDGET.margin_tokens,
         conversation_id: str = "langchain",
         model: str | None = None,
         api: str | None = None,

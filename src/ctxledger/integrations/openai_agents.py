@@ -30,6 +30,7 @@ from agents.run_config import CallModelData, ModelInputData
 
 from ctxledger.assemble.assembler import Assembly
 from ctxledger.assemble.recall import RECALL_TOOL, recall_schema
+from ctxledger.budget import DEFAULT_BUDGET
 from ctxledger.errors import ConfigurationError, InputError
 from ctxledger.hashing import canonical_json
 from ctxledger.ingest.openai_responses import chat_messages
@@ -70,7 +71,8 @@ class LedgerInputFilter:
     Args:
         ledger: the ledger to record into and assemble from.
         conversation_id: the conversation the run belongs to.
-        window_tokens, output_tokens, margin_tokens: the token budget of every call.
+        window_tokens, output_tokens, margin_tokens: the token budget of every call (default
+            :data:`~ctxledger.budget.DEFAULT_BUDGET`, as :meth:`~ctxledger.Ledger.assemble`: 128,000, 4,096, 512).
         policy: the policy to assemble under (default: the ledger's).
         model: the model name for the manifest and the tokenizer.
 
@@ -84,9 +86,9 @@ class LedgerInputFilter:
         ledger: Ledger,
         *,
         conversation_id: str,
-        window_tokens: int,
-        output_tokens: int = 4_096,
-        margin_tokens: int = 512,
+        window_tokens: int = DEFAULT_BUDGET.window_tokens,
+        output_tokens: int = DEFAULT_BUDGET.output_tokens,
+        margin_tokens: int = DEFAULT_BUDGET.margin_tokens,
         policy: Policy | None = None,
         model: str = "gpt-4o",
     ) -> None:

@@ -55,6 +55,7 @@ from pydantic_ai.models import ModelRequestContext
 
 from ctxledger.assemble.assembler import Assembly
 from ctxledger.assemble.recall import RECALL_TOOL, recall_schema
+from ctxledger.budget import DEFAULT_BUDGET
 from ctxledger.errors import ConfigurationError
 from ctxledger.integrations._loop import Budget, LoopLedger
 from ctxledger.integrations._payload import APIS, sent_messages
@@ -96,7 +97,8 @@ class LedgerCapability(AbstractCapability[Any]):
     Args:
         ledger: the ledger to record into and assemble from.
         conversation_id: the conversation the run belongs to.
-        window_tokens, output_tokens, margin_tokens: the token budget of every call.
+        window_tokens, output_tokens, margin_tokens: the token budget of every call (default
+            :data:`~ctxledger.budget.DEFAULT_BUDGET`, as :meth:`~ctxledger.Ledger.assemble`: 128,000, 4,096, 512).
         model: the model name for the manifest and the tokenizer (default: the model's ``model_name`` when its
             tokenizer is known, else the format's default: ``LoopLedger.model_for``).
         api: the format to assemble in (default: the model's, :func:`model_api`).
@@ -108,9 +110,9 @@ class LedgerCapability(AbstractCapability[Any]):
 
     ledger: Ledger
     conversation_id: str
-    window_tokens: int
-    output_tokens: int = 4_096
-    margin_tokens: int = 512
+    window_tokens: int = DEFAULT_BUDGET.window_tokens
+    output_tokens: int = DEFAULT_BUDGET.output_tokens
+    margin_tokens: int = DEFAULT_BUDGET.margin_tokens
     model: str | None = None
     api: str | None = None
     policy: Policy | None = None

@@ -22,18 +22,26 @@ ByteRange = tuple[int | None, int | None]
 """``(start, end)`` byte offsets (0-based, end exclusive); a missing start is 0, a missing end the content's end."""
 
 
-def parse_byte_range(text: str, *, source: str = "<api>") -> tuple[int, int]:
-    """Parse ``"START:END"`` (0-based, end exclusive) as used by ``ctxledger rehydrate --bytes``.
+def parse_byte_range(text: str, *, source: str = "<api>") -> ByteRange:
+    """Parse ``"START:END"``, ``"START:"`` or ``":END"`` (0-based, end exclusive), as ``ctxledger rehydrate --bytes``.
+
+    An open bound means what the service's and the MCP server's missing ``start`` / ``end`` mean: a missing start
+    is 0, a missing end the content's end (``None`` in the result; :meth:`ctxledger.ledger.Ledger.rehydrate`
+    reads it so).
 
     Raises:
-        InputError: (field ``byte_range``) not two non-negative integers with ``START <= END``; a reversed range
-            in the words of :func:`check_range`.
+        InputError: (field ``byte_range``) not one colon between non-negative integers (either may be left out,
+            not both), or ``START > END``; a reversed range in the words of :func:`check_range`.
     """
-    start, sep, end = text.partition(":")
-    if not sep or not start.strip().isdigit() or not end.strip().isdigit():
-        raise InputError(f"byte range must look like START:END, got {text!r}", source=source, field="byte_range")
-    a, b = int(start), int(end)
-    problem = _order_problem(a, b)
+    start, sep, end = (part.strip() for part in text.partition(":"))
+    if not sep or not (start or end) or not all(p.isdigit() for p in (start, end) if p):
+        raise InputError(
+            f"byte range must look like START:END, START: or :END (non-negative integers), got {text!r}",
+            source=source,
+            field="byte_range",
+        )
+    a, b = (int(start) if start else None), (int(end) if end else None)
+    problem = None if a is None or b is None else _order_problem(a, b)
     if problem is not None:
         raise InputError(problem, source=source, field="byte_range")
     return a, b

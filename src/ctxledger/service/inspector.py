@@ -27,6 +27,8 @@ from starlette.concurrency import run_in_threadpool
 
 from ctxledger.errors import RecordNotFound
 from ctxledger.facts import direct_sources
+from ctxledger.ledger import replay_remedy
+from ctxledger.manifest import has_full_trace
 from ctxledger.service import manifest_view as mv
 from ctxledger.service.auth import SESSION_COOKIE, presented_tenant
 from ctxledger.store.sessions import end_session, open_session
@@ -299,8 +301,8 @@ def item(request: Request, assembly_id: str, ref: str) -> HTMLResponse:
         return _login()
 
     def run(ledger: Any) -> tuple[dict[str, Any], dict[str, Any], list[Any]]:
-        manifest = ledger.get_assembly(assembly_id, tenant_id=tenant, full=True)
-        why = ledger.explain(assembly_id, ref, tenant_id=tenant)
+        manifest, _ = _manifest(ledger, assembly_id, tenant)
+        why = ledger.explain_as(assembly_id, ref, tenant_id=tenant, source="<request>")
         return manifest, why, _provenance(ledger, tenant, ref)
 
     manifest, why, chain = request.app.state.service.call(run)
@@ -388,11 +390,11 @@ def assembly(request: Request, assembly_id: str) -> HTMLResponse:
         return _login()
 
     def run(ledger: Any) -> tuple[dict[str, Any], Mapping[str, Any] | None]:
-        manifest = ledger.get_assembly(assembly_id, tenant_id=tenant, full=True)
+        manifest, mismatch = _manifest(ledger, assembly_id, tenant)
         before = mv.previous(ledger.store.list_assemblies(tenant, manifest["conversation_id"]), assembly_id)
-        return manifest, before
+        return manifest, before, mismatch
 
-    manifest, before = request.app.state.service.call(run)
+    manifest, before, mismatch = request.app.state.service.call(run)
     conv = manifest["conversation_id"]
     policy = manifest.get("policy", {})
     head = (
@@ -423,6 +425,13 @@ def assembly(request: Request, assembly_id: str) -> HTMLResponse:
         )
         or "<p>Nothing omitted: the whole history fits this budget.</p>"
     )
+    if mismatch is not None:
+        counts = ", ".join(f"{n} {r}" for r, n in (manifest.get("omitted_by_reason") or {}).items()) or "none"
+        groups = (
+            f'<p class="refused">The record keeps a summary of what was left out ({escape(counts)}), and replaying '
+            f"the assembly gave a different call ({escape(mismatch)}): only the included items can be explained; "
+            f"{escape(replay_remedy(mismatch))}.</p>"
+        )
     body = (
         head
         + "<h2>Budget by context class</h2>"
@@ -435,6 +444,15 @@ def assembly(request: Request, assembly_id: str) -> HTMLResponse:
         + _table(("record", "role/kind", "stage", "reason", "utility", "tokens", "representation"), inc, numeric=(4, 5))
     )
     return _page(f"Assembly {assembly_id}", body, tenant)
+
+
+def _manifest(ledger: Any, assembly_id: str, tenant: str) -> tuple[dict[str, Any], str | None]:
+    """The full manifest (a summary's replay) and ``None``; or the stored summary and why its replay differed."""
+    stored = ledger.get_assembly(assembly_id, tenant_id=tenant)
+    if has_full_trace(stored):
+        return stored, None
+    replayed, mismatch = ledger.replay(stored)
+    return (stored, str(mismatch)) if replayed is None else (replayed, None)
 
 
 def _weight(e: Mapping[str, Any]) -> str:

@@ -51,11 +51,15 @@ def _rules(table: dict[str, Any] | None, ledger: Any) -> Any:
 @router.post("/retain", summary="Apply retention rules to the tenant")
 def retain(request: Request, tenant: Tenant, body: RetainRequest) -> dict[str, Any]:
     """Redact, reduce to a hash or delete the tenant's old records by rule, in resumable batches (or plan it)."""
+
     def run(ledger: Any) -> dict[str, Any]:
         rules = _rules(body.retention, ledger)
         if rules.empty:
-            raise InputError("no retention rules: send a [retention] table or serve a policy with one",
-                             source="<api>", field="retention")
+            raise InputError(
+                "no retention rules: send a [retention] table or serve a policy with one",
+                source="<api>",
+                field="retention",
+            )
         report = ledger.retain(
             rules=rules, now=body.now, tenant_id=tenant, dry_run=body.dry_run, batch_size=body.batch_size
         )
@@ -70,7 +74,9 @@ def forget(request: Request, tenant: Tenant, body: ForgetRequest) -> dict[str, A
 
     def run(ledger: Any) -> dict[str, Any]:
         report = ledger.forget(
-            conversation_id=body.conversation_id, participant_id=body.participant_id, tenant_id=tenant,
+            conversation_id=body.conversation_id,
+            participant_id=body.participant_id,
+            tenant_id=tenant,
             dry_run=body.dry_run,
         )
         return report.as_dict()
