@@ -9,6 +9,7 @@ import pytest
 
 from ctxledger.errors import CtxledgerError
 from ctxledger.ledger import Ledger
+from ctxledger.policy.default import default_policy
 from ctxledger.scenarios._graph import GraphBuilder
 from ctxledger.scenarios.catalog import SCENARIOS
 from ctxledger.scenarios.runner import DEFAULT_REQUEST
@@ -52,3 +53,20 @@ def test_warm_ledger_assembles_like_a_fresh_one_while_history_grows(scenario):
     for asm in warm:
         assert asm.payload_hash == fresh.payload_hash
         assert _comparable(asm.manifest) == _comparable(fresh.manifest)
+
+
+def test_manifest_policy_hash_follows_a_stage_changed_in_place():
+    """The policy hash kept on the snapshot is the hash of the policy as it is now, not as it was first hashed."""
+    scenario = SCENARIOS[0]
+    policy = scenario.policy() if scenario.policy else default_policy()
+    ledger = Ledger(MemoryStore(), policy=policy)
+    builder = GraphBuilder(ledger, scenario.name)
+    request = {**DEFAULT_REQUEST, "now": None, **scenario.build(builder)}
+    request["now"] = request["now"] or builder.now
+    request.setdefault("branch_id", builder.branch_id)
+    before = policy.hash
+    assert ledger.assemble(builder.conversation_id, persist=False, **request).manifest["policy"]["hash"] == before
+    stage = policy.stage("lineage")
+    stage.fill_from_other_branches = not stage.fill_from_other_branches  # type: ignore[union-attr]
+    assert policy.hash != before
+    assert ledger.assemble(builder.conversation_id, persist=False, **request).manifest["policy"]["hash"] == policy.hash

@@ -18,6 +18,7 @@ pair only together with the other half (:func:`partners`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 
 from ctxledger.assemble.select import SelectionItem, SelectionResult
 from ctxledger.assemble.units import Unit, UnitKind
@@ -27,28 +28,30 @@ NAMED_SPLITS = 16
 """How many split pairs the manifest names one by one (the newest); the rest are counted."""
 
 
-def _pairs(units: Sequence[Unit]) -> list[tuple[Unit, Unit]]:
-    """Adjacent ``(question, answer)`` message units: a user message, then the assistant message after it."""
+Pair = tuple[Unit, Unit]
+"""A ``(question, answer)`` pair of message units."""
+
+
+def question_answer_pairs(units: Sequence[Unit]) -> list[Pair]:
+    """Adjacent ``(question, answer)`` message units: a user message, then the assistant message after it.
+
+    The repair phase finds them once per assembly and hands them to :func:`keep_pairs` and :func:`partners`.
+    """
     messages = [u for u in units if u.kind is UnitKind.MESSAGE]
-    roles = [u.role for u in messages]
-    return [
-        (messages[i - 1], messages[i])
-        for i in range(1, len(messages))
-        if roles[i] == "assistant" and roles[i - 1] == "user"
-    ]
+    return [(q, a) for q, a in pairwise(messages) if a.role == "assistant" and q.role == "user"]
 
 
-def partners(units: Sequence[Unit]) -> dict[str, str]:
-    """Unit id → the other half of its adjacent question/answer pair, both ways."""
+def partners(pairs: Sequence[Pair]) -> dict[str, str]:
+    """Unit id → the other half of its adjacent question/answer pair (:func:`question_answer_pairs`), both ways."""
     out: dict[str, str] = {}
-    for question, answer in _pairs(units):
+    for question, answer in pairs:
         out[question.id] = answer.id
         out[answer.id] = question.id
     return out
 
 
 def keep_pairs(
-    units: Sequence[Unit],
+    pairs: Sequence[Pair],
     items: Sequence[SelectionItem],
     result: SelectionResult,
     budget_tokens: int,
@@ -57,7 +60,7 @@ def keep_pairs(
     """Admit the missing half of every split question/answer pair that fits; warn about those that do not.
 
     Args:
-        units: the live units, in ``seq`` order.
+        pairs: the question/answer pairs of the live units (:func:`question_answer_pairs`), in ``seq`` order.
         items: the selection items (their options).
         result: the selection, updated in place.
         budget_tokens: ``B_dynamic`` (tokens).
@@ -70,7 +73,7 @@ def keep_pairs(
     by_id = {i.unit_id: i for i in items}
     warnings: list[dict[str, str]] = []
     used = sum(o.tokens for o in result.chosen.values())
-    for question, answer in _pairs(units):
+    for question, answer in pairs:
         q_in, a_in = question.id in result.chosen, answer.id in result.chosen
         if q_in == a_in:
             continue

@@ -8,7 +8,7 @@ safety checks and :class:`~ctxledger.policy.base.Policy`, so each of them import
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -264,17 +264,14 @@ class StageContext:
         else:  # an item of the last list was computed then, and its verdict has not changed since
             fresh, kept = self._difference(idset, last[4]), last[5]
             present = {i: kept[i] for i in kept.keys() & idset}
-        new = [i for i in fresh if i not in seen]
-        for k in self._places(items, new):
+        for k in self._places(items, fresh.difference(seen)):  # set operations with a dict run in C
             item = items[k]
             value = compute(item)
             seen[id(item)] = item
             if value:
                 truthy[id(item)] = (item, value)
-        for i in fresh:
-            hit = truthy.get(i)
-            if hit is not None:
-                present[i] = hit
+        for i in fresh.intersection(truthy):
+            present[i] = truthy[i]
         if len(ids) == len(idset):  # each item once: the truthy verdicts in list order
             found = [present[i] for i in ids if i in present] if present else []
         else:
@@ -283,7 +280,7 @@ class StageContext:
         state[2] = (items, len(items), items[-1] if items else None, found, idset, present)
         return list(found)
 
-    def _places(self, items: Sequence[Any], new: Sequence[int]) -> list[int]:
+    def _places(self, items: Sequence[Any], new: Collection[int]) -> list[int]:
         """Positions in ``items`` of the items whose ids are ``new``, ascending (the last one of an item listed twice).
 
         A few are looked up in the list of ids (a C-level search each); more through a map of every position.

@@ -226,8 +226,8 @@ def _without_empty(units: list[Unit]) -> tuple[list[Unit], list[Unit]]:
     return [u for u in units if not u.empty], [u for u in units if u.empty]
 
 
-def _annotated(unit: Unit, marks: Mapping[str, Sequence[PolicyDecision]], memo: dict[Any, Any]) -> Unit:
-    """:func:`~ctxledger.policy.annotate.annotate`, cached on the snapshot per (unit object, its marks).
+def _annotated(unit: Unit, marks: Mapping[str, Sequence[PolicyDecision]], table: dict[str, Any]) -> Unit:
+    """:func:`~ctxledger.policy.annotate.annotate`, cached in ``table`` (the snapshot's) per (unit object, its marks).
 
     Rendering marks (every tool result is delimited as data) is pure in the unit and the decisions about
     its records, and those repeat from one call to the next; the same annotated unit object comes back,
@@ -235,8 +235,7 @@ def _annotated(unit: Unit, marks: Mapping[str, Sequence[PolicyDecision]], memo: 
     """
     if marks.keys().isdisjoint(unit.record_ids):
         return unit
-    mine = tuple((rid, tuple(marks[rid])) for rid in unit.record_ids if rid in marks)
-    table = memo.setdefault("annotated", {})
+    mine = tuple([(rid, tuple(marks[rid])) for rid in unit.record_ids if rid in marks])
     hit = table.get(unit.id)
     if hit is not None and hit[0] is unit and hit[1] == mine:
         return hit[2]  # type: ignore[no-any-return]
@@ -366,15 +365,21 @@ def _live(all_units: Sequence[Unit], plan: Plan, memo: dict[Any, Any]) -> list[U
     """
     units = []
     omitted_ids = plan.omitted.keys()
+    touched = omitted_ids | plan.marks.keys()  # most units have no record omitted or marked: one test each
+    table = memo.setdefault("annotated", {})
     for u in all_units:
+        if touched.isdisjoint(u.record_ids):
+            units.append(u)
+            continue
         if omitted_ids.isdisjoint(u.record_ids):
-            units.append(_annotated(u, plan.marks, memo) if plan.marks else u)
+            units.append(_annotated(u, plan.marks, table))
             continue
         cause = next(r for r in u.record_ids if r in plan.omitted)
         first = plan.omitted[cause]
         for rid in u.record_ids:
             if rid not in plan.omitted:
                 plan.omitted[rid] = (first[0], first[1], f"unit {u.id} omitted as a whole with {cause} ({first[0]})")
+                touched.add(rid)
     return units
 
 

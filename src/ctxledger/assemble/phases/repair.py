@@ -9,7 +9,7 @@ from typing import Any
 from ctxledger.assemble.costing import Coster
 from ctxledger.assemble.fill import fill_budget
 from ctxledger.assemble.lead import anchor_lead, only_needed
-from ctxledger.assemble.pairs import keep_pairs, partners
+from ctxledger.assemble.pairs import Pair, keep_pairs, partners, question_answer_pairs
 from ctxledger.assemble.phases.budget import Budgeted
 from ctxledger.assemble.phases.plan import Plan, omit_unit
 from ctxledger.assemble.phases.select import Selected
@@ -91,6 +91,7 @@ def _fill(
     ledger: BudgetLedger,
     options_for: Any,
     coster: Coster,
+    pairs: Sequence[Pair],
 ) -> list[Unit]:
     """The fill phase (:func:`~ctxledger.assemble.fill.fill_budget`) after role order: the chosen units, grown.
 
@@ -107,7 +108,7 @@ def _fill(
         lambda i: options_for(by_id[i.unit_id], i.options[0], coster, required=True),
         FILL_TARGET,
         allowed=lambda i: lead is not None and i.seq > lead,
-        partners=partners(list(by_id.values())),
+        partners=partners(pairs),
     )
     for uid in admitted:
         for rid in by_id[uid].record_ids:
@@ -117,6 +118,7 @@ def _fill(
 
 def _keep_final_pairs(
     units: Sequence[Unit],
+    pairs: Sequence[Pair],
     items: Sequence[SelectionItem],
     result: SelectionResult,
     chosen: list[Unit],
@@ -135,7 +137,7 @@ def _keep_final_pairs(
         ``(the chosen units in seq order, the pair warnings)``.
     """
     before = set(result.chosen)
-    warnings = keep_pairs(units, items, result, dynamic, ledger)
+    warnings = keep_pairs(pairs, items, result, dynamic, ledger)
     admitted = [u for u in units if u.id in result.chosen and u.id not in before]
     if not admitted:
         return chosen, warnings
@@ -238,7 +240,8 @@ def repair_selection(
     if options_for is not None:
         make_room_for_errors(items, result, dynamic, ledger)
         anchor_user_turn(items, result, dynamic, ledger, {u.id: u.role for u in units})
-    keep_pairs(units, items, result, dynamic, ledger)  # the manifest's pair warnings: _keep_final_pairs
+    pairs = question_answer_pairs(units)
+    keep_pairs(pairs, items, result, dynamic, ledger)  # the manifest's pair warnings: _keep_final_pairs
     for uid, reason in result.omitted.items():
         omit_unit(plan, by_id[uid], reason, "selection")
     chosen_units = [u for u in units if u.id in result.chosen]
@@ -259,9 +262,11 @@ def repair_selection(
     chosen_units = _anchor_required_lead(chosen_units, units, items, plan, result.chosen, dynamic, ledger)
     keeps_prefix = policy.selection.stable_prefix and selected.previous is not None
     if options_for is not None and not keeps_prefix:
-        chosen_units = _fill(items, result, chosen_units, by_id, plan, selected.target, ledger, options_for, coster)
+        chosen_units = _fill(
+            items, result, chosen_units, by_id, plan, selected.target, ledger, options_for, coster, pairs
+        )
         chosen_units = _fix_role_order(chosen_units, plan, result.chosen, required, ledger)
-    chosen_units, split_pairs = _keep_final_pairs(units, items, result, chosen_units, plan, dynamic, ledger)
+    chosen_units, split_pairs = _keep_final_pairs(units, pairs, items, result, chosen_units, plan, dynamic, ledger)
     used = sum(o.tokens for o in result.chosen.values())
     left = any(r is ReasonCode.BUDGET for r in result.omitted.values())
     short = used < FILL_TARGET * dynamic and not left  # all it visited entered, and room is left
