@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ctxledger.errors import quote_values_with
 from ctxledger.policy.secrets import Finding, SecretScanner, default_scanner, redact
 
 _QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
@@ -50,6 +51,16 @@ def redact_message(text: Any, scanner: SecretScanner | None = None) -> Any:
     if scan(out):
         out = _WORD.sub(lambda m: _narrowed(m.group(0), scan), out)
     return redact(out, scan(out))
+
+
+def shown(value: Any, scanner: SecretScanner | None = None) -> str:
+    """``repr(value)``, to name a caller's value in an error message; ``[withheld by policy: <types>]`` for a secret.
+
+    For the messages the library raises (``unknown serializer 'sk-…'``): the caller may print or log them.
+    """
+    text = repr(value)
+    found = (scanner or default_scanner()).scan(text)
+    return _marker(found) if found else text
 
 
 def redact_path(parts: Iterable[Any], scanner: SecretScanner | None = None) -> str:
@@ -116,3 +127,6 @@ def _narrowed(word: str, scan: Callable[[str], tuple[Finding, ...]]) -> str:
         end = tail.end()  # a key's own "/" (base64) or "=" (padding): withhold the rest of the key with it
     out = word[:start] + _marker(scan(word[start:end])) + word[end:]
     return _marker(found) if scan(out) else out
+
+
+quote_values_with(shown)
