@@ -12,8 +12,7 @@ from rich.markup import escape
 from ctxledger.cli._app import app
 from ctxledger.cli._common import _check_out, _err, _handled, _is_stdout, _open, _settings
 from ctxledger.errors import InputError
-from ctxledger.policy.secrets import describe
-from ctxledger.policy.secrets_in_bytes import scanner_of, secrets_in_range
+from ctxledger.policy.secrets_in_bytes import found_in_bytes, scanner_of, secrets_in_range
 
 
 @app.command()
@@ -73,8 +72,8 @@ def rehydrate(
             found = secrets_in_range(whole, span, scanner_of(ledger.policy))
             if found:
                 _err().print(
-                    f"[red]error:[/] the bytes hold {escape(describe(found).replace(' withheld:', ':', 1))}; "
-                    "assemblies show those lines withheld. Pass --reveal-secrets to get the exact bytes anyway"
+                    f"[red]error:[/] the bytes hold a secret: {escape(found_in_bytes(found))}; assemblies show "
+                    "those lines withheld. Pass --reveal-secrets to get the exact bytes anyway"
                     + ("" if span is not None else ", or --bytes START:END for a range that avoids those lines")
                 )
                 raise typer.Exit(2)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxledger.policy.secrets import Finding, SecretScanner, default_scanner
+from ctxledger.policy.secrets import Finding, SecretScanner, default_scanner, describe
 
 
 def scanner_of(policy: Any) -> SecretScanner:
@@ -49,3 +49,8 @@ def secrets_in_range(
     return tuple(
         f for f in found if f.line > len(bounds) or (bounds[f.line - 1][0] < end and start < bounds[f.line - 1][1])
     )
+
+
+def found_in_bytes(findings: tuple[Finding, ...]) -> str:
+    """``"Secret Assignment (line 2), Private Key (lines 4-30) found in the bytes"``: types and lines, no value."""
+    return describe(findings).split(": ", 1)[1] + " found in the bytes"
