@@ -30,7 +30,7 @@ on them::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,7 +100,7 @@ class RecordNotFound(StoreError):
 
     def __init__(self, tenant_id: str, record_id: str, what: str = "record", among: str | None = None) -> None:
         where = f" among {among}" if among else ""
-        super().__init__(f"{what} {record_id!r} not found{where} in tenant {tenant_id!r}")
+        super().__init__(f"{what} {_shown(record_id)} not found{where} in tenant {_shown(tenant_id)}")
         self.tenant_id = tenant_id
         self.record_id = record_id
         self.what = what
@@ -108,7 +108,7 @@ class RecordNotFound(StoreError):
 
     def untenanted(self) -> str:
         """The message without the tenant (a caller who names the tenant already knows it)."""
-        return f"{self.what} {self.record_id!r} was not found" + (f" among {self.among}" if self.among else "")
+        return f"{self.what} {_shown(self.record_id)} was not found" + (f" among {self.among}" if self.among else "")
 
 
 class BlobNotFound(RecordNotFound):
@@ -453,3 +453,22 @@ class CompactionRefused(CtxledgerError):
         if detail:
             message += f": {detail}"
         super().__init__(message)
+
+
+_quote: Callable[[Any], str] = repr
+"""How an error names a caller's value; :mod:`ctxledger.policy.message_redaction` sets one that withholds secrets."""
+
+
+def quote_values_with(quote: Callable[[Any], str]) -> None:
+    """Make the errors built here name a caller's value (an id …) with ``quote`` instead of ``repr``.
+
+    :mod:`ctxledger.policy.message_redaction` sets its :func:`~ctxledger.policy.message_redaction.shown` when it is
+    imported (``import ctxledger`` does), so a message never repeats a secret; this module imports nothing of the
+    scanner, which itself raises these errors.
+    """
+    global _quote
+    _quote = quote
+
+
+def _shown(value: Any) -> str:
+    return _quote(value)

@@ -38,6 +38,7 @@ from ctxledger.explain_tools import check_ref, explain_skill_state, never_a_cand
 from ctxledger.manifest import explain, has_full_trace
 from ctxledger.policy.base import Policy
 from ctxledger.policy.default import default_policy
+from ctxledger.policy.message_redaction import shown
 from ctxledger.policy.secrets import check_identifiers
 from ctxledger.records import Branch, Compaction, Conversation, Record
 from ctxledger.represent.compaction import Compactor
@@ -989,7 +990,8 @@ def check_request_types(fields: Mapping[str, Any]) -> None:
 
     def bad(name: str, wanted: str) -> InputError:
         value = fields[name]
-        return InputError(f"must be {wanted}, got {type(value).__name__} {value!r:.60}", source="assemble", field=name)
+        got = f"{type(value).__name__} {shown(value):.60}"
+        return InputError(f"must be {wanted}, got {got}", source="assemble", field=name)
 
     for name, value in fields.items():
         if value is None:

@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from secret_corpus import FORMATS, MULTILINE, draw
 
 from ctxledger import Ledger
 from ctxledger.records import SkillState
@@ -108,3 +111,24 @@ def test_clean_schemas_are_sent_unchanged(schemas: list[dict[str, Any]]) -> None
     asm = ledger.assemble(conv, tools=tuple(schemas[1:]), **BUDGET)
     assert asm.payload["tools"] == schemas[1:]
     assert not [m for m in ledger.get_assembly(asm.id)["marks"] if m["ref"].startswith("tools/")]
+
+
+SINGLE_LINE = sorted(set(FORMATS) - MULTILINE)
+
+
+@settings(max_examples=15, deadline=None)
+@given(fmt=st.sampled_from(SINGLE_LINE), seed=st.integers(0, 10_000))
+def test_a_tool_named_by_a_secret_is_named_by_its_withheld_name_in_the_manifest(fmt: str, seed: int) -> None:
+    """Decisions, marks, the tools block and the request's schemas all name the tool as the redacted schema does."""
+    secret, fingerprints = draw(fmt, seed)
+    ledger, conv = _ledger()
+    schema = {"type": "function", "function": {"name": secret, "parameters": {"type": "object", "properties": {}}}}
+    asm = ledger.assemble(conv, tools=(schema,), **BUDGET)
+    stored = ledger.get_assembly(asm.id)
+    for text in (json.dumps(asm.payload), json.dumps(stored, default=str), json.dumps(asm.manifest, default=str)):
+        assert not any(f in text for f in fingerprints)
+    (name,) = stored["tools"]["exposed"]
+    assert name.startswith("[withheld by policy:")
+    assert stored["request"]["tools"][0]["function"]["name"] == name
+    refs = {e["ref"] for e in [*stored["decisions"], *stored["marks"]] if e["ref"].startswith("tools/")}
+    assert refs == {f"tools/{name}"}

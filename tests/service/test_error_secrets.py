@@ -92,3 +92,32 @@ def test_a_secret_conversation_id_in_the_path_is_named_as_the_path_parameter(ser
     problem = answer.json()
     assert problem.get("field") == "conversation_id" and problem.get("index") is None, problem
     assert value not in answer.text
+
+
+WORDS = sorted(f for f in SINGLE_LINE if not any(c in draw(f, 0)[0] for c in " '\""))
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(fmt=st.sampled_from(WORDS), seed=st.integers(0, 10_000))
+def test_an_unknown_body_key_that_is_a_secret_is_withheld_from_the_field_path(served: Served, fmt, seed) -> None:
+    value, fingerprints = draw(fmt, seed)
+    answer = served.client.post(
+        "/v1/conversations/c/assemble", json={"window_tokens": 8000, value: 1}, headers=served.auth("acme")
+    )
+    assert answer.status_code == 422 and _absent(fingerprints, answer.text)
+    problem = answer.json()
+    assert problem["field"].startswith("body.[withheld by policy: ")
+    assert problem["errors"][0]["field"] == problem["field"]
+    assert problem["detail"].startswith(problem["field"] + ":")
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(fmt=st.sampled_from([f for f in WORDS if "/" not in draw(f, 0)[0]]), seed=st.integers(0, 10_000))
+def test_the_cli_error_line_withholds_only_the_secret_in_a_path(tmp_path_factory, fmt, seed) -> None:
+    value, fingerprints = draw(fmt, seed)  # a file name (a path would fold a URL's "//")
+    folder = tmp_path_factory.mktemp("err")
+    missing = folder / "nope" / f"{value}.json"
+    result = CliRunner().invoke(app, ["--db", f"sqlite:///{folder / 'r.db'}", "import", str(missing)])
+    assert result.exit_code != 0 and _absent(fingerprints, result.stdout + result.stderr)
+    line = " ".join(result.stderr.split())
+    assert f"{folder}/nope/[withheld by policy:" in line and "no such file" in line

@@ -363,8 +363,10 @@ def _request_facts(request: Any, scanner: SecretScanner | None = None) -> dict[s
         "phase": redact_text(request.phase, scanner),
         "checks_passed": [redact_text(c, scanner) for c in request.checks_passed],
         "exact_evidence": evidence if isinstance(evidence, bool) else [redact_text(e, scanner) for e in evidence],
-        "scope": {k: redact_text(v, scanner) for k, v in request.scope.items()},
-        "source_versions": {k: redact_text(v, scanner) for k, v in request.source_versions.items()},
+        "scope": {redact_text(k, scanner): redact_text(v, scanner) for k, v in request.scope.items()},
+        "source_versions": {
+            redact_text(k, scanner): redact_text(v, scanner) for k, v in request.source_versions.items()
+        },
         "tools": [redact_json(t, scanner or default_scanner()) for t in request.tools] if request.tools else None,
     }
 

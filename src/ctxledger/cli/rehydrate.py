@@ -12,6 +12,7 @@ from rich.markup import escape
 from ctxledger.cli._app import app
 from ctxledger.cli._common import _check_out, _err, _handled, _is_stdout, _open, _settings
 from ctxledger.errors import InputError
+from ctxledger.policy.secrets_in_bytes import found_in_bytes, scanner_of, secrets_in_range
 
 
 @app.command()
@@ -35,12 +36,24 @@ def rehydrate(
     out: Annotated[
         Path | None, typer.Option("--out", help="Write the bytes to this file instead of stdout ('-': stdout).")
     ] = None,
+    reveal_secrets: Annotated[
+        bool,
+        typer.Option(
+            "--reveal-secrets",
+            help="Give the exact bytes even when the lines asked for hold a secret (refused without it, as the "
+            "HTTP service refuses them).",
+        ),
+    ] = False,
 ) -> None:
     """Print the exact raw bytes of a tool result (or a message's text), checked against its sha256.
 
     Tool results are stored whole, before any truncation, in a content-addressed blob store; this
     gives them back byte for byte (or a range of them), refusing bytes that no longer match their hash.
     Every excerpt and reference in a manifest names the command that fetches the rest.
+
+    Bytes whose lines hold a secret (a key, a password in a .env line …; the policy's secret scanner) are
+    refused, exit code 2, naming the secrets' types and lines: assemblies show those lines withheld. Pass
+    --reveal-secrets to get them anyway, or --bytes for a range that avoids those lines.
 
     Example: [bold]ctxledger rehydrate tau-bench-airline-task2-trial1/31 --bytes 0:200[/bold]
     """
@@ -58,6 +71,16 @@ def rehydrate(
             if span is None or exc.field != "byte_range":
                 raise
             raise InputError(exc.problem, source="--bytes", field=exc.field) from None  # the range typed is at fault
+        if not reveal_secrets:
+            whole = data if span is None else ledger.rehydrate(artifact, None, tenant_id=settings.tenant)
+            found = secrets_in_range(whole, span, scanner_of(ledger.policy))
+            if found:
+                _err().print(
+                    f"[red]error:[/] the bytes hold a secret: {escape(found_in_bytes(found))}; assemblies show "
+                    "those lines withheld. Pass --reveal-secrets to get the exact bytes anyway"
+                    + ("" if span is not None else ", or --bytes START:END for a range that avoids those lines")
+                )
+                raise typer.Exit(2)
     if out is None or _is_stdout(out):
         sys.stdout.buffer.write(data)
         sys.stdout.flush()

@@ -39,6 +39,7 @@ from typing import Any
 
 from ctxledger.errors import ConfigurationError, InvalidSetting
 from ctxledger.policy.checks import fractions, number, string_lists, strings
+from ctxledger.policy.secrets import SecretScanner, redact_text
 from ctxledger.units import ContextClass
 
 SOURCES = (
@@ -183,9 +184,18 @@ def tool_name(schema: Mapping[str, Any]) -> str:
     return str(function.get("name") if isinstance(function, Mapping) else schema.get("name", ""))
 
 
-def tool_ref(index: int, schema: Mapping[str, Any]) -> str:
-    """The ref policy decisions use for a tool schema of a request: ``tools/<name>`` (``tools/<index>`` unnamed)."""
-    return f"tools/{tool_name(schema) or index}"
+def tool_ref(index: int, schema: Mapping[str, Any], scanner: SecretScanner | None = None) -> str:
+    """The ref policy decisions use for a tool schema of a request: ``tools/<name>`` (``tools/<index>`` unnamed).
+
+    A name holding a secret is named as the redacted schema names it (``[withheld by policy: <type> on line 1]``,
+    :func:`~ctxledger.policy.secrets.redact_json`), so the ref of a schema and of its redacted copy are the same and
+    no decision or mark carries the secret into a manifest. ``scanner``: the policy's secret scanner (default: the
+    default scanner).
+    """
+    name = tool_name(schema)
+    if name:
+        name = redact_text(name, scanner)
+    return f"tools/{name or index}"
 
 
 def expose_tools(

@@ -50,12 +50,12 @@ def get_serializer(name: str, **options: Any) -> Serializer:
     Raises:
         ConfigurationError: ``name`` is not a known contract (the message lists the known ones).
     """
+    from ctxledger.policy.message_redaction import shown
+
     try:
         factory = _SERIALIZERS[name]
     except KeyError:
-        raise ConfigurationError(
-            f"unknown serializer {name!r}; known: {', '.join(SERIALIZER_NAMES)}"
-        ) from None
+        raise ConfigurationError(f"unknown serializer {shown(name)}; known: {', '.join(SERIALIZER_NAMES)}") from None
     return factory(**options)
 
 

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from ctxledger.errors import InputError, RecordNotFound
+from ctxledger.policy.secrets_in_bytes import found_in_bytes, secrets_in_range
 from ctxledger.records import Conversation
 from ctxledger.service import manifest_view
 from ctxledger.service.auth import request_tenant
@@ -28,7 +29,7 @@ from ctxledger.service.models import (
 )
 from ctxledger.service.problems import MEDIA_TYPE, problem
 from ctxledger.service.state import Service
-from ctxledger.service.withheld import Reader, reasons, redact, scanner_of, withheld
+from ctxledger.service.withheld import Reader, reasons, scanner_of, withheld
 
 Tenant = Annotated[str, Depends(request_tenant)]
 
@@ -236,7 +237,9 @@ def rehydrate(
 
     Answered only when an assembly of the record's branch for the same reader (``participant``, ``provider``)
     would not withhold the record by a hard filter (privacy, provider scope, visibility, a withheld secret …),
-    and the bytes hold no secret (assemblies show such bytes redacted); otherwise 403 names the reason. For a
+    and the bytes hold no secret (assemblies show such bytes redacted; for a range, no line it overlaps holds one,
+    the whole content scanned, so a range cannot cut a key into unrecognised pieces); otherwise 403 names the reason
+    (for a secret, its type and line, never its value). For a
     ``sha256:`` ref, at least one record holding those bytes must pass. A range outside the content is refused
     (422, field ``byte_range``) in the words :meth:`~ctxledger.ledger.Ledger.rehydrate` gives.
     """
@@ -252,9 +255,10 @@ def rehydrate(
         if refusal is not None:
             return refusal
         data: bytes = ledger.rehydrate(ref, span, tenant_id=tenant)
-        text = data.decode("utf-8", "replace")
-        if redact(text, scanner_of(ledger)) != text:
-            return "secret (the bytes hold a secret that assemblies redact; exact bytes are not served)"
+        whole = data if span is None else ledger.rehydrate(ref, None, tenant_id=tenant)
+        found = secrets_in_range(whole, span, scanner_of(ledger))
+        if found:
+            return f"secret ({found_in_bytes(found)}; assemblies redact them; exact bytes are not served)"
         return data
 
     out = _service(request).call(run)

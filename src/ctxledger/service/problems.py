@@ -33,7 +33,7 @@ from ctxledger.errors import (
     UnknownTokenizer,
     UsageAlreadyRecorded,
 )
-from ctxledger.policy.message_redaction import redact_message
+from ctxledger.policy.message_redaction import redact_message, redact_path
 
 MEDIA_TYPE = "application/problem+json"
 """Content type of every error answer."""
@@ -54,34 +54,36 @@ _BUDGET_FIX = {
 def problem(status: int, kind: str, title: str, detail: str, **extra: Any) -> JSONResponse:
     """A problem+json response (``kind`` becomes the ``type`` URI's last segment).
 
-    ``detail`` and each of ``errors``' messages name the value at fault; a secret among them is withheld
-    (:func:`~ctxledger.policy.message_redaction.redact_message`).
+    ``detail``, ``field`` and each of ``errors``' fields and messages name the value at fault; a secret among them
+    is withheld (:func:`~ctxledger.policy.message_redaction.redact_message`; a field path from a validation error
+    has each part holding a secret withheld already, :func:`~ctxledger.policy.message_redaction.redact_path`).
     """
     body = {"type": _BASE + kind, "title": title, "status": status, "detail": redact_message(detail)}
     body.update({k: v for k, v in extra.items() if v is not None})
+    if "field" in body:
+        body["field"] = redact_message(body["field"])
     if isinstance(body.get("errors"), list):
         body["errors"] = [
-            {**e, "message": redact_message(e.get("message"))} if isinstance(e, Mapping) else e for e in body["errors"]
+            {**e, "field": redact_message(e.get("field")), "message": redact_message(e.get("message"))}
+            if isinstance(e, Mapping)
+            else e
+            for e in body["errors"]
         ]
     headers = {"WWW-Authenticate": 'Bearer realm="ctxledger"'} if status == 401 else None
     return JSONResponse(body, status_code=status, media_type=MEDIA_TYPE, headers=headers)
 
 
-def _dotted(loc: Any) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
 def _field_error(error: Mapping[str, Any]) -> dict[str, str]:
-    """One validation error as ``{field, message}``; a body that is not JSON names ``body`` and where it breaks."""
+    """One validation error as ``{field, message}``; a body that is not JSON names ``body`` and where it breaks.
+
+    A part of the field path holding a secret (an unknown body key that is a token) is withheld, the rest kept.
+    """
     loc = tuple(error.get("loc", ()))
     if error.get("type") == "json_invalid" and loc[:1] == ("body",):
         where = loc[1] if len(loc) > 1 else 0
         reason = (error.get("ctx") or {}).get("error", "not JSON")
         return {"field": "body", "message": f"malformed JSON at character {where}: {reason}"}
-    return {"field": _dotted(loc), "message": str(error.get("msg", ""))}
+    return {"field": redact_path(loc), "message": str(error.get("msg", ""))}
 
 
 async def validation_problem(_request: Request, exc: Exception) -> JSONResponse:

@@ -100,10 +100,10 @@ def _redact_tools(tools: Sequence[Mapping[str, Any]], plan: Plan, policy: Policy
     what is costed, sent, and stored with the manifest's payload.
     """
     marked = {d.ref for ds in plan.marks.values() for d in ds if d.reason == "secret_redacted"}
-    if not any(tool_ref(i, t) in marked for i, t in enumerate(tools)):
-        return tuple(tools)
     scanner = getattr(policy.stage("secrets"), "scanner", None) or default_scanner()
-    return tuple(redact_json(t, scanner) if tool_ref(i, t) in marked else t for i, t in enumerate(tools))
+    if not any(tool_ref(i, t, scanner) in marked for i, t in enumerate(tools)):
+        return tuple(tools)
+    return tuple(redact_json(t, scanner) if tool_ref(i, t, scanner) in marked else t for i, t in enumerate(tools))
 
 
 def _mark_retained(plan: Plan, units: Sequence[Unit]) -> None:

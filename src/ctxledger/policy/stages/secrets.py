@@ -244,4 +244,4 @@ class SecretsStage:
         for index, schema in enumerate(ctx.tools):
             hits = scan_json(schema, self.scanner)
             if hits:
-                yield mark(self.name, tool_ref(index, schema), "secret_redacted", describe_json(hits))
+                yield mark(self.name, tool_ref(index, schema, self.scanner), "secret_redacted", describe_json(hits))
