@@ -826,7 +826,8 @@ class Ledger:
                 holds (a model run, participant, branch or the conversation record), or a call id several tool
                 calls share.
             RecordNotFound: no such assembly; no record of its conversation is named ``ref`` (checked before any
-                replay); or the record was no candidate of the assembly.
+                replay; when a retention rule deleted it, the message ends with the audit's sentence, "deleted by
+                retention rule R at T"); or the record was no candidate of the assembly.
         """
         return self.explain_as(assembly_id, ref, tenant_id=tenant_id, coster=coster, policy=policy)
 
@@ -847,7 +848,14 @@ class Ledger:
         listed = [c for c in candidates if any(c in (e["ref"], e.get("external_id")) for e in manifest["included"])]
         if listed:
             return self.with_content_now(explain(manifest, listed[0]), tenant_id=tenant_id)
-        rid = resolve_ref(self.store, manifest, ref, source=source)
+        try:
+            rid = resolve_ref(self.store, manifest, ref, source=source)
+        except RecordNotFound as exc:
+            gone = next(filter(None, (self._deleted_by(c, tenant_id) for c in candidates)), None)
+            if gone is None:
+                raise
+            among = f"the candidates of assembly {manifest['id']} ({gone})"
+            raise RecordNotFound(exc.tenant_id, exc.record_id, exc.what, among) from None
         never = never_a_candidate(self.store, manifest, rid)
         if never is not None:
             raise InputError(never, source=source, field="ref")
