@@ -1,12 +1,15 @@
-"""A caller's value that is a secret is never repeated by the error the library raises about it.
+"""A caller's value that is a secret is never repeated by the error the library raises about it, nor stored.
 
 The errors an assembly raises name the value at fault (an unknown model, counter, api, branch or conversation,
 a ``now`` that is not a datetime); a caller may print or log them, so a value holding a secret is named as
-``[withheld by policy: <type>]``. Secrets are drawn from the secret corpus's one-word formats.
+``[withheld by policy: <type>]``. The manifest's ``request`` block records a request's ``scope`` and
+``source_versions`` so the assembly can be reproduced; their values are redacted, and so are their keys.
+Secrets are drawn from the secret corpus's one-word and one-line formats.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -42,3 +45,15 @@ def test_an_assembly_error_withholds_the_secret_it_names(ledger: Ledger, fmt: st
     message = str(caught.value)
     assert not any(f in message for f in fingerprints)
     assert "[withheld by policy: " in message
+
+
+@settings(max_examples=15, deadline=None)
+@given(fmt=st.sampled_from(sorted(set(FORMATS) - MULTILINE)), seed=st.integers(0, 10_000))
+def test_scope_and_source_version_keys_holding_a_secret_are_redacted(ledger: Ledger, fmt: str, seed: int) -> None:
+    secret, fingerprints = draw(fmt, seed)
+    asm = ledger.assemble("c", window_tokens=8000, scope={secret: "eu"}, source_versions={secret: "v1"})
+    stored = ledger.get_assembly(asm.id)
+    for text in (json.dumps(stored, default=str), json.dumps(asm.manifest, default=str)):
+        assert not any(f in text for f in fingerprints)
+    assert list(stored["request"]["scope"].values()) == ["eu"]
+    assert list(stored["request"]["source_versions"].values()) == ["v1"]
