@@ -103,6 +103,16 @@ def test_the_cli_flag_allows_a_module_and_without_it_the_command_exits_2(side_ef
     allowed = runner.invoke(app, args)
     assert allowed.exit_code == 0, allowed.output
     assert side_effect_module.exists()
+    # the printed follow-up explains under the same policy, with the same allowed module; explain without the
+    # flag is refused like assemble, with it the replay matches and the record is answered
+    hint = next(line for line in allowed.output.splitlines() if line.startswith("explain it:"))
+    assert f"--policy {path} --allow-stage-module evil_stages" in hint
+    asm = hint.split(" explain ", 1)[1].split()[0]
+    base = ["--db", url, "explain", asm, "c/1", "--policy", str(path)]
+    assert runner.invoke(app, base).exit_code == 2
+    explained = runner.invoke(app, [*base, "--allow-stage-module", "evil_stages"])
+    assert explained.exit_code == 0, explained.output
+    assert "INCLUDED c/1" in explained.output and "p@1" in explained.output
 
 
 def _nest_toml(depth: int) -> str:

@@ -278,6 +278,8 @@ def assemble(
         where = escape(str(out))
         report.print(f"payload ({size:,} bytes, hash {asm.payload_hash[:23]}…) written to {where}", soft_wrap=True)
     under = f" --policy {shlex.quote(str(policy_file))}" if policy_file else ""  # explain replays under it
+    if policy_file:
+        under += "".join(f" --allow-stage-module {shlex.quote(m)}" for m in allow_stage_modules or ())
     report.print(
         f"explain it: [bold]{escape(_command_prefix(settings))} explain {asm.id}{escape(under)}[/] [dim][REF][/]",
         soft_wrap=True,
@@ -317,6 +319,15 @@ def explain(
             "explained by replaying the assembly under it.",
         ),
     ] = None,
+    allow_stage_modules: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-stage-module",
+            help="A module the --policy file's \\[stage_classes] may import custom stages from (repeatable; "
+            "its submodules too), as given to assemble. A policy naming any other module is refused before "
+            "anything is imported.",
+        ),
+    ] = None,
 ) -> None:
     """Explain an assembly: why the model saw each item, and why it did not see the others.
 
@@ -332,7 +343,7 @@ def explain(
     with _handled(), _open(settings) as ledger:
         from ctxledger.policy.loader import load_policy
 
-        policy = load_policy(policy_file) if policy_file else None
+        policy = load_policy(policy_file, allow_modules=allow_stage_modules or ()) if policy_file else None
         if ref is not None:
             why = ledger.explain_as(assembly_id, ref, tenant_id=settings.tenant, policy=policy, source="<cli>")
             stored = ledger.get_assembly(assembly_id, tenant_id=settings.tenant)
