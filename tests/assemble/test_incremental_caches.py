@@ -56,7 +56,7 @@ def test_warm_ledger_assembles_like_a_fresh_one_while_history_grows(scenario):
 
 
 def test_manifest_policy_hash_follows_a_stage_changed_in_place():
-    """The policy hash kept on the snapshot is the hash of the policy as it is now, not as it was first hashed."""
+    """The policy hash a manifest records is that of the policy as it is now, not as it was first hashed."""
     scenario = SCENARIOS[0]
     policy = scenario.policy() if scenario.policy else default_policy()
     ledger = Ledger(MemoryStore(), policy=policy)

@@ -30,7 +30,7 @@ from ctxledger.assemble.select import Option
 from ctxledger.assemble.snapshot import Snapshot
 from ctxledger.assemble.version import ASSEMBLER_VERSION
 from ctxledger.budget import Budget, BudgetLedger
-from ctxledger.hashing import EncodedList, canonical_json, content_hash
+from ctxledger.hashing import EncodedList, canonical_json
 from ctxledger.manifest import (
     MAX_NOTABLE,
     MAX_RANGES,
@@ -172,7 +172,7 @@ def build_manifest(inp: ManifestInputs) -> ManifestView:
         snapshot_seq=snap.seq,
         created_at=datetime.now(UTC).isoformat(),
         trace=trace,
-        policy=_policy_block(policy, relevance_name(snap.vectors, policy.selection, snap.facets), snap.memo),
+        policy=_policy_block(policy, relevance_name(snap.vectors, policy.selection, snap.facets)),
         assembler_version=ASSEMBLER_VERSION,
         counter={"id": coster.counter_id, "is_estimate": coster.is_estimate},
         model=redact_text(request.model, scanner),
@@ -564,28 +564,13 @@ def _promotion(option: Option | None, record_id: str) -> dict[str, Any]:
     return {"promotion": decision} if decision else {}
 
 
-def _policy_block(policy: Policy, relevance: str, memo: dict[Any, Any]) -> dict[str, Any]:
+def _policy_block(policy: Policy, relevance: str) -> dict[str, Any]:
     """The manifest's ``policy`` block; ``unsafe_without`` only when the policy opts out of a safety stage."""
-    block: dict[str, Any] = {"name": policy.name, "version": policy.version, "hash": _policy_hash(policy, memo)}
+    block: dict[str, Any] = {"name": policy.name, "version": policy.version, "hash": policy.hash}
     if policy.unsafe_without:
         block["unsafe_without"] = sorted(policy.unsafe_without)
     block["relevance"] = relevance
     return block
-
-
-def _policy_hash(policy: Policy, memo: dict[Any, Any]) -> str:
-    """``policy.hash``, kept in ``memo`` (the snapshot's) for the same policy object with the same description.
-
-    The description is cheap next to its canonical JSON and digest, and checking it keeps the hash right if a
-    stage's configuration is changed in place (a copy is kept: a stage may hand out its own lists and dicts).
-    """
-    description = policy.describe()
-    hit = memo.get("policy hash")
-    if hit is not None and hit[0] is policy and hit[1] == description:
-        return hit[2]  # type: ignore[no-any-return]
-    found = content_hash(description)
-    memo["policy hash"] = (policy, copy.deepcopy(description), found)
-    return found
 
 
 def _omitted_entry(

@@ -13,6 +13,7 @@ second", seed 002).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -262,6 +263,7 @@ class Policy:
     contract: WorkingSetContract | None = None
     unsafe_without: tuple[str, ...] = ()
     retention: RetentionRules = field(default_factory=RetentionRules)
+    _hashed: list[Any] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         """Check the stage list, the opt-outs and the contracts (:mod:`ctxledger.policy.safety`)."""
@@ -294,8 +296,18 @@ class Policy:
 
     @property
     def hash(self) -> str:
-        """``"sha256:<hex>"`` of :meth:`describe` in canonical JSON."""
-        return content_hash(self.describe())
+        """``"sha256:<hex>"`` of :meth:`describe` in canonical JSON.
+
+        Kept with a copy of the description it was made from and made again when the description differs (a
+        stage's configuration changed in place): describing is cheap next to the canonical JSON and digest, which
+        every manifest needs.
+        """
+        description = self.describe()
+        if self._hashed and self._hashed[0] == description:
+            return self._hashed[1]  # type: ignore[no-any-return]
+        found = content_hash(description)
+        self._hashed[:] = [copy.deepcopy(description), found]
+        return found
 
     def stage(self, name: str) -> Stage | None:
         """The first stage with that name, or ``None``."""
