@@ -100,7 +100,7 @@ class RecordNotFound(StoreError):
 
     def __init__(self, tenant_id: str, record_id: str, what: str = "record", among: str | None = None) -> None:
         where = f" among {among}" if among else ""
-        super().__init__(f"{what} {_shown(record_id)} not found{where} in tenant {_shown(tenant_id)}")
+        super().__init__(f"{what} {quoted(record_id)} not found{where} in tenant {quoted(tenant_id)}")
         self.tenant_id = tenant_id
         self.record_id = record_id
         self.what = what
@@ -108,7 +108,7 @@ class RecordNotFound(StoreError):
 
     def untenanted(self) -> str:
         """The message without the tenant (a caller who names the tenant already knows it)."""
-        return f"{self.what} {_shown(self.record_id)} was not found" + (f" among {self.among}" if self.among else "")
+        return f"{self.what} {quoted(self.record_id)} was not found" + (f" among {self.among}" if self.among else "")
 
 
 class BlobNotFound(RecordNotFound):
@@ -470,5 +470,10 @@ def quote_values_with(quote: Callable[[Any], str]) -> None:
     _quote = quote
 
 
-def _shown(value: Any) -> str:
+def quoted(value: Any) -> str:
+    """``value`` as an error message names it.
+
+    ``repr(value)``, or ``[withheld by policy: <type>]`` when it holds a secret (once :func:`quote_values_with` is
+    set, which importing ``ctxledger`` does).
+    """
     return _quote(value)

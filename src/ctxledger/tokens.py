@@ -45,7 +45,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ctxledger import _encodings
-from ctxledger.errors import ConfigurationError, UnknownTokenizer
+from ctxledger.errors import ConfigurationError, UnknownTokenizer, quoted
 from ctxledger.hashing import content_hash, text_hash
 
 if TYPE_CHECKING:
@@ -411,8 +411,8 @@ def _resolve(name: str) -> str:
     if encoding in _encodings.SUPPORTED_ENCODINGS:
         return f"{DEFAULT_BACKEND}/{encoding}"
     if encoding:
-        raise _unknown(f"model {_shown(name)} uses encoding {encoding!r}, which is not available offline")
-    raise _unknown(f"unknown token counter {_shown(name)}")
+        raise _unknown(f"model {quoted(name)} uses encoding {encoding!r}, which is not available offline")
+    raise _unknown(f"unknown token counter {quoted(name)}")
 
 
 COUNTER_CHOICES: tuple[str, ...] = (
@@ -454,14 +454,14 @@ def counter_for_model(model: str, counter: str | None = None, *, option: str = "
         try:
             return _build(_resolve(counter))
         except ConfigurationError as exc:
-            raise UnknownTokenizer(f"{option.rstrip('=')} {_shown(counter)}: {exc}", field="counter") from None
+            raise UnknownTokenizer(f"{option.rstrip('=')} {quoted(counter)}: {exc}", field="counter") from None
     try:
         resolved = _resolve(model)
     except ConfigurationError as exc:
         why = str(exc).split("; valid names:", 1)[0]
         detail = "" if why.startswith("unknown token counter") else f" ({why})"
         raise UnknownTokenizer(
-            f"no offline tokenizer is known for model {_shown(model)}{detail}; pass {option} one of "
+            f"no offline tokenizer is known for model {quoted(model)}{detail}; pass {option} one of "
             f"{', '.join(COUNTER_CHOICES)} (estimate/… and chars/4 are flagged as estimates in the manifest)",
             field="model",
         ) from None
@@ -509,9 +509,3 @@ def get_counter(name: str = "o200k_base") -> TokenCounter:
     """
     return _build(_resolve(name))
 
-
-def _shown(value: str) -> str:
-    """A model or counter name as an error names it: quoted, or withheld when it holds a secret."""
-    from ctxledger.policy.message_redaction import shown
-
-    return shown(value)

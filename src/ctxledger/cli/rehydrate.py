@@ -9,10 +9,11 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from ctxledger.assemble.record import policy_scanner
 from ctxledger.cli._app import app
 from ctxledger.cli._common import _check_out, _err, _handled, _is_stdout, _open, _settings
 from ctxledger.errors import InputError
-from ctxledger.policy.secrets_in_bytes import found_in_bytes, scanner_of, secrets_in_range
+from ctxledger.policy.secrets_in_bytes import found_in_bytes, secrets_in_range
 
 
 @app.command()
@@ -73,7 +74,7 @@ def rehydrate(
             raise InputError(exc.problem, source="--bytes", field=exc.field) from None  # the range typed is at fault
         if not reveal_secrets:
             whole = data if span is None else ledger.rehydrate(artifact, None, tenant_id=settings.tenant)
-            found = secrets_in_range(whole, span, scanner_of(ledger.policy))
+            found = secrets_in_range(whole, span, policy_scanner(ledger.policy))
             if found:
                 _err().print(
                     f"[red]error:[/] the bytes hold a secret: {escape(found_in_bytes(found))}; assemblies show "

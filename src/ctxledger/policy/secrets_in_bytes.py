@@ -8,16 +8,7 @@ finding counts when its line overlaps the range.
 
 from __future__ import annotations
 
-from typing import Any
-
-from ctxledger.policy.secrets import Finding, SecretScanner, default_scanner, describe
-
-
-def scanner_of(policy: Any) -> SecretScanner:
-    """The secret scanner of ``policy``'s ``secrets`` stage, else the default one."""
-    stage = policy.stage("secrets") if hasattr(policy, "stage") else None
-    found = getattr(stage, "scanner", None)
-    return found if isinstance(found, SecretScanner) else default_scanner()
+from ctxledger.policy.secrets import Finding, SecretScanner, describe
 
 
 def secrets_in_range(

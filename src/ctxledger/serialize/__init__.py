@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ctxledger.errors import ConfigurationError
+from ctxledger.errors import ConfigurationError, quoted
 from ctxledger.serialize.anthropic_messages import AnthropicMessagesSerializer
 from ctxledger.serialize.base import CallView, Serializer, Turn
 from ctxledger.serialize.openai_chat import OpenAIChatSerializer
@@ -50,12 +50,10 @@ def get_serializer(name: str, **options: Any) -> Serializer:
     Raises:
         ConfigurationError: ``name`` is not a known contract (the message lists the known ones).
     """
-    from ctxledger.policy.message_redaction import shown
-
     try:
         factory = _SERIALIZERS[name]
     except KeyError:
-        raise ConfigurationError(f"unknown serializer {shown(name)}; known: {', '.join(SERIALIZER_NAMES)}") from None
+        raise ConfigurationError(f"unknown serializer {quoted(name)}; known: {', '.join(SERIALIZER_NAMES)}") from None
     return factory(**options)
 
 

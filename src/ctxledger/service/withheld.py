@@ -18,9 +18,10 @@ from typing import Any
 
 from ctxledger.assemble.assembler import AssemblyRequest, run_policy
 from ctxledger.assemble.inputs import resolve_participant
+from ctxledger.assemble.record import policy_scanner
 from ctxledger.errors import RecordNotFound
 from ctxledger.policy.rehydration import hard_omission
-from ctxledger.policy.secrets import SecretScanner, default_scanner, redact_text
+from ctxledger.policy.secrets import SecretScanner, redact_text
 from ctxledger.records import Conversation, Visibility
 from ctxledger.store._rules import get_or_none
 from ctxledger.units import build_units
@@ -94,10 +95,8 @@ def withheld(
 
 
 def scanner_of(ledger: Any) -> SecretScanner:
-    """The secret scanner of the ledger's policy (its secrets stage's), else the default one."""
-    stage = ledger.policy.stage("secrets")
-    found = getattr(stage, "scanner", None)
-    return found if isinstance(found, SecretScanner) else default_scanner()
+    """The secret scanner of the ledger's policy (:func:`~ctxledger.assemble.record.policy_scanner`)."""
+    return policy_scanner(ledger.policy)
 
 
 def redact(text: str, scanner: SecretScanner) -> str:
