@@ -45,6 +45,12 @@ USER_ERRORS = (
 )
 """Errors caused by what the user asked (a store URL that reaches no database included); they exit with code 2."""
 
+ALLOW_STAGE_MODULE_HELP = (
+    "A module the --policy file's \\[stage_classes] may import custom stages from (repeatable; its submodules "
+    "too). A policy naming any other module is refused before anything is imported."
+)
+"""Help of ``--allow-stage-module``, the same for every command that loads a policy file."""
+
 COUNTER_HELP = (
     "Tokenizer to count with, for a model whose own is not known: o200k_base or cl100k_base (exact); "
     "tiktoken/NAME (exact, the reference implementation); estimate/quicktok/NAME or chars/4 (flagged as "

@@ -17,6 +17,7 @@ from rich.markup import escape
 from ctxledger.budget import DEFAULT_BUDGET
 from ctxledger.cli._app import app
 from ctxledger.cli._common import (
+    ALLOW_STAGE_MODULE_HELP,
     COUNTER_HELP,
     ApiFormat,
     _check_out,
@@ -167,8 +168,7 @@ def assemble(
         list[str] | None,
         typer.Option(
             "--allow-stage-module",
-            help="A module the --policy file's \\[stage_classes] may import custom stages from (repeatable; "
-            "its submodules too). A policy naming any other module is refused before anything is imported.",
+            help=ALLOW_STAGE_MODULE_HELP,
         ),
     ] = None,
     provider: Annotated[
@@ -323,9 +323,7 @@ def explain(
         list[str] | None,
         typer.Option(
             "--allow-stage-module",
-            help="A module the --policy file's \\[stage_classes] may import custom stages from (repeatable; "
-            "its submodules too), as given to assemble. A policy naming any other module is refused before "
-            "anything is imported.",
+            help=ALLOW_STAGE_MODULE_HELP,
         ),
     ] = None,
 ) -> None:

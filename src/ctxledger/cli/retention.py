@@ -12,7 +12,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 
 from ctxledger.cli._app import app
-from ctxledger.cli._common import _err, _handled, _open, _out, _settings
+from ctxledger.cli._common import ALLOW_STAGE_MODULE_HELP, _err, _handled, _open, _out, _settings
 from ctxledger.cli._numbers import int_option
 from ctxledger.cli.assembly import _parse_now
 from ctxledger.errors import InputError
@@ -57,7 +57,7 @@ def retain(
         list[str] | None,
         typer.Option(
             "--allow-stage-module",
-            help="A module the policy file's \\[stage_classes] may import custom stages from (repeatable).",
+            help=ALLOW_STAGE_MODULE_HELP,
         ),
     ] = None,
     dry_run: Annotated[
