@@ -124,9 +124,9 @@ def test_now_help_says_a_time_without_offset_is_utc_as_the_parser_reads_it(runne
     """The CLI reads a naive ``--now`` as UTC (the library refuses a naive datetime); the help says so."""
     from datetime import UTC, datetime
 
-    from ctxledger.cli.assembly import _parse_now
+    from ctxledger.cli._common import iso_time
 
-    assert _parse_now("2026-01-01") == datetime(2026, 1, 1, tzinfo=UTC)
+    assert iso_time("2026-01-01", "--now") == datetime(2026, 1, 1, tzinfo=UTC)
     answer = runner.invoke(app, [command, "--help"], env={"COLUMNS": "200"})
     assert answer.exit_code == 0, answer.output
     assert "without an offset is read as UTC" in " ".join(answer.stdout.replace("│", " ").split())

@@ -7,6 +7,7 @@ import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,19 @@ USER_ERRORS = (
     StoreConnectionError,
 )
 """Errors caused by what the user asked (a store URL that reaches no database included); they exit with code 2."""
+
+def iso_time(text: str, option: str, expected: str = "an ISO 8601 time") -> datetime:
+    """A time typed for ``option`` (ISO 8601, ``Z`` allowed; without an offset it is UTC), as an aware UTC datetime.
+
+    Raises:
+        InputError: ``text`` is not such a time (field ``option``; the message says ``expected``).
+    """
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+    except ValueError as exc:
+        raise InputError(f"not {expected}: {text!r}", source="<command line>", field=option) from exc
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
 
 ALLOW_STAGE_MODULE_HELP = (
     "A module the --policy file's \\[stage_classes] may import custom stages from (repeatable; its submodules "

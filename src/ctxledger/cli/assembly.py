@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -30,6 +29,7 @@ from ctxledger.cli._common import (
     _out,
     _records,
     _settings,
+    iso_time,
 )
 from ctxledger.cli._numbers import int_option
 from ctxledger.cli._render import (
@@ -101,16 +101,8 @@ def _request_options(
     if source_version:
         out["source_versions"] = _pairs(source_version, "--source-version")
     if now is not None:
-        out["now"] = _parse_now(now)
+        out["now"] = iso_time(now, "--now")
     return out
-
-
-def _parse_now(text: str) -> datetime:
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
-    except ValueError as exc:
-        raise InputError(f"not an ISO 8601 time: {text!r}", source="<command line>", field="--now") from exc
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 @app.command()

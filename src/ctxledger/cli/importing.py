@@ -17,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ctxledger.cli._app import app
-from ctxledger.cli._common import COUNTER_HELP, _coster, _err, _handled, _open, _out, _settings
+from ctxledger.cli._common import COUNTER_HELP, _coster, _err, _handled, _open, _out, _settings, iso_time
 from ctxledger.conversation_ids import conflict
 from ctxledger.errors import FormatNotRecognised, InputError, NothingToImport
 from ctxledger.ledger import Ledger
@@ -263,13 +263,7 @@ def _start_time(text: str | None) -> datetime | None:
         return None
     if text.strip().lower() == "now":
         return datetime.now(UTC)
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
-    except ValueError as exc:
-        raise InputError(
-            f"not 'now' nor an ISO 8601 time: {text!r}", source="<command line>", field="--start-time"
-        ) from exc
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+    return iso_time(text, "--start-time", "'now' nor an ISO 8601 time")
 
 
 def _without_imported(ledger: Ledger, batches: Sequence[Any]) -> list[Any]:

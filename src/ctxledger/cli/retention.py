@@ -12,9 +12,8 @@ from rich.progress import Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 
 from ctxledger.cli._app import app
-from ctxledger.cli._common import ALLOW_STAGE_MODULE_HELP, _err, _handled, _open, _out, _settings
+from ctxledger.cli._common import ALLOW_STAGE_MODULE_HELP, _err, _handled, _open, _out, _settings, iso_time
 from ctxledger.cli._numbers import int_option
-from ctxledger.cli.assembly import _parse_now
 from ctxledger.errors import InputError
 
 
@@ -98,7 +97,7 @@ def retain(
                 source=str(policy_file),
                 field="retention",
             )
-        clock = _parse_now(now) if now is not None else None
+        clock = iso_time(now, "--now") if now is not None else None
         with (
             _open(settings) as ledger,
             Progress(SpinnerColumn(), TextColumn("{task.description}"), console=_err(), transient=True) as progress,
