@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctxledger.eval.cases import check_case, load_case, run_case
+from ctxledger.eval.cases import check_case, read_case_file, run_case
 from ctxledger.ledger import Ledger
 from ctxledger.testing import MemoryStore
 
@@ -16,6 +16,6 @@ required blocks that do not fit."""
 @pytest.mark.parametrize("case_id", MAIN_JOB_CASES)
 def test_case_expectations_hold(cases_dir, case_id):
     """Every expectation of the case holds on the assembled payload and its manifest."""
-    case = load_case(cases_dir / f"{case_id}.json")
+    case = read_case_file(cases_dir / f"{case_id}.json")
     run = run_case(case, Ledger(MemoryStore()))
     assert check_case(run) == []

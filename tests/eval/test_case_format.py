@@ -19,7 +19,7 @@ from ctxledger.eval.cases import (
     MESSAGE_PROVIDER_FIELDS,
     MESSAGE_STORE_FIELDS,
     check_case,
-    load_case,
+    read_case_file,
     run_case,
     validate_case,
 )
@@ -126,7 +126,7 @@ def test_an_unknown_key_is_refused_by_name(where, name):
 def test_every_shared_case_is_mapped_whole(cases_dir):
     """No shared case holds a field the runner drops."""
     for path in sorted(cases_dir.glob("*.json")):
-        validate_case(load_case(path))
+        validate_case(read_case_file(path))
 
 
 @SETTINGS
@@ -242,7 +242,7 @@ def test_expectations_beside_an_expected_error_are_reported():
 
 def test_request_scope_is_applied_by_the_runner(cases_dir):
     """B12's ``request`` is the call's scope without any setup by the caller."""
-    case = load_case(cases_dir / "B12.json")
+    case = read_case_file(cases_dir / "B12.json")
     assert _run(case) == []
     no_scope = copy.deepcopy(case)
     del no_scope["request"]

@@ -21,7 +21,7 @@ from ctxledger.assemble.relevance import tokenize
 from ctxledger.assemble.snapshot import SnapshotLoader, unit_facts
 from ctxledger.assemble.term_keys import term_key
 from ctxledger.errors import RecordNotFound
-from ctxledger.eval.cases import load_case, run_case
+from ctxledger.eval.cases import read_case_file, run_case
 from ctxledger.ledger import Ledger
 from ctxledger.policy.base import StageContext
 from ctxledger.policy.derivation import restricting_sources
@@ -109,7 +109,7 @@ def test_scenario_facts_equal_a_rescan(scenario) -> None:
 def test_case_facts_equal_a_rescan(path: Path) -> None:
     """Every unit of each shared failure case's snapshot (imported as a user would) equals its rescan."""
     ledger = Ledger(MemoryStore())
-    run = run_case(load_case(path), ledger)
+    run = run_case(read_case_file(path), ledger)
     conv = next(iter(ledger.store.conversations("default")))
     branch = ledger.store.records("default", conv)[0].branch_id
     assert run.assembly is not None or run.error is not None

@@ -6,7 +6,7 @@ import dataclasses
 
 from ctxledger.assemble.compaction import build_compaction
 from ctxledger.errors import RequiredBlocksDoNotFit
-from ctxledger.eval.cases import check_case, load_case, run_case
+from ctxledger.eval.cases import check_case, read_case_file, run_case
 from ctxledger.ledger import Ledger
 from ctxledger.policy.default import default_policy
 from ctxledger.records import Compaction
@@ -19,7 +19,7 @@ LADDER_OFF = dataclasses.replace(
 
 def test_b13_huge_tool_output_enters_as_an_excerpt(cases_dir):
     """B13: the 11 KB build log enters as a bounded excerpt that keeps the fatal line and names its artifact."""
-    case = load_case(cases_dir / "B13.json")
+    case = read_case_file(cases_dir / "B13.json")
     run = run_case(case, Ledger(MemoryStore()))
     assert check_case(run) == []
     entry = next(e for e in run.assembly.manifest["included"] if run.ext_by_record.get(e["ref"]) == "m4")
@@ -31,7 +31,7 @@ def test_b13_huge_tool_output_enters_as_an_excerpt(cases_dir):
 
 def test_b13_locators_rehydrate_to_the_lines_the_excerpt_shows(cases_dir):
     """Every run of the excerpt is exactly the stored bytes its locator names; explain() shows the locators."""
-    case = load_case(cases_dir / "B13.json")
+    case = read_case_file(cases_dir / "B13.json")
     ledger = Ledger(MemoryStore())
     run = run_case(case, ledger)
     entry = next(e for e in run.assembly.manifest["included"] if run.ext_by_record.get(e["ref"]) == "m4")
@@ -47,7 +47,7 @@ def test_b13_locators_rehydrate_to_the_lines_the_excerpt_shows(cases_dir):
 
 def test_b13_without_the_ladder_the_required_step_does_not_fit(cases_dir):
     """Ladder off (verbatim only): the newest tool exchange cannot fit, and the error names it."""
-    case = load_case(cases_dir / "B13.json")
+    case = read_case_file(cases_dir / "B13.json")
     ledger = Ledger(MemoryStore(), policy=LADDER_OFF)
     run = run_case(case, ledger)
     assert isinstance(run.error, RequiredBlocksDoNotFit)
@@ -56,7 +56,7 @@ def test_b13_without_the_ladder_the_required_step_does_not_fit(cases_dir):
 
 def test_b09_summary_message_covers_history_but_not_the_constraint(cases_dir):
     """B09 as imported: s1 stands for m3..m10 (omitted as summarized) while m2's prohibition stays verbatim."""
-    case = load_case(cases_dir / "B09.json")
+    case = read_case_file(cases_dir / "B09.json")
     assert check_case(run_case(case, Ledger(MemoryStore()))) == []
 
 
@@ -75,7 +75,7 @@ def _write_compaction(ledger: Ledger, conv_id: str, summary_tokens: int) -> None
 
 def test_b09_with_s1_imported_as_a_compaction_record(cases_dir):
     """B09 with s1 as a Compaction (lineage m2..m10, fidelity checked): same expectations hold."""
-    case = load_case(cases_dir / "B09.json")
+    case = read_case_file(cases_dir / "B09.json")
     summary = [m for m in case["messages"] if m.get("kind") == "summary"]
     edited = {**case, "messages": [m for m in case["messages"] if m.get("kind") != "summary"]}
     ledger = Ledger(MemoryStore())

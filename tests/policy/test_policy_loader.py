@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from ctxledger.errors import PolicyFileError
-from ctxledger.eval.cases import load_case, run_case
+from ctxledger.eval.cases import read_case_file, run_case
 from ctxledger.ledger import Ledger
 from ctxledger.policy import ReasonCode, default_policy, load_policy, loads_policy
 from ctxledger.policy.stages import STAGES, PrivacyStage, ScopeStage
@@ -137,7 +137,7 @@ def test_custom_stage_by_import_path_runs_and_is_hashed(tmp_path, monkeypatch, c
         "version": "3",
         "config": {"tag": "user_constraint"},
     }
-    run = run_case(load_case(cases_dir / "B09.json"), Ledger(MemoryStore(), policy=policy))
+    run = run_case(read_case_file(cases_dir / "B09.json"), Ledger(MemoryStore(), policy=policy))
     manifest = run.assembly.manifest
     assert {k: v for k, v in manifest["policy"].items() if k != "relevance"} == {
         "name": "acme",
@@ -195,7 +195,7 @@ def test_invalid_toml_and_missing_file_are_policy_file_errors(tmp_path):
 
 def test_manifest_counts_omissions_by_reason_and_stage(cases_dir):
     """The manifest counts omitted candidates per reason and per stage, and the counts match the entries."""
-    run = run_case(load_case(cases_dir / "B09.json"), Ledger(MemoryStore()))
+    run = run_case(read_case_file(cases_dir / "B09.json"), Ledger(MemoryStore()))
     manifest = run.assembly.manifest
     assert manifest["omitted_by_reason"] == {"summarized": len(manifest["omitted"])}
     assert manifest["omitted_by_stage"] == {"compaction": len(manifest["omitted"])}

@@ -69,11 +69,6 @@ class CaseRun:
     others: list[CaseRun] = field(default_factory=list)
 
 
-def load_case(path: str | Path) -> dict[str, Any]:
-    """Read one case file (JSON)."""
-    return json.loads(Path(path).read_text(encoding="utf-8"))
-
-
 def case_tool_schemas(case: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The case's tool schemas without their store-only ``tokens`` field."""
     return [{k: v for k, v in t.items() if k != "tokens"} for t in case.get("tools", [])]
