@@ -41,6 +41,7 @@ from ctxledger.policy.default import default_policy
 from ctxledger.policy.message_redaction import shown
 from ctxledger.policy.secrets import check_identifiers
 from ctxledger.records import Branch, Compaction, Conversation, Record
+from ctxledger.replay_mismatch import ReplayMismatch, replay_remedy
 from ctxledger.represent.compaction import Compactor
 from ctxledger.retention.state import retained
 from ctxledger.serialize import default_model, get_serializer
@@ -912,7 +913,7 @@ class Ledger:
 
     def replay(
         self, manifest: Mapping[str, Any], *, coster: Coster | None = None, policy: Policy | None = None
-    ) -> tuple[dict[str, Any] | None, str | None]:
+    ) -> tuple[dict[str, Any] | None, ReplayMismatch | None]:
         """Assemble a stored manifest's call again, with the full trace, and check it is the same call.
 
         The request is rebuilt from the manifest (snapshot ``seq``, branch, participant, requested budget,
@@ -921,11 +922,13 @@ class Ledger:
 
         Returns:
             ``(manifest, None)``: the replay's full manifest under the stored id, its payload hash, policy
-            hash and assembler version equal to the stored ones; or ``(None, why)`` naming what differs.
+            hash and assembler version equal to the stored ones; or ``(None, why)``: a
+            :class:`~ctxledger.replay_mismatch.ReplayMismatch` naming what differs (a sentence with its ``kind``).
         """
         if manifest.get("assembler_version") != ASSEMBLER_VERSION:
-            return None, (
-                f"assembled by assembler version {manifest.get('assembler_version')}, this is {ASSEMBLER_VERSION}"
+            return None, ReplayMismatch(
+                "assembler_version",
+                f"assembled by assembler version {manifest.get('assembler_version')}, this is {ASSEMBLER_VERSION}",
             )
         try:
             req = replay_request(manifest)
@@ -933,15 +936,19 @@ class Ledger:
             policy = policy or self._policies.get(manifest["policy"]["hash"])
             asm = self.assemble(req, persist=False, coster=coster, policy=policy, counter=counter, trace="full")
         except CtxledgerError as exc:
-            return None, f"the replay failed: {type(exc).__name__}: {exc}"
+            return None, ReplayMismatch("replay_failed", f"the replay failed: {type(exc).__name__}: {exc}")
         found = asm.manifest
         if found["policy"]["hash"] != manifest["policy"]["hash"]:
-            return None, f"policy hash {manifest['policy']['hash']} then, {found['policy']['hash']} now"
+            then_hash, now_hash = manifest["policy"]["hash"], found["policy"]["hash"]
+            return None, ReplayMismatch("policy_hash", f"policy hash {then_hash} then, {now_hash} now")
         then, now = manifest["policy"].get("relevance"), found["policy"].get("relevance")
         if then is not None and then != now:
-            return None, f"relevance {then} then, {now} now (the semantic extra or its model differs)"
+            return None, ReplayMismatch(
+                "relevance", f"relevance {then} then, {now} now (the semantic extra or its model differs)"
+            )
         if found["payload_hash"] != manifest["payload_hash"]:
-            return None, f"payload hash {manifest['payload_hash']} then, {found['payload_hash']} on replay"
+            then_hash, now_hash = manifest["payload_hash"], found["payload_hash"]
+            return None, ReplayMismatch("payload_hash", f"payload hash {then_hash} then, {now_hash} on replay")
         out = dict(found)
         for key in ("id", "created_at", "timings", "tokens"):
             out[key] = manifest[key]
@@ -1085,7 +1092,7 @@ def _counter_name(manifest: Mapping[str, Any]) -> str | None:
     return found[len(prefix) :] if isinstance(found, str) and found.startswith(prefix) else found
 
 
-def unexplained(manifest: Mapping[str, Any], ref: str, why: str) -> dict[str, Any]:
+def unexplained(manifest: Mapping[str, Any], ref: str, why: ReplayMismatch) -> dict[str, Any]:
     """The answer for a record a summary manifest does not list when its replay is not the same call.
 
     ``detail`` is ``why`` (what differs, from :meth:`Ledger.replay`) and what to do about it
@@ -1112,23 +1119,6 @@ def unexplained(manifest: Mapping[str, Any], ref: str, why: str) -> dict[str, An
             remedy,
         ],
     }
-
-
-def replay_remedy(why: str) -> str:
-    """What to do so that a replay that differed for ``why`` (a reason of :meth:`Ledger.replay`) is the same call."""
-    if why.startswith("policy hash"):
-        return (
-            "pass the policy the assembly was made under (policy= in the library, --policy FILE on the command "
-            "line, as given to assemble)"
-        )
-    if why.startswith("relevance"):
-        return "explain with the relevance the assembly was made with (install or remove the semantic extra)"
-    if why.startswith("assembled by assembler version"):
-        return "explain with the ctxledger version that made the assembly, or assemble with trace='full' to keep why"
-    return (
-        "pass the policy and counter the assembly was made with, or assemble with trace='full' (--trace full) so "
-        "the record keeps every omitted item"
-    )
 
 
 def _check_snapshot(as_of_seq: Any) -> None:

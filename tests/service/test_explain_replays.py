@@ -17,6 +17,7 @@ from mcp import Client
 
 from ctxledger.ledger import Ledger
 from ctxledger.mcp_server import build_server
+from ctxledger.replay_mismatch import ReplayMismatch
 
 if TYPE_CHECKING:
     from service_helpers import Served
@@ -108,7 +109,11 @@ def test_the_inspector_shows_an_assembly_whose_replay_differs_and_says_why(
     served: Served, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     aid, full = _assembly(served)
-    monkeypatch.setattr(Ledger, "replay", lambda self, manifest, **kw: (None, "policy hash a then, b now"))
+    monkeypatch.setattr(
+        Ledger,
+        "replay",
+        lambda self, manifest, **kw: (None, ReplayMismatch("policy_hash", "policy hash a then, b now")),
+    )
     client = served.client
     login = client.post("/inspect/login", data={"key": served.keys["acme"]}, follow_redirects=False)
     assert login.status_code == 303, login.text

@@ -46,9 +46,9 @@ from ctxledger.cli._render import (
 from ctxledger.errors import (
     InputError,
 )
-from ctxledger.ledger import replay_remedy
 from ctxledger.manifest import has_full_trace
 from ctxledger.records import Record
+from ctxledger.replay_mismatch import replay_remedy
 from ctxledger.serialize import default_model
 
 
@@ -345,7 +345,7 @@ def explain(
             _err().print(
                 f"[yellow]this manifest keeps a summary of what was left out, and replaying the assembly gave a "
                 f"different call ({escape(str(mismatch))}): only the included items can be explained; "
-                f"{escape(replay_remedy(str(mismatch)))}[/]",
+                f"{escape(replay_remedy(mismatch))}[/]",
                 soft_wrap=True,
             )
             manifest = stored

@@ -27,8 +27,8 @@ from starlette.concurrency import run_in_threadpool
 
 from ctxledger.errors import RecordNotFound
 from ctxledger.facts import direct_sources
-from ctxledger.ledger import replay_remedy
 from ctxledger.manifest import has_full_trace
+from ctxledger.replay_mismatch import ReplayMismatch, replay_remedy
 from ctxledger.service import manifest_view as mv
 from ctxledger.service.auth import SESSION_COOKIE, presented_tenant
 from ctxledger.store.sessions import end_session, open_session
@@ -446,13 +446,13 @@ def assembly(request: Request, assembly_id: str) -> HTMLResponse:
     return _page(f"Assembly {assembly_id}", body, tenant)
 
 
-def _manifest(ledger: Any, assembly_id: str, tenant: str) -> tuple[dict[str, Any], str | None]:
+def _manifest(ledger: Any, assembly_id: str, tenant: str) -> tuple[dict[str, Any], ReplayMismatch | None]:
     """The full manifest (a summary's replay) and ``None``; or the stored summary and why its replay differed."""
     stored = ledger.get_assembly(assembly_id, tenant_id=tenant)
     if has_full_trace(stored):
         return stored, None
     replayed, mismatch = ledger.replay(stored)
-    return (stored, str(mismatch)) if replayed is None else (replayed, None)
+    return (stored, mismatch) if replayed is None else (replayed, None)
 
 
 def _weight(e: Mapping[str, Any]) -> str:
