@@ -48,6 +48,15 @@ def test_eval_cases_without_cases_is_a_user_error(runner: CliRunner, tmp_path) -
     assert "no failure cases" in result.output and "Traceback" not in result.output
 
 
+@pytest.mark.parametrize("option", ["--cases-dir", "--data-dir"])
+def test_a_file_given_for_a_folder_is_named_as_a_file(runner: CliRunner, cases_dir, option: str) -> None:
+    """``--cases-dir B01.json`` exists: the error says it is a file, not that nothing was found."""
+    command = ["eval", "cases"] if option == "--cases-dir" else ["eval", "run", "-d", "locomo", "--no-plots"]
+    result = runner.invoke(app, [*command, option, str(cases_dir / "B01.json")])
+    assert result.exit_code == 2
+    assert "B01.json: is a file, not a" in result.output and "not found" not in result.output
+
+
 def test_eval_scenarios_runs_the_named_scenario(runner: CliRunner) -> None:
     """One named scenario runs and passes; an unknown name exits 2 listing the known ones."""
     result = runner.invoke(app, ["eval", "scenarios", "--name", "branch-isolation"])

@@ -59,6 +59,8 @@ def _installed(module: str, find_spec: Any) -> bool:
 
 
 def _existing_dir(path: Path, what: str, option: str) -> Path:
+    if path.exists() and not path.is_dir():
+        raise InputError(f"is a file, not a {what} folder; pass {option} the folder that holds it", source=str(path))
     if not path.is_dir():
         raise InputError(f"{what} folder not found; pass {option}", source=str(path))
     return path
