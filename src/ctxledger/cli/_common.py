@@ -14,8 +14,8 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
+from ctxledger.cli._escape import escape
 from ctxledger.cli._render import _required_table
 from ctxledger.demo import demo_dir
 from ctxledger.errors import (

@@ -10,7 +10,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from ctxledger.budget import Budget
 from ctxledger.cli._app import app
@@ -25,6 +24,7 @@ from ctxledger.cli._common import (
     _records,
     _settings,
 )
+from ctxledger.cli._escape import escape
 from ctxledger.cli._numbers import int_option
 from ctxledger.cli._render import (
     _budget_table,

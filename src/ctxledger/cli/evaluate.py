@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from ctxledger.cli._app import app
 from ctxledger.cli._common import _err, _handled, _is_stdout, _out
+from ctxledger.cli._escape import escape
 from ctxledger.cli._numbers import int_option
 from ctxledger.errors import (
     ConfigurationError,
@@ -141,8 +141,8 @@ def _headline_table(results: Any) -> Table:
     for a in results.aggregates:
         ratio = a["replay_ratio"]
         table.add_row(
-            a["dataset"], a["selector"], f"{a['budget']:,}", _num(a["recall"]), _num(ratio), str(a["violations"]),
-            _num(a["overflow_rate"]), _num(a["latency_ms"]["p50"], 2),
+            escape(str(a["dataset"])), escape(str(a["selector"])), f"{a['budget']:,}", _num(a["recall"]), _num(ratio),
+            str(a["violations"]), _num(a["overflow_rate"]), _num(a["latency_ms"]["p50"], 2),
         )  # fmt: skip
     return table
 
@@ -161,7 +161,7 @@ def _cases_table(outcomes: Sequence[Any]) -> Table:
     for c in outcomes:
         result = "[green]pass[/]" if c.passed else "[red]FAIL[/] " + escape("; ".join(c.failures))
         tokens = "refused" if c.input_tokens is None else f"{c.input_tokens:,}"
-        table.add_row(c.case_id, escape(c.kind), escape(c.title), tokens, result)
+        table.add_row(escape(str(c.case_id)), escape(c.kind), escape(c.title), tokens, result)
     return table
 
 
