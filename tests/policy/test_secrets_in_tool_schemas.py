@@ -145,8 +145,10 @@ def test_a_property_named_by_a_secret_never_reaches_the_payload_or_the_manifest(
     """A schema key (a property name) is scanned like a value: sent under a provider-valid withheld name, two such
     keys kept apart, and the mark's path shows the key redacted."""
     secret, fingerprints = draw(fmt, seed)
+    other, more = draw(fmt, seed + 1)
+    fingerprints = [*fingerprints, *more]
     ledger, conv = _ledger()
-    props = {secret: {"type": "string"}, secret + "x": {"type": "integer"}, "city": {"type": "string"}}
+    props = {secret: {"type": "string"}, other: {"type": "integer"}, "city": {"type": "string"}}
     schema = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": props}}}
     asm = ledger.assemble(conv, tools=(schema,), api=api, trace="full", **BUDGET)
     stored = ledger.get_assembly(asm.id)
@@ -154,7 +156,7 @@ def test_a_property_named_by_a_secret_never_reaches_the_payload_or_the_manifest(
         assert not any(f in text for f in fingerprints)
     (tool,) = asm.payload["tools"]
     sent = (tool.get("input_schema") or tool["function"]["parameters"])["properties"]
-    assert sent["city"] == {"type": "string"} and len(sent) == 3
+    assert sent["city"] == {"type": "string"} and len(sent) == len(props)
     assert all(re.fullmatch(r"[a-zA-Z0-9_.-]{1,64}", key) for key in sent)
     marks = [m for m in stored["marks"] if m["ref"] == "tools/lookup"]
     assert marks and "function.parameters.properties.[withheld by policy:" in marks[0]["detail"]
