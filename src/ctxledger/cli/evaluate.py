@@ -166,10 +166,24 @@ def _cases_table(outcomes: Sequence[Any]) -> Table:
 
 
 def _load_cases(cases_dir: Path, checks: bool) -> list[Any]:
-    """The failure cases ``--checks`` will run, read and checked before any call (none without the folder)."""
+    """The failure cases ``--checks`` will run, read and checked before any call.
+
+    Without the default folder (``../shared/cases``) there are none; a folder named otherwise (``--cases-dir``,
+    ``CTXLEDGER_CASES_DIR``) that does not exist is refused, so a mistyped path is never a run without cases.
+    """
     from ctxledger.eval.cases import load_cases
 
-    return load_cases(cases_dir) if checks and cases_dir.is_dir() else []
+    if not checks or (cases_dir == CASES_DIR_DEFAULT and not cases_dir.exists()):
+        return []
+    return load_cases(_existing_dir(cases_dir, "failure-case", "--cases-dir"))
+
+
+def _checks_line(scenarios: Sequence[Any], cases: Sequence[Any], cases_dir: Path) -> str:
+    """The one-line result of ``--checks``: scenarios and cases counted apart, and cases that did not run said so."""
+    line = f"seed scenarios: {sum(r.passed for r in scenarios)}/{len(scenarios)} pass; failure cases: "
+    if not cases:
+        return line + f"not run (no folder {cases_dir}; pass --cases-dir)"
+    return line + f"{sum(c.passed for c in cases)}/{len(cases)} pass"
 
 
 def _run_checks(cases: Sequence[Any]) -> tuple[list[Any], list[Any]]:
@@ -228,7 +242,8 @@ def eval_run(
             "--cases-dir",
             envvar="CTXLEDGER_CASES_DIR",
             help="Folder of failure cases for --checks: every *.json in it is a case, read before the first call "
-            "(a JSON file that is not a case stops the run, named); skipped when the folder does not exist.",
+            "(a JSON file that is not a case stops the run, named); skipped, and said so, when the default "
+            "folder does not exist; a folder named here that does not exist is an error.",
         ),
     ] = CASES_DIR_DEFAULT,
     limit: Annotated[
@@ -326,8 +341,7 @@ def eval_run(
     console.print(_headline_table(results))
     console.print(_goals_table(goals))
     if checks:
-        passed = sum(r.passed for r in scenarios) + sum(c.passed for c in cases)
-        console.print(f"seed scenarios and failure cases: {passed}/{len(scenarios) + len(cases)} pass")
+        console.print(escape(_checks_line(scenarios, cases, cases_dir)), soft_wrap=True)
     console.print(f"report written to {escape(str(report))} in {time.perf_counter() - started:.0f} s", soft_wrap=True)
 
 
