@@ -233,7 +233,7 @@ def assemble(
     model = model or default_model(api.value)
     with _handled():
         if out is not None:
-            _check_out(out)
+            _check_out(out, settings.db, settings.blobs)
     with _handled(settings=settings), _open(settings) as ledger:
         from ctxledger.policy.loader import load_policy
 

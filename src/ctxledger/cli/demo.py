@@ -84,7 +84,7 @@ def demo(
     to_stdout = _is_stdout(out)
     if out is not None and not to_stdout:
         with _handled():
-            _check_out(out)
+            _check_out(out, url, settings.blobs)
     payload_path = None if to_stdout else out or (folder or Path(".ctxledger")) / "demo-payload.json"
     console = _err() if to_stdout else _out()
     with _handled(window_option="--budget"), Ledger.open(url, blobs_dir=settings.blobs) as ledger:

@@ -63,7 +63,7 @@ def rehydrate(
     settings = _settings(ctx)
     with _handled():
         if out is not None and not _is_stdout(out):
-            _check_out(out)
+            _check_out(out, settings.db, settings.blobs)
     with _handled(), _open(settings) as ledger:
         span = parse_byte_range(byte_range, source="--bytes") if byte_range else None
         try:
