@@ -455,3 +455,10 @@ def test_an_explicit_counter_wins_and_a_known_model_needs_none() -> None:
     assert counter_for_model("claude-sonnet-4-5").is_estimate
     with pytest.raises(ConfigurationError, match=r"^--counter 'nope': unknown token counter"):
         counter_for_model("gpt-4o", "nope", option="--counter")
+
+
+@pytest.mark.parametrize("blank", ["", " ", "\t"])
+def test_a_blank_counter_is_refused_not_read_as_no_counter(blank: str) -> None:
+    """``--counter ''`` (an unset shell variable) is a mistake to name, not a request for the default counter."""
+    with pytest.raises(ConfigurationError, match=r"^--counter .*unknown token counter"):
+        counter_for_model("gpt-4o", blank, option="--counter")

@@ -31,6 +31,7 @@ from ctxledger.assemble.costing import Coster, SerializerCoster
 from ctxledger.assemble.represent import Ladder, reach
 from ctxledger.assemble.snapshot import SnapshotLoader
 from ctxledger.assemble.version import ASSEMBLER_VERSION
+from ctxledger.budget import MAX_TOKENS
 from ctxledger.conversation_ids import check_new_conversations
 from ctxledger.errors import ConfigurationError, ContentRetained, CtxledgerError, InputError, RecordNotFound
 from ctxledger.exchange_cuts import exchange_cut, mark_whole_exchanges
@@ -973,13 +974,16 @@ class Ledger:
             RecordNotFound: the assembly was not persisted.
             UsageAlreadyRecorded: usage is already recorded and ``overwrite`` is false (names the
                 assembly and the usage kept).
-            InputError: a token count is not an integer >= 0 (names the field).
+            InputError: a token count is not an integer from 0 to :data:`~ctxledger.budget.MAX_TOKENS` (names
+                the field; no call's usage is larger, and a store column could not hold an unbounded one).
         """
         assembly_id = assembly.id if isinstance(assembly, Assembly) else assembly
         for name, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
                 raise InputError(
-                    f"expected an integer >= 0, got {value!r}", source=f"assembly {assembly_id}", field=name
+                    f"expected an integer from 0 to {MAX_TOKENS:,}, got {value!r}",
+                    source=f"assembly {assembly_id}",
+                    field=name,
                 )
         self.store.record_usage(tenant_id, assembly_id, input_tokens, output_tokens, overwrite=overwrite)
 

@@ -450,7 +450,7 @@ def counter_for_model(model: str, counter: str | None = None, *, option: str = "
             :data:`COUNTER_CHOICES`.
         IntegrityError: the bundled rank table does not match tiktoken's sha256 pin.
     """
-    if counter:
+    if counter is not None:
         try:
             return _build(_resolve(counter))
         except ConfigurationError as exc:

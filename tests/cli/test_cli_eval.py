@@ -48,6 +48,37 @@ def test_eval_cases_without_cases_is_a_user_error(runner: CliRunner, tmp_path) -
     assert "no failure cases" in result.output and "Traceback" not in result.output
 
 
+@pytest.mark.parametrize("option", ["--cases-dir", "--data-dir"])
+def test_a_file_given_for_a_folder_is_named_as_a_file(runner: CliRunner, cases_dir, option: str) -> None:
+    """``--cases-dir B01.json`` exists: the error says it is a file, not that nothing was found."""
+    command = ["eval", "cases"] if option == "--cases-dir" else ["eval", "run", "-d", "locomo", "--no-plots"]
+    result = runner.invoke(app, [*command, option, str(cases_dir / "B01.json")])
+    assert result.exit_code == 2
+    assert "B01.json: is a file, not a" in result.output and "not found" not in result.output
+
+
+def test_eval_run_refuses_a_named_cases_folder_that_does_not_exist(runner: CliRunner, data_dir, tmp_path) -> None:
+    """A mistyped --cases-dir is an error before any call, not a run whose checks line counts no case."""
+    missing = tmp_path / "no-such-cases"
+    args = ["eval", "run", "-d", "locomo", "-b", "2000", "--max-cases", "1", "-s", "bm25", "--no-plots"]
+    result = runner.invoke(app, [*args, "--data-dir", str(data_dir), "--cases-dir", str(missing), "--out",
+                                 str(tmp_path / "r")])  # fmt: skip
+    assert result.exit_code == 2 and "no-such-cases: failure-case folder not found" in result.output
+
+
+def test_the_checks_line_counts_scenarios_and_cases_apart() -> None:
+    """Without cases the line says they did not run, instead of folding the scenarios into one total."""
+    from types import SimpleNamespace
+
+    from ctxledger.cli.evaluate import _checks_line
+
+    ok = SimpleNamespace(passed=True)
+    assert _checks_line([ok, ok], [], Path("x")) == (
+        "seed scenarios: 2/2 pass; failure cases: not run (no folder x; pass --cases-dir)"
+    )
+    assert _checks_line([ok], [ok, SimpleNamespace(passed=False)], Path("x")).endswith("failure cases: 1/2 pass")
+
+
 def test_eval_scenarios_runs_the_named_scenario(runner: CliRunner) -> None:
     """One named scenario runs and passes; an unknown name exits 2 listing the known ones."""
     result = runner.invoke(app, ["eval", "scenarios", "--name", "branch-isolation"])

@@ -51,6 +51,16 @@ def test_goals_the_run_cannot_check_are_not_met_but_unchecked() -> None:
     assert goal_checks([])[-1].measured == "not in this run"
 
 
+def test_a_run_that_sent_no_payload_proves_no_rule_or_budget_goal() -> None:
+    """At a budget below the required blocks every call is refused (overflow rate n/a): not a pass, and a cell
+    that sent nothing does not dilute the others."""
+    refused = _agg("ctxledger-default", "locomo", 1, overflow=None)
+    rules, budget = goal_checks([refused])[2:4]
+    assert (rules.met, budget.met) == (None, None) and "no payload sent" in budget.measured
+    rules, budget = goal_checks([refused, _agg("ctxledger-default", "tau-bench", 4000, overflow=0.02)])[2:4]
+    assert budget.met is False and "1 dataset × budget cells sent no payload" in budget.measured
+
+
 def test_markdown_lists_goals_scenarios_and_cases() -> None:
     """The report sections name every goal, scenario and case with pass/fail."""
     scenario = SimpleNamespace(

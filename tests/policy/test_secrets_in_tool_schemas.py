@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -132,3 +133,30 @@ def test_a_tool_named_by_a_secret_is_named_by_its_withheld_name_in_the_manifest(
     assert stored["request"]["tools"][0]["function"]["name"] == name
     refs = {e["ref"] for e in [*stored["decisions"], *stored["marks"]] if e["ref"].startswith("tools/")}
     assert refs == {f"tools/{name}"}
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    fmt=st.sampled_from(SINGLE_LINE),
+    seed=st.integers(0, 10_000),
+    api=st.sampled_from(["openai-chat", "anthropic-messages"]),
+)
+def test_a_property_named_by_a_secret_never_reaches_the_payload_or_the_manifest(fmt: str, seed: int, api: str) -> None:
+    """A schema key (a property name) is scanned like a value: sent under a provider-valid withheld name, two such
+    keys kept apart, and the mark's path shows the key redacted."""
+    secret, fingerprints = draw(fmt, seed)
+    other, more = draw(fmt, seed + 1)
+    fingerprints = [*fingerprints, *more]
+    ledger, conv = _ledger()
+    props = {secret: {"type": "string"}, other: {"type": "integer"}, "city": {"type": "string"}}
+    schema = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": props}}}
+    asm = ledger.assemble(conv, tools=(schema,), api=api, trace="full", **BUDGET)
+    stored = ledger.get_assembly(asm.id)
+    for text in (json.dumps(asm.payload), json.dumps(stored, default=str), json.dumps(asm.manifest, default=str)):
+        assert not any(f in text for f in fingerprints)
+    (tool,) = asm.payload["tools"]
+    sent = (tool.get("input_schema") or tool["function"]["parameters"])["properties"]
+    assert sent["city"] == {"type": "string"} and len(sent) == len(props)
+    assert all(re.fullmatch(r"[a-zA-Z0-9_.-]{1,64}", key) for key in sent)
+    marks = [m for m in stored["marks"] if m["ref"] == "tools/lookup"]
+    assert marks and "function.parameters.properties.[withheld by policy:" in marks[0]["detail"]

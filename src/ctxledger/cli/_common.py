@@ -14,8 +14,8 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
+from ctxledger.cli._escape import escape
 from ctxledger.cli._render import _required_table
 from ctxledger.demo import demo_dir
 from ctxledger.errors import (
@@ -123,13 +123,47 @@ def _is_stdout(path: Path | None) -> bool:
     return path is not None and str(path) == STDOUT
 
 
-def _check_out(path: Path) -> None:
+def _store_paths(store_url: str, blobs: str | None) -> tuple[list[Path], Path | None]:
+    """The files of a SQLite store (the database and its journal, WAL and shared-memory files) and its blob folder.
+
+    Other backends keep nothing on this machine's disk under a known name: ``([], blobs folder or None)``.
+    """
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    folder = Path(blobs).expanduser().resolve() if blobs and "://" not in blobs and blobs != "database" else None
+    try:
+        parsed = make_url(store_url)
+    except ArgumentError:  # a malformed URL is reported when it is opened
+        return [], folder
+    if not parsed.drivername.startswith("sqlite") or parsed.database in (None, "", ":memory:"):
+        return [], folder
+    db = Path(parsed.database).expanduser().resolve()
+    files = [db, *(Path(f"{db}{suffix}") for suffix in ("-journal", "-wal", "-shm"))]
+    return files, folder if blobs else Path(f"{db}.blobs")
+
+
+def _check_out(path: Path, store_url: str | None = None, blobs: str | None = None) -> None:
     """Refuse an ``--out`` file that cannot be written, before anything is assembled or stored.
+
+    Args:
+        path: the ``--out`` file.
+        store_url: the command's store (``--db``), when it opens one: the payload must not overwrite its files.
+        blobs: the command's ``--blobs`` location (default: the SQLite file's ``.blobs`` folder).
 
     Raises:
         ConfigurationError: ``path`` is a folder, or its folder does not exist (it is not created: a mistyped
-            path should not become a new folder).
+            path should not become a new folder), or it is the store's database (or its journal) or lies in its
+            blob folder: writing the payload there would destroy the history it was assembled from.
     """
+    if store_url is not None:
+        files, folder = _store_paths(store_url, blobs)
+        target = path.expanduser().resolve()
+        if target in files or (folder is not None and target.is_relative_to(folder)):
+            raise ConfigurationError(
+                f"--out {path}: is the store's own {'database' if target in files else 'blob folder'} "
+                f"({store_url}); writing the payload there would destroy the store: give another file"
+            )
     if path.is_dir():
         raise ConfigurationError(f"--out {path}: is a folder; give a file name (e.g. {path / 'payload.json'})")
     if not path.parent.is_dir():

@@ -7,9 +7,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
+from ctxledger.cli._escape import escape
 from ctxledger.errors import (
     RequiredBlocksDoNotFit,
 )

@@ -11,7 +11,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from ctxledger.budget import DEFAULT_BUDGET
 from ctxledger.cli._app import app
@@ -31,6 +30,7 @@ from ctxledger.cli._common import (
     _settings,
     iso_time,
 )
+from ctxledger.cli._escape import escape
 from ctxledger.cli._numbers import int_option
 from ctxledger.cli._render import (
     _class_table,
@@ -233,7 +233,7 @@ def assemble(
     model = model or default_model(api.value)
     with _handled():
         if out is not None:
-            _check_out(out)
+            _check_out(out, settings.db, settings.blobs)
     with _handled(settings=settings), _open(settings) as ledger:
         from ctxledger.policy.loader import load_policy
 

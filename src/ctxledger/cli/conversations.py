@@ -6,11 +6,11 @@ import os
 from collections.abc import Sequence
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from ctxledger.cli._app import app
 from ctxledger.cli._common import _handled, _open, _out, _settings
+from ctxledger.cli._escape import escape
 
 
 def _conversations_table(rows: Sequence[tuple[str, str, str]], tenant: str, width: int) -> Table:

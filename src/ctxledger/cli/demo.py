@@ -10,7 +10,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from ctxledger.budget import Budget
 from ctxledger.cli._app import app
@@ -25,6 +24,7 @@ from ctxledger.cli._common import (
     _records,
     _settings,
 )
+from ctxledger.cli._escape import escape
 from ctxledger.cli._numbers import int_option
 from ctxledger.cli._render import (
     _budget_table,
@@ -84,7 +84,7 @@ def demo(
     to_stdout = _is_stdout(out)
     if out is not None and not to_stdout:
         with _handled():
-            _check_out(out)
+            _check_out(out, url, settings.blobs)
     payload_path = None if to_stdout else out or (folder or Path(".ctxledger")) / "demo-payload.json"
     console = _err() if to_stdout else _out()
     with _handled(window_option="--budget"), Ledger.open(url, blobs_dir=settings.blobs) as ledger:

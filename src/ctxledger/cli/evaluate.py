@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from ctxledger.cli._app import app
 from ctxledger.cli._common import _err, _handled, _is_stdout, _out
+from ctxledger.cli._escape import escape
 from ctxledger.cli._numbers import int_option
 from ctxledger.errors import (
     ConfigurationError,
@@ -59,6 +59,8 @@ def _installed(module: str, find_spec: Any) -> bool:
 
 
 def _existing_dir(path: Path, what: str, option: str) -> Path:
+    if path.exists() and not path.is_dir():
+        raise InputError(f"is a file, not a {what} folder; pass {option} the folder that holds it", source=str(path))
     if not path.is_dir():
         raise InputError(f"{what} folder not found; pass {option}", source=str(path))
     return path
@@ -139,8 +141,8 @@ def _headline_table(results: Any) -> Table:
     for a in results.aggregates:
         ratio = a["replay_ratio"]
         table.add_row(
-            a["dataset"], a["selector"], f"{a['budget']:,}", _num(a["recall"]), _num(ratio), str(a["violations"]),
-            _num(a["overflow_rate"]), _num(a["latency_ms"]["p50"], 2),
+            escape(str(a["dataset"])), escape(str(a["selector"])), f"{a['budget']:,}", _num(a["recall"]), _num(ratio),
+            str(a["violations"]), _num(a["overflow_rate"]), _num(a["latency_ms"]["p50"], 2),
         )  # fmt: skip
     return table
 
@@ -159,15 +161,29 @@ def _cases_table(outcomes: Sequence[Any]) -> Table:
     for c in outcomes:
         result = "[green]pass[/]" if c.passed else "[red]FAIL[/] " + escape("; ".join(c.failures))
         tokens = "refused" if c.input_tokens is None else f"{c.input_tokens:,}"
-        table.add_row(c.case_id, escape(c.kind), escape(c.title), tokens, result)
+        table.add_row(escape(str(c.case_id)), escape(c.kind), escape(c.title), tokens, result)
     return table
 
 
 def _load_cases(cases_dir: Path, checks: bool) -> list[Any]:
-    """The failure cases ``--checks`` will run, read and checked before any call (none without the folder)."""
+    """The failure cases ``--checks`` will run, read and checked before any call.
+
+    Without the default folder (``../shared/cases``) there are none; a folder named otherwise (``--cases-dir``,
+    ``CTXLEDGER_CASES_DIR``) that does not exist is refused, so a mistyped path is never a run without cases.
+    """
     from ctxledger.eval.cases import load_cases
 
-    return load_cases(cases_dir) if checks and cases_dir.is_dir() else []
+    if not checks or (cases_dir == CASES_DIR_DEFAULT and not cases_dir.exists()):
+        return []
+    return load_cases(_existing_dir(cases_dir, "failure-case", "--cases-dir"))
+
+
+def _checks_line(scenarios: Sequence[Any], cases: Sequence[Any], cases_dir: Path) -> str:
+    """The one-line result of ``--checks``: scenarios and cases counted apart, and cases that did not run said so."""
+    line = f"seed scenarios: {sum(r.passed for r in scenarios)}/{len(scenarios)} pass; failure cases: "
+    if not cases:
+        return line + f"not run (no folder {cases_dir}; pass --cases-dir)"
+    return line + f"{sum(c.passed for c in cases)}/{len(cases)} pass"
 
 
 def _run_checks(cases: Sequence[Any]) -> tuple[list[Any], list[Any]]:
@@ -226,7 +242,8 @@ def eval_run(
             "--cases-dir",
             envvar="CTXLEDGER_CASES_DIR",
             help="Folder of failure cases for --checks: every *.json in it is a case, read before the first call "
-            "(a JSON file that is not a case stops the run, named); skipped when the folder does not exist.",
+            "(a JSON file that is not a case stops the run, named); skipped, and said so, when the default "
+            "folder does not exist; a folder named here that does not exist is an error.",
         ),
     ] = CASES_DIR_DEFAULT,
     limit: Annotated[
@@ -324,8 +341,7 @@ def eval_run(
     console.print(_headline_table(results))
     console.print(_goals_table(goals))
     if checks:
-        passed = sum(r.passed for r in scenarios) + sum(c.passed for c in cases)
-        console.print(f"seed scenarios and failure cases: {passed}/{len(scenarios) + len(cases)} pass")
+        console.print(escape(_checks_line(scenarios, cases, cases_dir)), soft_wrap=True)
     console.print(f"report written to {escape(str(report))} in {time.perf_counter() - started:.0f} s", soft_wrap=True)
 
 

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ctxledger.cli._app import app
 from ctxledger.cli._common import COUNTER_HELP, _coster, _err, _handled, _open, _out, _settings, iso_time
+from ctxledger.cli._escape import escape
 from ctxledger.conversation_ids import conflict
 from ctxledger.errors import FormatNotRecognised, InputError, NothingToImport
 from ctxledger.ledger import Ledger

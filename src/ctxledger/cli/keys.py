@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from ctxledger.cli._app import app
 from ctxledger.cli._common import _err, _handled, _open, _out, _require_store, _settings
+from ctxledger.cli._escape import escape
 from ctxledger.errors import InputError, RecordNotFound
 
 keys_app = typer.Typer(

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from ctxledger.assemble.record import policy_scanner
 from ctxledger.cli._app import app
 from ctxledger.cli._common import _check_out, _err, _handled, _is_stdout, _open, _settings
+from ctxledger.cli._escape import escape
 from ctxledger.errors import InputError
 from ctxledger.policy.secrets_in_bytes import found_in_bytes, secrets_in_range
 
@@ -63,7 +63,7 @@ def rehydrate(
     settings = _settings(ctx)
     with _handled():
         if out is not None and not _is_stdout(out):
-            _check_out(out)
+            _check_out(out, settings.db, settings.blobs)
     with _handled(), _open(settings) as ledger:
         span = parse_byte_range(byte_range, source="--bytes") if byte_range else None
         try:

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 
 from ctxledger.cli._app import app
 from ctxledger.cli._common import ALLOW_STAGE_MODULE_HELP, _err, _handled, _open, _out, _settings, iso_time
+from ctxledger.cli._escape import escape
 from ctxledger.cli._numbers import int_option
 from ctxledger.errors import InputError
 

@@ -8,10 +8,10 @@ from datetime import timedelta
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from ctxledger.cli._app import app
 from ctxledger.cli._common import _err, _handled, _require_store, _settings
+from ctxledger.cli._escape import escape
 from ctxledger.cli._numbers import float_option, int_option
 from ctxledger.errors import ConfigurationError
 

@@ -6,10 +6,10 @@ from datetime import timedelta
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from ctxledger.cli._app import app
 from ctxledger.cli._common import _handled, _open, _out, _settings
+from ctxledger.cli._escape import escape
 from ctxledger.errors import InputError
 
 

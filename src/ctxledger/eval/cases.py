@@ -24,6 +24,7 @@ from typing import Any
 from ctxledger.assemble.assembler import Assembly
 from ctxledger.assemble.costing import FixedCoster
 from ctxledger.errors import CtxledgerError, InputError
+from ctxledger.eval.case_shape import check_case_ids, check_case_shape
 from ctxledger.hashing import canonical_json
 from ctxledger.ledger import Ledger
 from ctxledger.records import Conversation, Record
@@ -89,9 +90,11 @@ def validate_case(case: Mapping[str, Any]) -> None:
 
     Raises:
         InputError: names the case (``source``), the field path (``field``, e.g. ``messages[2].colour``
-            or ``expect.must_include``) and the known keys; also for a bad ``target_provider``.
+            or ``expect.must_include``) and the known keys; also for a bad ``target_provider``, and for a
+            value of the wrong type (:func:`~ctxledger.eval.case_shape.check_case_shape`).
     """
     _unknown(case, "", case, CASE_FIELDS | DESCRIPTIVE_FIELDS, "case field")
+    check_case_shape(case)
     for i, msg in enumerate(case.get("messages", [])):
         _unknown(case, f"messages[{i}].", msg, MESSAGE_PROVIDER_FIELDS | MESSAGE_STORE_FIELDS, "message field")
     for i, mem in enumerate(case.get("memories", [])):
@@ -283,11 +286,20 @@ class _View:
             return (i, self.pieces[i][1], self.pieces[i][3])
         if ext_id not in self.included:
             return None
-        want = _text(self.case_messages.get(ext_id, {}).get("content"))
+        msg = self.case_messages.get(ext_id, {})
+        want = _text(msg.get("content"))
         for index, role, _kind, text in self.pieces:
             if want and want in text:
                 return (index, role, text)
+        calls = {str(c.get("id")) for c in msg.get("tool_calls") or ()}
+        for index, role, kind, text in self.pieces:
+            if kind == "tool_use" and str(json.loads(text).get("id")) in calls:
+                return (index, role, text)
         return None
+
+    def unknown(self, ext_id: str) -> list[str]:
+        """A failure when ``ext_id`` is no message of the case (a case built in code, not read from a file)."""
+        return [] if ext_id in self.case_messages else [f"{ext_id} names no message of the case"]
 
 
 def _text(content: Any) -> str:
@@ -451,6 +463,9 @@ def _not_empty(v: _View, flag: bool) -> list[str]:
 def _verbatim(v: _View, ids: Sequence[str]) -> list[str]:
     out = []
     for i in ids:
+        if v.unknown(i):
+            out += v.unknown(i)
+            continue
         want = v.case_messages[i]["content"]
         if v.anthropic and isinstance(want, list):
             out += _parts_in_anthropic(v, i, want)
@@ -494,6 +509,8 @@ def _parts_preserved(v: _View, ids: Sequence[str]) -> list[str]:
     counter = get_counter("o200k_base")
     coster = SerializerCoster(get_serializer(PROVIDERS[v.run.provider]), counter)
     for i in ids:
+        if v.unknown(i):
+            continue
         content = v.case_messages[i]["content"]
         if isinstance(content, str):
             out.append(f"{i} has no content parts")
@@ -541,6 +558,9 @@ def _untrusted(v: _View, ids: Sequence[str]) -> list[str]:
 def _role_unchanged(v: _View, ids: Sequence[str]) -> list[str]:
     out = []
     for i in ids:
+        if v.unknown(i):
+            out += v.unknown(i)
+            continue
         want = v.case_messages[i]["role"]
         want = _ROLE_AS_ANTHROPIC[want] if v.anthropic else want
         got = v.rendered(i)
@@ -580,6 +600,9 @@ def _conservative(v: _View, ids: Sequence[str]) -> list[str]:
     for name in ("chars/4", "claude-sonnet-4"):
         coster = SerializerCoster(serializer, get_counter(name))
         for i in ids:
+            if v.unknown(i):
+                out += v.unknown(i) if name == "chars/4" else []
+                continue
             msg = v.case_messages[i]
             content = msg.get("content")
             calls = tuple(
@@ -766,7 +789,9 @@ def read_case_file(path: Path) -> dict[str, Any]:
 
     Raises:
         InputError: names the file: not one JSON document in UTF-8 (the parser's message), not
-            :data:`CASE_SHAPE`, or a field or expectation the runner does not map (:func:`validate_case`).
+            :data:`CASE_SHAPE`, a field or expectation the runner does not map or a value of the wrong type
+            (:func:`validate_case`), or an expectation naming no message or memory of the case
+            (:func:`~ctxledger.eval.case_shape.check_case_ids`).
     """
     try:
         case = json.loads(path.read_text(encoding="utf-8"))
@@ -780,6 +805,7 @@ def read_case_file(path: Path) -> dict[str, Any]:
         )
     case.setdefault("id", path.stem)
     validate_case(case)
+    check_case_ids(case)
     return case
 
 

@@ -102,26 +102,34 @@ def _latency_goal(aggregates: Sequence[Mapping[str, Any]], ours: str) -> GoalChe
     return GoalCheck(goal, measured, all(r[2] <= r[3] for r in ratios))
 
 
+_OVERFLOW_GOAL = "zero budget overflows (exact counter)"
+
+
 def goal_checks(aggregates: Sequence[Mapping[str, Any]], ours: str = "ctxledger-default") -> list[GoalCheck]:
     """Check one run's aggregates (:func:`ctxledger.eval.harness.aggregate`) against the evaluation goals.
 
     Goals: LoCoMo recall (:data:`GOAL_RECALL`), zero provider-rule violations and zero budget overflows
-    for ``ours`` over every dataset and budget of the run, and a p50 latency no worse than
-    :data:`LATENCY_PEER` on every dataset and budget both ran.
+    for ``ours`` over every dataset and budget of the run where it sent a payload (a cell whose every call was
+    refused proves neither, and a run where every call was refused checks neither), and a p50 latency no worse
+    than :data:`LATENCY_PEER` on every dataset and budget both ran.
     """
     checks = [_recall_goal(aggregates, ours, b, t) for b, t in GOAL_RECALL.items()]
     mine = _cells(aggregates, ours)
     if not mine:
         return [*checks, GoalCheck("zero provider-rule violations and budget overflows", "not in this run", None)]
+    sent = [a for a in mine if a["overflow_rate"] is not None]
+    if not sent:
+        nothing = "no payload sent: every call was refused (the budget is below the required blocks)"
+        checks += [GoalCheck(goal, nothing, None) for goal in ("zero provider-rule violations", _OVERFLOW_GOAL)]
+        checks.append(_latency_goal(aggregates, ours))
+        return checks
     violations = sum(a["violations"] for a in mine)
-    overflow = max((a["overflow_rate"] or 0.0) for a in mine)
-    scope = f"{len({a['dataset'] for a in mine})} datasets × their budgets"
+    overflow = max(a["overflow_rate"] for a in sent)
+    scope = f"{len({a['dataset'] for a in sent})} datasets × their budgets"
+    if len(sent) < len(mine):
+        scope += f" ({len(mine) - len(sent)} dataset × budget cells sent no payload, not counted)"
     checks.append(GoalCheck("zero provider-rule violations", f"{violations} over {scope}", violations == 0))
-    checks.append(
-        GoalCheck(
-            "zero budget overflows (exact counter)", f"max overflow rate {overflow:.3f} over {scope}", overflow == 0
-        )
-    )
+    checks.append(GoalCheck(_OVERFLOW_GOAL, f"max overflow rate {overflow:.3f} over {scope}", overflow == 0))
     checks.append(_latency_goal(aggregates, ours))
     return checks
 

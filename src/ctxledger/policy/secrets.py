@@ -903,8 +903,19 @@ def redact(text: str, findings: Sequence[Finding]) -> str:
     return "".join(out)
 
 
+WITHHELD_KEY = "withheld_by_policy"
+"""The name :func:`redact_json` gives an object key that holds a secret."""
+
+
+def _json_key(key: Any, scanner: SecretScanner) -> tuple[str, list[Finding]]:
+    """An object key as it may be shown or sent (redacted when it holds a secret), and the scanner's findings."""
+    text = str(key)
+    found = scanner.scan(text)
+    return (redact(text, found) if found else text), found
+
+
 def scan_json(value: Any, scanner: SecretScanner, path: str = "") -> list[tuple[str, Finding]]:
-    """Scan every string value of a JSON value (object values, array items), e.g. a tool schema.
+    """Scan every string of a JSON value (object keys and values, array items), e.g. a tool schema.
 
     Args:
         value: the JSON value (mappings, sequences, strings, numbers …).
@@ -913,14 +924,19 @@ def scan_json(value: Any, scanner: SecretScanner, path: str = "") -> list[tuple[
 
     Returns:
         ``(path, finding)`` pairs, e.g. ``("function.parameters.properties.region.default", Finding(1, …))``;
-        array items are addressed as ``enum[2]``. Never the secret itself.
+        array items are addressed as ``enum[2]``; a key holding a secret (a property name) is a finding at its
+        own path, where the key is shown redacted (``properties.[withheld by policy: GitHub Token on line 1]``).
+        Never the secret itself.
     """
     if isinstance(value, str):
         return [(path, f) for f in scanner.scan(value)]
     out: list[tuple[str, Finding]] = []
     if isinstance(value, Mapping):
         for key, item in value.items():
-            out += scan_json(item, scanner, f"{path}.{key}" if path else str(key))
+            shown, found = _json_key(key, scanner)
+            where = f"{path}.{shown}" if path else shown
+            out += [(where, f) for f in found]
+            out += scan_json(item, scanner, where)
     elif isinstance(value, list | tuple):
         for i, item in enumerate(value):
             out += scan_json(item, scanner, f"{path}[{i}]")
@@ -928,11 +944,24 @@ def scan_json(value: Any, scanner: SecretScanner, path: str = "") -> list[tuple[
 
 
 def redact_json(value: Any, scanner: SecretScanner) -> Any:
-    """``value`` with every string holding a secret redacted line by line (:func:`redact`); a copy, same shape."""
+    """``value`` with every string holding a secret redacted line by line (:func:`redact`); a copy, same shape.
+
+    An object key holding a secret (a schema's property name) becomes :data:`WITHHELD_KEY` (``_2``, ``_3`` … when
+    taken), a name providers accept as a property name.
+    """
     if isinstance(value, str):
         return redact(value, scanner.scan(value))
     if isinstance(value, Mapping):
-        return {key: redact_json(item, scanner) for key, item in value.items()}
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            sent = key
+            if isinstance(key, str) and scanner.scan(key):
+                sent, n = WITHHELD_KEY, 1
+                while sent in out or sent in value:
+                    n += 1
+                    sent = f"{WITHHELD_KEY}_{n}"
+            out[sent] = redact_json(item, scanner)
+        return out
     if isinstance(value, list | tuple):
         return [redact_json(item, scanner) for item in value]
     return value
