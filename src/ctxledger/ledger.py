@@ -401,8 +401,22 @@ class Ledger:
                 ConfigurationError for a model with no known tokenizer and no ``counter`` (it lists the
                 counter names).
         """
+        req = self._request(conversation_id, tenant_id, request)
+        return self._assemble(req, persist=persist, policy=policy, coster=coster, counter=counter, trace=trace)
+
+    def _assemble(
+        self,
+        req: AssemblyRequest,
+        *,
+        persist: bool,
+        policy: Policy | None,
+        coster: Coster | None,
+        counter: str | TokenCounter | None,
+        trace: str,
+        recorded_prefix: stability.RecordedPrefix | None = None,
+    ) -> Assembly:
+        """:meth:`assemble` of a built request; a replay passes what the stored manifest's ``prefix`` recorded."""
         with collector_paused():  # what an assembly makes dies with it, unwalked (see ctxledger._collector)
-            req = self._request(conversation_id, tenant_id, request)
             _check_snapshot(req.as_of_seq)
             req.budget()  # the arguments are checked before anything is read (ConfigurationError: see Budget)
             head = self.store.head_seq(req.tenant_id, req.conversation_id)
@@ -438,6 +452,7 @@ class Ledger:
                 stored_previous=lambda key, seq: stability.latest_stored(
                     self.store.list_assemblies(req.tenant_id, req.conversation_id), branch, key, seq
                 ),
+                recorded_prefix=recorded_prefix,
             )
             flush = getattr(coster, "flush", None)
             if flush is not None:
@@ -935,7 +950,18 @@ class Ledger:
             req = replay_request(manifest)
             counter = None if coster is not None else _counter_name(manifest)
             policy = policy or self._policies.get(manifest["policy"]["hash"])
-            asm = self.assemble(req, persist=False, coster=coster, policy=policy, counter=counter, trace="full")
+            recorded = stability.RecordedPrefix.of(
+                manifest.get("prefix"), self._previous_manifest(manifest, req.tenant_id)
+            )
+            asm = self._assemble(
+                req,
+                persist=False,
+                coster=coster,
+                policy=policy,
+                counter=counter,
+                trace="full",
+                recorded_prefix=recorded,
+            )
         except CtxledgerError as exc:
             return None, ReplayMismatch("replay_failed", f"the replay failed: {type(exc).__name__}: {exc}")
         found = asm.manifest
@@ -954,6 +980,16 @@ class Ledger:
         for key in ("id", "created_at", "timings", "tokens"):
             out[key] = manifest[key]
         return out, None
+
+    def _previous_manifest(self, manifest: Mapping[str, Any], tenant_id: str) -> dict[str, Any] | None:
+        """The stored manifest of the assembly ``manifest``'s ``prefix`` names as its previous one, if still there."""
+        found = (manifest.get("prefix") or {}).get("previous")
+        if not isinstance(found, str):
+            return None
+        try:
+            return self.store.get_assembly(tenant_id, found)
+        except RecordNotFound:
+            return None
 
     def record_usage(
         self,

@@ -126,6 +126,7 @@ def assemble(
     find_record: Callable[[str], Record | None] | None = None,
     trace: str = "summary",
     stored_previous: Callable[[Any, int], Mapping[str, Any] | None] | None = None,
+    recorded_prefix: stability.RecordedPrefix | None = None,
 ) -> Assembly:
     """Assemble the context of the next model call.
 
@@ -161,6 +162,9 @@ def assemble(
             ``"full"`` (it also keeps every omitted candidate, decision and mark, and the payload).
         stored_previous: ``((api, requested input tokens), seq) -> manifest | None``, the stored assembly a
             prefix-stable selection grows from when none was made in this process (:mod:`.stability`).
+        recorded_prefix: for the replay of a stored assembly, what its manifest's ``prefix`` recorded: the
+            previous assembly it grew from and the shared part its breakpoints were placed on
+            (:class:`~ctxledger.assemble.stability.RecordedPrefix`); ``None`` for a live call.
 
     Returns:
         The :class:`Assembly`; its manifest is complete but not yet persisted.
@@ -213,7 +217,8 @@ def assemble(
             continue  # the filters left too little of the reach to fill B_dynamic
         t_policy = time.perf_counter()
         selected = select_units(
-            request, requested, snap, rch, scores, units, plan, budgeted, policy, coster, options_for, stored_previous
+            request, requested, snap, rch, scores, units, plan, budgeted, policy, coster, options_for, stored_previous,
+            recorded_prefix,
         )
         repaired = repair_selection(request, units, plan, budgeted, selected, policy, coster, options_for)
         reach_budgets = widened(rch, reach_budgets) if repaired.short else None
@@ -237,6 +242,7 @@ def assemble(
         serializer,
         coster,
         counter_for_payload,
+        recorded_prefix,
     )
     t_end = time.perf_counter()
     turn_refs = [t.ref for t in serialized.turns]
@@ -285,9 +291,10 @@ def assemble(
     )
     asm.manifest["recalls"] = recalls_in(filtered.records)  # what the model read back with the recall tool, and why
     asm.manifest["prefix"] = serialized.prefix  # what the payload shares with the previous assembly of this branch
-    stability.remember(snap.memo, selected.stable_key, stability.PreviousAssembly(
-        asm.id, snap.seq, {u.id: result.chosen[u.id] for u in repaired.chosen}, serialized.parts,
-        serialized.built_messages))  # fmt: skip
+    if recorded_prefix is None:  # a replay is not a call: later calls do not grow from it
+        stability.remember(snap.memo, selected.stable_key, stability.PreviousAssembly(
+            asm.id, snap.seq, {u.id: result.chosen[u.id] for u in repaired.chosen}, serialized.parts,
+            serialized.built_messages))  # fmt: skip
     asm.phases = PhaseTrace(rch, filtered, budgeted, selected, repaired, rehydrations, serialized)
     return asm
 

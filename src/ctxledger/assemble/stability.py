@@ -19,8 +19,11 @@ The previous assembly is kept in memory with the snapshot (:attr:`~ctxledger.ass
 namespace :data:`NAMESPACE`), per requested input budget and per snapshot ``seq``: a call at ``seq`` grows from
 the first assembly stored at the largest ``seq`` below it, so the same call made twice gives the same payload.
 A process that assembled nothing before ``seq`` on that branch and budget rebuilds the previous assembly from the
-latest stored manifest (:func:`latest_stored`, :func:`from_manifest`): a new process, or ``explain`` by replay,
-grows the same selection as the process that persisted it.
+latest stored manifest (:func:`latest_stored`, :func:`from_manifest`): a new process grows the same selection as the
+process that persisted it. A replay (``explain`` of a stored assembly) does not look for the previous assembly:
+it is given what the stored manifest's ``prefix`` recorded (:class:`RecordedPrefix`), so assemblies made later at
+other snapshots, or a process that holds none, do not change what it grows from, and the Anthropic breakpoints
+of its payload are placed where the stored call placed them.
 
 :func:`shared_prefix_tokens` measures, for the manifest, how many tokens of leading turns the payload shares with
 the previous assembly's.
@@ -70,6 +73,52 @@ def _store(memo: dict[Any, dict[Any, Any]], budget_key: Any) -> dict[int, Previo
     if found is None:
         found = space[budget_key] = (None, {})
     return found[1]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedPrefix:
+    """What a stored assembly's manifest says its payload shared with the previous assembly (its ``prefix``).
+
+    Attributes:
+        previous: the previous assembly's id, or ``None`` when there was none.
+        shared_tokens: tokens of the leading payload parts it shared with it.
+        shared_messages: leading provider messages it shared with it (where the Anthropic breakpoint went).
+        previous_manifest: the previous assembly's stored manifest, ``None`` when there was none or it is gone.
+    """
+
+    previous: str | None
+    shared_tokens: int
+    shared_messages: int
+    previous_manifest: Mapping[str, Any] | None = None
+
+    @classmethod
+    def of(cls, prefix: Any, previous_manifest: Mapping[str, Any] | None = None) -> RecordedPrefix | None:
+        """Read a manifest's ``prefix`` (``None`` for a manifest that does not record one)."""
+        if not isinstance(prefix, Mapping):
+            return None
+        found = prefix.get("previous")
+        return cls(
+            found if isinstance(found, str) else None,
+            int(prefix.get("shared_tokens") or 0),
+            int(prefix.get("shared_messages") or 0),
+            previous_manifest,
+        )
+
+
+def recorded_previous(
+    memo: dict[Any, dict[Any, Any]], budget_key: Any, recorded: RecordedPrefix, items: Sequence[SelectionItem]
+) -> PreviousAssembly | None:
+    """The previous assembly a replay grows from: the one its manifest names, from the memo or its stored manifest.
+
+    ``None`` when the manifest names none, or names one neither the memo nor the store still holds (the replay
+    then differs from the stored call, and says so).
+    """
+    if recorded.previous is None:
+        return None
+    for kept in _store(memo, budget_key).values():
+        if kept.assembly_id == recorded.previous:
+            return kept
+    return from_manifest(recorded.previous_manifest, items)
 
 
 def previous(memo: dict[Any, dict[Any, Any]], budget_key: Any, seq: int) -> PreviousAssembly | None:

@@ -197,6 +197,7 @@ def select_units(
     coster: Coster,
     options_for: Any,
     stored_previous: Callable[[Any, int], Mapping[str, Any] | None] | None = None,
+    recorded_prefix: stability.RecordedPrefix | None = None,
 ) -> Selected:
     """Score the live units and choose at most one option each under ``B_dynamic``.
 
@@ -216,6 +217,8 @@ def select_units(
         coster: counts tokens of the provider's serialized form.
         options_for: the representation ladder, or ``None`` (verbatim only).
         stored_previous: reads the stored assembly a stable prefix grows from (:mod:`ctxledger.assemble.stability`).
+        recorded_prefix: for a replay, what the stored manifest's ``prefix`` names as the previous assembly; it
+            replaces the lookup by ``seq`` (:func:`~ctxledger.assemble.stability.recorded_previous`).
 
     With ``selection.stable_prefix`` the previous assembly of the branch and budget (kept in the snapshot's
     memo, else read through ``stored_previous``) is grown when it still fits, else re-chosen keeping its leading
@@ -244,8 +247,11 @@ def select_units(
         snap.memo,
     )
     stable_key = (request.api, requested.input_tokens)
-    prev = stability.previous(snap.memo, stable_key, snap.seq)
-    if prev is None and policy.selection.stable_prefix and stored_previous is not None:
+    if recorded_prefix is not None:
+        prev = stability.recorded_previous(snap.memo, stable_key, recorded_prefix, items)
+    else:
+        prev = stability.previous(snap.memo, stable_key, snap.seq)
+    if prev is None and recorded_prefix is None and policy.selection.stable_prefix and stored_previous is not None:
         prev = stability.from_manifest(stored_previous(stable_key, snap.seq), items)
     stable = prev if policy.selection.stable_prefix else None
     target = stability.target_budget(dynamic, policy.selection.stable_headroom, stable, items)

@@ -66,6 +66,7 @@ def serialize_payload(
     serializer: Serializer,
     coster: Coster,
     counter_for_payload: Any | None = None,
+    recorded_prefix: stability.RecordedPrefix | None = None,
 ) -> Serialized:
     """Build, validate, count and hash the provider payload of ``fixed`` then ``chosen`` (each unit's option).
 
@@ -73,7 +74,9 @@ def serialize_payload(
     instructions and the stable prefix get ``cache_control`` breakpoints (:func:`with_breakpoints`; Anthropic's
     prompt-caching rules: at most 4 breakpoints, a cached prefix of at least 1,024 tokens). ``previous`` and
     ``grown`` describe the assembly whose payload this one's shared prefix is measured against. ``input_tokens``
-    is counted on the serialized payload by ``counter_for_payload`` (default: the coster's counter).
+    is counted on the serialized payload by ``counter_for_payload`` (default: the coster's counter). A replay
+    passes ``recorded_prefix``: the shared tokens and messages its manifest recorded stand for the measured ones,
+    so the breakpoints go where the stored call put them even when the previous payload is not in memory.
 
     Returns:
         :class:`Serialized`.
@@ -84,9 +87,13 @@ def serialize_payload(
     turns = _ordered_turns(fixed, chosen, options)
     payload = serializer.build(turns, model=request.model, tools=tools)
     parts = stability.payload_parts(fixed, chosen, options, costs)
-    prefix = {"previous": previous.assembly_id if previous else None, "grown": grown,
-              "shared_tokens": stability.shared_prefix_tokens(previous, parts),
-              "shared_messages": stability.shared_messages(previous, payload.get("messages") or [])}  # fmt: skip
+    if recorded_prefix is not None:
+        prefix = {"previous": recorded_prefix.previous, "grown": grown, "shared_tokens": recorded_prefix.shared_tokens,
+                  "shared_messages": recorded_prefix.shared_messages}  # fmt: skip
+    else:
+        prefix = {"previous": previous.assembly_id if previous else None, "grown": grown,
+                  "shared_tokens": stability.shared_prefix_tokens(previous, parts),
+                  "shared_messages": stability.shared_messages(previous, payload.get("messages") or [])}  # fmt: skip
     built_messages = tuple(payload.get("messages") or ())
     renamed = {k: v for k, v in tool_name_map(request_tool_names(turns, tools)).items() if k != v}
     if renamed:
