@@ -304,18 +304,25 @@ def _index_units(
         else:
             index.add_keyed([(f.term_keys, f.term_counts) for f in parts], sum(f.length for f in parts))
     if vectors is not None and units:
-        vectors.add_many(_unit_vectors(units, stored, missing, vectors.dim))
+        rows, codes = _unit_vectors(units, stored, missing, vectors.dim)
+        if isinstance(vectors, CentredVectorIndex):
+            vectors.add_many(rows, codes)
+        else:
+            vectors.add_many(rows)
 
 
 def _unit_vectors(
     units: Sequence[Unit], stored: Sequence[list[RecordFacts] | None], missing: Sequence[str], dim: int
-) -> np.ndarray:
-    """The ``(len(units), dim)`` float32 unit vectors: their records' stored vectors, summed and re-normalised.
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``(len(units), dim)`` float32 unit vectors and int8 codes of ``units``.
 
-    ``missing`` are the redacted texts of the units without usable facts, in unit order; they, and units with
-    text but no stored vector, are embedded here. A unit with neither gets zeros.
+    A unit's vector is its records' stored vectors, summed and re-normalised, and its code those vectors' bytes
+    summed (:func:`_summed_code`; zeros for a unit embedded here). ``missing`` are the redacted texts of the units
+    without usable facts, in unit order; they, and units with text but no stored vector, are embedded here. A unit
+    with neither gets zeros.
     """
     rows = np.zeros((len(units), dim), dtype=np.float32)
+    codes = np.zeros((len(units), dim), dtype=np.int8)
     texts = iter(missing)
     todo: list[tuple[int, str]] = []
     for i, (unit, parts) in enumerate(zip(units, stored, strict=True)):
@@ -324,12 +331,26 @@ def _unit_vectors(
             todo.append((i, next(texts)))
         elif found:
             rows[i] = unit_vector([dequantize(v) for v in found])
+            codes[i] = _summed_code(found, dim)
         elif unit.text.strip():
             todo.append((i, redact_text(unit.text)))
     embedder: StaticEmbedder | None = default_embedder() if todo else None
     if embedder is not None:
         rows[[i for i, _ in todo]] = embedder.embed([t for _, t in todo])
-    return rows
+    return rows, codes
+
+
+def _summed_code(vectors: Sequence[bytes], dim: int) -> np.ndarray:
+    """The sum of stored int8 vectors (:func:`~ctxledger.assemble.semantic.quantize` bytes), as int8 ``(dim,)``.
+
+    Zeros when a component of the sum leaves the int8 range or a vector is not ``dim`` bytes long.
+    """
+    if any(len(v) != dim for v in vectors):
+        return np.zeros(dim, dtype=np.int8)
+    if len(vectors) == 1:
+        return np.frombuffer(vectors[0], dtype=np.int8)
+    total = np.sum([np.frombuffer(v, dtype=np.int8) for v in vectors], axis=0, dtype=np.int32)
+    return total.astype(np.int8) if int(np.abs(total).max()) <= 127 else np.zeros(dim, dtype=np.int8)
 
 
 def _first_touched_unit(units: Sequence[Unit], new: Sequence[Record]) -> int:
