@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from ctxledger.assemble.centred_vectors import CentredVectorIndex
 from ctxledger.assemble.coded_rows import CodedRows
 from ctxledger.assemble.semantic import VectorIndex, dequantize, quantize, unit_vector
-from ctxledger.assemble.snapshot import _summed_code
+from ctxledger.assemble.snapshot import summed_codes
 
 DIM = 16
 
@@ -36,7 +36,7 @@ def _units(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
         if kind in ("stored", "records", "wrong"):
             stored = [quantize(_unit(rng, common)) for _ in range(1 if kind != "records" else draw(st.integers(2, 4)))]
             rows[i] = unit_vector([dequantize(v) for v in stored])
-            codes[i] = _summed_code(stored, DIM)
+            codes[i] = summed_codes([(0, stored)], 1, DIM)[0]
             if kind == "wrong":
                 codes[i, 0] = codes[i, 0] // 2 + 1
         elif kind == "text":
@@ -100,7 +100,16 @@ def test_centred_scores_through_codes_follow_appends_and_cuts(
 def test_a_summed_code_leaving_int8_or_of_another_length_is_no_code():
     high = np.full(DIM, 100, dtype=np.int8).tobytes()
     low = np.full(DIM, -3, dtype=np.int8).tobytes()
-    assert _summed_code([high, low], DIM).tolist() == [97] * DIM
-    assert not _summed_code([high, high], DIM).any()
-    assert not _summed_code([high[:-1]], DIM).any()
-    assert _summed_code([low], DIM).tolist() == [-3] * DIM
+    codes = summed_codes([(0, [high, low]), (2, [high, high]), (3, [high[:-1]]), (4, [low]), (5, [])], 7, DIM)
+    assert codes.tolist() == [[97] * DIM, [0] * DIM, [0] * DIM, [0] * DIM, [-3] * DIM, [0] * DIM, [0] * DIM]
+
+
+@settings(max_examples=60, deadline=None)
+@given(units=st.lists(st.lists(st.binary(min_size=DIM, max_size=DIM), max_size=5), max_size=12))
+def test_summed_codes_are_each_units_own_sum(units: list[list[bytes]]):
+    """Units of any number of vectors, summed at once, get the sums one by one would give (or zeros off int8)."""
+    codes = summed_codes(list(enumerate(units)), len(units), DIM)
+    for i, found in enumerate(units):
+        total = sum((np.frombuffer(v, dtype=np.int8).astype(np.int64) for v in found), np.zeros(DIM, dtype=np.int64))
+        expected = total if np.abs(total).max() <= 127 else np.zeros(DIM)
+        assert codes[i].tolist() == expected.tolist()

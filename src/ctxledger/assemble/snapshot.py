@@ -322,35 +322,43 @@ def _unit_vectors(
     with neither gets zeros.
     """
     rows = np.zeros((len(units), dim), dtype=np.float32)
-    codes = np.zeros((len(units), dim), dtype=np.int8)
     texts = iter(missing)
     todo: list[tuple[int, str]] = []
+    vectors: list[tuple[int, list[bytes]]] = []
     for i, (unit, parts) in enumerate(zip(units, stored, strict=True)):
         found = [f.vector for f in parts if f.vector] if parts is not None else []
         if parts is None:
             todo.append((i, next(texts)))
         elif found:
             rows[i] = unit_vector([dequantize(v) for v in found])
-            codes[i] = _summed_code(found, dim)
+            vectors.append((i, found))
         elif unit.text.strip():
             todo.append((i, redact_text(unit.text)))
     embedder: StaticEmbedder | None = default_embedder() if todo else None
     if embedder is not None:
         rows[[i for i, _ in todo]] = embedder.embed([t for _, t in todo])
-    return rows, codes
+    return rows, summed_codes(vectors, len(units), dim)
 
 
-def _summed_code(vectors: Sequence[bytes], dim: int) -> np.ndarray:
-    """The sum of stored int8 vectors (:func:`~ctxledger.assemble.semantic.quantize` bytes), as int8 ``(dim,)``.
+def summed_codes(vectors: Sequence[tuple[int, Sequence[bytes]]], n: int, dim: int) -> np.ndarray:
+    """Int8 ``(n, dim)``: row ``i`` the sum of unit ``i``'s stored int8 vectors, given as ``(i, their bytes)``.
 
-    Zeros when a component of the sum leaves the int8 range or a vector is not ``dim`` bytes long.
+    The bytes are :func:`~ctxledger.assemble.semantic.quantize`'s. A row stays zeros when a component of its sum
+    leaves the int8 range, a vector is not ``dim`` bytes long, or ``vectors`` names no vector of it.
     """
-    if any(len(v) != dim for v in vectors):
-        return np.zeros(dim, dtype=np.int8)
-    if len(vectors) == 1:
-        return np.frombuffer(vectors[0], dtype=np.int8)
-    total = np.sum([np.frombuffer(v, dtype=np.int8) for v in vectors], axis=0, dtype=np.int32)
-    return total.astype(np.int8) if int(np.abs(total).max()) <= 127 else np.zeros(dim, dtype=np.int8)
+    codes = np.zeros((n, dim), dtype=np.int8)
+    kept = [(i, found) for i, found in vectors if found and all(len(v) == dim for v in found)]
+    if not kept:
+        return codes
+    counts = np.fromiter((len(found) for _, found in kept), dtype=np.intp, count=len(kept))
+    starts = np.zeros(len(kept), dtype=np.intp)
+    np.cumsum(counts[:-1], out=starts[1:])
+    flat = np.frombuffer(b"".join(v for _, found in kept for v in found), dtype=np.int8).reshape(-1, dim)
+    sums = np.add.reduceat(flat.astype(np.int32), starts, axis=0)
+    fits = np.abs(sums).max(axis=1) <= 127
+    owners = np.fromiter((i for i, _ in kept), dtype=np.intp, count=len(kept))
+    codes[owners[fits]] = sums[fits].astype(np.int8)
+    return codes
 
 
 def _first_touched_unit(units: Sequence[Unit], new: Sequence[Record]) -> int:
