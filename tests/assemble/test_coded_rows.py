@@ -53,7 +53,7 @@ def test_products_through_codes_equal_the_float_products(units: tuple[np.ndarray
     with mock.patch("ctxledger.assemble.coded_rows.BLOCK_ROWS", block):
         coded.add(rows[: len(rows) // 2], codes[: len(rows) // 2])
         coded.add(rows[len(rows) // 2 :], codes[len(rows) // 2 :])
-        got = coded.products(rows, vectors)
+        got = coded.products(vectors)
     expected = rows.astype(np.float64) @ vectors.astype(np.float64)
     # float32 rounding of a 16-term product of unit vectors with vectors of norm about 4
     assert np.allclose(got, expected, rtol=0, atol=1e-5)

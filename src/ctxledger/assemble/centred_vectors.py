@@ -75,7 +75,7 @@ class CentredVectorIndex(VectorIndex):
         mean = self._sum / count
         vectors = np.ascontiguousarray(np.stack([query, mean]).astype(np.float32).T)
         if self._coded.plain <= count // 2:
-            products = self._coded.products(self._rows, vectors)
+            products = self._coded.products(vectors)
         else:  # mostly vectors embedded from text: the codes would save little
             products = (self._rows[:count] @ vectors).astype(np.float64)
         with_query, with_mean = products[:, 0], products[:, 1]
