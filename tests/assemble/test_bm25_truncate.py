@@ -259,15 +259,15 @@ def test_a_sorted_chunk_cut_back_and_grown_again_finds_only_its_present_entries(
     later=st.lists(st.lists(_TERMS, min_size=1, max_size=6), max_size=10),
     low=st.integers(0, 2**32 - 1),
 )
-def test_keys_sharing_their_low_bits_are_told_apart_in_a_sorted_chunk(docs, later, low):
-    """The sorted view orders entries by their keys' low 32 bits only: terms whose keys share them still get their
-    own postings, found by binary search as by a comparison over every entry."""
+def test_keys_sharing_their_bucket_are_told_apart_in_a_sorted_chunk(docs, later, low):
+    """The sorted view orders entries by their keys' top 16 bits only: terms whose keys share them (and their low
+    32 bits) still get their own postings, found by binary search as by a comparison over every entry."""
     from unittest import mock
 
     names = ["alpha", "beta", "gamma", "delta", "eps"]
 
     def colliding(term: str) -> int:
-        return ((names.index(term) + 1) << 40) - 2**62 + low  # the same low 32 bits for every term
+        return ((names.index(term) + 1) << 40) - 2**62 + low  # the same top 16 and low 32 bits for every term
 
     def digest(term: str) -> bytes:  # what term_key and keyed_terms both read a term's key from
         return colliding(term).to_bytes(8, "little", signed=True)
@@ -320,21 +320,27 @@ def test_postings_grown_call_by_call_and_cut_back_score_as_built_at_once(steps):
             assert index.scores(value).tolist() == fresh.scores(value).tolist()
 
 
-def test_one_query_sorts_at_most_one_chunk_however_many_are_due():
-    """Every chunk falls due at once when each new term reaches all of them: a query sorts one, so no call pays for
-    every chunk of the history; the next queries sort the others."""
+def test_a_chunk_is_sorted_when_it_fills_and_the_last_one_when_due_one_per_query():
+    """A full chunk gets its sorted view as it fills, before any query, so a term no earlier call asked is found
+    by binary search in all of them; the last chunk, still filling, is sorted once due, by a query."""
     from unittest import mock
 
     with (
         mock.patch("ctxledger.assemble.lexical_index.SORT_AFTER", 0),
         mock.patch("ctxledger.assemble.lexical_index.CHUNK_ENTRIES", 4),
+        mock.patch("ctxledger.assemble.lexical_index.PENDING_ENTRIES", 1),
     ):
         index = IncrementalBM25()
         for k in range(40):
             index.add(["alpha", "beta", f"w{k}", "gamma"])
-        sorted_counts = []
-        for term in ("alpha", "beta", "gamma", "w3"):
-            index.scores([term, "delta", "eps"])
-            sorted_counts.append(sum(c.sorted_n > 0 for c in index._entries._chunks))
-        assert len(index._entries._chunks) == 40
-        assert sorted_counts == [1, 2, 3, 4]
+        index.add(["alpha", "w3"])
+        chunks = index._entries._chunks
+        assert len(chunks) == 41
+        assert [c.sorted_n for c in chunks] == [4] * 40 + [0]
+        found = index.scores(["w3", "delta"])
+        assert [c.sorted_n for c in chunks] == [4] * 40 + [2]
+    fresh = IncrementalBM25()
+    for k in range(40):
+        fresh.add(["alpha", "beta", f"w{k}", "gamma"])
+    fresh.add(["alpha", "w3"])
+    assert found.tolist() == fresh.scores(["w3", "delta"]).tolist()

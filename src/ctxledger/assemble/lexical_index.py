@@ -14,11 +14,12 @@ the counts as little-endian byte strings, :class:`~ctxledger.facts.RecordFacts`)
 byte copy. Two distinct terms with the same key would share postings; for a million distinct terms the odds are
 about one in thirty million. Each chunk keeps a filter of one flag per key bucket (at least as many buckets as
 entries, so about one bucket in eight is taken) that says which terms none of its entries holds: a rare term
-is compared only in the chunks that may hold it, and a term no entry holds in none. A chunk that many new query
-terms reach gets a sorted view of its keys (made once the comparisons it answered add up to about the cost of the
-sort), after which a new term's entries there are found by binary search instead of a comparison over all of them;
-the array forms of the documents' first positions and lengths grow by the new documents only. So a term no earlier
-call asked costs two binary searches per sorted chunk, not a pass over every entry of the history.
+is compared only in the chunks that may hold it, and a term no entry holds in none. A chunk gets a sorted view of
+its keys when it fills (the last one, still filling, once the comparisons it answered add up to about the cost of
+the sort), in which a new term's entries are found by binary search instead of a comparison over all of them; the
+array forms of the documents' first positions and lengths grow by the new documents only. So a term no earlier
+call asked costs two binary searches per full chunk and a comparison over the last chunk's entries at most, not a
+pass over every entry of the history.
 
 Scores follow the Lucene BM25 variant that ``bm25s.BM25`` uses by default (``k1 = 1.5``, ``b = 0.75``;
 Kamphuis et al., ECIR 2020). A document's score is computed with the same floating-point operations in the same
@@ -38,8 +39,10 @@ from ctxledger.assemble.term_keys import keyed_terms, term_key
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 _EMPTY_POSITIONS = np.zeros(0, dtype=np.int32)
-_LOW_BITS = 0xFFFFFFFF
-"""The bits of a key a chunk's sorted view orders by (:meth:`_Chunk.sort`)."""
+BUCKET_SHIFT = 48
+"""A chunk's sorted view orders entries by ``key >> BUCKET_SHIFT``, the key's top 16 bits as a signed 16-bit
+number (:meth:`_Chunk.sort`; keys are digests, so about 16 entries of a full chunk share them besides a term's
+own)."""
 
 CACHED_TERMS = 8192
 """Query terms whose postings arrays are kept between calls (the oldest built is dropped beyond this)."""
@@ -59,7 +62,7 @@ SORT_AFTER = 64
 its entries (on this machine the sort of a million entries cost about as much as 90 comparisons over them)."""
 
 SORTED_MARK_EVERY = 64
-"""Every this many keys of a chunk's sorted view are kept apart for the binary search (8 bytes per 64 entries)."""
+"""Every this many entries of a chunk's sorted view have their bucket kept apart for the binary search."""
 
 
 class _Chunk:
@@ -69,13 +72,15 @@ class _Chunk:
     least as many buckets as the chunk has room for entries, so about one bucket in eight is taken: a term no
     entry of the chunk holds is usually answered without a comparison.
 
-    ``order`` lists the positions of the first ``sorted_n`` entries by their key's low 32 bits (positions ascending
-    within them) and ``marks`` those bits of every :data:`SORTED_MARK_EVERY`-th entry in that order, so the entries
-    of one key among them are found by two binary searches and a comparison over a few dozen entries; the entries
-    after ``sorted_n`` are compared one by one. The view is made (or remade) once the entries compared one by one
-    since the last one add up to :data:`SORT_AFTER` times the chunk's entries (sorting costs about that many
-    comparisons): a chunk that many new query terms reach is sorted, one that few do never is. The index sorts at
-    most one chunk per query (:meth:`_Entries.sort_one`).
+    ``order`` lists the positions of the first ``sorted_n`` entries by their key's bucket (``key >>``
+    :data:`BUCKET_SHIFT`; positions ascending within one) and ``marks`` the bucket of every
+    :data:`SORTED_MARK_EVERY`-th entry in that order, so the entries of one key among them are found by two binary
+    searches and a comparison over a few dozen entries besides its own; the entries after ``sorted_n`` are compared
+    one by one. A chunk is sorted when it fills (:meth:`_Entries.extend`): a term no earlier query asked then costs
+    binary searches in every full chunk, not a pass over the history's entries, and the sorts cost the indexing of
+    a history a share that does not grow with it. The last chunk, still filling, gets its view (or a new one) once
+    the entries compared one by one since the last one add up to :data:`SORT_AFTER` times its entries (sorting costs
+    about that many comparisons), at most once per query (:meth:`_Entries.sort_one`).
     """
 
     __slots__ = ("filter", "keys", "marks", "n", "order", "scanned", "sorted_n", "start", "tfs")
@@ -117,7 +122,7 @@ class _Chunk:
         begin = max(low, self.sorted_n)
         found = _EMPTY
         if low < self.sorted_n:
-            marks, bits = self.marks, key & _LOW_BITS
+            marks, bits = self.marks, key >> BUCKET_SHIFT
             first = max(0, (int(np.searchsorted(marks, bits, "left")) - 1) * SORTED_MARK_EVERY)
             last = min(self.sorted_n, int(np.searchsorted(marks, bits, "right")) * SORTED_MARK_EVERY)
             window = self.order[first:last]
@@ -137,15 +142,13 @@ class _Chunk:
     def sort(self) -> None:
         """Make the sorted view of every entry (see the class docstring).
 
-        The view orders the entries by their key's low 32 bits (:data:`_LOW_BITS`), positions ascending within
-        them: two stable passes over 16 bits each, which numpy sorts by radix (about a quarter of the time a
-        comparison sort of the 64-bit keys takes). Keys that share those bits are told apart by :meth:`find`.
+        The view orders the entries by their key's bucket (:data:`BUCKET_SHIFT`), positions ascending within one:
+        one stable pass over 16-bit numbers, which numpy sorts by radix (about a tenth of the time a comparison
+        sort of the 64-bit keys takes). Keys that share a bucket are told apart by :meth:`find`.
         """
-        keys = self.keys[: self.n]
-        order = np.argsort(keys.astype(np.uint16), kind="stable")
-        order = order[np.argsort((keys >> 16).astype(np.uint16)[order], kind="stable")]
-        self.order = order.astype(np.int32)
-        self.marks = keys[self.order[::SORTED_MARK_EVERY]] & _LOW_BITS
+        buckets = (self.keys[: self.n] >> BUCKET_SHIFT).astype(np.int16)
+        self.order = np.argsort(buckets, kind="stable").astype(np.int32)
+        self.marks = buckets[self.order[::SORTED_MARK_EVERY]]
         self.sorted_n = self.n
         self.scanned = 0
 
@@ -183,6 +186,8 @@ class _Entries:
                 self._chunks.append(last)
             take = min(CHUNK_ENTRIES - last.n, count - done)
             last.put(keys[done : done + take], tfs[done : done + take])
+            if last.n == CHUNK_ENTRIES:  # full: no entry joins it any more, so its sorted view stays whole
+                last.sort()
             done += take
             self.size += take
 

@@ -304,32 +304,61 @@ def _index_units(
         else:
             index.add_keyed([(f.term_keys, f.term_counts) for f in parts], sum(f.length for f in parts))
     if vectors is not None and units:
-        vectors.add_many(_unit_vectors(units, stored, missing, vectors.dim))
+        rows, codes = _unit_vectors(units, stored, missing, vectors.dim)
+        if isinstance(vectors, CentredVectorIndex):
+            vectors.add_many(rows, codes)
+        else:
+            vectors.add_many(rows)
 
 
 def _unit_vectors(
     units: Sequence[Unit], stored: Sequence[list[RecordFacts] | None], missing: Sequence[str], dim: int
-) -> np.ndarray:
-    """The ``(len(units), dim)`` float32 unit vectors: their records' stored vectors, summed and re-normalised.
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``(len(units), dim)`` float32 unit vectors and int8 codes of ``units``.
 
-    ``missing`` are the redacted texts of the units without usable facts, in unit order; they, and units with
-    text but no stored vector, are embedded here. A unit with neither gets zeros.
+    A unit's vector is its records' stored vectors, summed and re-normalised, and its code those vectors' bytes
+    summed (:func:`_summed_code`; zeros for a unit embedded here). ``missing`` are the redacted texts of the units
+    without usable facts, in unit order; they, and units with text but no stored vector, are embedded here. A unit
+    with neither gets zeros.
     """
     rows = np.zeros((len(units), dim), dtype=np.float32)
     texts = iter(missing)
     todo: list[tuple[int, str]] = []
+    vectors: list[tuple[int, list[bytes]]] = []
     for i, (unit, parts) in enumerate(zip(units, stored, strict=True)):
         found = [f.vector for f in parts if f.vector] if parts is not None else []
         if parts is None:
             todo.append((i, next(texts)))
         elif found:
             rows[i] = unit_vector([dequantize(v) for v in found])
+            vectors.append((i, found))
         elif unit.text.strip():
             todo.append((i, redact_text(unit.text)))
     embedder: StaticEmbedder | None = default_embedder() if todo else None
     if embedder is not None:
         rows[[i for i, _ in todo]] = embedder.embed([t for _, t in todo])
-    return rows
+    return rows, summed_codes(vectors, len(units), dim)
+
+
+def summed_codes(vectors: Sequence[tuple[int, Sequence[bytes]]], n: int, dim: int) -> np.ndarray:
+    """Int8 ``(n, dim)``: row ``i`` the sum of unit ``i``'s stored int8 vectors, given as ``(i, their bytes)``.
+
+    The bytes are :func:`~ctxledger.assemble.semantic.quantize`'s. A row stays zeros when a component of its sum
+    leaves the int8 range, a vector is not ``dim`` bytes long, or ``vectors`` names no vector of it.
+    """
+    codes = np.zeros((n, dim), dtype=np.int8)
+    kept = [(i, found) for i, found in vectors if found and all(len(v) == dim for v in found)]
+    if not kept:
+        return codes
+    counts = np.fromiter((len(found) for _, found in kept), dtype=np.intp, count=len(kept))
+    starts = np.zeros(len(kept), dtype=np.intp)
+    np.cumsum(counts[:-1], out=starts[1:])
+    flat = np.frombuffer(b"".join(v for _, found in kept for v in found), dtype=np.int8).reshape(-1, dim)
+    sums = np.add.reduceat(flat.astype(np.int32), starts, axis=0)
+    fits = np.abs(sums).max(axis=1) <= 127
+    owners = np.fromiter((i for i, _ in kept), dtype=np.intp, count=len(kept))
+    codes[owners[fits]] = sums[fits].astype(np.int8)
+    return codes
 
 
 def _first_touched_unit(units: Sequence[Unit], new: Sequence[Record]) -> int:
