@@ -16,6 +16,7 @@ from ctxledger.assemble.fill import fill_budget
 from ctxledger.assemble.select import Option, SelectionItem, SelectionResult
 from ctxledger.budget import BudgetLedger
 from ctxledger.policy.base import ReasonCode
+from ctxledger.serialize.anthropic_messages import REPLY_PRIMING
 
 STEP = history_steps(400, 3_000, fewest=5)
 
@@ -83,3 +84,50 @@ def test_fill_admits_half_of_a_question_answer_pair_only_with_the_other_half(pai
         (q, a) = pairs[0]
         cheapest = min(q[0], q[2] or q[0]) + min(a[0], a[2] or a[0])
         assert ("q0" in result.chosen) == (cheapest <= dynamic - used)
+
+
+@given(
+    dynamic=st.integers(1, 50_000),
+    share=st.floats(0.0, 1.0),
+    merged_share=st.floats(0.0, 0.3),
+    left=st.booleans(),
+)
+def test_the_fill_note_names_framing_a_merged_payload_did_not_send(dynamic, share, merged_share, left):
+    from ctxledger.assemble.phases.repair import fill_note
+    from ctxledger.units import Unit
+
+    used = int(dynamic * share)
+    merged = min(used, int(dynamic * merged_share))
+    chosen = [(Unit.__new__(Unit), Option("verbatim", used, 0.5, ()))]
+    left_out = [SelectionItem("u9", 9, "conversation", [Option("verbatim", 10**6, 0.1, ())])] if left else []
+    note = fill_note(dynamic, chosen, left_out, merged)
+    if not left or used - merged >= FILL_TARGET * dynamic:
+        assert note is None
+    elif used >= FILL_TARGET * dynamic:
+        assert note is not None and f"{merged} tokens of message framing" in note and f"{used - merged} sent" in note
+    else:
+        assert note is not None and "framing" not in note
+
+
+def test_speakers_relayed_as_user_turns_say_what_merging_left_unsent_on_anthropic():
+    from ctxledger.ledger import Ledger
+    from ctxledger.records import Branch, Conversation, Message, Role
+    from ctxledger.store.memory import MemoryStore
+
+    env = {"tenant_id": "default", "conversation_id": "c", "branch_id": "c/main"}
+    ledger = Ledger(MemoryStore())
+    ledger.append([Conversation(id="c", **env), Branch(id="c/main", name="main", **env)])
+    for k in range(120):
+        speaker = ("Caroline", "Melanie")[k % 2]
+        ledger.append([Message(id=f"m{k}", role=Role.USER, name=speaker, content=f"Day {k}: went hiking.", **env)])
+    ask = {"window_tokens": 1_500, "output_tokens": 0, "margin_tokens": 0, "persist": False}
+    anthropic = ledger.assemble("c", api="anthropic-messages", counter="estimate/quicktok/o200k_base", **ask)
+    openai = ledger.assemble("c", api="openai-chat", **ask)
+    assert anthropic.manifest["omitted_by_reason"]["budget"] > 0 and openai.manifest["omitted_by_reason"]["budget"] > 0
+    assert len(anthropic.payload["messages"]) == 1  # every turn is a block of one user message
+    charged = sum(e["tokens"] for e in anthropic.manifest["included"]) + REPLY_PRIMING
+    merged = charged - anthropic.input_tokens
+    assert merged > 0.05 * anthropic.manifest["budget"]["dynamic"]  # about 5 tokens a turn of short turns
+    note = anthropic.manifest["budget"]["fill"]
+    assert note is not None and f"left {merged} tokens of message framing unsent" in note
+    assert openai.manifest["budget"]["fill"] is None

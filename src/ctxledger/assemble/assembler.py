@@ -55,7 +55,7 @@ from ctxledger.assemble.phases.filter import EMPTY_TURN_NOTE, Filtered, filter_c
 from ctxledger.assemble.phases.rehydrate import rehydrate_chosen
 from ctxledger.assemble.phases.repair import FILL_TARGET, Repaired, fill_note, repair_selection, settle
 from ctxledger.assemble.phases.select import Selected, relevance_scores, select_units
-from ctxledger.assemble.phases.serialize import Serialized, serialize_payload
+from ctxledger.assemble.phases.serialize import Serialized, merged_framing, serialize_payload
 from ctxledger.assemble.reach import REACH_BUDGETS, Reach, find_reach, widened
 from ctxledger.assemble.recall import recalls_in
 from ctxledger.assemble.record import ManifestInputs, build_manifest
@@ -279,7 +279,12 @@ def assemble(
             chosen=chosen,
             ledger=ledger,
             budget_utilities={uid: i.options[0].utility for uid, i in left_for_budget.items()},
-            fill=fill_note(budgeted.dynamic, chosen, left_for_budget.values()),
+            fill=fill_note(
+                budgeted.dynamic,
+                chosen,
+                left_for_budget.values(),
+                merged_framing(serialized, coster, filtered.tools) if left_for_budget else 0,
+            ),
             timings={
                 "graph_query_ms": round(snap.graph_ms, 3),
                 "policy_ms": round((t_policy - t0) * 1000, 3),

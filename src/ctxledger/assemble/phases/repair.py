@@ -26,17 +26,31 @@ FILL_TARGET = 0.95
 """Share of ``B_dynamic`` an assembly uses whenever it leaves something out for budget, or says why not."""
 
 
-def fill_note(dynamic: int, chosen: Sequence[tuple[Unit, Option]], left_out: Iterable[SelectionItem]) -> str | None:
+def fill_note(
+    dynamic: int, chosen: Sequence[tuple[Unit, Option]], left_out: Iterable[SelectionItem], merged: int = 0
+) -> str | None:
     """Why less than :data:`FILL_TARGET` of ``B_dynamic`` is used although units were left out for budget.
 
     ``None`` when nothing was left out for budget or the target is met; otherwise a sentence with the
     tokens left and the cheapest form of any unit left out (none fits the room left, or a class cap or the
-    role order kept it out).
+    role order kept it out). ``merged``: tokens of message framing charged per turn that the payload does not
+    send, because the provider format merges consecutive same-role turns into one message
+    (:func:`~ctxledger.assemble.phases.serialize.merged_framing`); when the budget is charged to the target but
+    what is sent falls short of it by that framing, the sentence says so.
     """
     left = list(left_out)
     used = sum(o.tokens for _, o in chosen)
-    if not left or dynamic <= 0 or used >= FILL_TARGET * dynamic:
+    if not left or dynamic <= 0:
         return None
+    if used >= FILL_TARGET * dynamic:
+        if used - merged >= FILL_TARGET * dynamic:
+            return None
+        sent = used - merged
+        return (
+            f"{used} of {dynamic} tokens of B_dynamic charged ({used / dynamic:.0%}), {sent} sent "
+            f"({sent / dynamic:.0%}): each turn is charged as its own provider message, and merging consecutive "
+            f"turns of one role into one message left {merged} tokens of message framing unsent"
+        )
     room = dynamic - used
     cheapest = min(o.tokens for i in left for o in i.options)
     share = f"{used} of {dynamic} tokens of B_dynamic used ({used / dynamic:.0%}), {room} left"

@@ -29,6 +29,16 @@ def _sum_costs(coster: Coster, turns: Sequence[Turn], tools: Sequence[Mapping[st
     return coster.base_tokens() + coster.tools_tokens(tools) + sum(coster.turn_tokens(t) for t in turns)
 
 
+def merged_framing(serialized: Serialized, coster: Coster, tools: Sequence[Mapping[str, Any]]) -> int:
+    """Tokens charged for the payload's turns (each as its own message) that the counted payload does not hold.
+
+    Anthropic merges consecutive turns of one role into one message (parallel tool results, a user turn after
+    a tool result, several speakers relayed as user turns), so their message framing is charged per turn but
+    sent once. 0 when the payload costs what its turns were charged (OpenAI sends each turn as a message).
+    """
+    return max(0, _sum_costs(coster, serialized.turns, tools) - serialized.input_tokens)
+
+
 @dataclass(slots=True)
 class Serialized:
     """The serialize phase's result.
