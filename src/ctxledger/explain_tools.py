@@ -52,12 +52,14 @@ def resolve_ref(store: GraphStore, manifest: Mapping[str, Any], ref: str, *, sou
 
     Raises:
         RecordNotFound: no record of the conversation has that id, external id or call id (``among`` names the
-            conversation).
+            conversation, and the other conversation of the tenant whose record ``ref`` names, if any; a short ref
+            such as ``7`` is named completed, ``<conversation>/7``).
         InputError: ``ref`` is a provider call id that several tool calls share (field ``ref``; real traces
             reuse them): name one by its record id.
     """
     tenant, conversation = manifest["tenant_id"], manifest["conversation_id"]
     candidates = ref_candidates(manifest, ref)
+    elsewhere = None
     for candidate in candidates:
         try:
             record = store.get(tenant, candidate)
@@ -65,6 +67,7 @@ def resolve_ref(store: GraphStore, manifest: Mapping[str, Any], ref: str, *, sou
             continue
         if record.conversation_id == conversation:
             return record.id
+        elsewhere = elsewhere or record.conversation_id
     records = store.records(tenant, conversation)
     named = [r.id for r in records if r.external_id == ref]
     if len(named) == 1:
@@ -88,7 +91,9 @@ def resolve_ref(store: GraphStore, manifest: Mapping[str, Any], ref: str, *, sou
             field="ref",
         )
     among = f"the records of conversation {conversation} (of assembly {manifest['id']})"
-    raise RecordNotFound(tenant, candidates[-1], among=among)
+    if elsewhere is not None:
+        among += f": it is a record of conversation {elsewhere}"
+    raise RecordNotFound(tenant, ref if "/" in ref or elsewhere else candidates[-1], among=among)
 
 
 def explain_skill_state(store: GraphStore, manifest: Mapping[str, Any], ref: str) -> dict[str, Any] | None:

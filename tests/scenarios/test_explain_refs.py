@@ -46,3 +46,16 @@ def test_a_ref_that_is_no_id_string_names_the_argument(summary: tuple, ref: Any)
     with pytest.raises(InputError) as caught:
         ledger.explain(asm.id, ref)
     assert caught.value.field == "ref" and "record id string" in caught.value.problem
+
+
+
+@pytest.mark.parametrize("position", [0, 3, 5])
+def test_a_ref_to_another_conversation_is_named_as_given_with_its_conversation(position: int) -> None:
+    ledger = Ledger(MemoryStore())
+    ledger.import_messages([{"role": "user", "content": f"turn {i}"} for i in range(6)], conversation_id="mine")
+    ledger.import_messages([{"role": "user", "content": f"other {i}"} for i in range(6)], conversation_id="other")
+    asm = ledger.assemble("mine", window_tokens=2_000, output_tokens=200, margin_tokens=50)
+    ref = [r.id for r in ledger.store.records("default", "other")][position]
+    with pytest.raises(RecordNotFound) as caught:
+        ledger.explain(asm.id, ref)
+    assert caught.value.record_id == ref and "it is a record of conversation other" in str(caught.value)
