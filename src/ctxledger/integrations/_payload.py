@@ -29,7 +29,7 @@ from typing import Any
 
 from ctxledger.assemble.assembler import Assembly
 from ctxledger.ingest.openai_responses import chat_messages
-from ctxledger.records import Message, Record
+from ctxledger.records import Message, Record, ToolArtifact, ToolStatus
 
 APIS = ("openai-chat", "openai-responses", "anthropic-messages")
 """The formats an integration can assemble in."""
@@ -45,7 +45,7 @@ class Sent:
         content: the content as the payload has it (a string, or the format's own parts or blocks).
         calls: an assistant message's calls ``(call_id, tool name, arguments JSON)``.
         call_id: the call a ``tool`` message answers.
-        is_error: a ``tool`` message reports a failure.
+        is_error: a ``tool`` message reports a failure (Anthropic's ``is_error``, or a result recorded as failed).
         thinking: an assistant message's provider-pinned items (Anthropic thinking blocks, Responses
             reasoning and compaction items), as sent.
         refs: the records the message was built from, when they can be told (else empty).
@@ -76,7 +76,20 @@ def sent_messages(asm: Assembly, api: str, records: Mapping[str, Record]) -> lis
         out = _responses(asm.payload, names)
     else:
         out = [_chat(m, names) for m in asm.payload["messages"]]
-    return _with_refs(out, asm.turn_refs, records, merged=api != "openai-chat")
+    return _with_refs(_with_failures(out, records), asm.turn_refs, records, merged=api != "openai-chat")
+
+
+def _with_failures(out: list[Sent], records: Mapping[str, Record]) -> list[Sent]:
+    """``out`` with each tool message that answers a call recorded as failed marked ``is_error``.
+
+    OpenAI Chat and Responses carry no error flag on a tool result, so a framework that has one (LangChain's
+    ``ToolMessage.status``, PydanticAI's ``ToolReturnPart.outcome``) learns it from the recorded result.
+    """
+    failed = {r.call_id for r in records.values() if isinstance(r, ToolArtifact) and r.status is ToolStatus.FAILED}
+    return [
+        dataclasses.replace(m, is_error=True) if m.role == "tool" and not m.is_error and m.call_id in failed else m
+        for m in out
+    ]
 
 
 def flat_text(content: Any) -> str:

@@ -11,7 +11,9 @@ the agent's instructions (``instructions=``, ``@agent.instructions``, as ``Model
 joined) → the system message in force (:meth:`~ctxledger.integrations._loop.LoopLedger.instructions`: a change
 supersedes the earlier ones; they are counted in the budget and sent as PydanticAI sends instructions),
 ``UserPromptPart`` → a user message (text), ``TextPart`` → assistant text, ``ToolCallPart`` → a tool call,
-``ToolReturnPart`` → its result, ``RetryPromptPart`` answering a call → a failed result. ``ThinkingPart``
+``ToolReturnPart`` → its result (a failed one when its ``outcome`` is ``failed`` or ``retried``: a tool that
+raised, ``ModelRetry``, arguments that did not validate; handed back with ``outcome="failed"``),
+``RetryPromptPart`` answering a call → a failed result. ``ThinkingPart``
 and ``CompactionPart`` are opaque, provider-pinned records: kept whole on the assistant message
 (``meta["pydantic_ai_parts"]``) and handed back, unchanged, on the assistant turn they belong to, so that
 PydanticAI sends them to the provider that made them.
@@ -88,6 +90,9 @@ def model_api(model: Any) -> str:
 
 OPAQUE_PARTS = "pydantic_ai_parts"
 """``meta`` key holding an assistant message's thinking and compaction parts as PydanticAI serialises them."""
+
+_FAILED_OUTCOMES = ("failed", "retried")
+"""``ToolReturnPart.outcome`` values that report a failed call (``denied`` and ``interrupted`` are results)."""
 
 
 @dataclasses.dataclass
@@ -220,7 +225,8 @@ class LedgerCapability(AbstractCapability[Any]):
                 content = part.content if isinstance(part.content, str) else " ".join(str(c) for c in part.content)
                 self.loop.message(conv, part_key, "user", content)
             elif isinstance(part, ToolReturnPart):
-                self.loop.result(conv, part.tool_call_id, part.model_response_str())
+                failed = getattr(part, "outcome", "success") in _FAILED_OUTCOMES
+                self.loop.result(conv, part.tool_call_id, part.model_response_str(), failed=failed)
             elif isinstance(part, RetryPromptPart) and part.tool_name and part.tool_call_id:
                 self.loop.result(conv, part.tool_call_id, part.model_response(), failed=True)
 
@@ -255,7 +261,8 @@ class LedgerCapability(AbstractCapability[Any]):
                 out.append(ModelResponse(parts=response_parts))
             elif sent.role == "tool":
                 call_id = sent.call_id or ""
-                parts.append(ToolReturnPart(names.get(call_id, "tool"), sent.text, tool_call_id=call_id))
+                part = ToolReturnPart(names.get(call_id, "tool"), sent.text, tool_call_id=call_id)
+                parts.append(dataclasses.replace(part, outcome="failed") if sent.is_error else part)
             elif sent.role == "system":
                 text = sent.text
                 if instructions:
