@@ -34,19 +34,25 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic_ai import RunContext, Tool
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import (
+    BinaryContent,
+    CachePoint,
     CompactionPart,
+    FileUrl,
     InstructionPart,
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
     RetryPromptPart,
+    StructuredContent,
     SystemPromptPart,
+    TextContent,
     TextPart,
     ThinkingPart,
     ToolCallPart,
@@ -222,7 +228,7 @@ class LedgerCapability(AbstractCapability[Any]):
             if isinstance(part, SystemPromptPart):
                 self.loop.message(conv, f"system:{_digest(part.content)}", "system", part.content)
             elif isinstance(part, UserPromptPart):
-                content = part.content if isinstance(part.content, str) else " ".join(str(c) for c in part.content)
+                content = part.content if isinstance(part.content, str) else _user_text(part.content)
                 self.loop.message(conv, part_key, "user", content)
             elif isinstance(part, ToolReturnPart):
                 failed = getattr(part, "outcome", "success") in _FAILED_OUTCOMES
@@ -275,6 +281,27 @@ class LedgerCapability(AbstractCapability[Any]):
         if parts:
             out.append(ModelRequest(parts=parts))
         return out
+
+
+def _user_text(parts: Sequence[Any]) -> str:
+    """A multi-part user prompt as text: its text parts, and a note for each part that is not text.
+
+    Only text is recorded: an image, audio, video or document (bytes, URL or uploaded file) is named by a short
+    note (its media type and size or URL), never dumped as its Python repr; a cache point adds nothing.
+    """
+    out: list[str] = []
+    for part in parts:
+        if isinstance(part, str):
+            out.append(part)
+        elif isinstance(part, TextContent | StructuredContent):
+            out.append(str(part.content))
+        elif isinstance(part, BinaryContent):
+            out.append(f"[{part.media_type}, {len(part.data):,} bytes: not recorded]")
+        elif isinstance(part, FileUrl):
+            out.append(f"[{part.media_type} {part.url}: not recorded]")
+        elif not isinstance(part, CachePoint):
+            out.append(f"[{getattr(part, 'kind', type(part).__name__)}: not recorded]")
+    return " ".join(out)
 
 
 def _without(text: str, instructions: str) -> tuple[str, bool]:
