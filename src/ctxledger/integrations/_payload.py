@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,19 +77,30 @@ def sent_messages(asm: Assembly, api: str, records: Mapping[str, Record]) -> lis
         out = _responses(asm.payload, names)
     else:
         out = [_chat(m, names) for m in asm.payload["messages"]]
-    return _with_refs(_with_failures(out, records), asm.turn_refs, records, merged=api != "openai-chat")
+    return _with_failures(_with_refs(out, asm.turn_refs, records, merged=api != "openai-chat"), records)
 
 
 def _with_failures(out: list[Sent], records: Mapping[str, Record]) -> list[Sent]:
     """``out`` with each tool message that answers a call recorded as failed marked ``is_error``.
 
     OpenAI Chat and Responses carry no error flag on a tool result, so a framework that has one (LangChain's
-    ``ToolMessage.status``, PydanticAI's ``ToolReturnPart.outcome``) learns it from the recorded result.
+    ``ToolMessage.status``, PydanticAI's ``ToolReturnPart.outcome``) learns it from the recorded result: the
+    message's own record when it names one (``refs``), else the one result recorded under its call id (a call
+    id several results share, renamed in the payload, marks nothing).
     """
-    failed = {r.call_id for r in records.values() if isinstance(r, ToolArtifact) and r.status is ToolStatus.FAILED}
+    artifacts = [r for r in records.values() if isinstance(r, ToolArtifact)]
+    uses = Counter(a.call_id for a in artifacts)
+    failed = [a for a in artifacts if a.status is ToolStatus.FAILED]
+    failed_refs = {a.id for a in failed}
+    failed_calls = {a.call_id for a in failed if uses[a.call_id] == 1}
+
+    def is_error(m: Sent) -> bool:
+        if m.refs:
+            return any(ref in failed_refs for ref in m.refs)
+        return m.call_id in failed_calls
+
     return [
-        dataclasses.replace(m, is_error=True) if m.role == "tool" and not m.is_error and m.call_id in failed else m
-        for m in out
+        dataclasses.replace(m, is_error=True) if m.role == "tool" and not m.is_error and is_error(m) else m for m in out
     ]
 
 
