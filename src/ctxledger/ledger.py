@@ -423,6 +423,8 @@ class Ledger:
             if head == 0:
                 raise RecordNotFound(req.tenant_id, req.conversation_id, what="conversation")
             branch = req.branch_id or self._main_branch(req.tenant_id, req.conversation_id)
+            if req.branch_id is not None:
+                self._check_branch_conversation(req, req.branch_id)
             if req.as_of_seq is not None:
                 self._check_snapshot_bounds(req, branch, head)
                 self._check_snapshot_cut(req, branch)
@@ -527,6 +529,27 @@ class Ledger:
             self._main_branches.clear()
         self._main_branches[key] = conv.branch_id
         return conv.branch_id
+
+    def _check_branch_conversation(self, req: AssemblyRequest, branch_id: str) -> None:
+        """Refuse a ``branch_id`` that is a branch of another conversation of the tenant.
+
+        Its lineage holds none of this conversation's records, so the assembly would have nothing to send.
+        A branch the tenant does not hold is left to the lineage walk (``RecordNotFound``).
+
+        Raises:
+            InputError: names ``branch_id`` and the conversation the branch belongs to.
+        """
+        try:
+            record = self.store.branch(req.tenant_id, branch_id)
+        except RecordNotFound:
+            return
+        if record.conversation_id != req.conversation_id:
+            raise InputError(
+                f"branch {branch_id!r} is a branch of conversation {record.conversation_id!r}, "
+                f"not of {req.conversation_id!r}",
+                source="assemble",
+                field="branch_id",
+            )
 
     def _check_snapshot_bounds(self, req: AssemblyRequest, branch_id: str, head: int) -> None:
         """Refuse a snapshot past the conversation's head, or from before ``branch_id`` existed.

@@ -307,7 +307,7 @@ def _wired(kind: str, bodies: list[dict[str, Any]], **options: Any) -> Any:
 def test_the_reply_is_capped_at_the_reserve_and_responses_state_is_off(tmp_path, kind: str) -> None:
     bodies: list[dict[str, Any]] = []
     with Ledger.open(f"sqlite:///{tmp_path}/w.db") as ledger:
-        middleware = LedgerMiddleware(ledger, window_tokens=4000, output_tokens=500)
+        middleware = LedgerMiddleware(ledger, window_tokens=4000, output_tokens=500, conversation_id="w")
         agent = create_agent(_wired(kind, bodies), [], system_prompt="Answer briefly.", middleware=[middleware])
         agent.invoke({"messages": [("user", "hello")]})
         small = create_agent(_wired(kind, bodies, max_tokens=200), [], middleware=[middleware])

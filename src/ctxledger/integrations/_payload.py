@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ctxledger.assemble.assembler import Assembly
 from ctxledger.ingest.openai_responses import chat_messages
-from ctxledger.records import Message, Record
+from ctxledger.records import Message, Record, ToolArtifact, ToolStatus
 
 APIS = ("openai-chat", "openai-responses", "anthropic-messages")
 """The formats an integration can assemble in."""
@@ -45,7 +46,7 @@ class Sent:
         content: the content as the payload has it (a string, or the format's own parts or blocks).
         calls: an assistant message's calls ``(call_id, tool name, arguments JSON)``.
         call_id: the call a ``tool`` message answers.
-        is_error: a ``tool`` message reports a failure.
+        is_error: a ``tool`` message reports a failure (Anthropic's ``is_error``, or a result recorded as failed).
         thinking: an assistant message's provider-pinned items (Anthropic thinking blocks, Responses
             reasoning and compaction items), as sent.
         refs: the records the message was built from, when they can be told (else empty).
@@ -76,7 +77,31 @@ def sent_messages(asm: Assembly, api: str, records: Mapping[str, Record]) -> lis
         out = _responses(asm.payload, names)
     else:
         out = [_chat(m, names) for m in asm.payload["messages"]]
-    return _with_refs(out, asm.turn_refs, records, merged=api != "openai-chat")
+    return _with_failures(_with_refs(out, asm.turn_refs, records, merged=api != "openai-chat"), records)
+
+
+def _with_failures(out: list[Sent], records: Mapping[str, Record]) -> list[Sent]:
+    """``out`` with each tool message that answers a call recorded as failed marked ``is_error``.
+
+    OpenAI Chat and Responses carry no error flag on a tool result, so a framework that has one (LangChain's
+    ``ToolMessage.status``, PydanticAI's ``ToolReturnPart.outcome``) learns it from the recorded result: the
+    message's own record when it names one (``refs``), else the one result recorded under its call id (a call
+    id several results share, renamed in the payload, marks nothing).
+    """
+    artifacts = [r for r in records.values() if isinstance(r, ToolArtifact)]
+    uses = Counter(a.call_id for a in artifacts)
+    failed = [a for a in artifacts if a.status is ToolStatus.FAILED]
+    failed_refs = {a.id for a in failed}
+    failed_calls = {a.call_id for a in failed if uses[a.call_id] == 1}
+
+    def is_error(m: Sent) -> bool:
+        if m.refs:
+            return any(ref in failed_refs for ref in m.refs)
+        return m.call_id in failed_calls
+
+    return [
+        dataclasses.replace(m, is_error=True) if m.role == "tool" and not m.is_error and is_error(m) else m for m in out
+    ]
 
 
 def flat_text(content: Any) -> str:

@@ -16,7 +16,9 @@ message, its ``tool_result`` blocks as ``ToolMessage`` s (``ChatAnthropic`` merg
 message), thinking blocks and Responses reasoning items as content blocks of their ``AIMessage``.
 
 The conversation is the LangGraph thread (``config["configurable"]["thread_id"]``), else
-``conversation_id``. Messages are recorded once each by their LangChain ``id``. Source: LangChain v1
+``conversation_id``; a run with neither is refused (``ConfigurationError``) rather than recorded into one
+conversation every such run would share, whose earlier messages each model call would be handed. Messages
+are recorded once each by their LangChain ``id``. Source: LangChain v1
 *Custom middleware* (``wrap_model_call``, ``ModelRequest.override``), ``langchain_core.messages`` and
 ``BaseChatModel._llm_type``.
 """
@@ -106,14 +108,15 @@ class LedgerMiddleware(AgentMiddleware):
         ledger: the ledger to record into and assemble from.
         window_tokens, output_tokens, margin_tokens: the token budget of every call (default
             :data:`~ctxledger.budget.DEFAULT_BUDGET`, as :meth:`~ctxledger.Ledger.assemble`: 128,000, 4,096, 512).
-        conversation_id: the conversation when the run has no ``thread_id``.
+        conversation_id: the conversation when the run has no ``thread_id`` (default none: such a run is refused).
         model: the model name for the manifest and the tokenizer (default: the chat model's ``model_name``
             when it can be counted, else the format's default: ``LoopLedger.model_for``).
         api: the format to assemble in (default: the chat model's, :func:`model_api`).
         **assemble_options: further :meth:`~ctxledger.Ledger.assemble` keywords (``policy``, ``counter`` …).
 
     Raises:
-        ConfigurationError: ``api`` is not one of ``openai-chat``, ``openai-responses``, ``anthropic-messages``.
+        ConfigurationError: ``api`` is not one of ``openai-chat``, ``openai-responses``, ``anthropic-messages``;
+            on a model call, the run has no ``thread_id`` and no ``conversation_id`` was given.
     """
 
     def __init__(
@@ -123,7 +126,7 @@ class LedgerMiddleware(AgentMiddleware):
         window_tokens: int = DEFAULT_BUDGET.window_tokens,
         output_tokens: int = DEFAULT_BUDGET.output_tokens,
         margin_tokens: int = DEFAULT_BUDGET.margin_tokens,
-        conversation_id: str = "langchain",
+        conversation_id: str | None = None,
         model: str | None = None,
         api: str | None = None,
         **assemble_options: Any,
@@ -184,7 +187,15 @@ class LedgerMiddleware(AgentMiddleware):
             thread = (get_config().get("configurable") or {}).get("thread_id")
         except RuntimeError:  # outside a runnable context
             thread = None
-        return str(thread) if thread else self.conversation_id
+        if thread:
+            return str(thread)
+        if self.conversation_id is None:
+            raise ConfigurationError(
+                "the run has no thread_id, so there is no conversation to record it in: invoke the agent with "
+                "config={'configurable': {'thread_id': ...}} (one per conversation), or give "
+                "LedgerMiddleware(conversation_id=...)"
+            )
+        return self.conversation_id
 
     def _before(self, request: ModelRequest) -> tuple[str, Assembly, ModelRequest]:
         conversation = self._thread()

@@ -172,12 +172,17 @@ class LedgerHooks(RunHooks[Any]):
         self.filter = input_filter
 
     async def on_llm_end(self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse) -> None:
-        """Record the response's output items; its usage goes to the latest assembly."""
+        """Record the response's output items; its usage goes to the latest assembly.
+
+        The SDK reports a response without usage as 0 input tokens; no call has an empty prompt, so that is
+        taken as no usage reported (nothing stored) rather than an observed 0.
+        """
         loop = self.filter.loop
         items = [item.model_dump(mode="json", exclude_none=True) for item in response.output]
         record_items(loop, self.filter.conversation_id, items)
-        if loop.assemblies:
-            loop.usage(loop.assemblies[-1], response.usage.input_tokens, response.usage.output_tokens)
+        usage = response.usage
+        if loop.assemblies and usage.input_tokens > 0:
+            loop.usage(loop.assemblies[-1], usage.input_tokens, usage.output_tokens)
 
 
 class LedgerSession(SessionABC):

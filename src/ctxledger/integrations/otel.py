@@ -21,6 +21,7 @@ from opentelemetry import trace
 
 from ctxledger.assemble.assembler import Assembly
 from ctxledger.ledger import Ledger
+from ctxledger.serialize import default_model
 
 # -- GenAI semantic conventions (Development stability) ---------------------------------------------
 GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
@@ -61,7 +62,8 @@ def traced_assemble(
     A failed assembly (e.g. ``RequiredBlocksDoNotFit``) is recorded on the span as an exception and re-raised.
     """
     tracer = tracer or trace.get_tracer(TRACER_NAME)
-    model = request.get("model", "gpt-4o")
+    fields = {**ledger.request_defaults, **request}
+    model = fields.get("model") or default_model(str(fields.get("api") or "openai-chat"))
     with tracer.start_as_current_span(f"{OPERATION} {model}", kind=trace.SpanKind.INTERNAL) as span:
         span.set_attribute(GEN_AI_OPERATION_NAME, OPERATION)
         span.set_attribute(GEN_AI_CONVERSATION_ID, conversation_id)

@@ -11,7 +11,9 @@ the agent's instructions (``instructions=``, ``@agent.instructions``, as ``Model
 joined) → the system message in force (:meth:`~ctxledger.integrations._loop.LoopLedger.instructions`: a change
 supersedes the earlier ones; they are counted in the budget and sent as PydanticAI sends instructions),
 ``UserPromptPart`` → a user message (text), ``TextPart`` → assistant text, ``ToolCallPart`` → a tool call,
-``ToolReturnPart`` → its result, ``RetryPromptPart`` answering a call → a failed result. ``ThinkingPart``
+``ToolReturnPart`` → its result (a failed one when its ``outcome`` is ``failed`` or ``retried``: a tool that
+raised, ``ModelRetry``, arguments that did not validate; handed back with ``outcome="failed"``),
+``RetryPromptPart`` answering a call → a failed result. ``ThinkingPart``
 and ``CompactionPart`` are opaque, provider-pinned records: kept whole on the assistant message
 (``meta["pydantic_ai_parts"]``) and handed back, unchanged, on the assistant turn they belong to, so that
 PydanticAI sends them to the provider that made them.
@@ -32,19 +34,25 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic_ai import RunContext, Tool
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import (
+    BinaryContent,
+    CachePoint,
     CompactionPart,
+    FileUrl,
     InstructionPart,
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
     RetryPromptPart,
+    StructuredContent,
     SystemPromptPart,
+    TextContent,
     TextPart,
     ThinkingPart,
     ToolCallPart,
@@ -88,6 +96,9 @@ def model_api(model: Any) -> str:
 
 OPAQUE_PARTS = "pydantic_ai_parts"
 """``meta`` key holding an assistant message's thinking and compaction parts as PydanticAI serialises them."""
+
+_FAILED_OUTCOMES = ("failed", "retried")
+"""``ToolReturnPart.outcome`` values that report a failed call (``denied`` and ``interrupted`` are results)."""
 
 
 @dataclasses.dataclass
@@ -217,10 +228,11 @@ class LedgerCapability(AbstractCapability[Any]):
             if isinstance(part, SystemPromptPart):
                 self.loop.message(conv, f"system:{_digest(part.content)}", "system", part.content)
             elif isinstance(part, UserPromptPart):
-                content = part.content if isinstance(part.content, str) else " ".join(str(c) for c in part.content)
+                content = part.content if isinstance(part.content, str) else _user_text(part.content)
                 self.loop.message(conv, part_key, "user", content)
             elif isinstance(part, ToolReturnPart):
-                self.loop.result(conv, part.tool_call_id, part.model_response_str())
+                failed = getattr(part, "outcome", "success") in _FAILED_OUTCOMES
+                self.loop.result(conv, part.tool_call_id, part.model_response_str(), failed=failed)
             elif isinstance(part, RetryPromptPart) and part.tool_name and part.tool_call_id:
                 self.loop.result(conv, part.tool_call_id, part.model_response(), failed=True)
 
@@ -255,7 +267,8 @@ class LedgerCapability(AbstractCapability[Any]):
                 out.append(ModelResponse(parts=response_parts))
             elif sent.role == "tool":
                 call_id = sent.call_id or ""
-                parts.append(ToolReturnPart(names.get(call_id, "tool"), sent.text, tool_call_id=call_id))
+                part = ToolReturnPart(names.get(call_id, "tool"), sent.text, tool_call_id=call_id)
+                parts.append(dataclasses.replace(part, outcome="failed") if sent.is_error else part)
             elif sent.role == "system":
                 text = sent.text
                 if instructions:
@@ -268,6 +281,27 @@ class LedgerCapability(AbstractCapability[Any]):
         if parts:
             out.append(ModelRequest(parts=parts))
         return out
+
+
+def _user_text(parts: Sequence[Any]) -> str:
+    """A multi-part user prompt as text: its text parts, and a note for each part that is not text.
+
+    Only text is recorded: an image, audio, video or document (bytes, URL or uploaded file) is named by a short
+    note (its media type and size or URL), never dumped as its Python repr; a cache point adds nothing.
+    """
+    out: list[str] = []
+    for part in parts:
+        if isinstance(part, str):
+            out.append(part)
+        elif isinstance(part, TextContent | StructuredContent):
+            out.append(str(part.content))
+        elif isinstance(part, BinaryContent):
+            out.append(f"[{part.media_type}, {len(part.data):,} bytes: not recorded]")
+        elif isinstance(part, FileUrl):
+            out.append(f"[{part.media_type} {part.url}: not recorded]")
+        elif not isinstance(part, CachePoint):
+            out.append(f"[{getattr(part, 'kind', type(part).__name__)}: not recorded]")
+    return " ".join(out)
 
 
 def _without(text: str, instructions: str) -> tuple[str, bool]:

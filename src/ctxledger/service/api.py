@@ -68,7 +68,7 @@ def list_conversations(request: Request, tenant: Tenant) -> list[ConversationSum
     return _service(request).call(run)
 
 
-@router.post("/conversations/{conversation_id}/messages", status_code=201, summary="Append messages")
+@router.post("/conversations/{conversation_id:path}/messages", status_code=201, summary="Append messages")
 def append_messages(request: Request, tenant: Tenant, conversation_id: str, body: AppendMessages) -> Appended:
     """Append OpenAI Chat, Anthropic Messages or Responses-format messages (the conversation is created if new).
 
@@ -122,7 +122,7 @@ def import_file(request: Request, tenant: Tenant, body: ImportFile) -> Imported:
     )
 
 
-@router.post("/conversations/{conversation_id}/assemble", summary="Assemble the next model call's context")
+@router.post("/conversations/{conversation_id:path}/assemble", summary="Assemble the next model call's context")
 def assemble(request: Request, tenant: Tenant, conversation_id: str, body: AssembleRequest) -> Assembled:
     """Assemble under a token budget and persist the manifest; returns the provider payload and the assembly id."""
     fields = body.model_dump(exclude_none=True)
@@ -163,7 +163,7 @@ def _summary(m: dict[str, Any]) -> AssemblySummary:
     )
 
 
-@router.get("/conversations/{conversation_id}/assemblies", summary="List a conversation's assemblies")
+@router.get("/conversations/{conversation_id:path}/assemblies", summary="List a conversation's assemblies")
 def list_assemblies(request: Request, tenant: Tenant, conversation_id: str) -> list[AssemblySummary]:
     """Assemblies of one conversation, oldest first."""
 

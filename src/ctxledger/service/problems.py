@@ -10,6 +10,7 @@ exists elsewhere.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,6 +34,7 @@ from ctxledger.errors import (
     UnknownTokenizer,
     UsageAlreadyRecorded,
 )
+from ctxledger.ingest._load import MAX_DEPTH, MAX_INT_DIGITS
 from ctxledger.policy.message_redaction import redact_message, redact_path
 
 MEDIA_TYPE = "application/problem+json"
@@ -107,6 +109,24 @@ reads bytes whose first four hold a NUL as UTF-16 or UTF-32 (RFC 8259 §8.1 requ
 fails to decode them."""
 
 
+def _unparsed_body_reason(body: bytes) -> str:
+    """Why FastAPI could not decode ``body``: beyond the limits of reading JSON, else not UTF-8 JSON text.
+
+    ``json.loads`` raises ``RecursionError`` for JSON nested too deeply and ``ValueError`` for an integer
+    literal of more digits than Python converts; FastAPI reports both as the same parse failure as bytes it
+    read as UTF-16 or UTF-32 and could not decode.
+    """
+    try:
+        json.loads(body.decode("utf-8"))
+    except RecursionError:
+        return f"nested more than {MAX_DEPTH} levels deep"
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        pass
+    except ValueError as exc:  # an integer literal beyond Python's digit limit
+        return f"an integer of more than {MAX_INT_DIGITS} digits ({exc})"
+    return "malformed JSON at character 0: not UTF-8 JSON text"
+
+
 async def http_problem(_request: Request, exc: Exception) -> JSONResponse:
     """Starlette's own errors (unknown route, wrong method …) in the same shape.
 
@@ -114,7 +134,7 @@ async def http_problem(_request: Request, exc: Exception) -> JSONResponse:
     """
     assert isinstance(exc, StarletteHTTPException)
     if exc.status_code == 400 and exc.detail == _UNPARSED_BODY:
-        message = "malformed JSON at character 0: not UTF-8 JSON text"
+        message = _unparsed_body_reason(await _request.body())
         errors = [{"field": "body", "message": message}]
         return problem(422, "invalid-request", "Invalid request", f"body: {message}", field="body", errors=errors)
     titles = {401: "Unauthorized", 404: "Not found", 405: "Method not allowed"}
