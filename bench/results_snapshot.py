@@ -32,7 +32,9 @@ if __package__ in (None, ""):
 
 import os
 
-SHARED = Path(os.environ.get("CTXLEDGER_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+SHARED = Path(os.environ.get("CTXLEDGER_SHARED_DIR") or Path(__file__).resolve().parents[2] / "shared")
+"""The shared cases and datasets (``CTXLEDGER_SHARED_DIR``, as for the tests and the other benches, else ``../shared``
+beside the repository)."""
 
 DATASET_BUDGETS: Mapping[str, tuple[int, ...]] = {
     "locomo": (2_000, 8_000),
