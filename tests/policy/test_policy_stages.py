@@ -334,3 +334,18 @@ def test_rehydration_refuses_a_locator_past_the_artifact_end():
     asm = ledger.assemble(g.conversation_id, exact_evidence=("m-csv",), now=g.now)
     entry = next(r for r in asm.manifest["rehydrations"] if r["artifact"] == art.id)
     assert (entry["decision"], entry["reason"]) == ("reference", "missing") and "past" in entry["detail"]
+
+
+@pytest.mark.parametrize("derived", [False, True])
+def test_a_call_naming_no_participant_is_told_so_not_named_none(derived):
+    """Private records left out of a call without ``participant_id`` say so, never ``not None``."""
+    ledger, g = _graph()
+    owner = g.participant("lead")
+    g.user("u1", "Go.", visibility="conversation")
+    g.memory("notes", "lead's private notes", owner=owner, visibility="participant_private")
+    if derived:
+        g.memory("digest", "digest of the notes", owner=owner, visibility="conversation", sources=["notes"])
+    g.user("u2", "Report.", visibility="conversation")
+    asm = ledger.assemble(g.conversation_id, now=g.now)
+    details = [e.get("detail") or "" for e in asm.manifest["omitted"] if e["reason"] == "private_to_participant"]
+    assert details and all("None" not in d and "the call names no participant" in d for d in details)

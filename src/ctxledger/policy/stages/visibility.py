@@ -96,7 +96,7 @@ class VisibilityStage:
         owner = rec.owner_participant_id
         if who is not None and owner is not None and who in ancestors(owner, people):
             return omit(self.name, rec.id, ReasonCode.NOT_PROMOTED, f"state of subagent {owner}, not promoted to {who}")
-        return omit(self.name, rec.id, ReasonCode.PRIVATE_TO_PARTICIPANT, f"owned by {owner or 'nobody'}, not {who}")
+        return omit(self.name, rec.id, ReasonCode.PRIVATE_TO_PARTICIPANT, f"owned by {owner or 'nobody'}, {_not(who)}")
 
     def _derived(self, rec: Record, src: Record, who: str | None, people: Mapping[str, Participant]) -> PolicyDecision:
         """Omit ``rec`` because ``who`` may not see ``src``, one of the records it was derived from."""
@@ -104,7 +104,7 @@ class VisibilityStage:
         why = f"derived from {src.id} ({src.visibility.value}"
         if src.visibility is Visibility.AUDIT_ONLY:
             return omit(self.name, rec.id, ReasonCode.AUDIT_ONLY, why + ")")
-        why += f", owned by {owner or 'nobody'}, not {who})"
+        why += f", owned by {owner or 'nobody'}, {_not(who)})"
         if who is not None and owner is not None and who in ancestors(owner, people):
             return omit(self.name, rec.id, ReasonCode.NOT_PROMOTED, why)
         return omit(self.name, rec.id, ReasonCode.PRIVATE_TO_PARTICIPANT, why)
@@ -178,3 +178,8 @@ def promoted_records(ctx: StageContext, who: str | None) -> dict[str, str]:
             for member in unit.record_ids if unit is not None else (rid,):
                 out.setdefault(member, owner)
     return out
+
+
+def _not(who: str | None) -> str:
+    """``not <participant>``, or what a call that names no participant is (the orchestrator's view)."""
+    return f"not {who}" if who is not None else "and the call names no participant"
