@@ -14,6 +14,7 @@ from ctxledger.cli._common import _err, _handled, _require_store, _settings
 from ctxledger.cli._escape import escape
 from ctxledger.cli._numbers import float_option, int_option
 from ctxledger.errors import ConfigurationError
+from ctxledger.service.limits import DEFAULT_MAX_BODY_BYTES
 
 SERVE_HINT = "ctxledger serve needs the serve extra: pip install 'ctxledger[serve]'"
 BACKLOG = 2048
@@ -32,6 +33,15 @@ def serve(
             "--session-hours", unit="hours", minimum=0.01, help="How long an inspector login lasts, in hours."
         ),
     ] = 8.0,
+    max_body_mb: Annotated[
+        float,
+        float_option(
+            "--max-body-mb",
+            unit="MiB",
+            minimum=0.001,
+            help="The largest request body accepted, in MiB; a larger one is answered 413 before it is read whole.",
+        ),
+    ] = DEFAULT_MAX_BODY_BYTES / 2**20,
 ) -> None:
     """Serve the JSON API (/v1), its OpenAPI schema (/openapi.json), /healthz and the web inspector (/inspect).
 
@@ -55,7 +65,12 @@ def serve(
         listening = listen(host, port)
     with listening:
         with _handled():
-            application = create_app(settings.db, blobs=settings.blobs, session_ttl=timedelta(hours=session_hours))
+            application = create_app(
+                settings.db,
+                blobs=settings.blobs,
+                session_ttl=timedelta(hours=session_hours),
+                max_body_bytes=max(1, int(max_body_mb * 2**20)),
+            )
         bound = listening.getsockname()[1]
         where = f"http://{f'[{host}]' if ':' in host else host}:{bound}"
         _err().print(f"serving {escape(settings.db)} on {where} (inspector: /inspect)", soft_wrap=True)

@@ -23,6 +23,8 @@ from ctxledger import __version__
 from ctxledger.errors import ConfigurationError, CtxledgerError
 from ctxledger.ledger import Ledger
 from ctxledger.service import api, inspector, retention
+from ctxledger.service.body_limit import BodyLimit
+from ctxledger.service.limits import DEFAULT_MAX_BODY_BYTES
 from ctxledger.service.models import Problem
 from ctxledger.service.problems import (
     MEDIA_TYPE,
@@ -68,6 +70,7 @@ def create_app(
     blobs: str | os.PathLike[str] | None = None,
     ledger: Ledger | None = None,
     session_ttl: timedelta = DEFAULT_TTL,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> FastAPI:
     """The service for the store at ``url`` (default ``CTXLEDGER_URL``, as the CLI), or for an open ``ledger``.
 
@@ -76,6 +79,8 @@ def create_app(
         blobs: where blobs live (see :func:`ctxledger.store.open_blobs`); default the store's own.
         ledger: an open ledger to serve instead of opening ``url`` (it is not closed on shutdown).
         session_ttl: how long an inspector login lasts (default 8 hours).
+        max_body_bytes: the largest request body accepted, in bytes (default 32 MiB); a larger one is answered
+            413 problem+json before it is read whole (:mod:`ctxledger.service.body_limit`).
 
     Raises:
         ConfigurationError, StoreConnectionError, MigrationError: the store cannot be opened (bad URL, no database
@@ -83,6 +88,8 @@ def create_app(
     """
     if not isinstance(session_ttl, timedelta) or session_ttl <= timedelta(0):
         raise ConfigurationError(f"session_ttl must be a positive timedelta, got {session_ttl!r}")
+    if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 1:
+        raise ConfigurationError(f"max_body_bytes must be a positive number of bytes, got {max_body_bytes!r}")
     own = ledger is None
     service = Service(ledger if ledger is not None else Ledger.open(url, blobs_dir=blobs))
 
@@ -113,6 +120,7 @@ def create_app(
         """``{"status": "ok"}`` while the process serves."""
         return {"status": "ok"}
 
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     app.include_router(api.router)
     app.include_router(retention.router)
     app.include_router(inspector.router)

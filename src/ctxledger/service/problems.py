@@ -137,8 +137,9 @@ async def http_problem(_request: Request, exc: Exception) -> JSONResponse:
         message = _unparsed_body_reason(await _request.body())
         errors = [{"field": "body", "message": message}]
         return problem(422, "invalid-request", "Invalid request", f"body: {message}", field="body", errors=errors)
-    titles = {401: "Unauthorized", 404: "Not found", 405: "Method not allowed"}
-    kind = {401: "unauthorized", 404: "not-found", 405: "method-not-allowed"}.get(exc.status_code, "http-error")
+    titles = {401: "Unauthorized", 404: "Not found", 405: "Method not allowed", 413: "Request body too large"}
+    kinds = {401: "unauthorized", 404: "not-found", 405: "method-not-allowed", 413: "body-too-large"}
+    kind = kinds.get(exc.status_code, "http-error")
     return problem(exc.status_code, kind, titles.get(exc.status_code, "HTTP error"), str(exc.detail))
 
 
