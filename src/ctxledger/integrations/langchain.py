@@ -138,6 +138,7 @@ class LedgerMiddleware(AgentMiddleware):
         self.conversation_id = conversation_id
         self.model = model
         self.api = api
+        self._threads: dict[str, list[tuple[Any, ...]]] = {}  # conversation -> shapes of its messages, in order
 
     @property
     def assemblies(self) -> list[Assembly]:
@@ -201,7 +202,13 @@ class LedgerMiddleware(AgentMiddleware):
         conversation = self._thread()
         if request.system_message is not None:
             self.loop.instructions(conversation, _text(request.system_message))
+        known = self._threads.setdefault(conversation, [])
         for position, message in enumerate(request.messages):
+            shape = _shape(message)
+            if position < len(known) and known[position] == shape:
+                continue  # recorded from an earlier run: a client without a checkpointer resends it with a new id
+            del known[position:]
+            known.append(shape)
             self._record(conversation, message, position)
         tools = [convert_to_openai_tool(t) for t in request.tools] if request.tools else None
         api = self.api or model_api(request.model)
@@ -218,6 +225,7 @@ class LedgerMiddleware(AgentMiddleware):
         results = response.result if isinstance(response, ModelResponse) else [response]
         for message in results:
             if isinstance(message, AIMessage):
+                self._threads.setdefault(conversation, []).append(_shape(message))
                 self._record(conversation, message, None)
                 usage = message.usage_metadata or {}
                 self.loop.usage(asm, usage.get("input_tokens"), usage.get("output_tokens"))
@@ -236,6 +244,16 @@ class LedgerMiddleware(AgentMiddleware):
             self.loop.message(conversation, key, "user", _text(message))
         elif message.type == "system":
             self.loop.message(conversation, key, "system", _text(message))
+
+
+def _shape(message: AnyMessage | BaseMessage) -> tuple[Any, ...]:
+    """What makes a message the same message at the same place in a thread: its type, text, calls or call id."""
+    if isinstance(message, AIMessage):
+        calls = tuple((c["id"], c["name"], json.dumps(c["args"], sort_keys=True)) for c in message.tool_calls)
+        return ("ai", _text(message), calls)
+    if isinstance(message, ToolMessage):
+        return ("tool", _text(message), message.tool_call_id, message.status)
+    return (message.type, _text(message))
 
 
 def _to_langchain(sent: Sent) -> BaseMessage:
