@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -342,3 +343,14 @@ def test_an_assemblys_item_is_rehydrated_by_its_short_id_as_by_its_record_id(ser
         assert full.status_code == 200 or "not a candidate" not in full.text
         statuses.add(full.status_code)
     assert 200 in statuses
+
+
+@pytest.mark.parametrize("value", ["yes", "true", 1, 0, "no"])
+def test_a_flag_that_is_no_json_boolean_is_a_422_naming_it(served: Served, value: object) -> None:
+    auth = served.auth("acme")
+    aid = served.client.post(f"/v1/conversations/{CONV}/assemble", headers=auth, json={}).json()["assembly_id"]
+    usage = {"input_tokens": 10, "output_tokens": 2, "overwrite": value}
+    answer = served.client.post(f"/v1/assemblies/{aid}/usage", headers=auth, json=usage)
+    assert answer.status_code == 422 and answer.json()["field"] == "body.overwrite", answer.text
+    asked = served.client.post(f"/v1/conversations/{CONV}/assemble", headers=auth, json={"exact_evidence": value})
+    assert asked.status_code == 422 and asked.json()["field"].startswith("body.exact_evidence"), asked.text

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from ctxledger.budget import DEFAULT_BUDGET, TOKEN_BOUNDS
 from ctxledger.ingest import FORMATS as IMPORT_FORMATS
@@ -100,7 +100,7 @@ class AssembleRequest(_Strict):
     call_type: str | None = Field(None, min_length=1)
     phase: str | None = Field(None, min_length=1)
     checks_passed: list[str] | None = None
-    exact_evidence: bool | list[str] | None = None
+    exact_evidence: StrictBool | list[str] | None = None
     scope: dict[str, str] | None = None
     source_versions: dict[str, str] | None = None
     now: datetime | None = Field(None, description="The call's clock for freshness (ISO 8601 with a zone).")
@@ -130,7 +130,7 @@ class Usage(_Strict):
 
     input_tokens: StrictInt = Field(ge=0, le=100_000_000)
     output_tokens: StrictInt = Field(ge=0, le=100_000_000)
-    overwrite: bool = False
+    overwrite: StrictBool = False
 
 
 class ConversationSummary(BaseModel):
