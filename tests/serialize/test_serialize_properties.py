@@ -231,6 +231,7 @@ def test_anthropic_merging_only_removes_framing(
     kept = [m["role"] for m in payload["messages"]] + (["system"] if "system" in payload else [])
     removed = sum(framing(r) for r in roles) - sum(framing(r) for r in kept)
     assert ANTHROPIC.count(payload, counter) == total - removed <= total
+    assert ANTHROPIC.merged_framing(turns, counter) == removed
 
 
 @SETTINGS

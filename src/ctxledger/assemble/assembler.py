@@ -224,8 +224,9 @@ def assemble(
         reach_budgets = widened(rch, reach_budgets) if repaired.short else None
     settle(filtered.all_units, filtered.pointers, plan, budgeted, selected, repaired)
     result, ledger = selected.result, selected.ledger
+    room = budgeted.dynamic + repaired.framing_credit  # the charged framing merged away is room, not tokens sent
     rehydrations = rehydrate_chosen(
-        request, policy, plan, filtered.records, repaired.chosen, result, coster, read_blob, budgeted.dynamic, ledger
+        request, policy, plan, filtered.records, repaired.chosen, result, coster, read_blob, room, ledger
     )
     charge_fixed(ledger, budgeted, coster, filtered.tools)
     t_select = time.perf_counter()
@@ -292,6 +293,7 @@ def assemble(
                 "serialization_ms": round((t_end - t_select) * 1000, 3),
             },
             trace=trace,
+            framing_credit=repaired.framing_credit,
         )
     )
     asm.manifest["recalls"] = recalls_in(filtered.records)  # what the model read back with the recall tool, and why

@@ -42,6 +42,14 @@ class Coster(Protocol):
         """Warm the cache for many turns at once (one store round trip)."""
         ...
 
+    def merged_framing(self, turns: Sequence[Turn]) -> int:
+        """Framing :meth:`turn_tokens` charged ``turns`` (in payload order) that the payload does not send.
+
+        A format that merges consecutive turns of one role into one message sends their framing once; 0 for a
+        format that sends every turn as its own message.
+        """
+        ...
+
 
 def turn_key(turn: Turn) -> str:
     """Content hash of a turn's model-facing fields (its ``ref`` is excluded).
@@ -167,6 +175,11 @@ class SerializerCoster:
         """Reply priming of the serializer."""
         return self.serializer.base_tokens(self.counter)
 
+    def merged_framing(self, turns: Sequence[Turn]) -> int:
+        """The serializer's ``merged_framing`` of ``turns``, or 0 when it sends every turn as its own message."""
+        merged = getattr(self.serializer, "merged_framing", None)
+        return merged(turns, self.counter) if merged is not None else 0
+
 
 COUNT_RATHER_THAN_READ = 4_096
 """Characters of text below which :meth:`SerializerCoster.prefetch` counts turns instead of reading their counts."""
@@ -243,6 +256,10 @@ class FixedCoster:
 
     def base_tokens(self) -> int:
         """No priming in the reference counts."""
+        return 0
+
+    def merged_framing(self, turns: Sequence[Turn]) -> int:
+        """Reference counts are per item: nothing is merged."""
         return 0
 
     def prefetch(self, turns: Sequence[Turn]) -> None:

@@ -69,6 +69,7 @@ class ManifestInputs:
         ledger: the budget ledger after rehydration.
         budget_utilities: unit id → utility of each unit left out for budget (for the notable list).
         fill: why ``B_dynamic`` is not used up although something was left out for budget, or ``None``.
+        framing_credit: tokens charged beyond ``B_dynamic`` for message framing the provider format merges away.
         timings: milliseconds per phase.
         trace: ``summary`` or ``full``.
     """
@@ -91,6 +92,7 @@ class ManifestInputs:
     budget_utilities: Mapping[str, float]
     fill: str | None
     timings: Mapping[str, float]
+    framing_credit: int = 0
     trace: str = "summary"
     reach: Reach | None = None
     records: Sequence[Any] = ()
@@ -194,6 +196,7 @@ def build_manifest(inp: ManifestInputs) -> ManifestView:
             "fixed": b.input_tokens - ledger.dynamic_tokens,
             "dynamic": ledger.dynamic_tokens,
             "fill": inp.fill,
+            "framing_credit": inp.framing_credit,
         },
         ledger=ledger.as_dict(),
         candidate_count=len(records) + unvisited,

@@ -108,6 +108,10 @@ class ItemCoster:
     def prefetch(self, turns: Sequence[Turn]) -> None:
         """Nothing to warm: verbatim costs are known, derived ones are counted on demand."""
 
+    def merged_framing(self, turns: Sequence[Turn]) -> int:
+        """The harness prices each item alone: nothing is merged."""
+        return 0
+
 
 @dataclass
 class _History:

@@ -271,6 +271,27 @@ class AnthropicMessagesSerializer:
             return 0
         return self.tool_system_prompt_tokens + sum(counter.count(canonical_json(t)) for t in tools)
 
+    def merged_framing(self, turns: Sequence[Turn], counter: TokenCounter) -> int:
+        """Message framing :meth:`turn_tokens` charges ``turns`` (in payload order) that :meth:`build` does not send.
+
+        A turn of the same message role as the non-system turn before it is merged into that message, and every
+        ``system`` / ``developer`` turn after the first joins the one ``system`` field: each such turn's
+        ``MESSAGE_TOKENS`` plus its role's tokens is charged but not sent. So ``count(build(turns, tools=tools))
+        == base_tokens + tools_tokens(request_tools(turns, tools)) + sum(turn_tokens) - merged_framing(turns)``.
+        """
+        saved, previous, system_seen = 0, None, False
+        for turn in turns:
+            if turn.role in _SYSTEM_ROLES:
+                if system_seen:
+                    saved += MESSAGE_TOKENS + counter.count("system")
+                system_seen = True
+                continue
+            role = _message_role(turn)
+            if role == previous:
+                saved += MESSAGE_TOKENS + counter.count(role)
+            previous = role
+        return saved
+
     def count(self, payload: Mapping[str, Any], counter: TokenCounter) -> int:
         """Input tokens of a built payload: priming + system + every message + the tools.
 

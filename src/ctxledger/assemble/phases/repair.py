@@ -106,6 +106,7 @@ def _fill(
     options_for: Any,
     coster: Coster,
     pairs: Sequence[Pair],
+    target: float = FILL_TARGET,
 ) -> list[Unit]:
     """The fill phase (:func:`~ctxledger.assemble.fill.fill_budget`) after role order: the chosen units, grown.
 
@@ -120,7 +121,7 @@ def _fill(
         dynamic,
         ledger,
         lambda i: options_for(by_id[i.unit_id], i.options[0], coster, required=True),
-        FILL_TARGET,
+        target,
         allowed=lambda i: lead is not None and i.seq > lead,
         partners=partners(pairs),
     )
@@ -128,6 +129,76 @@ def _fill(
         for rid in by_id[uid].record_ids:
             plan.omitted.pop(rid, None)
     return sorted([*chosen, *(by_id[uid] for uid in admitted)], key=lambda u: u.seq)
+
+
+def _payload_turns(fixed: Sequence[Unit], chosen: Sequence[Unit], options: Mapping[str, Option]) -> list[Any]:
+    """The turns of the payload in the order the serializer gets them: instructions, then the chosen units."""
+    return [t for u in fixed for t in u.turns] + [t for u in chosen for t in options[u.id].turns]
+
+
+FRAMING_ROUNDS = 8
+"""Fill rounds into merged framing at most: each round's entrants merge too and free framing for the next."""
+
+
+def _fill_merged_framing(
+    items: Sequence[SelectionItem],
+    result: SelectionResult,
+    chosen: list[Unit],
+    by_id: Mapping[str, Unit],
+    plan: Plan,
+    fixed: Sequence[Unit],
+    dynamic: int,
+    ledger: BudgetLedger,
+    options_for: Any,
+    coster: Coster,
+    pairs: Sequence[Pair],
+) -> tuple[list[Unit], int]:
+    """Fill again into the message framing the payload will not send; return the chosen units and that credit.
+
+    Each turn is charged as its own provider message, but a format that merges consecutive turns of one role
+    (Anthropic: parallel tool results, several speakers relayed as user turns) sends their framing once
+    (:meth:`~ctxledger.assemble.costing.Coster.merged_framing`). While units are left out for budget, fill runs
+    again with ``B_dynamic`` plus that framing (up to :data:`FRAMING_ROUNDS` times, as what enters merges too);
+    units it admitted are then taken back, weakest first (a question/answer pair together), until what is charged
+    minus the framing of the final payload fits ``B_dynamic``, so the counted payload never exceeds ``B_input``.
+
+    Returns:
+        ``(chosen units in seq order, credit)``: ``credit`` is the tokens charged beyond ``B_dynamic`` (0 when
+        nothing was merged, nothing was left out for budget, or nothing more entered).
+    """
+    if not any(r is ReasonCode.BUDGET for r in result.omitted.values()):
+        return chosen, 0
+    before = set(result.chosen)
+    grown = chosen
+    for _ in range(FRAMING_ROUNDS):  # what enters merges too, and frees its own framing for the next round
+        merged = coster.merged_framing(_payload_turns(fixed, grown, result.chosen))
+        entering = len(result.chosen)
+        if merged <= 0:
+            break
+        room = dynamic + merged  # filled until what is sent, not what is charged, reaches FILL_TARGET of B_dynamic
+        target = (FILL_TARGET * dynamic + merged) / room
+        grown = _fill(items, result, grown, by_id, plan, room, ledger, options_for, coster, pairs, target)
+        if len(result.chosen) == entering:
+            break
+    if len(result.chosen) == len(before):
+        return chosen, 0
+    utility = {i.unit_id: i.options[0].utility for i in items}
+    entered = sorted((u for u in grown if u.id not in before), key=lambda u: (utility.get(u.id, 0.0), -u.seq))
+    mates = partners(pairs)
+    used = sum(o.tokens for o in result.chosen.values())
+    while entered and used - coster.merged_framing(_payload_turns(fixed, grown, result.chosen)) > dynamic:
+        weakest = entered.pop(0)
+        for unit in [weakest, *(u for u in entered if u.id == mates.get(weakest.id))]:
+            option = result.chosen.pop(unit.id)
+            result.omitted[unit.id] = ReasonCode.BUDGET
+            ledger.charge(unit.context_class.value, -option.tokens)
+            omit_unit(plan, unit, ReasonCode.BUDGET, "selection")
+            grown.remove(unit)
+            used -= option.tokens
+            if unit in entered:
+                entered.remove(unit)
+    result.used_tokens = used
+    return grown, max(0, used - dynamic)
 
 
 def _keep_final_pairs(
@@ -221,11 +292,14 @@ class Repaired:
         split_pairs: warnings naming the question/answer pairs that stay split.
         short: everything visited entered and less than :data:`FILL_TARGET` of ``B_dynamic`` is used: the reach
             should widen.
+        framing_credit: tokens charged beyond ``B_dynamic`` for message framing the provider format merges away
+            (:func:`_fill_merged_framing`); the payload still fits ``B_input``.
     """
 
     chosen: list[Unit]
     split_pairs: list[dict[str, str]]
     short: bool
+    framing_credit: int = 0
 
 
 def repair_selection(
@@ -275,16 +349,21 @@ def repair_selection(
     chosen_units = _fix_role_order(chosen_units, plan, result.chosen, required, ledger, (units, items, dynamic))
     chosen_units = _anchor_required_lead(chosen_units, units, items, plan, result.chosen, dynamic, ledger)
     keeps_prefix = policy.selection.stable_prefix and selected.previous is not None
+    credit = 0
     if options_for is not None and not keeps_prefix:
         chosen_units = _fill(
             items, result, chosen_units, by_id, plan, selected.target, ledger, options_for, coster, pairs
         )
         chosen_units = _fix_role_order(chosen_units, plan, result.chosen, required, ledger)
     chosen_units, split_pairs = _keep_final_pairs(units, pairs, items, result, chosen_units, plan, dynamic, ledger)
+    if options_for is not None and not keeps_prefix and selected.target == dynamic:
+        chosen_units, credit = _fill_merged_framing(
+            items, result, chosen_units, by_id, plan, budgeted.fixed, dynamic, ledger, options_for, coster, pairs
+        )
     used = sum(o.tokens for o in result.chosen.values())
     left = any(r is ReasonCode.BUDGET for r in result.omitted.values())
     short = used < FILL_TARGET * dynamic and not left  # all it visited entered, and room is left
-    return Repaired(chosen_units, split_pairs, short)
+    return Repaired(chosen_units, split_pairs, short, credit)
 
 
 def settle(
