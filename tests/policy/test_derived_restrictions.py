@@ -88,7 +88,8 @@ def test_a_memory_of_another_participants_private_result_is_private_to_that_owne
         assert "ALICE-DERIVED" not in _text(asm)
         reason, detail = _omitted(asm)[mem]
         assert reason == "private_to_participant"
-        assert detail == f"derived from c/art-p (participant_private, owned by {alice}, not {who})"
+        whom = f"not {who}" if who is not None else "and the call names no participant"
+        assert detail == f"derived from c/art-p (participant_private, owned by {alice}, {whom})"
     assert "ALICE-DERIVED" in _text(_assemble(ledger, participant_id=alice))
 
 
