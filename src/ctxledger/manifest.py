@@ -24,7 +24,8 @@ Fields of the persisted record (:class:`Manifest`; JSON keys are the field names
   input tokens, or ``None``), and ``fixed`` and ``dynamic`` (``F`` and ``B_dynamic``), all tokens;
   ``fill``: why ``B_dynamic`` is not used up although something was left out for budget (``None`` when it
   is, or nothing was), also when it is charged but merging same-role turns into one provider message left
-  part of the charged message framing unsent; ``ledger``: per context class ``{cap, used, required}`` and ``saved_by_transform``;
+  part of the charged message framing unsent; ``ledger``: per context class ``{cap, used, required}`` and
+  ``saved_by_transform``;
 * ``candidate_count``; ``included``: one entry per included record ``{ref, unit, kind, role, external_id,
   representation, tokens, stage, reason, utility, transform, source_version, locators, branch_id, seq,
   visibility, owner, trust, sources[, promotion][, note]}``;
