@@ -8,6 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxledger.assemble.centred_vectors import NOISE, CentredVectorIndex
 from ctxledger.assemble.dates import session_best
 from ctxledger.assemble.lexical_index import IncrementalBM25
 from ctxledger.assemble.reach import _BLOCK, MAX_MATCHES, _bound, _matches
@@ -123,3 +124,34 @@ def test_bm25_scores_are_the_textbook_formula_bit_for_bit(docs: list[list[str]],
         norm = tfs + index.k1 * (1 - b + b * lengths[docs_with] / avgdl)
         want[docs_with] += idf * tfs / norm
     assert index.scores(query, b=b).tobytes() == want.tobytes()
+
+
+def _plain_centred(index: CentredVectorIndex, query: np.ndarray) -> np.ndarray:
+    count = len(index)
+    mean = index._sum / count
+    vectors = np.ascontiguousarray(np.stack([query, mean]).astype(np.float32).T)
+    products = index._coded.products(vectors)
+    with_query, with_mean = products[:, 0], products[:, 1]
+    query_mean, mean_mean = float(query @ mean), float(mean @ mean)
+    dots = with_query - with_mean - query_mean + mean_mean
+    query_norm = max(float(np.sqrt(max(float(query @ query) - 2 * query_mean + mean_mean, 0.0))), 1e-12)
+    squares = index._squares[:count]
+    centred_squares = squares - 2 * with_mean + mean_mean
+    centred_squares[centred_squares <= NOISE * (squares + mean_mean)] = 0.0
+    norms = np.sqrt(centred_squares) * query_norm
+    return np.divide(dots, norms, out=np.zeros(count, dtype=np.float64), where=norms > 0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 300), st.booleans())
+def test_centred_scores_are_the_plain_expressions_bit_for_bit(seed: int, n: int, alike: bool) -> None:
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(-127, 128, (n, 16)).astype(np.int8)
+    if alike:  # every vector its mean: no direction, score 0
+        codes[:] = codes[0]
+    rows = codes.astype(np.float32)
+    rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+    index = CentredVectorIndex(16, "m")
+    index.add_many(rows, codes)
+    query = rng.standard_normal(16).astype(np.float32)
+    assert index.scores(query, centred=True).tobytes() == _plain_centred(index, query).tobytes()
