@@ -80,11 +80,18 @@ class CentredVectorIndex(VectorIndex):
             products = (self._rows[:count] @ vectors).astype(np.float64)
         with_query, with_mean = products[:, 0], products[:, 1]
         query_mean, mean_mean = float(query @ mean), float(mean @ mean)
-        dots = with_query - with_mean - query_mean + mean_mean
+        dots = with_query - with_mean  # r·q − r·m − m·q + m·m, in place, in that order
+        dots -= query_mean
+        dots += mean_mean
         query_norm = max(float(np.sqrt(max(float(query @ query) - 2 * query_mean + mean_mean, 0.0))), 1e-12)
         squares = self._squares[:count]
-        centred_squares = squares - 2 * with_mean + mean_mean
+        centred_squares = np.multiply(with_mean, 2)  # |r|² − 2 r·m + m·m
+        np.subtract(squares, centred_squares, out=centred_squares)
+        centred_squares += mean_mean
         # below float32's rounding of r·m a vector is its mean (one unit, or all alike): no direction, score 0
-        centred_squares[centred_squares <= NOISE * (squares + mean_mean)] = 0.0
-        norms = np.sqrt(centred_squares) * query_norm
+        noise = squares + mean_mean
+        noise *= NOISE
+        centred_squares[centred_squares <= noise] = 0.0
+        norms = np.sqrt(centred_squares, out=centred_squares)
+        norms *= query_norm
         return np.divide(dots, norms, out=np.zeros(count, dtype=np.float64), where=norms > 0)

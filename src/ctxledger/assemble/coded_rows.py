@@ -105,8 +105,7 @@ class CodedRows:
             converted = block[: end - begin]
             converted[...] = self._codes[begin:end]
             np.matmul(converted, vectors, out=out[begin:end])
-        products = out.astype(np.float64)
-        products *= self._scales[:n, None]
+        products = np.multiply(out, self._scales[:n, None], dtype=np.float64)
         if len(self._plain):
             products[self._plain] = self._plain_rows[: len(self._plain)] @ vectors
         return products

@@ -178,6 +178,22 @@ def with_session(scores: np.ndarray, sessions: np.ndarray, boost: float) -> np.n
     top = float(scores.max())
     if top <= 0:
         return scores
-    best = np.zeros(int(sessions.max()) + 1, dtype=np.float64)
-    np.maximum.at(best, sessions, scores / top)
-    return scores * (1.0 + boost * best[sessions])
+    return scores * (1.0 + boost * session_best(sessions, scores / top)[sessions])
+
+
+def session_best(sessions: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``best[s]`` = the largest of ``values`` at the positions of session ``s``, and 0 when that is below 0 or none.
+
+    ``sessions``: non-negative integers aligned with ``values`` (float64). When the sessions never decrease (units in
+    ``seq`` order, days in order) each session is one run, reduced in one pass; otherwise by ``np.maximum.at``.
+    """
+    best = np.zeros(int(sessions.max()) + 1 if len(sessions) else 0, dtype=np.float64)
+    if not len(sessions):
+        return best
+    if len(sessions) > 1 and not bool((sessions[1:] >= sessions[:-1]).all()):
+        np.maximum.at(best, sessions, values)
+        return best
+    starts = np.flatnonzero(sessions[1:] != sessions[:-1]) + 1
+    starts = np.concatenate((np.zeros(1, dtype=np.int64), starts))
+    best[sessions[starts]] = np.maximum(np.maximum.reduceat(values, starts), 0.0)
+    return best

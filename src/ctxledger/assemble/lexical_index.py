@@ -417,8 +417,15 @@ class IncrementalBM25:
                 continue
             docs, tfs = docs[:df], tfs[:df]
             idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-            norm = tfs + self.k1 * (1 - b + b * doc_lengths[:df] / avgdl)
-            out[docs] += idf * tfs / norm
+            # tfs + k1·(1 − b + b·length / avgdl), then idf·tfs / that: the same operations, in place
+            norm = np.multiply(doc_lengths[:df], b, dtype=np.float64)
+            norm /= avgdl
+            norm += 1 - b
+            norm *= self.k1
+            norm += tfs
+            part = np.multiply(tfs, idf, dtype=np.float64)
+            part /= norm
+            out[docs] += part
         return out
 
     def truncate(self, n_docs: int) -> None:

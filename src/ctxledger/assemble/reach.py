@@ -31,6 +31,7 @@ per-unit token sums, the pins are read from short position lists.
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -286,7 +287,8 @@ def unvisited_newer(reach: Reach) -> dict[int, int]:
 def _matches(scores: np.ndarray, token_sums: Sequence[int], start: int, input_tokens: int) -> set[int]:
     """The best-scoring units before ``start`` with their neighbours, worth :data:`MATCH_BUDGETS` × ``B_input``."""
     older = scores[:start]
-    positive = np.flatnonzero(older > 0)
+    bound = _bound(older)
+    positive = np.flatnonzero(older > 0) if bound <= 0 else np.flatnonzero(older >= bound)
     if not len(positive):
         return set()
     if len(positive) > MAX_MATCHES:  # only those at least as good as the MAX_MATCHES-th best are sorted
@@ -304,6 +306,26 @@ def _matches(scores: np.ndarray, token_sums: Sequence[int], start: int, input_to
         if spent > MATCH_BUDGETS * input_tokens:
             break
     return out
+
+
+_BLOCK = 64
+"""Scores per block whose maximum :func:`_bound` ranks."""
+
+
+def _bound(scores: np.ndarray) -> float:
+    """A score no higher than the :data:`MAX_MATCHES`-th best of ``scores``, found without ranking them all.
+
+    The :data:`MAX_MATCHES`-th largest of the maxima of whole blocks of :data:`_BLOCK` scores: that many blocks
+    each hold a score at least this high, so the best :data:`MAX_MATCHES` scores are all ``>=`` it and the scores
+    below it can be passed over. ``-inf`` when there are fewer blocks than that, or a maximum is not a number.
+    """
+    blocks = len(scores) // _BLOCK
+    if blocks < MAX_MATCHES:
+        return -math.inf
+    maxima = scores[: blocks * _BLOCK].reshape(blocks, _BLOCK).max(axis=1)
+    if np.isnan(maxima).any():
+        return -math.inf
+    return float(np.partition(maxima, blocks - MAX_MATCHES)[blocks - MAX_MATCHES])
 
 
 def widened(reach: Reach, budgets: float) -> float | None:
