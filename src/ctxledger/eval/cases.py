@@ -463,8 +463,8 @@ def _not_empty(v: _View, flag: bool) -> list[str]:
 def _verbatim(v: _View, ids: Sequence[str]) -> list[str]:
     out = []
     for i in ids:
-        if v.unknown(i):
-            out += v.unknown(i)
+        if missing := v.unknown(i):
+            out += missing
             continue
         want = v.case_messages[i]["content"]
         if v.anthropic and isinstance(want, list):
@@ -558,8 +558,8 @@ def _untrusted(v: _View, ids: Sequence[str]) -> list[str]:
 def _role_unchanged(v: _View, ids: Sequence[str]) -> list[str]:
     out = []
     for i in ids:
-        if v.unknown(i):
-            out += v.unknown(i)
+        if missing := v.unknown(i):
+            out += missing
             continue
         want = v.case_messages[i]["role"]
         want = _ROLE_AS_ANTHROPIC[want] if v.anthropic else want
@@ -600,8 +600,8 @@ def _conservative(v: _View, ids: Sequence[str]) -> list[str]:
     for name in ("chars/4", "claude-sonnet-4"):
         coster = SerializerCoster(serializer, get_counter(name))
         for i in ids:
-            if v.unknown(i):
-                out += v.unknown(i) if name == "chars/4" else []
+            if missing := v.unknown(i):
+                out += missing if name == "chars/4" else []
                 continue
             msg = v.case_messages[i]
             content = msg.get("content")

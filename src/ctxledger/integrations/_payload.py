@@ -77,18 +77,21 @@ def sent_messages(asm: Assembly, api: str, records: Mapping[str, Record]) -> lis
         out = _responses(asm.payload, names)
     else:
         out = [_chat(m, names) for m in asm.payload["messages"]]
-    return _with_failures(_with_refs(out, asm.turn_refs, records, merged=api != "openai-chat"), records)
+    refs = asm.turn_refs
+    return _with_failures(_with_refs(out, refs, records, merged=api != "openai-chat"), refs, records)
 
 
-def _with_failures(out: list[Sent], records: Mapping[str, Record]) -> list[Sent]:
+def _with_failures(out: list[Sent], turn_refs: Sequence[str], records: Mapping[str, Record]) -> list[Sent]:
     """``out`` with each tool message that answers a call recorded as failed marked ``is_error``.
 
     OpenAI Chat and Responses carry no error flag on a tool result, so a framework that has one (LangChain's
     ``ToolMessage.status``, PydanticAI's ``ToolReturnPart.outcome``) learns it from the recorded result: the
-    message's own record when it names one (``refs``), else the one result recorded under its call id (a call
-    id several results share, renamed in the payload, marks nothing).
+    message's own record when it names one (``refs``), else the one result of the payload under its call id (a
+    call id several sent results share, renamed in the payload, marks nothing). Only the payload's records
+    (``turn_refs``) are read, so the cost follows what is sent, not the history.
     """
-    artifacts = [r for r in records.values() if isinstance(r, ToolArtifact)]
+    sent = (records.get(ref) for ref in turn_refs)
+    artifacts = [r for r in sent if isinstance(r, ToolArtifact)]
     uses = Counter(a.call_id for a in artifacts)
     failed = [a for a in artifacts if a.status is ToolStatus.FAILED]
     failed_refs = {a.id for a in failed}
