@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -46,6 +46,7 @@ USER_ERRORS = (
 )
 """Errors caused by what the user asked (a store URL that reaches no database included); they exit with code 2."""
 
+
 def iso_time(text: str, option: str, expected: str = "an ISO 8601 time") -> datetime:
     """A time typed for ``option`` (ISO 8601, ``Z`` allowed; without an offset it is UTC), as an aware UTC datetime.
 
@@ -64,6 +65,9 @@ ALLOW_STAGE_MODULE_HELP = (
     "too). A policy naming any other module is refused before anything is imported."
 )
 """Help of ``--allow-stage-module``, the same for every command that loads a policy file."""
+
+AllowStageModules = Annotated[list[str] | None, typer.Option("--allow-stage-module", help=ALLOW_STAGE_MODULE_HELP)]
+"""The ``--allow-stage-module`` option of every command that loads a policy file (default ``None``)."""
 
 COUNTER_HELP = (
     "Tokenizer to count with, for a model whose own is not known: o200k_base or cl100k_base (exact); "

@@ -15,8 +15,8 @@ from rich.console import Console
 from ctxledger.budget import DEFAULT_BUDGET
 from ctxledger.cli._app import app
 from ctxledger.cli._common import (
-    ALLOW_STAGE_MODULE_HELP,
     COUNTER_HELP,
+    AllowStageModules,
     ApiFormat,
     _check_out,
     _command_prefix,
@@ -156,13 +156,7 @@ def assemble(
             help="A policy file to assemble under instead of the default policy: TOML, or YAML (.yaml/.yml).",
         ),
     ] = None,
-    allow_stage_modules: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--allow-stage-module",
-            help=ALLOW_STAGE_MODULE_HELP,
-        ),
-    ] = None,
+    allow_stage_modules: AllowStageModules = None,
     provider: Annotated[
         str | None,
         typer.Option("--provider", help="Provider the payload goes to (privacy routing fails closed for others)."),
@@ -311,13 +305,7 @@ def explain(
             "explained by replaying the assembly under it.",
         ),
     ] = None,
-    allow_stage_modules: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--allow-stage-module",
-            help=ALLOW_STAGE_MODULE_HELP,
-        ),
-    ] = None,
+    allow_stage_modules: AllowStageModules = None,
 ) -> None:
     """Explain an assembly: why the model saw each item, and why it did not see the others.
 

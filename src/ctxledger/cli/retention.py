@@ -11,7 +11,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 
 from ctxledger.cli._app import app
-from ctxledger.cli._common import ALLOW_STAGE_MODULE_HELP, _err, _handled, _open, _out, _settings, iso_time
+from ctxledger.cli._common import AllowStageModules, _err, _handled, _open, _out, _settings, iso_time
 from ctxledger.cli._escape import escape
 from ctxledger.cli._numbers import int_option
 from ctxledger.errors import InputError
@@ -52,13 +52,7 @@ def retain(
             "--policy", help="The policy file whose \\[retention] rules to apply (TOML, or YAML).", show_default=False
         ),
     ],
-    allow_stage_modules: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--allow-stage-module",
-            help=ALLOW_STAGE_MODULE_HELP,
-        ),
-    ] = None,
+    allow_stage_modules: AllowStageModules = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print what would be done, by rule; change nothing.")
     ] = False,
