@@ -26,7 +26,7 @@ from ctxledger.assemble.facets import UnitFacets
 from ctxledger.assemble.lexical_index import IncrementalBM25
 from ctxledger.assemble.reach import ReachIndex
 from ctxledger.assemble.relevance import tokenize
-from ctxledger.assemble.semantic import StaticEmbedder, VectorIndex, default_embedder, dequantize, unit_vector
+from ctxledger.assemble.semantic import StaticEmbedder, default_embedder, dequantize, unit_vector
 from ctxledger.errors import InputError
 from ctxledger.facts import RecordFacts, compute_facts
 from ctxledger.policy.secrets import redact_text
@@ -72,7 +72,7 @@ class Snapshot:
     units: list[Unit]
     tool_schemas: tuple[Mapping[str, Any], ...]
     index: IncrementalBM25
-    vectors: VectorIndex | None = None
+    vectors: CentredVectorIndex | None = None
     costs: dict[str, list[int]] = field(default_factory=dict)
     token_sums: dict[str, list[int]] = field(default_factory=dict)
     reach_index: ReachIndex = field(default_factory=ReachIndex)
@@ -288,7 +288,7 @@ def unit_facts(unit: Unit, facts: Mapping[str, RecordFacts]) -> list[RecordFacts
 
 
 def _index_units(
-    index: IncrementalBM25, vectors: VectorIndex | None, units: Sequence[Unit], facts: Mapping[str, RecordFacts]
+    index: IncrementalBM25, vectors: CentredVectorIndex | None, units: Sequence[Unit], facts: Mapping[str, RecordFacts]
 ) -> None:
     """Add each unit's document to ``index`` and its vector to ``vectors``, in unit order.
 
@@ -305,10 +305,7 @@ def _index_units(
             index.add_keyed([(f.term_keys, f.term_counts) for f in parts], sum(f.length for f in parts))
     if vectors is not None and units:
         rows, codes = _unit_vectors(units, stored, missing, vectors.dim)
-        if isinstance(vectors, CentredVectorIndex):
-            vectors.add_many(rows, codes)
-        else:
-            vectors.add_many(rows)
+        vectors.add_many(rows, codes)
 
 
 def _unit_vectors(
