@@ -275,9 +275,13 @@ class AnthropicMessagesSerializer:
         """Message framing :meth:`turn_tokens` charges ``turns`` (in payload order) that :meth:`build` does not send.
 
         A turn of the same message role as the non-system turn before it is merged into that message, and every
-        ``system`` / ``developer`` turn after the first joins the one ``system`` field: each such turn's
+        ``system`` / ``developer`` turn after the first joins the one ``system`` field (the Messages API's
+        alternating roles and top-level ``system``, as :meth:`build` follows them): each such turn's
         ``MESSAGE_TOKENS`` plus its role's tokens is charged but not sent. So ``count(build(turns, tools=tools))
         == base_tokens + tools_tokens(request_tools(turns, tools)) + sum(turn_tokens) - merged_framing(turns)``.
+
+        Returns:
+            Tokens under ``counter`` (0 when no two adjacent turns share a message).
         """
         saved, previous, system_seen = 0, None, False
         for turn in turns:
