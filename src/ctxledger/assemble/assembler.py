@@ -55,7 +55,7 @@ from ctxledger.assemble.phases.filter import EMPTY_TURN_NOTE, Filtered, filter_c
 from ctxledger.assemble.phases.rehydrate import rehydrate_chosen
 from ctxledger.assemble.phases.repair import FILL_TARGET, Repaired, fill_note, repair_selection, settle
 from ctxledger.assemble.phases.select import Selected, relevance_scores, select_units
-from ctxledger.assemble.phases.serialize import Serialized, merged_framing, serialize_payload
+from ctxledger.assemble.phases.serialize import Serialized, serialize_payload
 from ctxledger.assemble.reach import REACH_BUDGETS, Reach, find_reach, widened
 from ctxledger.assemble.recall import recalls_in
 from ctxledger.assemble.record import ManifestInputs, build_manifest
@@ -284,7 +284,7 @@ def assemble(
                 budgeted.dynamic,
                 chosen,
                 left_for_budget.values(),
-                merged_framing(serialized, coster, filtered.tools) if left_for_budget else 0,
+                coster.merged_framing(serialized.turns) if left_for_budget else 0,
             ),
             timings={
                 "graph_query_ms": round(snap.graph_ms, 3),

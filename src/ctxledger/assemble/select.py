@@ -16,13 +16,14 @@ decide order: the serializer emits the chosen units in ``seq`` order (seed 000).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 
 from ctxledger.budget import BudgetLedger
 from ctxledger.policy.base import ReasonCode
 from ctxledger.serialize.base import Turn
+from ctxledger.units import Unit
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,17 @@ def new_option(
     _SET_DETAIL(option, {} if detail is None else detail)
     _SET_TURN_TOKENS(option, turn_tokens)
     return option
+
+
+def payload_turns(fixed: Sequence[Unit], chosen: Sequence[Unit], options: Mapping[str, Option]) -> list[Turn]:
+    """The turns a payload sends, in its order: the fixed units' turns, then each chosen unit's option's, by ``seq``.
+
+    ``options`` maps each chosen unit's id to the option it enters as.
+    """
+    turns = [t for u in sorted(fixed, key=lambda u: u.seq) for t in u.turns]
+    for unit in sorted(chosen, key=lambda u: u.seq):
+        turns.extend(options[unit.id].turns)
+    return turns
 
 
 @dataclass(slots=True)

@@ -17,7 +17,7 @@ from ctxledger.assemble.preamble import keep_preamble
 from ctxledger.assemble.represent import Pointer, charge_savings, settle_redundant
 from ctxledger.assemble.request import AssemblyRequest
 from ctxledger.assemble.room import anchor_user_turn, make_room_for_errors
-from ctxledger.assemble.select import Option, SelectionItem, SelectionResult
+from ctxledger.assemble.select import Option, SelectionItem, SelectionResult, payload_turns
 from ctxledger.budget import BudgetLedger
 from ctxledger.policy.base import Policy, ReasonCode
 from ctxledger.units import Unit, UnitKind
@@ -35,7 +35,7 @@ def fill_note(
     tokens left and the cheapest form of any unit left out (none fits the room left, or a class cap or the
     role order kept it out). ``merged``: tokens of message framing charged per turn that the payload does not
     send, because the provider format merges consecutive same-role turns into one message
-    (:func:`~ctxledger.assemble.phases.serialize.merged_framing`); when the budget is charged to the target but
+    (:meth:`~ctxledger.assemble.costing.Coster.merged_framing`); when the budget is charged to the target but
     what is sent falls short of it by that framing, the sentence says so.
     """
     left = list(left_out)
@@ -131,11 +131,6 @@ def _fill(
     return sorted([*chosen, *(by_id[uid] for uid in admitted)], key=lambda u: u.seq)
 
 
-def _payload_turns(fixed: Sequence[Unit], chosen: Sequence[Unit], options: Mapping[str, Option]) -> list[Any]:
-    """The turns of the payload in the order the serializer gets them: instructions, then the chosen units."""
-    return [t for u in fixed for t in u.turns] + [t for u in chosen for t in options[u.id].turns]
-
-
 FRAMING_ROUNDS = 8
 """Fill rounds into merged framing at most: each round's entrants merge too and free framing for the next."""
 
@@ -171,7 +166,7 @@ def _fill_merged_framing(
     before = set(result.chosen)
     grown = chosen
     for _ in range(FRAMING_ROUNDS):  # what enters merges too, and frees its own framing for the next round
-        merged = coster.merged_framing(_payload_turns(fixed, grown, result.chosen))
+        merged = coster.merged_framing(payload_turns(fixed, grown, result.chosen))
         entering = len(result.chosen)
         if merged <= 0:
             break
@@ -186,7 +181,7 @@ def _fill_merged_framing(
     entered = sorted((u for u in grown if u.id not in before), key=lambda u: (utility.get(u.id, 0.0), -u.seq))
     mates = partners(pairs)
     used = sum(o.tokens for o in result.chosen.values())
-    while entered and used - coster.merged_framing(_payload_turns(fixed, grown, result.chosen)) > dynamic:
+    while entered and used - coster.merged_framing(payload_turns(fixed, grown, result.chosen)) > dynamic:
         weakest = entered.pop(0)
         for unit in [weakest, *(u for u in entered if u.id == mates.get(weakest.id))]:
             option = result.chosen.pop(unit.id)

@@ -10,7 +10,7 @@ from ctxledger.assemble import stability
 from ctxledger.assemble.costing import Coster
 from ctxledger.assemble.phases.plan import Plan
 from ctxledger.assemble.request import AssemblyRequest
-from ctxledger.assemble.select import Option
+from ctxledger.assemble.select import Option, payload_turns
 from ctxledger.hashing import quick_content_hash
 from ctxledger.serialize.anthropic_cache import with_breakpoints
 from ctxledger.serialize.base import Serializer, Turn
@@ -18,25 +18,8 @@ from ctxledger.serialize.tool_names import request_tool_names, tool_name_map
 from ctxledger.units import Unit
 
 
-def _ordered_turns(fixed: Sequence[Unit], chosen: Sequence[Unit], options: Mapping[str, Option]) -> list[Turn]:
-    turns = [t for u in sorted(fixed, key=lambda u: u.seq) for t in u.turns]
-    for unit in sorted(chosen, key=lambda u: u.seq):
-        turns.extend(options[unit.id].turns)
-    return turns
-
-
 def _sum_costs(coster: Coster, turns: Sequence[Turn], tools: Sequence[Mapping[str, Any]]) -> int:
     return coster.base_tokens() + coster.tools_tokens(tools) + sum(coster.turn_tokens(t) for t in turns)
-
-
-def merged_framing(serialized: Serialized, coster: Coster, tools: Sequence[Mapping[str, Any]]) -> int:
-    """Tokens charged for the payload's turns (each as its own message) that the counted payload does not hold.
-
-    Anthropic merges consecutive turns of one role into one message (parallel tool results, a user turn after
-    a tool result, several speakers relayed as user turns), so their message framing is charged per turn but
-    sent once. 0 when the payload costs what its turns were charged (OpenAI sends each turn as a message).
-    """
-    return max(0, _sum_costs(coster, serialized.turns, tools) - serialized.input_tokens)
 
 
 @dataclass(slots=True)
@@ -94,7 +77,7 @@ def serialize_payload(
     Raises:
         ProviderContractError: the payload breaks the provider's message rules (a bug; never sent).
     """
-    turns = _ordered_turns(fixed, chosen, options)
+    turns = payload_turns(fixed, chosen, options)
     payload = serializer.build(turns, model=request.model, tools=tools)
     parts = stability.payload_parts(fixed, chosen, options, costs)
     if recorded_prefix is not None:
