@@ -97,7 +97,9 @@ def test_a_run_assembles_every_call_records_everything_and_usage(tmp_path) -> No
             Runner.run(
                 agent,
                 "Weather in Paris and Oslo, and the time in Paris?",
-                run_config=RunConfig(call_model_input_filter=ledger_filter),
+                run_config=RunConfig(
+                    call_model_input_filter=ledger_filter, tool_error_formatter=ledger_filter.tool_error_formatter()
+                ),
                 hooks=ledger_filter.hooks(),
             )
         )
@@ -184,7 +186,12 @@ def test_the_recall_tool_reads_back_a_shrunk_result(tmp_path) -> None:
         agent = Agent(name="w", instructions="Answer.", tools=[weather, ledger_filter.recall_tool()], model=model)
         asyncio.run(
             Runner.run(
-                agent, "Oslo?", run_config=RunConfig(call_model_input_filter=ledger_filter), hooks=ledger_filter.hooks()
+                agent,
+                "Oslo?",
+                run_config=RunConfig(
+                    call_model_input_filter=ledger_filter, tool_error_formatter=ledger_filter.tool_error_formatter()
+                ),
+                hooks=ledger_filter.hooks(),
             )
         )
         oslo = next(

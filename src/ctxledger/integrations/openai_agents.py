@@ -6,6 +6,12 @@
   input items, so the model sees the assembled context while the run keeps its own items.
 * :class:`LedgerHooks` (``Runner.run(..., hooks=...)``) records each response as it comes (its reasoning
   items, message and parallel function calls) and stores its usage against the assembly it was made with.
+* :meth:`LedgerInputFilter.tool_error_formatter` (``RunConfig(tool_error_formatter=...)``) tells the filter
+  which calls raised: the SDK hands the model an error string in place of the tool's output, and that output
+  is recorded as a *failed* result (the policy keeps failed calls). A tool with its own
+  ``failure_error_function`` bypasses the run's formatter; wrap that function in
+  :meth:`LedgerInputFilter.failure_error_function`. The hooks refuse to run a tool under a ``RunConfig``
+  without the filter's formatter, since its failures would be recorded as successes.
 * :class:`LedgerSession` implements the SDK's ``Session`` protocol on a ledger conversation. A session and a
   filter both record what they see, so the two on the same conversation of a ledger are refused
   (:class:`~ctxledger.errors.ConfigurationError` from the second one created): use one of them.
@@ -13,20 +19,24 @@
 State is client-managed: the assembled input is the whole context. A run with ``previous_response_id`` or a
 server-side ``conversation_id`` keeps history on OpenAI's servers, which the filter cannot see or budget;
 it raises :class:`~ctxledger.errors.ConfigurationError` saying so. Source: Agents SDK ``RunConfig``,
-``CallModelData`` / ``ModelInputData``, ``RunHooks.on_llm_end`` and ``memory.Session``.
+``CallModelData`` / ``ModelInputData``, ``RunConfig.tool_error_formatter`` / ``ToolErrorFormatterArgs``,
+``RunHooks.on_llm_end`` / ``on_tool_start`` and ``memory.Session``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agents import Agent, FunctionTool, ModelSettings, RunContextWrapper, RunHooks, function_tool
 from agents.items import ModelResponse, TResponseInputItem
 from agents.memory import SessionABC
-from agents.run_config import CallModelData, ModelInputData
+from agents.run_config import CallModelData, ModelInputData, ToolErrorFormatterArgs
+from agents.tool import default_tool_error_function
+from agents.tool_context import ToolContext
 
 from ctxledger.assemble.assembler import Assembly
 from ctxledger.assemble.recall import RECALL_TOOL, recall_schema
@@ -43,6 +53,9 @@ from ctxledger.units import build_units
 __all__ = ["LedgerHooks", "LedgerInputFilter", "LedgerSession"]
 
 SOURCE = "<openai-agents>"
+
+_FAILED_KINDS = ("tool_exception", "tool_not_found")
+"""``ToolErrorFormatterArgs.kind`` values that are failed calls (an ``approval_rejected`` call is a refusal)."""
 
 _RECORDERS: weakref.WeakKeyDictionary[Ledger, dict[str, weakref.WeakSet[Any]]] = weakref.WeakKeyDictionary()
 """Per ledger, per conversation: the live filters and sessions that record it (one kind at a time)."""
@@ -97,6 +110,9 @@ class LedgerInputFilter:
             ledger, Budget(window_tokens, output_tokens, margin_tokens), api="openai-responses", model=model, **options
         )
         self.conversation_id = conversation_id
+        self.failed_calls: set[str] = set()
+        """Provider call ids whose tool raised (reported by :meth:`tool_error_formatter` and
+        :meth:`failure_error_function`); their outputs are recorded as failed results."""
         _claim(ledger, conversation_id, self)
 
     @property
@@ -107,7 +123,7 @@ class LedgerInputFilter:
     def __call__(self, data: CallModelData[Any]) -> ModelInputData:
         """Record the new input items, assemble, and return the assembled instructions and input."""
         self.loop.instructions(self.conversation_id, data.model_data.instructions)
-        record_items(self.loop, self.conversation_id, data.model_data.input)
+        record_items(self.loop, self.conversation_id, data.model_data.input, failed=self.failed_calls)
         unknown = [
             i.get("call_id")
             for i in map(_plain, data.model_data.input)
@@ -141,6 +157,33 @@ class LedgerInputFilter:
             )
         )
 
+    def tool_error_formatter(self, base: Callable[[ToolErrorFormatterArgs[Any]], Any] | None = None) -> _Formatter:
+        """A ``RunConfig(tool_error_formatter=...)`` that marks each call whose tool raised as failed.
+
+        The SDK calls it when a function tool raises (``kind="tool_exception"``) or the model calls a tool the
+        agent lacks (``tool_not_found``); the call's output (the error string the model gets) is then recorded
+        as a failed result. An ``approval_rejected`` call is recorded as a result, not a failure. The message
+        the model gets is ``base``'s (sync or async) when given, else the SDK's default. Tools with their own
+        ``failure_error_function`` never reach it: see :meth:`failure_error_function`.
+        """
+        return _Formatter(self, base)
+
+    def failure_error_function(self, base: Callable[[Any, Exception], Any] = default_tool_error_function) -> Any:
+        """A tool's ``failure_error_function`` that marks the call as failed, then formats the error.
+
+        Pass it as ``function_tool(f, failure_error_function=...)`` (or ``timeout_error_function``); the message
+        the model gets is ``base(context, error)`` (sync or async; default: the SDK's message).
+        """
+
+        async def failure(context: Any, error: Exception) -> Any:
+            call_id = getattr(context, "tool_call_id", None)
+            if isinstance(call_id, str):
+                self.failed_calls.add(call_id)
+            message = base(context, error)
+            return await message if inspect.isawaitable(message) else message
+
+        return failure
+
     def recall_tool(self) -> FunctionTool:
         """The ``recall`` tool as an Agents SDK function tool (add it to the agent when the policy enables recall).
 
@@ -165,11 +208,50 @@ class LedgerInputFilter:
         return LedgerHooks(self)
 
 
+class _Formatter:
+    """The filter's ``tool_error_formatter`` (see :meth:`LedgerInputFilter.tool_error_formatter`)."""
+
+    def __init__(self, owner: LedgerInputFilter, base: Callable[[ToolErrorFormatterArgs[Any]], Any] | None) -> None:
+        self.owner = owner
+        self.base = base
+
+    async def __call__(self, args: ToolErrorFormatterArgs[Any]) -> str | None:
+        if args.kind in _FAILED_KINDS:
+            self.owner.failed_calls.add(args.call_id)
+        message = self.base(args) if self.base is not None else None
+        return await message if inspect.isawaitable(message) else message
+
+
+def _marks_failures(formatter: Any, owner: LedgerInputFilter) -> bool:
+    """Whether ``formatter`` (a run's ``tool_error_formatter``) reports failed calls to ``owner``."""
+    while isinstance(formatter, _Formatter):
+        if formatter.owner is owner:
+            return True
+        formatter = formatter.base
+    return False
+
+
 class LedgerHooks(RunHooks[Any]):
-    """Records every response as it comes and stores its usage against the call's assembly."""
+    """Records every response as it comes and stores its usage against the call's assembly.
+
+    Raises:
+        ConfigurationError: a tool is about to run under a ``RunConfig`` whose ``tool_error_formatter`` is not
+            the filter's (:meth:`LedgerInputFilter.tool_error_formatter`), so a failure would be recorded as a
+            success.
+    """
 
     def __init__(self, input_filter: LedgerInputFilter) -> None:
         self.filter = input_filter
+
+    async def on_tool_start(self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Any) -> None:
+        """Refuse to run a tool whose failure the filter would not learn of (class docstring)."""
+        config = getattr(context, "run_config", None) if isinstance(context, ToolContext) else None
+        if config is not None and not _marks_failures(config.tool_error_formatter, self.filter):
+            raise ConfigurationError(
+                f"tool {getattr(tool, 'name', tool)!r} would run under a RunConfig without "
+                "tool_error_formatter=<filter>.tool_error_formatter(), so a tool that raises would be recorded as "
+                "a successful result; pass it (wrapping your own formatter: tool_error_formatter(base=yours))"
+            )
 
     async def on_llm_end(self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse) -> None:
         """Record the response's output items; its usage goes to the latest assembly.
@@ -229,10 +311,13 @@ class LedgerSession(SessionABC):
         raise ConfigurationError("a ledger session is append-only; start a new session_id instead of clearing")
 
 
-def record_items(loop: LoopLedger, conversation_id: str, items: Sequence[Any]) -> None:
+def record_items(
+    loop: LoopLedger, conversation_id: str, items: Sequence[Any], *, failed: set[str] | frozenset[str] = frozenset()
+) -> None:
     """Record Responses input items not recorded yet, grouping a turn's reasoning, message and calls.
 
-    Items with an ``id`` are recorded under it; others under their position and content hash.
+    Items with an ``id`` are recorded under it; others under their position and content hash. The output of a
+    call whose id is in ``failed`` is recorded as a failed result.
 
     Raises:
         ConfigurationError: an ``item_reference`` (server-side state the filter cannot see).
@@ -250,7 +335,8 @@ def record_items(loop: LoopLedger, conversation_id: str, items: Sequence[Any]) -
         key = str(first.get("id") or f"{loc.index}:{_digest(canonical_json(first))}")
         role = message["role"]
         if role == "tool":
-            loop.result(conversation_id, message["tool_call_id"], str(message["content"]))
+            call_id = message["tool_call_id"]
+            loop.result(conversation_id, call_id, str(message["content"]), failed=call_id in failed)
         elif message.get("tool_calls"):
             calls = [(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in message["tool_calls"]]
             loop.calls(conversation_id, key, calls, text=message.get("content"), thinking=message.get("thinking") or ())
