@@ -5,7 +5,10 @@ Recorder's ``a/<name>``), and ``<conversation>/<ref>`` is how the CLI, ``explain
 short reference. So a conversation ``a/b`` beside a conversation ``a`` is ambiguous (is ``a/b`` the conversation
 or ``a``'s record ``b``?) and collides as soon as ``a`` writes a record named ``b``. The rule:
 
-* an id is a non-empty string without surrounding whitespace, control characters or empty ``/`` segments;
+* an id is a non-empty string without surrounding whitespace, control characters or empty ``/`` segments, in
+  Unicode NFC form: ``"café"`` typed as ``e`` + combining accent (NFD) looks exactly like the composed one but is
+  another string, so it is refused naming both forms rather than becoming a second conversation that looks like
+  the first (ids derived from file names are made NFC: :func:`nfc`);
 * an id that is already some record's id is refused, naming that record's kind and conversation (``already
   imported`` only when it is that very conversation);
 * an id ``X/…`` where ``X`` is a conversation of the tenant is refused, and so is ``X`` when a conversation
@@ -26,6 +29,11 @@ from ctxledger.records import Conversation, Record
 from ctxledger.store._rules import get_or_none
 
 
+def nfc(text: str) -> str:
+    """``text`` in Unicode NFC form (composed characters), the form every conversation id has."""
+    return unicodedata.normalize("NFC", text)
+
+
 def id_problem(value: Any) -> str | None:
     """Why ``value`` cannot be a conversation id, or ``None`` when it can (the first rule above)."""
     if not isinstance(value, str):
@@ -38,14 +46,25 @@ def id_problem(value: Any) -> str | None:
         return f"must not hold control or format characters, got {value!r}"
     if "" in value.split("/"):
         return f"must not start or end with '/' or hold '//', got {value!r}"
+    if not unicodedata.is_normalized("NFC", value):
+        return (
+            f"must be in Unicode NFC form (composed characters), got {value!r} {_escaped(value)}; "
+            f"its NFC form is {nfc(value)!r} {_escaped(nfc(value))}, which looks the same"
+        )
     return None
+
+
+def _escaped(text: str) -> str:
+    """``text``'s non-ASCII characters as Python escapes in parentheses (two forms that look alike read apart)."""
+    return "(" + text.encode("ascii", "backslashreplace").decode("ascii") + ")"
 
 
 def check_conversation_id(value: Any, *, source: str, field: str = "conversation_id", index: int | None = None) -> str:
     """Return ``value`` if it can be a conversation id.
 
     Raises:
-        InputError: naming ``source``, ``index`` and ``field`` (empty, blank, padded, control characters, ``//``).
+        InputError: naming ``source``, ``index`` and ``field`` (empty, blank, padded, control characters, ``//``,
+            not in Unicode NFC form).
     """
     problem = id_problem(value)
     if problem is not None:

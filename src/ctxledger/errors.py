@@ -30,6 +30,7 @@ on them::
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -88,6 +89,14 @@ class StoreConnectionError(StoreError):
         self.reason = reason
 
 
+def _nfc_hint(record_id: Any) -> str:
+    """For an id not in Unicode NFC form: that ids are NFC, and its NFC form (else ``""``)."""
+    if not isinstance(record_id, str) or unicodedata.is_normalized("NFC", record_id):
+        return ""
+    composed = quoted(unicodedata.normalize("NFC", record_id))
+    return f" (ids are in Unicode NFC form, this one is not: its NFC form is {composed})"
+
+
 class RecordNotFound(StoreError):
     """No record with the given id exists in the given tenant.
 
@@ -100,7 +109,9 @@ class RecordNotFound(StoreError):
 
     def __init__(self, tenant_id: str, record_id: str, what: str = "record", among: str | None = None) -> None:
         where = f" among {among}" if among else ""
-        super().__init__(f"{what} {quoted(record_id)} not found{where} in tenant {quoted(tenant_id)}")
+        super().__init__(
+            f"{what} {quoted(record_id)} not found{where} in tenant {quoted(tenant_id)}{_nfc_hint(record_id)}"
+        )
         self.tenant_id = tenant_id
         self.record_id = record_id
         self.what = what
@@ -108,7 +119,8 @@ class RecordNotFound(StoreError):
 
     def untenanted(self) -> str:
         """The message without the tenant (a caller who names the tenant already knows it)."""
-        return f"{self.what} {quoted(self.record_id)} was not found" + (f" among {self.among}" if self.among else "")
+        among = f" among {self.among}" if self.among else ""
+        return f"{self.what} {quoted(self.record_id)} was not found{among}{_nfc_hint(self.record_id)}"
 
 
 class BlobNotFound(RecordNotFound):

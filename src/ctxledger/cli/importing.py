@@ -18,7 +18,7 @@ from rich.table import Table
 from ctxledger.cli._app import app
 from ctxledger.cli._common import COUNTER_HELP, _coster, _err, _handled, _open, _out, _settings, iso_time
 from ctxledger.cli._escape import escape
-from ctxledger.conversation_ids import conflict
+from ctxledger.conversation_ids import conflict, nfc
 from ctxledger.errors import FormatNotRecognised, InputError, NothingToImport
 from ctxledger.ledger import Ledger
 from ctxledger.records import Conversation, Kind
@@ -66,7 +66,7 @@ def _relative_id(file: Path, root: Path) -> str:
     from ctxledger.ingest._load import stem_of
 
     rel = file.relative_to(root)
-    return "/".join([*rel.parent.parts, stem_of(rel)])
+    return nfc("/".join([*rel.parent.parts, stem_of(rel)]))
 
 
 def _conversation_id(given: str | None, from_dir: str | None) -> str | None:

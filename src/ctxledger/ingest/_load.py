@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ctxledger.conversation_ids import nfc
 from ctxledger.errors import InputError
 from ctxledger.ingest.json_paths import error_field
 
@@ -42,8 +43,12 @@ class Loaded:
 
 
 def stem_of(path: Path) -> str:
-    """The file name without its ``.json``/``.jsonl``/``.ndjson``/``.traj`` suffixes."""
-    name = path.name
+    """The file name without its ``.json``/``.jsonl``/``.ndjson``/``.traj`` suffixes, in Unicode NFC form.
+
+    It is a conversation id's default, and ids are NFC (:mod:`ctxledger.conversation_ids`); a file system may
+    hand back a name decomposed (NFD), as macOS's HFS+ does.
+    """
+    name = nfc(path.name)
     while True:
         for suffix in _SUFFIXES:
             if name.endswith(suffix) and len(name) > len(suffix):
