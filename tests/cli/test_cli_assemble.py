@@ -344,11 +344,12 @@ def test_rehydrate_gives_message_text_and_refuses_contentless_records_and_bad_ra
     past = runner.invoke(app, ["--db", demo_store.url, "rehydrate", artifact, "--bytes", "0:99999999"])
     assert past.exit_code == 2
     assert "ends past the end of blob" in past.stderr
-    assert past.stderr.startswith("error: --bytes, field 'byte_range'")  # names the option, as a malformed range does
+    assert past.stderr.startswith("error: --bytes: ")  # names the option typed, as a malformed range does
+    assert "byte_range" not in past.stderr
     message_past = runner.invoke(
         app, ["--db", demo_store.url, "rehydrate", f"{DEMO_CONVERSATION}/1", "--bytes", "0:9999"]
     )
-    assert message_past.exit_code == 2 and message_past.stderr.startswith("error: --bytes, field 'byte_range'")
+    assert message_past.exit_code == 2 and message_past.stderr.startswith("error: --bytes: ")
 
 
 def test_migrate_creates_the_schema_and_is_idempotent(runner: CliRunner, tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""The MCP rehydrate tool's byte ranges, and the wording of its not-found answers."""
+"""The MCP rehydrate tool's byte ranges (a bad one refused in the library's words, naming the tool's own ``start`` or
+``end`` argument), and the wording of its not-found answers."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from mcp import Client
 from ctxledger.errors import InputError
 from ctxledger.ledger import Ledger
 from ctxledger.mcp_server import build_server
+from ctxledger.represent.rehydrate import bound_at_fault
 
 TENANT = "acme"
 OUTPUT = b'{"rows": ["alpha", "beta", "gamma", "delta"], "total": 4}'
@@ -64,7 +66,8 @@ def test_a_range_is_the_slice_asked_for_or_the_refusal_every_rehydration_gives(
     assert failed
     with pytest.raises(InputError) as library:
         ledger.rehydrate(artifact, (start, end), tenant_id=TENANT)
-    assert library.value.field == "byte_range" and "field 'byte_range'" in text
+    assert library.value.field == "byte_range" and "byte_range" not in text  # the tool's own argument is named
+    assert f"field {('start', 'end')[bound_at_fault((start, end))]!r}" in text
     assert library.value.problem in text, (library.value.problem, text)
 
 

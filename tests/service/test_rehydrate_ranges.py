@@ -1,7 +1,8 @@
 """``GET /v1/rehydrate/{ref}?start=&end=``: the slice asked for, or the refusal the library gives, word for word.
 
 The service checks a byte range where :meth:`Ledger.rehydrate` does, so a negative, reversed or too long range
-(or one with a single bound, the other open) is refused with the library's field and problem, for a tool result
+(or one with a single bound, the other open) is refused with the library's problem, naming the query parameter
+at fault (``start`` or ``end``, never the library's ``byte_range``), for a tool result
 (named by record id or by ``sha256:``) and for a message's text alike.
 """
 
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 from ctxledger.errors import InputError
 from ctxledger.ledger import Ledger
 from ctxledger.records import Message, ToolArtifact
+from ctxledger.represent.rehydrate import bound_at_fault
 
 if TYPE_CHECKING:
     from service_helpers import Served
@@ -57,5 +59,6 @@ def test_the_service_refuses_a_bad_range_as_the_library_does(
         ledger.rehydrate(ref, (start, end), tenant_id="acme")
     assert answer.status_code == 422, answer.text
     problem = answer.json()
-    assert problem["field"] == library.value.field == "byte_range"
+    assert library.value.field == "byte_range" and "byte_range" not in answer.text
+    assert problem["field"] == ("start", "end")[bound_at_fault((start, end))]  # the query parameter at fault
     assert problem["detail"] == library.value.problem

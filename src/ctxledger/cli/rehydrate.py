@@ -58,20 +58,21 @@ def rehydrate(
 
     Example: [bold]ctxledger rehydrate tau-bench-airline-task2-trial1/31 --bytes 0:200[/bold]
     """
-    from ctxledger.represent.rehydrate import parse_byte_range
+    from ctxledger.represent.rehydrate import as_given, parse_byte_range
 
     settings = _settings(ctx)
     with _handled():
         if out is not None and not _is_stdout(out):
             _check_out(out, settings.db, settings.blobs)
     with _handled(), _open(settings) as ledger:
-        span = parse_byte_range(byte_range, source="--bytes") if byte_range else None
+        try:
+            span = parse_byte_range(byte_range, source="--bytes") if byte_range else None
+        except InputError as exc:
+            raise as_given(exc, (None, None), source="--bytes", names=None) from None
         try:
             data = ledger.rehydrate(artifact, span, tenant_id=settings.tenant)
         except InputError as exc:
-            if span is None or exc.field != "byte_range":
-                raise
-            raise InputError(exc.problem, source="--bytes", field=exc.field) from None  # the range typed is at fault
+            raise as_given(exc, span, source="--bytes", names=None) from None  # the option typed is named
         if not reveal_secrets:
             whole = data if span is None else ledger.rehydrate(artifact, None, tenant_id=settings.tenant)
             found = secrets_in_range(whole, span, policy_scanner(ledger.policy))

@@ -12,6 +12,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from ctxledger.errors import CtxledgerError, InputError, RecordNotFound
 from ctxledger.ledger import Ledger
 from ctxledger.records import Compaction, Message, ToolMemory
+from ctxledger.represent.rehydrate import as_given
 from ctxledger.service import manifest_view as mv
 from ctxledger.service.explaining import explain_record
 from ctxledger.service.withheld import Reader, reasons, redact, scanner_of, withheld
@@ -164,7 +165,10 @@ def build_server(ledger: Ledger, tenant: str, reader: Reader | None = None) -> M
             if refusal is not None:
                 raise ToolError(f"rehydration refused by the policy: {refusal}")
             span = None if start is None and end is None else (start, end)
-            data = ledger.rehydrate(full, span, tenant_id=tenant)  # a bad range: the library's own refusal
+            try:
+                data = ledger.rehydrate(full, span, tenant_id=tenant)
+            except InputError as exc:  # a bad range: the library's words, naming the argument at fault
+                raise as_given(exc, span, source="<mcp>", names=("start", "end")) from None
             raw = data.decode("utf-8", "replace")
             text = redact(raw, scanner_of(ledger))
             cut = f"\n[cut at {MAX_TEXT:,} of {len(text):,} characters]" if len(text) > MAX_TEXT else ""

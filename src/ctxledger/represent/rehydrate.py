@@ -112,6 +112,35 @@ def check_range(start: int, end: int, size: int, name: str) -> None:
         raise InputError(problem, field="byte_range")
 
 
+def bound_at_fault(span: ByteRange) -> int:
+    """Which bound of a range :func:`check_range` refused is at fault: ``0`` (its start) or ``1`` (its end).
+
+    A negative bound is at fault; else a start after the end (a missing end is the content's end); else the end
+    (it runs past the content).
+    """
+    start, end = span
+    if start is not None and start < 0:
+        return 0
+    if end is not None and end < 0:
+        return 1
+    if start is not None and (end is None or start > end):
+        return 0
+    return 1
+
+
+def as_given(exc: InputError, span: ByteRange | None, *, source: str, names: tuple[str, str] | None) -> InputError:
+    """``exc`` re-addressed to the range as the caller gave it, when it refuses that range (else ``exc``).
+
+    The library names its parameter ``byte_range``; an edge names what its user typed: ``names`` are the edge's
+    own fields for the start and the end (the HTTP query's and the MCP tool's ``start`` / ``end``: the one at
+    fault, :func:`bound_at_fault`), or ``None`` when ``source`` alone names it (the CLI's ``--bytes``).
+    """
+    if exc.field != "byte_range" or span is None:
+        return exc
+    field = None if names is None else names[bound_at_fault(span)]
+    return InputError(exc.problem, source=source, field=field)
+
+
 def _order_problem(start: int, end: int) -> str | None:
     """What is wrong with ``[start, end)`` whatever the content's size (``None``: nothing)."""
     if start < 0 or end < 0:

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from ctxledger.errors import InputError, RecordNotFound
 from ctxledger.policy.secrets_in_bytes import found_in_bytes, secrets_in_range
 from ctxledger.records import Conversation
+from ctxledger.represent.rehydrate import as_given
 from ctxledger.service import manifest_view
 from ctxledger.service.auth import request_tenant
 from ctxledger.service.explaining import explain_record
@@ -241,12 +242,19 @@ def rehydrate(
     the whole content scanned, so a range cannot cut a key into unrecognised pieces); otherwise 403 names the reason
     (for a secret, its type and line, never its value). For a
     ``sha256:`` ref, at least one record holding those bytes must pass. A range outside the content is refused
-    (422, field ``byte_range``) in the words :meth:`~ctxledger.ledger.Ledger.rehydrate` gives.
+    (422, field ``start`` or ``end``: the query parameter at fault) in the words
+    :meth:`~ctxledger.ledger.Ledger.rehydrate` gives.
     """
     span = None if start is None and end is None else (start, end)
     reader = Reader(participant_id=participant, provider=provider)
 
     def run(ledger: Any) -> bytes | str:
+        try:
+            return read(ledger)
+        except InputError as exc:
+            raise as_given(exc, span, source="<query>", names=("start", "end")) from None
+
+    def read(ledger: Any) -> bytes | str:
         try:
             refusal = _hard_refusal(ledger, tenant, ref, reader)
         except RecordNotFound:
