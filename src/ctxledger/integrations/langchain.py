@@ -26,7 +26,7 @@ are recorded once each by their LangChain ``id``. Source: LangChain v1
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
@@ -39,6 +39,7 @@ from ctxledger.assemble.recall import RECALL_TOOL, recall_schema
 from ctxledger.budget import DEFAULT_BUDGET
 from ctxledger.errors import ConfigurationError
 from ctxledger.integrations._loop import Budget, LoopLedger
+from ctxledger.integrations._media import DATA_URL, note, url_note
 from ctxledger.integrations._payload import APIS, Sent, sent_messages
 from ctxledger.ledger import Ledger
 from ctxledger.serialize.openai_responses import ENCRYPTED_REASONING
@@ -283,12 +284,50 @@ def _args(arguments: str) -> dict[str, Any]:
 
 
 def _text(message: BaseMessage) -> str:
-    """A message's text: its string content, or its text blocks joined."""
+    """A message's text: its string content, or its text blocks joined, with a note for each media block.
+
+    An image, audio, video or file block is not recorded: a note takes its place (:mod:`._media`: its media type
+    and size, URL or file name). In a tool's output an image with its bytes (base64 or a ``data:`` URL) is kept
+    as a ``data:`` URL in the output text instead, so the output's bytes hold it and the tool-output image
+    handling shows it (a placeholder; an image block for Anthropic). Other blocks (thinking, tool use) are
+    recorded elsewhere or not at all.
+    """
     content = message.content
     if isinstance(content, str):
         return content
-    return "".join(b if isinstance(b, str) else str(b.get("text", "")) for b in _blocks(content))
+    tool = isinstance(message, ToolMessage)
+    out: list[str] = []
+    for b in content:
+        if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text"):
+            out.append(b if isinstance(b, str) else str(b.get("text", "")))
+        elif isinstance(b, dict) and b.get("type") in _MEDIA_BLOCKS:
+            url = _data_url(b)
+            out.append(url if tool and url else (" " if out else "") + _block_note(b, url))
+    return "".join(out)
 
 
-def _blocks(content: Sequence[Any]) -> list[Any]:
-    return [b for b in content if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")]
+_MEDIA_BLOCKS = frozenset({"image", "image_url", "input_image", "file", "input_file", "audio", "input_audio", "video"})
+"""LangChain content block types that carry media (standard v1 blocks, OpenAI's and the older LangChain forms)."""
+
+
+def _data_url(block: Mapping[str, Any]) -> str | None:
+    """A media block's bytes as a ``data:`` URL, when it carries them (else ``None``)."""
+    url = block.get("url") or block.get("image_url")
+    url = url.get("url") if isinstance(url, Mapping) else url
+    if isinstance(url, str) and url.startswith(DATA_URL):
+        return url
+    data = block.get("base64") or (block.get("data") if block.get("source_type") == "base64" else None)
+    if isinstance(data, str) and data:
+        media = block.get("mime_type") or f"{block.get('type', 'image')}/*"
+        return f"data:{media};base64,{data}"
+    return None
+
+
+def _block_note(block: Mapping[str, Any], url: str | None) -> str:
+    """The note recorded in place of a media block (:func:`._media.note`)."""
+    kind = str(block.get("type")).removeprefix("input_").removesuffix("_url")
+    if url is not None:
+        return url_note(url, kind)
+    where = block.get("url") or block.get("image_url") or block.get("filename") or block.get("id")
+    where = where.get("url") if isinstance(where, Mapping) else where
+    return url_note(where, kind) if isinstance(where, str) and "://" in where else note(f"{kind} {where or ''}".strip())

@@ -45,6 +45,7 @@ from ctxledger.errors import ConfigurationError, InputError
 from ctxledger.hashing import canonical_json
 from ctxledger.ingest.openai_responses import chat_messages
 from ctxledger.integrations._loop import Budget, LoopLedger
+from ctxledger.integrations._media import DATA_URL, note, url_note
 from ctxledger.ledger import Ledger
 from ctxledger.policy.base import Policy
 from ctxledger.serialize.openai_responses import ENCRYPTED_REASONING, OpenAIResponsesSerializer
@@ -330,7 +331,7 @@ def record_items(
                 f"input item {k} references server-side state; ctxledger manages state client-side "
                 "(no previous_response_id, no server conversation)"
             )
-    for message, loc in chat_messages(plain, SOURCE):
+    for message, loc in chat_messages([_text_only(i) for i in plain], SOURCE):
         first = plain[loc.index or 0]
         key = str(first.get("id") or f"{loc.index}:{_digest(canonical_json(first))}")
         role = message["role"]
@@ -342,6 +343,53 @@ def record_items(
             loop.calls(conversation_id, key, calls, text=message.get("content"), thinking=message.get("thinking") or ())
         else:
             loop.message(conversation_id, key, role, _flat(message["content"]))
+
+
+_TEXT_PARTS = ("input_text", "output_text", "refusal")
+
+
+def _text_only(item: dict[str, Any]) -> dict[str, Any]:
+    """``item`` with each content part that is not text replaced by a note (:mod:`._media`).
+
+    A message's image, file or audio part becomes an ``input_text`` note (its media type and size, its URL or its
+    file name). A tool output's image given as a ``data:`` URL is kept as that URL in the output text, so the
+    output's bytes hold the image and the tool-output image handling shows it (a placeholder; an image block for
+    Anthropic); an image by file id or remote URL and a file become notes.
+    """
+    if item.get("type") == "function_call_output" and isinstance(item.get("output"), list):
+        return {**item, "output": [_output_part(p) for p in item["output"]]}
+    content = item.get("content")
+    if item.get("type", "message") != "message" or not isinstance(content, list):
+        return item
+    parts = [p if _is_text(p) else {"type": "input_text", "text": _part_note(p)} for p in content]
+    spaced = [{**p, "text": " " + p["text"]} if k and not _is_text(content[k]) else p for k, p in enumerate(parts)]
+    return {**item, "content": spaced}
+
+
+def _is_text(part: Any) -> bool:
+    return not isinstance(part, Mapping) or part.get("type") in _TEXT_PARTS
+
+
+def _output_part(part: Any) -> Any:
+    if _is_text(part):
+        return part
+    url = part.get("image_url")
+    if part.get("type") == "input_image" and isinstance(url, str) and url.startswith(DATA_URL):
+        return {"type": "input_text", "text": url}
+    return {"type": "input_text", "text": _part_note(part)}
+
+
+def _part_note(part: Mapping[str, Any]) -> str:
+    """The note for a Responses content part that is not text (an image, a file, audio)."""
+    kind = str(part.get("type") or "part").removeprefix("input_")
+    if kind == "image" and part.get("image_url"):
+        return url_note(part["image_url"])
+    if kind == "file":
+        name = part.get("filename") or part.get("file_url") or part.get("file_id")
+        return note(f"file {name}" if name else "file")
+    if part.get("file_id"):
+        return note(f"{kind} {part['file_id']}")
+    return note(kind)
 
 
 def _plain(item: Any) -> dict[str, Any]:

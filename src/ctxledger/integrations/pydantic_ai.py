@@ -31,6 +31,7 @@ and ``pydantic_ai.models`` (``WrapperModel.wrapped``).
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import hashlib
 import json
@@ -232,7 +233,7 @@ class LedgerCapability(AbstractCapability[Any]):
                 self.loop.message(conv, part_key, "user", content)
             elif isinstance(part, ToolReturnPart):
                 failed = getattr(part, "outcome", "success") in _FAILED_OUTCOMES
-                self.loop.result(conv, part.tool_call_id, part.model_response_str(), failed=failed)
+                self.loop.result(conv, part.tool_call_id, _tool_output(part), failed=failed)
             elif isinstance(part, RetryPromptPart) and part.tool_name and part.tool_call_id:
                 self.loop.result(conv, part.tool_call_id, part.model_response(), failed=True)
 
@@ -281,6 +282,26 @@ class LedgerCapability(AbstractCapability[Any]):
         if parts:
             out.append(ModelRequest(parts=parts))
         return out
+
+
+def _tool_output(part: ToolReturnPart) -> str:
+    """A tool return's output text, with the files it returned (``part.files``) on lines of their own.
+
+    An image with its bytes (``BinaryContent``, a ``data:`` URL) is kept as a ``data:`` URL, so the output's bytes
+    hold it and the tool-output image handling shows it (a placeholder; an image block for Anthropic); any other
+    file is named by a note (:func:`_user_text`'s), never dropped.
+    """
+    text = part.model_response_str()
+    files = list(getattr(part, "files", None) or ())
+    return "\n".join(t for t in [text, *map(_file_text, files)] if t)
+
+
+def _file_text(file: Any) -> str:
+    if isinstance(file, BinaryContent) and file.media_type.startswith("image/"):
+        return f"data:{file.media_type};base64,{base64.b64encode(file.data).decode('ascii')}"
+    if isinstance(file, FileUrl) and file.url.startswith("data:image/"):
+        return file.url
+    return _user_text([file])
 
 
 def _user_text(parts: Sequence[Any]) -> str:
