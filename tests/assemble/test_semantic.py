@@ -321,6 +321,26 @@ def test_a_separator_is_a_character_token_no_merge_involves() -> None:
     assert semantic.separator({"model": {"type": "BPE", "vocab": {"a": 0, "c": 1}, "merges": [["a", "a"]]}}) == ("c", 1)
 
 
+_TOKEN = st.text(alphabet="ab c\u2581\U0001f30d", min_size=1, max_size=3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(_TOKEN, max_size=8, unique=True),
+    st.lists(st.tuples(_TOKEN, _TOKEN, st.booleans()), max_size=6),
+)
+def test_the_separator_is_the_highest_single_character_token_on_no_side_of_a_merge(
+    vocab: list[str], merges: list[tuple[str, str, bool]]
+) -> None:
+    """Merges written as ``"left right"`` (cut at the first space) or as pairs; a space inside a side counts."""
+    written = [f"{left} {right}" if as_string else [left, right] for left, right, as_string in merges]
+    config = {"model": {"type": "BPE", "vocab": {t: i for i, t in enumerate(vocab)}, "merges": written}}
+    sides = [side for merge in written for side in (merge.split(" ", 1) if isinstance(merge, str) else merge)]
+    on_a_side = {c for side in sides for c in side}
+    alone = [t for t in vocab if len(t) == 1 and t not in on_a_side]
+    assert semantic.separator(config) == ((max(alone), vocab.index(max(alone))) if alone else None)
+
+
 def test_a_tokenizer_that_does_not_cut_at_words_is_tokenized_whole() -> None:
     pytest.importorskip("tokenizers")
     emb = _word_embedder()

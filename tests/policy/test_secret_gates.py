@@ -27,8 +27,10 @@ from ctxledger.policy.secrets import (
     AWS_SECRET_KEY,
     AWS_SECRET_WORDS,
     DEFAULT_PLUGINS,
+    EXTRA_GATES,
     EXTRA_LITERALS,
     EXTRA_PATTERNS,
+    EXTRA_WORDS,
     FORMAT_GATES,
     KEYWORD_GATE,
     OWN_GATE,
@@ -257,20 +259,25 @@ def test_links_without_credentials_give_what_every_detector_gives(path, host, sc
 
 
 OWN_FORMATS = [
-    *((re.compile(rx), EXTRA_LITERALS[name], None) for name, rx in EXTRA_PATTERNS.items()),
-    (ASSIGNMENT, (), ASSIGNMENT_WORDS),
-    (AWS_SECRET_KEY, (), AWS_SECRET_WORDS),
+    *(
+        (re.compile(rx), EXTRA_LITERALS[name], EXTRA_WORDS.get(name), EXTRA_GATES.get(name))
+        for name, rx in EXTRA_PATTERNS.items()
+    ),
+    (ASSIGNMENT, (), ASSIGNMENT_WORDS, None),
+    (AWS_SECRET_KEY, (), AWS_SECRET_WORDS, None),
 ]
-"""This module's own detectors: (regex, substrings each match holds, words one of which its folded form holds)."""
+"""This module's own detectors: (regex, substrings each match holds, words one of which its folded form holds, a
+regex that matches in each match)."""
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(data=st.data(), noise=st.sampled_from(NOISE))
 def test_every_match_of_an_own_detector_passes_its_gate(data, noise):
     """Each own detector runs only where its literals or words occur; its matches always hold them."""
-    pattern, literals, words = data.draw(st.sampled_from(OWN_FORMATS))
+    pattern, literals, words, gate = data.draw(st.sampled_from(OWN_FORMATS))
     found = data.draw(st.from_regex(pattern, fullmatch=True).filter(lambda s: "\n" not in s and "\r" not in s))
     assert all(literal in found for literal in literals), (literals, found)
+    assert gate is None or re.search(gate, found), (gate, found)
     folded = _folded(found)
     if words is not None and folded is not None:
         assert any(w in folded for w in words), (words, found)

@@ -71,14 +71,21 @@ PIECE_CACHED_CHARS = 64
 
 
 def tokenizer_config(tokenizer: Any) -> dict[str, Any] | None:
-    """The parsed JSON configuration of a ``tokenizers.Tokenizer`` (``None`` when it has none that parses)."""
-    import json
+    """The parsed JSON configuration of a ``tokenizers.Tokenizer`` (``None`` when it has none that parses).
+
+    Parsed by msgspec (the packaged model's 2 MB configuration: about a third of the standard library's time).
+    """
+    import msgspec
 
     try:
-        config = json.loads(tokenizer.to_str())
-    except (AttributeError, TypeError, ValueError):
+        config = msgspec.json.decode(tokenizer.to_str())
+    except (AttributeError, TypeError, ValueError):  # msgspec.DecodeError is a ValueError
         return None
     return config if isinstance(config, dict) else None
+
+
+_MARK_AFTER_CHARACTER = re.compile(f"[^{SPACE}]{SPACE}")
+"""A :data:`SPACE` marker after another character (a vocabulary token holding one joins two pieces)."""
 
 
 def splits_at_words(tokenizer: Any, config: dict[str, Any] | None = None) -> bool:
@@ -103,7 +110,7 @@ def splits_at_words(tokenizer: Any, config: dict[str, Any] | None = None) -> boo
     if model.get("dropout") is not None or model.get("continuing_subword_prefix") or model.get("end_of_word_suffix"):
         return False
     vocab = model.get("vocab") or {}
-    return not any(re.search(f"[^{SPACE}]{SPACE}", token) for token in vocab)
+    return not any(map(_MARK_AFTER_CHARACTER.search, vocab))
 
 
 def separator(config: dict[str, Any] | None) -> tuple[str, int] | None:
@@ -117,10 +124,9 @@ def separator(config: dict[str, Any] | None) -> tuple[str, int] | None:
     model = (config or {}).get("model") or {}
     if model.get("type") != "BPE" or model.get("dropout") is not None or model.get("ignore_merges"):
         return None
-    merged: set[str] = set()
-    for merge in model.get("merges") or ():
-        for side in merge.split(" ", 1) if isinstance(merge, str) else merge:
-            merged.update(side)
+    # every character of every merge's sides (a merge is "left right", cut at its first space, or a pair)
+    merges = model.get("merges") or ()
+    merged = set("".join(m.replace(" ", "", 1) if isinstance(m, str) else "".join(m) for m in merges))
     vocab = model.get("vocab") or {}
     alone = [token for token in vocab if len(token) == 1 and token not in merged]
     return (max(alone), int(vocab[max(alone)])) if alone else None

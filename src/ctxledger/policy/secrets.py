@@ -280,7 +280,8 @@ class SecretScanner:
         self._keyword_parts = _parts(KEYWORD_GATE, GATE_WORDS["KeywordDetector"])
         # each extra pattern with the substrings every match of it holds (a configured one: none known)
         self._extras = tuple(
-            (name, rx, EXTRA_LITERALS.get(name, ()), _EXTRA_GATES.get(name)) for name, rx in self.extra.items()
+            (name, rx, EXTRA_LITERALS.get(name, ()), _EXTRA_GATES.get(name), EXTRA_WORDS.get(name))
+            for name, rx in self.extra.items()
         )
 
     def scan(self, text: str) -> tuple[Finding, ...]:
@@ -423,19 +424,21 @@ class SecretScanner:
         """The types this module's own detectors find in ``piece``; each runs only where its gate matches.
 
         ``every``: run them all (:meth:`scan_full`, or extra patterns other than the default ones). The gates
-        (:data:`EXTRA_LITERALS`, :data:`ASSIGNMENT_WORDS`, :data:`AWS_SECRET_WORDS` and the literal starts of a
-        private key and of a base64-encoded key id) together make up :data:`OWN_GATE`; :data:`EXTRA_GATES` narrow
-        some further. ``folded``: ``piece`` case-folded (:func:`_folded`), when the caller has it (assignments are
-        then searched in it).
+        (:data:`EXTRA_LITERALS`, :data:`EXTRA_WORDS`, :data:`ASSIGNMENT_WORDS`, :data:`AWS_SECRET_WORDS` and the
+        literal starts of a private key and of a base64-encoded key id) together make up :data:`OWN_GATE`;
+        :data:`EXTRA_GATES` narrow some further. ``folded``: ``piece`` case-folded (:func:`_folded`), when the
+        caller has it (assignments are then searched in it).
         """
 
         def said(words: frozenset[str]) -> bool:
             return every or present is None or not words.isdisjoint(present)
 
         types: set[str] = set()
-        for name, rx, literals, gate in self._extras:
+        for name, rx, literals, gate, words in self._extras:
             if not every and (
-                not all(literal in piece for literal in literals) or (gate is not None and not gate.search(piece))
+                not all(literal in piece for literal in literals)
+                or (words is not None and not said(words))
+                or (gate is not None and not gate.search(piece))
             ):
                 continue
             if rx.search(piece):
@@ -773,9 +776,17 @@ EXTRA_LITERALS: Mapping[str, tuple[str, ...]] = {
 }
 """Per default extra pattern, the substrings every match of it holds (all of them)."""
 
-EXTRA_GATES: Mapping[str, str] = {"URL Credentials": URL_AUTHORITY_GATE}
+EXTRA_GATES: Mapping[str, str] = {
+    "URL Credentials": URL_AUTHORITY_GATE,
+    "Command-Line Password": "curl|mysql|mariadb|sshpass",
+}
 """Per default extra pattern, a literal-led regex every match of it matches in (searched once its literals are
 there, before the pattern itself, which Python's ``re`` tries at every word of a line)."""
+
+EXTRA_WORDS: Mapping[str, frozenset[str]] = {"Authorization Header": frozenset(("authorization", "bearer"))}
+"""Per default extra pattern, lower-case words one of which the case-folded form of every match of it holds (the
+pattern, case-insensitive, is searched only in a piece whose folded form holds one, or whose folded form is not
+known)."""
 
 ASSIGNMENT_WORDS = frozenset(("pass", "pw", "secret", "token", "key", "credential"))
 """Lower-case words one of which the name of every :data:`ASSIGNMENT` match holds (``pwd`` holds ``pw``, every
@@ -1119,7 +1130,7 @@ _TEXT_SEARCHES, _TEXT_FINDS = _text_searches()
 _EXTRA_GATES = {name: re.compile(gate) for name, gate in EXTRA_GATES.items()}
 _FOLDED_SEARCH = re.compile("|".join(map(re.escape, FOLDED_LITERALS)))
 """Every one of :data:`FOLDED_LITERALS` (an alternation of literals: faster than one ``str.find`` each)."""
-_ALL_WORDS = tuple(sorted({w for words in (*GATE_WORDS.values(), OWN_WORDS) for w in words}))
+_ALL_WORDS = tuple(sorted({w for words in (*GATE_WORDS.values(), *EXTRA_WORDS.values(), OWN_WORDS) for w in words}))
 
 _ASSIGNMENT_FOLDED = _folded_regex("(?i:" + ASSIGNMENT.pattern.removeprefix("(?i)") + ")")
 """:data:`ASSIGNMENT` for case-folded text (:func:`_folded_regex`); ``None`` if it cannot be written so."""
