@@ -347,8 +347,8 @@ def stored_unit_vectors(rows: np.ndarray, vectors: Sequence[tuple[int, Sequence[
     ``vectors`` gives each unit's position and its records' stored vectors (:func:`~ctxledger.assemble.semantic.
     quantize`'s bytes, at least one). The rows equal ``unit_vector([dequantize(v) for v in found])`` bit for bit:
     units of at most :data:`BATCHED_PARTS` vectors of ``rows``' width are dequantised, summed left to right (as
-    ``numpy.sum`` over the first axis adds them) and divided by their norms together, each norm taken as
-    :func:`numpy.linalg.norm` takes it; the others one by one.
+    ``numpy.sum`` over the first axis adds them) and divided by their norms together, each norm computed as
+    :func:`numpy.linalg.norm` computes it; the others one by one.
     """
     dim = rows.shape[1]
     batch: list[tuple[int, Sequence[bytes]]] = []
@@ -365,9 +365,10 @@ def stored_unit_vectors(rows: np.ndarray, vectors: Sequence[tuple[int, Sequence[
         if not having:
             break
         sums[having] += dequantize(b"".join(batch[k][1][part] for k in having)).reshape(-1, dim)
-    norms = np.fromiter((float(np.linalg.norm(row)) for row in sums), dtype=np.float64, count=len(sums))
+    # numpy.linalg.norm of a float32 vector is the float32 square root of its dot product with itself
+    norms = np.sqrt(np.fromiter((row.dot(row) for row in sums), dtype=np.float32, count=len(sums)))
     scaled = np.zeros_like(sums)
-    np.divide(sums, norms.astype(np.float32)[:, None], out=scaled, where=(norms > 0)[:, None])
+    np.divide(sums, norms[:, None], out=scaled, where=(norms > 0)[:, None])
     rows[[i for i, _ in batch]] = scaled
 
 
