@@ -12,6 +12,7 @@ Run ``python bench/run.py --help`` (or ``python -m bench.run``). Modules:
 * :mod:`bench.peers`: the same-run comparisons (newest-messages-that-fit, langchain-core ``trim_messages``);
 * :mod:`bench.quality`: token reduction against full replay on tau-bench at an 8k input budget;
 * :mod:`bench.first_call`: the first call of a new process, in a child process (CPU time, peak memory);
+* :mod:`bench.call_phases`: that call's CPU time by phase (``bench.first_call --phases``);
 * :mod:`bench.targets`: the benchmark's targets checked against a run;
 * :mod:`bench.report`: the printed tables;
 * :mod:`bench.profiling`: ``--profile DIR``, one extra cProfile'd run of each scenario.

@@ -13,14 +13,19 @@ prints its own figures as JSON:
 * ``embedder_ms``: CPU time to load the semantic extra's embedding model before the call (0 without the extra);
 * ``process_cpu_ms``: the child's whole CPU time (interpreter start and imports included);
 * ``rss_before_mb`` / ``peak_rss_mb``: the child's peak resident memory before the call and after it (``VmHWM``);
-* ``input_tokens``: tokens of the payload.
+* ``input_tokens``: tokens of the payload;
+* ``phases_cpu_ms`` (with ``--phases``): the call's CPU time by phase (:mod:`bench.call_phases`: each part of the
+  snapshot build, the turn costs and relevance of every unit, the collector, and the rest); the wrappers add a
+  little CPU of their own, so compare ``call_cpu_ms`` without ``--phases``.
 
-Run as ``python -m bench.first_call URL BLOBS CONVERSATION --model M --window W`` (what :func:`measure` does).
+Run as ``python -m bench.first_call URL BLOBS CONVERSATION --model M --window W [--phases]`` (what :func:`measure`
+does, without ``--phases``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import resource
 import subprocess
@@ -44,7 +49,8 @@ def _rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def _child(url: str, blobs: str, conversation: str, model: str, window: int) -> dict[str, Any]:
+def _child(url: str, blobs: str, conversation: str, model: str, window: int, phases: bool = False) -> dict[str, Any]:
+    from bench.call_phases import phase_ms, timed_phases
     from ctxledger.assemble.semantic import default_embedder
     from ctxledger.ledger import Ledger
     from ctxledger.store import open_store
@@ -57,14 +63,16 @@ def _child(url: str, blobs: str, conversation: str, model: str, window: int) -> 
     default_embedder()  # the semantic extra's model, loaded once per process like the tokenizer
     embedder_ms = (time.process_time() - started) * 1000.0
     rss_before = _rss_mb()
-    cpu0, wall0 = time.process_time(), time.perf_counter()
-    ledger = Ledger(open_store(url, blobs_dir=Path(blobs)))
-    asm = ledger.assemble(
-        conversation, tenant_id=TENANT, model=model, window_tokens=window, output_tokens=4_096, margin_tokens=512
-    )
-    call_cpu = (time.process_time() - cpu0) * 1000.0
-    call_wall = (time.perf_counter() - wall0) * 1000.0
+    with timed_phases() if phases else contextlib.nullcontext() as spent:
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        ledger = Ledger(open_store(url, blobs_dir=Path(blobs)))
+        asm = ledger.assemble(
+            conversation, tenant_id=TENANT, model=model, window_tokens=window, output_tokens=4_096, margin_tokens=512
+        )
+        call_cpu = (time.process_time() - cpu0) * 1000.0
+        call_wall = (time.perf_counter() - wall0) * 1000.0
     ledger.close()
+    extra = {"phases_cpu_ms": phase_ms(spent, call_cpu / 1000.0)} if spent is not None else {}
     return {
         "call_cpu_ms": round(call_cpu, 1),
         "call_wall_ms": round(call_wall, 1),
@@ -74,6 +82,7 @@ def _child(url: str, blobs: str, conversation: str, model: str, window: int) -> 
         "rss_before_mb": rss_before,
         "peak_rss_mb": _rss_mb(),
         "input_tokens": asm.input_tokens,
+        **extra,
     }
 
 
@@ -99,8 +108,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("conversation")
     p.add_argument("--model", default="gpt-4o")
     p.add_argument("--window", type=int, default=128_000)
+    p.add_argument("--phases", action="store_true", help="also report the call's CPU time by phase")
     args = p.parse_args(argv)
-    print(json.dumps(_child(args.url, args.blobs, args.conversation, args.model, args.window)))
+    print(json.dumps(_child(args.url, args.blobs, args.conversation, args.model, args.window, args.phases)))
     return 0
 
 

@@ -327,14 +327,49 @@ def _unit_vectors(
         if parts is None:
             todo.append((i, next(texts)))
         elif found:
-            rows[i] = unit_vector([dequantize(v) for v in found])
             vectors.append((i, found))
         elif unit.text.strip():
             todo.append((i, redact_text(unit.text)))
+    stored_unit_vectors(rows, vectors)
     embedder: StaticEmbedder | None = default_embedder() if todo else None
     if embedder is not None:
         rows[[i for i, _ in todo]] = embedder.embed([t for _, t in todo])
     return rows, summed_codes(vectors, len(units), dim)
+
+
+BATCHED_PARTS = 4
+"""Stored vectors a unit may have for :func:`stored_unit_vectors` to sum it with the others (more: one by one)."""
+
+
+def stored_unit_vectors(rows: np.ndarray, vectors: Sequence[tuple[int, Sequence[bytes]]]) -> None:
+    """Set ``rows[i]`` to :func:`~ctxledger.assemble.semantic.unit_vector` of unit ``i``'s stored int8 vectors.
+
+    ``vectors`` gives each unit's position and its records' stored vectors (:func:`~ctxledger.assemble.semantic.
+    quantize`'s bytes, at least one). The rows equal ``unit_vector([dequantize(v) for v in found])`` bit for bit:
+    units of at most :data:`BATCHED_PARTS` vectors of ``rows``' width are dequantised, summed left to right (as
+    ``numpy.sum`` over the first axis adds them) and divided by their norms together, each norm computed as
+    :func:`numpy.linalg.norm` computes it; the others one by one.
+    """
+    dim = rows.shape[1]
+    batch: list[tuple[int, Sequence[bytes]]] = []
+    for i, found in vectors:
+        if len(found) <= BATCHED_PARTS and all(len(v) == dim for v in found):
+            batch.append((i, found))
+        else:
+            rows[i] = unit_vector([dequantize(v) for v in found])
+    if not batch:
+        return
+    sums = dequantize(b"".join(found[0] for _, found in batch)).reshape(-1, dim)
+    for part in range(1, BATCHED_PARTS):
+        having = [k for k, (_, found) in enumerate(batch) if len(found) > part]
+        if not having:
+            break
+        sums[having] += dequantize(b"".join(batch[k][1][part] for k in having)).reshape(-1, dim)
+    # numpy.linalg.norm of a float32 vector is the float32 square root of its dot product with itself
+    norms = np.sqrt(np.fromiter((row.dot(row) for row in sums), dtype=np.float32, count=len(sums)))
+    scaled = np.zeros_like(sums)
+    np.divide(sums, norms[:, None], out=scaled, where=(norms > 0)[:, None])
+    rows[[i for i, _ in batch]] = scaled
 
 
 def summed_codes(vectors: Sequence[tuple[int, Sequence[bytes]]], n: int, dim: int) -> np.ndarray:
