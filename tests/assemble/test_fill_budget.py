@@ -31,8 +31,32 @@ def test_something_left_out_for_budget_means_the_budget_is_used_or_the_manifest_
     if m["omitted_by_reason"].get("budget", 0):
         assert used >= FILL_TARGET * dynamic or m["budget"]["fill"], (used, dynamic)
     if m["budget"]["fill"]:
-        assert m["omitted_by_reason"].get("budget", 0) > 0
+        cut = [e for e in m["included"] if e["representation"] != "verbatim"]
+        assert m["omitted_by_reason"].get("budget", 0) > 0 or cut
     assert used <= dynamic
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    before=st.lists(history_steps(30, 5), max_size=3),
+    errors=st.integers(3_000, 6_000),
+    window=st.integers(4_000, 16_000),
+)
+def test_a_unit_sent_cut_while_room_is_left_is_named_in_the_fill_note(before, errors, window):
+    # a failed call whose output alone is larger than the window enters as a bounded excerpt: part of its bytes
+    # is left out although B_dynamic has room, and the manifest says which unit and why
+    asm = assemble_history(*history([*before, ("failed", errors)], "cut"), window)
+    m = asm.manifest
+    dynamic = m["ledger"]["dynamic_tokens"]
+    used = sum(e["tokens"] for e in m["included"] if e["stage"] != "fixed")
+    cut = {e["unit"] for e in m["included"] if e["representation"] != "verbatim"}
+    assert cut, "the output larger than the window is sent cut"
+    if used < FILL_TARGET * dynamic:
+        assert m["budget"]["fill"], (used, dynamic)
+        if not m["omitted_by_reason"].get("budget"):
+            assert any(f"{unit} as " in m["budget"]["fill"] for unit in cut), m["budget"]["fill"]
+    else:
+        assert not m["budget"]["fill"]
 
 
 def test_old_large_outputs_enter_at_a_cheaper_rung_when_the_budget_would_stay_empty():

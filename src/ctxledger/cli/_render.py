@@ -288,6 +288,8 @@ def _saving_lines(manifest: Mapping[str, Any]) -> list[str]:
         lines.append(f"the payload costs more than replaying the history as it was written: {why}.")
     if replay > budget["input"]:
         lines.append(f"replaying everything would not even fit this budget ({replay:,} > {budget['input']:,}).")
+    if budget.get("fill"):
+        lines.append(f"[yellow]room left:[/] {escape(str(budget['fill']))}.")
     counter = manifest["counter"]
     if counter.get("is_estimate"):
         lines.append(f"[yellow]counts are estimates[/] (counter {counter['id']}); the margin must cover them.")

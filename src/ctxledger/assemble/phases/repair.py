@@ -14,7 +14,7 @@ from ctxledger.assemble.phases.budget import Budgeted
 from ctxledger.assemble.phases.plan import Plan, omit_unit
 from ctxledger.assemble.phases.select import Selected
 from ctxledger.assemble.preamble import keep_preamble
-from ctxledger.assemble.represent import Pointer, charge_savings, settle_redundant
+from ctxledger.assemble.represent import EXCERPT_TOKENS, Pointer, charge_savings, settle_redundant
 from ctxledger.assemble.request import AssemblyRequest
 from ctxledger.assemble.room import anchor_user_turn, make_room_for_errors
 from ctxledger.assemble.select import Option, SelectionItem, SelectionResult, payload_turns
@@ -31,17 +31,23 @@ def fill_note(
 ) -> str | None:
     """Why less than :data:`FILL_TARGET` of ``B_dynamic`` is used although units were left out for budget.
 
-    ``None`` when nothing was left out for budget or the target is met; otherwise a sentence with the
-    tokens left and the cheapest form of any unit left out (none fits the room left, or a class cap or the
-    role order kept it out). ``merged``: tokens of message framing charged per turn that the payload does not
+    ``None`` when the target is met, or when nothing was left out for budget and every unit is sent whole;
+    otherwise a sentence with the tokens left and the cheapest form of any unit left out (none fits the room
+    left, or a class cap or the role order kept it out), or, when nothing was left out but some units are sent
+    cut (an excerpt, extraction, memory or reference of a unit too large to enter whole), which ones and the
+    ladder's largest excerpt (:data:`~ctxledger.assemble.represent.EXCERPT_TOKENS`): part of their bytes was
+    left out, and an excerpt stays bounded even when room is left. ``merged``: tokens of message framing charged
+    per turn that the payload does not
     send, because the provider format merges consecutive same-role turns into one message
     (:meth:`~ctxledger.assemble.costing.Coster.merged_framing`); when the budget is charged to the target but
     what is sent falls short of it by that framing, the sentence says so.
     """
     left = list(left_out)
     used = sum(o.tokens for _, o in chosen)
-    if not left or dynamic <= 0:
+    if dynamic <= 0:
         return None
+    if not left:
+        return _cut_note(dynamic, used, chosen)
     if used >= FILL_TARGET * dynamic:
         if used - merged >= FILL_TARGET * dynamic:
             return None
@@ -57,6 +63,20 @@ def fill_note(
     if cheapest > room:
         return f"{share}: the cheapest form of any unit left out for budget takes {cheapest} tokens"
     return f"{share}: units that would fit were kept out by class caps or the provider's role order"
+
+
+def _cut_note(dynamic: int, used: int, chosen: Sequence[tuple[Unit, Option]]) -> str | None:
+    """Why room is left although units were sent cut (see :func:`fill_note`); ``None`` when none was."""
+    cut = [(u, o) for u, o in chosen if o.representation != "verbatim"]
+    if not cut or used >= FILL_TARGET * dynamic:
+        return None
+    forms = ", ".join(f"{u.id} as {o.transform or o.representation}" for u, o in cut[:3])
+    more = f" and {len(cut) - 3} more" if len(cut) > 3 else ""
+    return (
+        f"{used} of {dynamic} tokens of B_dynamic used ({used / dynamic:.0%}), {dynamic - used} left; nothing was "
+        f"left out for budget, but units too large to enter whole are sent cut ({forms}{more}): excerpts stay "
+        f"within the ladder's largest size, {max(EXCERPT_TOKENS)} tokens, and their locators rehydrate the rest"
+    )
 
 
 def _fix_role_order(
