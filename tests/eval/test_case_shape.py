@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxledger.errors import InputError
+from ctxledger.eval.case_shape import ROLES
 from ctxledger.eval.cases import check_case, read_case_file, run_case, validate_case
 from ctxledger.ledger import Ledger
 from ctxledger.testing import MemoryStore
@@ -179,6 +180,10 @@ def _is_call(c):
     )
 
 
+def _names_k1(v):
+    return v is None or v == "k1" or (isinstance(v, list) and all(x == "k1" for x in v))
+
+
 def _is_number(v):
     return isinstance(v, int | float) and not isinstance(v, bool)
 
@@ -194,7 +199,7 @@ FIELDS = [
     (("naive_fails",), _is_strs),
     (("example_selection",), lambda v: isinstance(v, list | dict)),
     (("target_provider",), lambda v: v is None or v in ("openai", "anthropic")),
-    (("messages", 1, "role"), lambda v: isinstance(v, str) and v in {"system", "developer", "user", "assistant", "tool"}),
+    (("messages", 1, "role"), lambda v: isinstance(v, str) and v in ROLES),
     (("messages", 1, "content"), lambda v: v is None or isinstance(v, str) or _is_list_of(v, dict)),
     (("messages", 2, "tool_calls"), lambda v: v is None or (isinstance(v, list) and all(_is_call(c) for c in v))),
     (("messages", 3, "tool_call_id"), lambda v: isinstance(v, str) and v),
@@ -212,7 +217,7 @@ FIELDS = [
     (("memories", 0, "score"), _is_number),
     (("memories", 0, "tokens"), lambda v: isinstance(v, int) and not isinstance(v, bool)),
     (("memories", 0, "created_at"), lambda v: v is None or _is_iso(v)),
-    (("memories", 0, "supersedes"), lambda v: v is None or v == "k1" or (isinstance(v, list) and all(x == "k1" for x in v))),
+    (("memories", 0, "supersedes"), _names_k1),
     (("tools", 0, "type"), _is_str),
     (("tools", 0, "function"), lambda v: isinstance(v, dict) and isinstance(v.get("name"), str) and v["name"]),
     (("tools", 0, "tokens"), lambda v: isinstance(v, int) and not isinstance(v, bool)),

@@ -123,8 +123,9 @@ def _message(case: Mapping[str, Any], item: Mapping[str, Any], where: str) -> No
     for key in ("tags", "covers"):
         if key in item:
             _strings(case, item[key], f"{where}{key}")
-    if "artifact_bytes" in item and not (_is_int(item["artifact_bytes"]) and item["artifact_bytes"] >= 0):
-        raise _refuse(case, f"{where}artifact_bytes", f"must be a whole number of bytes, got {item['artifact_bytes']!r}")
+    size = item.get("artifact_bytes", 0)
+    if not (_is_int(size) and size >= 0):
+        raise _refuse(case, f"{where}artifact_bytes", f"must be a whole number of bytes, got {size!r}")
     if "provenance" in item and not isinstance(item["provenance"], str | Mapping):
         raise _refuse(case, f"{where}provenance", f"must be a string or a JSON object, got {item['provenance']!r}")
 
@@ -147,7 +148,7 @@ def _memory(case: Mapping[str, Any], item: Mapping[str, Any], where: str) -> Non
     olds = item.get("supersedes")
     if olds is None:
         return
-    if not (isinstance(olds, str) and olds or isinstance(olds, list)):
+    if not ((isinstance(olds, str) and olds) or isinstance(olds, list)):
         raise _refuse(case, f"{where}supersedes", f"must be a memory id or a list of them, got {olds!r}")
     if isinstance(olds, list):
         _strings(case, olds, f"{where}supersedes")
