@@ -46,7 +46,10 @@ Fields of the persisted record (:class:`Manifest`; JSON keys are the field names
   (a replay re-derives it and checks it against ``payload_hash``).
 
 With ``trace="full"`` the record also holds ``omitted`` (every omitted candidate ``{ref, unit,
-external_id, reason, stage, detail, kind, branch_id, seq, visibility, owner, trust, sources}``) and
+external_id, reason, stage, detail, kind, branch_id, seq, visibility, owner, trust, sources[, tokens,
+utility]}``; ``unit``: the id of the record's unit, ``None`` for a record of no unit of the snapshot;
+``tokens`` and ``utility``: for a unit the selection weighed and left out for ``budget``, the tokens and
+utility of the option it weighed for the whole unit, the same on every record of the unit) and
 ``candidates`` (every candidate id).
 
 **No secret is stored**: every free-text value copied from records or inputs is redacted line by line with
@@ -306,8 +309,11 @@ def explain(manifest: Mapping[str, Any], ref: str) -> dict[str, Any]:
         ``{ref, kind, status, stage, reason, unit, representation, tokens, utility, transform, locators,
         branch_id, policy, decisions, marks, rehydrations, detail, note, chain}``: for an included record the stage that
         admitted it (``fixed``, ``protection`` or ``selection``) with its utility and tokens; for an
-        omitted one the reason code and the stage. ``chain`` reads memory → artifact → branch → policy version → stage
-        as sentences (seed 004 §4.4).
+        omitted one the reason code, the stage, its ``unit``, and, when the selection weighed the unit and left it
+        out for budget, the ``tokens`` and ``utility`` of the option it weighed for the whole unit; an omitted
+        record this call weighed no tokens or utility for (never visited beyond the budget's reach, or left out
+        before the selection) has ``tokens`` and ``utility`` ``None`` and a ``note`` saying why. ``chain`` reads
+        memory → artifact → branch → policy version → stage as sentences.
 
     ``manifest`` must hold the record: as an included item, or in a full trace (the in-process manifest,
     a ``trace="full"`` record, or a replay's; :meth:`ctxledger.ledger.Ledger.explain` replays a summary).
@@ -340,10 +346,20 @@ def explain(manifest: Mapping[str, Any], ref: str) -> dict[str, Any]:
         "marks": marks,
         "rehydrations": rehydrations,
         "detail": entry.get("detail", ""),
-        "note": entry.get("note"),
+        "note": entry.get("note") if status == "included" else _unweighed_note(entry),
     }
     out["chain"] = _chain(manifest, status, entry, marks, rehydrations)
     return out
+
+
+def _unweighed_note(entry: Mapping[str, Any]) -> str | None:
+    """Why an omitted record has no tokens or utility (``None`` when the selection weighed its unit)."""
+    if entry.get("utility") is not None:
+        return None
+    if entry["reason"] == "budget (beyond reach)":
+        return "never visited: beyond the budget's reach, this call weighed no tokens or utility for it"
+    why = f"left out by stage {entry['stage']} ({entry['reason']})"
+    return f"{why} without the selection weighing its tokens or utility"
 
 
 def _chain(
@@ -383,6 +399,9 @@ def _chain(
             f"left out by stage {entry['stage']}: {entry['reason']}"
             + (f" ({entry['detail']})" if entry.get("detail") else "")
         )
+        if entry.get("utility") is not None:
+            weighed = f"{entry.get('tokens')} tokens, utility {entry['utility']}"
+            chain.append(f"its unit {entry.get('unit')} weighed at {weighed}")
     chain += [f"marked {m['reason']} by {m['stage']}: {m['detail']}" for m in marks]
     for r in rehydrations:
         if r["decision"] == "rehydrated":
