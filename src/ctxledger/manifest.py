@@ -32,7 +32,10 @@ Fields of the persisted record (:class:`Manifest`; JSON keys are the field names
   visibility, owner, trust, sources[, promotion][, note]}``;
 * ``omissions``: one group per (reason, stage) ``{reason, stage, count, first_seq, last_seq, ranges,
   more_ranges}`` (``ranges``: up to :data:`MAX_RANGES` inclusive ``[first, last]`` seq runs, oldest first;
-  ``more_ranges``: runs not listed); ``omitted_by_reason`` / ``omitted_by_stage``: the counts;
+  ``more_ranges``: runs not listed); ``omitted_by_reason`` / ``omitted_by_stage``: the counts. ``first_seq``,
+  ``last_seq`` and ``ranges`` are in ``seq`` (the record's position in the store's write order, which also
+  counts the conversation's structural records), not in the record numbers of ids such as ``<conversation>/23``
+  that the CLI and :func:`explain` show: seq 28 may be record 23. Each entry's ``seq`` maps one to the other;
 * ``notable_omissions``: at most :data:`MAX_NOTABLE` omitted entries (shape of ``omitted`` below plus
   ``why_notable``: ``requested`` — named by the caller's ``exact_evidence``; ``exact_evidence_path`` — a
   raw artifact or source behind a memory the call asked evidence for; ``budget`` — the highest-utility
@@ -106,8 +109,10 @@ class OmissionGroup:
         reason: the reason code (``budget``, ``not_in_lineage`` …) or ``budget (beyond reach)``.
         stage: the stage or phase that left them out.
         count: how many records.
-        first_seq, last_seq: the oldest and newest of them.
-        ranges: up to :data:`MAX_RANGES` inclusive runs of consecutive candidate ``seq`` s, oldest first.
+        first_seq, last_seq: the ``seq`` of the oldest and newest of them.
+        ranges: up to :data:`MAX_RANGES` inclusive runs of consecutive candidate ``seq`` s, oldest first. A
+            ``seq`` is the record's position in the store's write order, not the number in its id
+            (``<conversation>/23`` may have seq 28): the record numbers the CLI shows are not comparable with it.
         more_ranges: runs beyond those listed.
     """
 
