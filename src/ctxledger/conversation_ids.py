@@ -67,7 +67,7 @@ def conflict(
         store: the ``GraphStore``.
         tenant_id: the tenant (other tenants' ids are never consulted).
         conversation_id: the id to create.
-        known: conversation ids created earlier in the same append.
+        known: conversation ids created earlier in the same append (a clash with one says so, not "exists").
         stored: the tenant's conversation ids if already read (``store.conversations``), else read here.
     """
     existing = get_or_none(store, tenant_id, conversation_id)
@@ -82,16 +82,19 @@ def conflict(
     for k in range(1, len(parts)):
         outer = "/".join(parts[:k])
         if outer in known or isinstance(get_or_none(store, tenant_id, outer), Conversation):
+            where = " (created by the same append)" if outer in known else ""
             return (
-                f"{conversation_id!r} would nest inside conversation {outer!r}, whose records are named "
+                f"{conversation_id!r} would nest inside conversation {outer!r}{where}, whose records are named "
                 f"{outer}/<name>; conversation ids in one tenant never nest"
             )
     prefix = conversation_id + "/"
     listed = store.conversations(tenant_id) if stored is None else stored
-    inner = next((c for c in [*known, *listed] if c.startswith(prefix)), None)
+    inner = next((c for c in known if c.startswith(prefix)), None)
+    where = "is created by the same append" if inner is not None else "exists"
+    inner = inner or next((c for c in listed if c.startswith(prefix)), None)
     if inner is not None:
         return (
-            f"conversation {inner!r} exists, so the records of {conversation_id!r} (named {conversation_id}/<name>) "
+            f"conversation {inner!r} {where}, so the records of {conversation_id!r} (named {conversation_id}/<name>) "
             "could collide with it; conversation ids in one tenant never nest"
         )
     return None

@@ -118,9 +118,7 @@ def _parse_all(
                             )
                         )
                 else:
-                    batches.append(
-                        parse_file(path, fmt, tenant_id=tenant, conversation_id=cid, start_time=start_time)
-                    )
+                    batches.append(parse_file(path, fmt, tenant_id=tenant, conversation_id=cid, start_time=start_time))
             except FormatNotRecognised as exc:
                 if rel is None:
                     raise _unrecognised(exc.source, exc.formats, "cannot tell the format of this file") from None
@@ -322,11 +320,6 @@ def _refuse_duplicates(
 
     ``given``: the ``--conversation-id`` value the ids come from, named as what is at fault.
     """
-    hint = "pass --conversation-id to import it under another id"
-    if resumable:
-        hint = f"pass --skip-imported to write only what is not stored yet, or {hint.removeprefix('pass ')}"
-    if given is not None:
-        hint = f"so the --conversation-id given ({given!r}) cannot be used: choose an id no conversation or record has"
     seen: dict[str, str] = {}
     for batch in batches:
         for conv in batch.conversations:
@@ -334,14 +327,31 @@ def _refuse_duplicates(
             if cid in seen:
                 problem = f"conversation {cid!r} also comes from {seen[cid]}; give the inputs distinct ids"
                 raise InputError(problem, source=batch.source, field="conversation_id")
-            problem = conflict(ledger.store, tenant, cid, known=list(seen))
-            if problem is not None:
+            nested = next((c for c in seen if c.startswith(cid + "/") or cid.startswith(c + "/")), None)
+            if nested is not None:
                 raise InputError(
-                    f"{problem}; {hint}",
+                    f"conversation {cid!r} and conversation {nested!r} (from {seen[nested]}) of this import would "
+                    "nest (the records of a conversation are named <conversation>/<name>; conversation ids in one "
+                    "tenant never nest); nothing was written: rename one of the two files, or import one of them "
+                    "on its own with --conversation-id",
                     source=batch.source,
                     field="conversation_id",
                 )
+            problem = conflict(ledger.store, tenant, cid)
+            if problem is not None:
+                hint = _conflict_hint(ledger, tenant, cid, resumable=resumable, given=given)
+                raise InputError(f"{problem}; {hint}", source=batch.source, field="conversation_id")
             seen[cid] = batch.source
+
+
+def _conflict_hint(ledger: Ledger, tenant: str, cid: str, *, resumable: bool, given: str | None) -> str:
+    """The remedy for a conversation id that clashes with the store: --skip-imported only for a re-import."""
+    if given is not None:
+        return f"so the --conversation-id given ({given!r}) cannot be used: choose an id no conversation or record has"
+    hint = "pass --conversation-id to import it under another id"
+    if resumable and isinstance(get_or_none(ledger.store, tenant, cid), Conversation):
+        hint = f"pass --skip-imported to write only what is not stored yet, or {hint.removeprefix('pass ')}"
+    return hint
 
 
 def _warm_counts(ledger: Ledger, batch: Any, coster: Any) -> None:
