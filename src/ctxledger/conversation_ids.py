@@ -5,7 +5,9 @@ Recorder's ``a/<name>``), and ``<conversation>/<ref>`` is how the CLI, ``explain
 short reference. So a conversation ``a/b`` beside a conversation ``a`` is ambiguous (is ``a/b`` the conversation
 or ``a``'s record ``b``?) and collides as soon as ``a`` writes a record named ``b``. The rule:
 
-* an id is a non-empty string without surrounding whitespace, control characters or empty ``/`` segments;
+* an id is a non-empty string of at most :data:`MAX_ID_CHARS` characters without surrounding whitespace, control
+  characters, empty ``/`` segments or ``.``/``..`` segments (the service addresses a conversation by its id in
+  the URL path, where such segments are resolved away);
 * an id that is already some record's id is refused, naming that record's kind and conversation (``already
   imported`` only when it is that very conversation);
 * an id ``X/…`` where ``X`` is a conversation of the tenant is refused, and so is ``X`` when a conversation
@@ -25,6 +27,9 @@ from ctxledger.errors import InputError
 from ctxledger.records import Conversation, Record
 from ctxledger.store._rules import get_or_none
 
+MAX_ID_CHARS = 256
+"""The longest conversation id accepted, in characters (ids are repeated in every record id of the conversation)."""
+
 
 def id_problem(value: Any) -> str | None:
     """Why ``value`` cannot be a conversation id, or ``None`` when it can (the first rule above)."""
@@ -38,6 +43,10 @@ def id_problem(value: Any) -> str | None:
         return f"must not hold control or format characters, got {value!r}"
     if "" in value.split("/"):
         return f"must not start or end with '/' or hold '//', got {value!r}"
+    if {".", ".."} & set(value.split("/")):
+        return f"must not hold a '.' or '..' segment (a URL or file path would resolve it away), got {value!r}"
+    if len(value) > MAX_ID_CHARS:
+        return f"must be at most {MAX_ID_CHARS} characters long, got {len(value)}: {value[:40]!r}…"
     return None
 
 
@@ -45,7 +54,8 @@ def check_conversation_id(value: Any, *, source: str, field: str = "conversation
     """Return ``value`` if it can be a conversation id.
 
     Raises:
-        InputError: naming ``source``, ``index`` and ``field`` (empty, blank, padded, control characters, ``//``).
+        InputError: naming ``source``, ``index`` and ``field`` (empty, blank, padded, control characters, ``//``,
+            a ``.`` or ``..`` segment, longer than :data:`MAX_ID_CHARS`).
     """
     problem = id_problem(value)
     if problem is not None:
