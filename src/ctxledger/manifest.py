@@ -357,6 +357,16 @@ def explain(manifest: Mapping[str, Any], ref: str) -> dict[str, Any]:
     return out
 
 
+def _owner_words(entry: Mapping[str, Any]) -> str:
+    """The record's owner (who produced it: an agent's system prompt is the agent's) and whom it limits."""
+    owner = entry.get("owner")
+    if owner is None:
+        return "owner none"
+    if entry.get("visibility") == "participant_private":
+        return f"owner {owner}, the only participant who sees it"
+    return f"owner {owner}, who produced it; only a participant_private record is limited to its owner"
+
+
 def _unweighed_note(entry: Mapping[str, Any]) -> str | None:
     """Why an omitted record has no tokens or utility (``None`` when the selection weighed its unit)."""
     if entry.get("utility") is not None:
@@ -385,7 +395,7 @@ def _chain(
     chain.append(_branch_sentence(manifest, entry))
     if entry.get("visibility"):
         who = manifest.get("participant_id") or "an anonymous caller"
-        chain.append(f"visibility {entry['visibility']} (owner {entry.get('owner') or 'none'}), requested for {who}")
+        chain.append(f"visibility {entry['visibility']} ({_owner_words(entry)}), requested for {who}")
     chain.append(f"under policy {policy['name']} version {policy['version']} ({policy['hash'][:19]})")
     if status == "included":
         how = f"admitted by stage {entry['stage']} ({entry['reason']}) as {entry.get('representation')}"
