@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -99,6 +99,7 @@ def _parse_all(
     from ctxledger.ingest import parse_file, rich_progress
 
     batches, skipped, empty = [], [], []
+    plain = plain_progress(_err())
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=_err(), transient=True, disable=len(files) < 2) as progress:
         task = progress.add_task("files", total=len(files))
@@ -113,7 +114,7 @@ def _parse_all(
                                 fmt,
                                 tenant_id=tenant,
                                 conversation_id=cid,
-                                on_progress=on_progress,
+                                on_progress=_with_lines(on_progress, f"parsing {path.name}"),
                                 start_time=start_time,
                             )
                         )
@@ -128,6 +129,7 @@ def _parse_all(
                     raise
                 empty.append(exc)
             progress.advance(task)
+            plain("parsed", len(batches) + len(skipped) + len(empty), len(files))
     unknown, not_transcripts = _sort_skipped(skipped)
     _warn("with nothing to import", [f"{e.source}: {e.problem}" for e in empty])
     _warn("that are not transcripts (no messages, conversation or trajectory in them)", not_transcripts)
@@ -225,6 +227,8 @@ def import_(
     """
     settings = _settings(ctx)
     with _handled():
+        import ctxledger.ingest  # noqa: F401  (loaded before the clock starts: the rate times the import itself)
+
         start = time.perf_counter()
         batches = _parse_all(
             _input_files(paths),
@@ -234,10 +238,12 @@ def import_(
             roots=paths,
             start_time=_start_time(start_time),
         )
+        parsing = time.perf_counter() - start
         with _open(settings, create=True) as ledger:
             coster = _coster(ledger, "openai-chat", count_tokens_for, counter) if count_tokens_for else None
             if skip_imported:
                 batches = _without_imported(ledger, batches)
+            start = time.perf_counter()  # the store opened and the tokenizer loaded: not part of the rate
             try:
                 results = _write_all(ledger, batches, coster, resumable=len(batches) > 1, given=conversation_id)
             except KeyboardInterrupt:
@@ -247,7 +253,7 @@ def import_(
                     soft_wrap=True,
                 )
                 raise typer.Exit(130) from None
-        elapsed = time.perf_counter() - start
+        elapsed = parsing + time.perf_counter() - start
     _out().print(_import_table(batches, results, elapsed))
 
 
@@ -306,11 +312,53 @@ def _write_all(
 
     _refuse_duplicates(ledger, batches, resumable=resumable, given=given)
     results = []
+    plain = plain_progress(_err())
     for batch in batches:
         results.append(write_batch(ledger.store, batch))
         if coster is not None:
             _warm_counts(ledger, batch, coster)
+        plain("written", len(results), len(batches))
     return results
+
+
+def _with_lines(on_progress: Callable[[int, int], None], what: str) -> Callable[[int, int], None]:
+    """``on_progress`` (a bar's), also printing :func:`plain_progress` lines of records when stderr is no terminal."""
+    lines = plain_progress(_err(), unit="records")
+
+    def both(done: int, total: int) -> None:
+        on_progress(done, total)
+        lines(what, done, total)
+
+    return both
+
+
+PROGRESS_EVERY_SECONDS = 10.0
+"""How often an import on no terminal (a log, CI) prints a progress line, at most."""
+
+
+def plain_progress(
+    console: Any, every_seconds: float = PROGRESS_EVERY_SECONDS, unit: str = "files"
+) -> Callable[[str, int, int], None]:
+    """A progress callback ``(what, done, total)`` for a console that is no terminal (else it does nothing).
+
+    It prints ``import: <what> <done>/<total> <unit> (<pct>%), <s> s`` at the first call, then at most every
+    ``every_seconds``, and at the last one, so a long import in a log is never silent (the bars show only on
+    a terminal).
+    """
+    if console.is_terminal:
+        return lambda what, done, total: None
+    started = time.perf_counter()
+    last = [float("-inf")]
+
+    def update(what: str, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if total < 2 or (now - last[0] < every_seconds and done != total):
+            return
+        last[0] = now
+        share = f"{100 * done / total:.0f}%"
+        console.print(f"import: {what} {done:,}/{total:,} {unit} ({share}), {now - started:.0f} s", highlight=False)
+
+    return update
 
 
 def _refuse_duplicates(
@@ -393,5 +441,8 @@ def _import_table(batches: Sequence[Any], results: Sequence[Any], elapsed: float
     if len(batches) > 1:
         table.add_row("total", "", *(f"{n:,}" for n in totals), style="bold")
     rate = totals[4] / elapsed if elapsed > 0 else 0.0
-    table.caption = f"{totals[4]:,} events in {elapsed:.2f} s ({rate:,.0f} events/s, parse + write + token counts)"
+    table.caption = (
+        f"{totals[4]:,} events in {elapsed:.2f} s ({rate:,.0f} events/s, parse + write + token counts; "
+        "process start-up, opening the store and loading the tokenizer not counted)"
+    )
     return table
