@@ -5,10 +5,12 @@ Recorder's ``a/<name>``), and ``<conversation>/<ref>`` is how the CLI, ``explain
 short reference. So a conversation ``a/b`` beside a conversation ``a`` is ambiguous (is ``a/b`` the conversation
 or ``a``'s record ``b``?) and collides as soon as ``a`` writes a record named ``b``. The rule:
 
-* an id is a non-empty string without surrounding whitespace, control characters or empty ``/`` segments, in
-  Unicode NFC form: ``"café"`` typed as ``e`` + combining accent (NFD) looks exactly like the composed one but is
-  another string, so it is refused naming both forms rather than becoming a second conversation that looks like
-  the first (ids derived from file names are made NFC: :func:`nfc`);
+* an id is a non-empty string of at most :data:`MAX_ID_CHARS` characters without surrounding whitespace, control
+  characters, empty ``/`` segments or ``.``/``..`` segments (the service addresses a conversation by its id in
+  the URL path, where such segments are resolved away), in Unicode NFC form: ``"café"`` typed as ``e`` +
+  combining accent (NFD) looks exactly like the composed one but is another string, so it is refused naming both
+  forms rather than becoming a second conversation that looks like the first (ids derived from file names are
+  made NFC: :func:`nfc`);
 * an id that is already some record's id is refused, naming that record's kind and conversation (``already
   imported`` only when it is that very conversation);
 * an id ``X/…`` where ``X`` is a conversation of the tenant is refused, and so is ``X`` when a conversation
@@ -28,6 +30,9 @@ from ctxledger.errors import InputError
 from ctxledger.records import Conversation, Record
 from ctxledger.store._rules import get_or_none
 
+MAX_ID_CHARS = 256
+"""The longest conversation id accepted, in characters (ids are repeated in every record id of the conversation)."""
+
 
 def nfc(text: str) -> str:
     """``text`` in Unicode NFC form (composed characters), the form every conversation id has."""
@@ -46,6 +51,10 @@ def id_problem(value: Any) -> str | None:
         return f"must not hold control or format characters, got {value!r}"
     if "" in value.split("/"):
         return f"must not start or end with '/' or hold '//', got {value!r}"
+    if {".", ".."} & set(value.split("/")):
+        return f"must not hold a '.' or '..' segment (a URL or file path would resolve it away), got {value!r}"
+    if len(value) > MAX_ID_CHARS:
+        return f"must be at most {MAX_ID_CHARS} characters long, got {len(value)}: {value[:40]!r}…"
     if not unicodedata.is_normalized("NFC", value):
         return (
             f"must be in Unicode NFC form (composed characters), got {value!r} {_escaped(value)}; "
@@ -64,7 +73,7 @@ def check_conversation_id(value: Any, *, source: str, field: str = "conversation
 
     Raises:
         InputError: naming ``source``, ``index`` and ``field`` (empty, blank, padded, control characters, ``//``,
-            not in Unicode NFC form).
+            a ``.`` or ``..`` segment, longer than :data:`MAX_ID_CHARS`, not in Unicode NFC form).
     """
     problem = id_problem(value)
     if problem is not None:
@@ -86,7 +95,7 @@ def conflict(
         store: the ``GraphStore``.
         tenant_id: the tenant (other tenants' ids are never consulted).
         conversation_id: the id to create.
-        known: conversation ids created earlier in the same append.
+        known: conversation ids created earlier in the same append (a clash with one says so, not "exists").
         stored: the tenant's conversation ids if already read (``store.conversations``), else read here.
     """
     existing = get_or_none(store, tenant_id, conversation_id)
@@ -101,16 +110,19 @@ def conflict(
     for k in range(1, len(parts)):
         outer = "/".join(parts[:k])
         if outer in known or isinstance(get_or_none(store, tenant_id, outer), Conversation):
+            where = " (created by the same append)" if outer in known else ""
             return (
-                f"{conversation_id!r} would nest inside conversation {outer!r}, whose records are named "
+                f"{conversation_id!r} would nest inside conversation {outer!r}{where}, whose records are named "
                 f"{outer}/<name>; conversation ids in one tenant never nest"
             )
     prefix = conversation_id + "/"
     listed = store.conversations(tenant_id) if stored is None else stored
-    inner = next((c for c in [*known, *listed] if c.startswith(prefix)), None)
+    inner = next((c for c in known if c.startswith(prefix)), None)
+    where = "is created by the same append" if inner is not None else "exists"
+    inner = inner or next((c for c in listed if c.startswith(prefix)), None)
     if inner is not None:
         return (
-            f"conversation {inner!r} exists, so the records of {conversation_id!r} (named {conversation_id}/<name>) "
+            f"conversation {inner!r} {where}, so the records of {conversation_id!r} (named {conversation_id}/<name>) "
             "could collide with it; conversation ids in one tenant never nest"
         )
     return None

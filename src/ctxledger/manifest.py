@@ -32,7 +32,10 @@ Fields of the persisted record (:class:`Manifest`; JSON keys are the field names
   visibility, owner, trust, sources[, promotion][, note]}``;
 * ``omissions``: one group per (reason, stage) ``{reason, stage, count, first_seq, last_seq, ranges,
   more_ranges}`` (``ranges``: up to :data:`MAX_RANGES` inclusive ``[first, last]`` seq runs, oldest first;
-  ``more_ranges``: runs not listed); ``omitted_by_reason`` / ``omitted_by_stage``: the counts;
+  ``more_ranges``: runs not listed); ``omitted_by_reason`` / ``omitted_by_stage``: the counts. ``first_seq``,
+  ``last_seq`` and ``ranges`` are in ``seq`` (the record's position in the store's write order, which also
+  counts the conversation's structural records), not in the record numbers of ids such as ``<conversation>/23``
+  that the CLI and :func:`explain` show: seq 28 may be record 23. Each entry's ``seq`` maps one to the other;
 * ``notable_omissions``: at most :data:`MAX_NOTABLE` omitted entries (shape of ``omitted`` below plus
   ``why_notable``: ``requested`` — named by the caller's ``exact_evidence``; ``exact_evidence_path`` — a
   raw artifact or source behind a memory the call asked evidence for; ``budget`` — the highest-utility
@@ -46,7 +49,10 @@ Fields of the persisted record (:class:`Manifest`; JSON keys are the field names
   (a replay re-derives it and checks it against ``payload_hash``).
 
 With ``trace="full"`` the record also holds ``omitted`` (every omitted candidate ``{ref, unit,
-external_id, reason, stage, detail, kind, branch_id, seq, visibility, owner, trust, sources}``) and
+external_id, reason, stage, detail, kind, branch_id, seq, visibility, owner, trust, sources[, tokens,
+utility]}``; ``unit``: the id of the record's unit, ``None`` for a record of no unit of the snapshot;
+``tokens`` and ``utility``: for a unit the selection weighed and left out for ``budget``, the tokens and
+utility of the option it weighed for the whole unit, the same on every record of the unit) and
 ``candidates`` (every candidate id).
 
 **No secret is stored**: every free-text value copied from records or inputs is redacted line by line with
@@ -103,8 +109,10 @@ class OmissionGroup:
         reason: the reason code (``budget``, ``not_in_lineage`` …) or ``budget (beyond reach)``.
         stage: the stage or phase that left them out.
         count: how many records.
-        first_seq, last_seq: the oldest and newest of them.
-        ranges: up to :data:`MAX_RANGES` inclusive runs of consecutive candidate ``seq`` s, oldest first.
+        first_seq, last_seq: the ``seq`` of the oldest and newest of them.
+        ranges: up to :data:`MAX_RANGES` inclusive runs of consecutive candidate ``seq`` s, oldest first. A
+            ``seq`` is the record's position in the store's write order, not the number in its id
+            (``<conversation>/23`` may have seq 28): the record numbers the CLI shows are not comparable with it.
         more_ranges: runs beyond those listed.
     """
 
@@ -306,8 +314,11 @@ def explain(manifest: Mapping[str, Any], ref: str) -> dict[str, Any]:
         ``{ref, kind, status, stage, reason, unit, representation, tokens, utility, transform, locators,
         branch_id, policy, decisions, marks, rehydrations, detail, note, chain}``: for an included record the stage that
         admitted it (``fixed``, ``protection`` or ``selection``) with its utility and tokens; for an
-        omitted one the reason code and the stage. ``chain`` reads memory → artifact → branch → policy version → stage
-        as sentences (seed 004 §4.4).
+        omitted one the reason code, the stage, its ``unit``, and, when the selection weighed the unit and left it
+        out for budget, the ``tokens`` and ``utility`` of the option it weighed for the whole unit; an omitted
+        record this call weighed no tokens or utility for (never visited beyond the budget's reach, or left out
+        before the selection) has ``tokens`` and ``utility`` ``None`` and a ``note`` saying why. ``chain`` reads
+        memory → artifact → branch → policy version → stage as sentences.
 
     ``manifest`` must hold the record: as an included item, or in a full trace (the in-process manifest,
     a ``trace="full"`` record, or a replay's; :meth:`ctxledger.ledger.Ledger.explain` replays a summary).
@@ -340,10 +351,30 @@ def explain(manifest: Mapping[str, Any], ref: str) -> dict[str, Any]:
         "marks": marks,
         "rehydrations": rehydrations,
         "detail": entry.get("detail", ""),
-        "note": entry.get("note"),
+        "note": entry.get("note") if status == "included" else _unweighed_note(entry),
     }
     out["chain"] = _chain(manifest, status, entry, marks, rehydrations)
     return out
+
+
+def _owner_words(entry: Mapping[str, Any]) -> str:
+    """The record's owner (who produced it: an agent's system prompt is the agent's) and whom it limits."""
+    owner = entry.get("owner")
+    if owner is None:
+        return "owner none"
+    if entry.get("visibility") == "participant_private":
+        return f"owner {owner}, the only participant who sees it"
+    return f"owner {owner}, who produced it; only a participant_private record is limited to its owner"
+
+
+def _unweighed_note(entry: Mapping[str, Any]) -> str | None:
+    """Why an omitted record has no tokens or utility (``None`` when the selection weighed its unit)."""
+    if entry.get("utility") is not None:
+        return None
+    if entry["reason"] == "budget (beyond reach)":
+        return "never visited: beyond the budget's reach, this call weighed no tokens or utility for it"
+    why = f"left out by stage {entry['stage']} ({entry['reason']})"
+    return f"{why} without the selection weighing its tokens or utility"
 
 
 def _chain(
@@ -364,7 +395,7 @@ def _chain(
     chain.append(_branch_sentence(manifest, entry))
     if entry.get("visibility"):
         who = manifest.get("participant_id") or "an anonymous caller"
-        chain.append(f"visibility {entry['visibility']} (owner {entry.get('owner') or 'none'}), requested for {who}")
+        chain.append(f"visibility {entry['visibility']} ({_owner_words(entry)}), requested for {who}")
     chain.append(f"under policy {policy['name']} version {policy['version']} ({policy['hash'][:19]})")
     if status == "included":
         how = f"admitted by stage {entry['stage']} ({entry['reason']}) as {entry.get('representation')}"
@@ -383,6 +414,9 @@ def _chain(
             f"left out by stage {entry['stage']}: {entry['reason']}"
             + (f" ({entry['detail']})" if entry.get("detail") else "")
         )
+        if entry.get("utility") is not None:
+            weighed = f"{entry.get('tokens')} tokens, utility {entry['utility']}"
+            chain.append(f"its unit {entry.get('unit')} weighed at {weighed}")
     chain += [f"marked {m['reason']} by {m['stage']}: {m['detail']}" for m in marks]
     for r in rehydrations:
         if r["decision"] == "rehydrated":

@@ -264,6 +264,22 @@ def test_explain_a_protected_item(runner: CliRunner, demo_store: DemoStore) -> N
     assert "decision: stage protection → require" in flat
 
 
+def test_explain_an_instruction_says_why_protection_decides_and_fixed_admits(
+    runner: CliRunner, demo_store: DemoStore
+) -> None:
+    """An instruction is admitted by stage fixed while the decision is protection's: the output says why both appear,
+    and that its owner (who produced it) does not limit who sees it."""
+    entry = next(e for e in demo_store.manifest["included"] if e["stage"] == "fixed")
+    result = runner.invoke(app, ["--db", demo_store.url, "explain", demo_store.manifest["id"], entry["ref"]])
+    assert result.exit_code == 0, result.output
+    flat = _flat(result.stdout)
+    assert "stage fixed" in flat
+    assert "decision: stage protection → require (instruction): the policy requires every instruction" in flat
+    assert "fixed block (stage fixed)" in flat
+    if entry.get("owner") and entry.get("visibility") != "participant_private":
+        assert f"owner {entry['owner']}, who produced it; only a participant_private record" in flat
+
+
 def test_explain_unknown_ref_or_assembly_exits_2(runner: CliRunner, demo_store: DemoStore) -> None:
     """A ref that was no candidate, or an assembly that does not exist, is a user error."""
     bad_ref = runner.invoke(app, ["--db", demo_store.url, "explain", demo_store.manifest["id"], "9999"])

@@ -444,3 +444,55 @@ def test_a_conversation_id_given_that_is_taken_says_the_value_is_at_fault(
     flat = " ".join(answer.stderr.split())
     assert f"the --conversation-id given ({value!r}) cannot be used" in flat
     assert "pass --conversation-id" not in flat
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    outer=st.text("abc", min_size=1, max_size=3),
+    inner=st.text("xyz", min_size=1, max_size=3),
+    skip=st.booleans(),
+)
+def test_files_of_one_folder_whose_ids_would_nest_are_refused_truthfully(
+    runner: CliRunner, tmp_path_factory: pytest.TempPathFactory, outer: str, inner: str, skip: bool
+) -> None:
+    """``a.json`` and ``a/x.json`` would be conversations ``a`` and ``a/x``: neither is stored, so the error says
+    they come from this import (not that one "exists") and names a remedy that works, not --skip-imported."""
+    tmp_path = tmp_path_factory.mktemp("nest")
+    folder = tmp_path / "nest"
+    (folder / outer).mkdir(parents=True)
+    chat = json.dumps({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]})
+    (folder / f"{outer}.json").write_text(chat, encoding="utf-8")
+    (folder / outer / f"{inner}.json").write_text(chat, encoding="utf-8")
+    url = _db(tmp_path)
+    args = ["--db", url, "import", str(folder), "--model", "", *(["--skip-imported"] if skip else [])]
+    refused = runner.invoke(app, args)
+    text = _flat(refused.stderr)
+    assert refused.exit_code == 2, text
+    assert "exists" not in text and "--skip-imported" not in text
+    assert f"'{outer}'" in text and f"'{outer}/{inner}'" in text and "would nest" in text
+    assert _conversations(url) == []
+    alone = ["--db", url, "import", str(folder / outer / f"{inner}.json"), "--model", "", "--conversation-id"]
+    assert runner.invoke(app, [*alone, f"{outer}-{inner}"]).exit_code == 0
+    assert runner.invoke(app, ["--db", url, "import", str(folder / f"{outer}.json"), "--model", ""]).exit_code == 0
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(2, 5))
+def test_an_import_on_no_terminal_prints_progress_lines(
+    runner: CliRunner, tmp_path_factory: pytest.TempPathFactory, n: int
+) -> None:
+    """A log or CI gets plain progress lines (the bars show only on a terminal), ending at the last file; the rate
+    says what it times."""
+    tmp_path = tmp_path_factory.mktemp("lines")
+    folder = tmp_path / "chats"
+    folder.mkdir()
+    chat = json.dumps({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]})
+    for i in range(n):
+        (folder / f"c{i}.json").write_text(chat, encoding="utf-8")
+    result = runner.invoke(app, ["--db", _db(tmp_path), "import", str(folder), "--model", ""])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("import: ")]
+    assert lines[0].startswith("import: parsed 1/")
+    assert any(line.startswith(f"import: parsed {n}/{n} files (100%)") for line in lines)
+    assert any(line.startswith(f"import: written {n}/{n} files (100%)") for line in lines)
+    assert "process start-up, opening the store and loading the tokenizer not counted" in _flat(result.stdout)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from ctxledger.eval.goals import checks_markdown, goal_checks
 
 
@@ -95,3 +98,22 @@ def test_held_out_goals_check_recall_every_category_and_cpu_time() -> None:
     assert "1-multi-hop 0.650" in checks[2].measured and "adversarial" not in checks[2].measured
     assert "locomo at 2000: 12.0 ms" in checks[3].measured
     assert [c.met for c in held_out_checks([])] == [None, None, None, None]
+
+
+@settings(max_examples=30, deadline=None)
+@given(ids=st.lists(st.from_regex(r"conv-[0-9]{1,2}", fullmatch=True), min_size=1, max_size=9, unique=True))
+def test_locomo_goals_name_the_conversations_they_are_judged_on(ids) -> None:
+    """Never "held-out" for whatever conversations the run read: each goal names them, and says they are no split."""
+    from ctxledger.eval.goals import conversations_of, held_out_checks
+
+    rows = [SimpleNamespace(dataset="locomo", case_id=f"{cid}/q{k}") for cid in ids for k in (1, 2)]
+    rows.append(SimpleNamespace(dataset="tau-bench", case_id="task1/trial0@3"))
+    judged = conversations_of(rows)
+    assert judged == {"locomo": ids}
+    checks = held_out_checks([_locomo("locomo", 2000, 0.9, {}, 5.0)], conversations=judged)
+    for check in checks:
+        assert "held-out goal" not in check.goal and "not a held-out split" in check.goal
+        assert f"{len(ids)} conversation" in check.goal and ids[0] in check.goal and ids[-1] in check.goal
+    assert "CPU" in checks[-1].goal and "ms CPU" in checks[-1].measured
+    unnamed = held_out_checks([_locomo("locomo", 2000, 0.9, {}, 5.0)])
+    assert all("this run's LoCoMo conversations" in c.goal for c in unnamed)

@@ -118,3 +118,22 @@ def test_an_empty_name_is_refused_not_numbered(method, name):
             calls[method]()
         assert err.value.field == "name"
         assert ledger.store.head_seq("default", "c") == head
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    cid=st.one_of(
+        st.lists(SEGMENTS | st.sampled_from([".", ".."]), min_size=1, max_size=4)
+        .map("/".join)
+        .filter(lambda c: {".", ".."} & set(c.split("/"))),
+        st.text("abc/", min_size=257, max_size=400).map(lambda t: "a" + t.replace("/", "-") + "z"),
+    )
+)
+def test_dot_segments_and_overlong_ids_are_refused_by_name(cid):
+    """``../x`` would be resolved away in the service's URL paths; a 5,000-character id is repeated in every record."""
+    with Ledger.open("memory://") as ledger:
+        with pytest.raises(InputError) as err:
+            ledger.import_messages(MESSAGES, conversation_id=cid)
+        assert "conversation_id" in str(err.value)
+        assert ("'.'" in str(err.value)) or ("at most 256 characters" in str(err.value))
+        assert ledger.store.conversations("default") == []

@@ -279,7 +279,7 @@ def assemble(
             fixed=budgeted.fixed,
             chosen=chosen,
             ledger=ledger,
-            budget_utilities={uid: i.options[0].utility for uid, i in left_for_budget.items()},
+            budget_options={uid: i.options[0] for uid, i in left_for_budget.items()},
             fill=fill_note(
                 budgeted.dynamic,
                 chosen,

@@ -67,7 +67,8 @@ class ManifestInputs:
         records: the visited candidate records (with other branches'), in ``seq`` order.
         fixed: the instruction units; chosen: ``(unit, option)`` of every included unit, in ``seq`` order.
         ledger: the budget ledger after rehydration.
-        budget_utilities: unit id → utility of each unit left out for budget (for the notable list).
+        budget_options: unit id → the option the selection weighed for each unit left out for budget (its first,
+            most faithful one): its ``tokens`` and ``utility`` go to the unit's omitted entries.
         fill: why ``B_dynamic`` is not used up although something was left out for budget, or ``None``.
         framing_credit: tokens charged beyond ``B_dynamic`` for message framing the provider format merges away.
         timings: milliseconds per phase.
@@ -89,7 +90,7 @@ class ManifestInputs:
     fixed: Sequence[Unit]
     chosen: Sequence[tuple[Unit, Option]]
     ledger: BudgetLedger
-    budget_utilities: Mapping[str, float]
+    budget_options: Mapping[str, Option]
     fill: str | None
     timings: Mapping[str, float]
     framing_credit: int = 0
@@ -155,7 +156,11 @@ def build_manifest(inp: ManifestInputs) -> ManifestView:
     def full_trace() -> dict[str, Any]:
         cache = snap.memo.setdefault("manifest_omitted", {})
         every = [*omitted, *_unvisited(snap, rch)] if partial else omitted
-        entries = [_omitted_entry(cache, r, w, scanner) for r, w in sorted(every, key=lambda e: e[0].seq)]
+        unit_of = _units_of_records(snap)
+        entries = [
+            _weighed(_omitted_entry(cache, r, w, scanner, unit_of.get(r.id)), inp.budget_options)
+            for r, w in sorted(every, key=lambda e: e[0].seq)
+        ]
         everyone = (
             sorted([*records, *(r for r, _ in _unvisited(snap, rch))], key=lambda r: r.seq) if partial else records
         )
@@ -204,7 +209,7 @@ def build_manifest(inp: ManifestInputs) -> ManifestView:
         omissions=groups,
         omitted_by_reason=dict(sorted(by_reason.items())),
         omitted_by_stage=dict(sorted(by_stage.items())),
-        notable_omissions=_notable(omitted, request, plan, inp.budget_utilities, snap, scanner),
+        notable_omissions=_notable(omitted, request, plan, inp.budget_options, snap, scanner),
         decisions=_entries(snap, "manifest decision entries", kept_decisions, _decision_entry, scanner),
         marks=_entries(snap, "manifest mark entries", kept_marks, _mark_entry, scanner),
         rehydrations=[_redacted(r, _REHYDRATION_TEXT, scanner) for r in plan.rehydrations],
@@ -287,7 +292,7 @@ def _notable(
     omitted: Sequence[tuple[Any, tuple[str, str, str]]],
     request: Any,
     plan: Any,
-    utilities: Mapping[str, float],
+    options: Mapping[str, Option],
     snap: Snapshot,
     scanner: SecretScanner,
 ) -> list[dict[str, Any]]:
@@ -306,19 +311,18 @@ def _notable(
     budget = heapq.nsmallest(  # omitted holds each record once, and seq breaks every tie
         NOTABLE_BUDGET,
         (
-            (2, -utilities[rec.id], "budget", rec, why)
+            (2, -options[rec.id].utility, "budget", rec, why)
             for rec, why in omitted
-            if why[0] == "budget" and rec.id in utilities and rec.id not in named
+            if why[0] == "budget" and rec.id in options and rec.id not in named
         ),
         key=lambda v: (v[1], v[3].seq),
     )
     first.sort(key=lambda v: (v[0], v[3].seq))
+    unit_of = _units_of_records(snap)
     out = []
-    for rank, score, why_notable, rec, why in [*first, *budget][:MAX_NOTABLE]:
-        entry, _ = _omitted_entry(cache, rec, why, scanner)
+    for _rank, _score, why_notable, rec, why in [*first, *budget][:MAX_NOTABLE]:
+        entry, _ = _weighed(_omitted_entry(cache, rec, why, scanner, unit_of.get(rec.id)), options)
         entry["why_notable"] = why_notable
-        if rank == 2:
-            entry["utility"] = -score
         out.append(entry)
     return out
 
@@ -577,11 +581,12 @@ def _policy_block(policy: Policy, relevance: str) -> dict[str, Any]:
 
 
 def _omitted_entry(
-    cache: dict[str, tuple[Any, Any]], rec: Any, why: tuple[str, str, str], scanner: SecretScanner
+    cache: dict[str, tuple[Any, Any]], rec: Any, why: tuple[str, str, str], scanner: SecretScanner, unit: str | None
 ) -> tuple[dict[str, Any], str]:
-    """The ``omitted`` entry of a record and its canonical JSON, built once per (record, reason, stage, detail).
+    """The ``omitted`` entry of a record and its canonical JSON, built once per (record, reason, stage, detail, unit).
 
-    Its ``external_id`` and ``detail`` are redacted with ``scanner`` when the entry is built.
+    ``unit`` is the id of the record's unit (``None`` for a record of no unit of the snapshot, such as another
+    branch's). Its ``external_id`` and ``detail`` are redacted with ``scanner`` when the entry is built.
 
     Records are immutable and most omissions repeat from one call to the next (a long history mostly
     leaves out the same old turns for ``budget``), so the entry and its text are cached on the snapshot;
@@ -589,21 +594,48 @@ def _omitted_entry(
     encoding every entry again (:class:`~ctxledger.hashing.EncodedList`).
     """
     hit = cache.get(rec.id)
-    if hit is None or hit[0] is not rec or hit[1][0] != why or hit[1][3] is not scanner:
+    if hit is None or hit[0] is not rec or hit[1][0] != why or hit[1][3] is not scanner or hit[1][4] != unit:
         reason, stage, detail = why
         entry = {
             "ref": rec.id,
+            "unit": unit,
             "external_id": redact_text(rec.external_id, scanner),
             "reason": reason,
             "stage": stage,
             "detail": redact_text(detail, scanner),
         }
         entry |= _facts(rec)
-        hit = cache[rec.id] = (rec, (why, entry, canonical_json(entry), scanner))
+        hit = cache[rec.id] = (rec, (why, entry, canonical_json(entry), scanner, unit))
     out = dict(hit[1][1])
     if out["sources"]:
         out["sources"] = list(out["sources"])
     return out, hit[1][2]
+
+
+def _weighed(built: tuple[dict[str, Any], str], options: Mapping[str, Option]) -> tuple[dict[str, Any], str]:
+    """An omitted entry with its unit's ``tokens`` and ``utility`` when the unit was left out for budget.
+
+    Both are this call's: the tokens and utility of the option the selection weighed for the whole unit (the
+    utility changes with the unit's age, so they are added to each manifest's copy, not cached).
+    """
+    entry = built[0]
+    option = options.get(entry["unit"]) if entry["unit"] is not None else None
+    if option is None or entry["reason"] != "budget":
+        return built
+    entry["tokens"] = option.tokens
+    entry["utility"] = option.utility
+    return entry, canonical_json(entry)
+
+
+def _units_of_records(snap: Snapshot) -> dict[str, str]:
+    """Record id → id of its unit, for every unit of the snapshot (kept on its memo; units are only appended)."""
+    seen, unit_of = snap.memo.get("unit of record", (0, {}))
+    if seen < len(snap.units):
+        unit_of = dict(unit_of)
+        for unit in snap.units[seen:]:
+            unit_of.update(dict.fromkeys((r.id for r in unit.records), unit.id))
+        snap.memo["unit of record"] = (len(snap.units), unit_of)
+    return unit_of
 
 
 def _facts(rec: Any) -> dict[str, Any]:

@@ -443,7 +443,17 @@ def _print_explanation(console: Console, why: Mapping[str, Any], conv: str, kind
         for i, step in enumerate(why["chain"]):
             console.print(f"  {'└─' if i == len(why['chain']) - 1 else '├─'} {escape(str(step))}")
     for d in why.get("decisions", []):
-        console.print(f"  decision: stage {d['stage']} → {d['outcome']} ({d['reason']})")
+        line = f"  decision: stage {d['stage']} → {d['outcome']} ({d['reason']})"
+        console.print(escape(line + _decision_note(why, d)))
+
+
+def _decision_note(why: Mapping[str, Any], decision: Mapping[str, Any]) -> str:
+    """Why a policy decision names another stage than the one that admitted the record (empty when it does not)."""
+    if why.get("status") != "included" or decision.get("stage") == why.get("stage"):
+        return ""
+    if why.get("stage") == "fixed" and decision.get("outcome") == "require":
+        return ": the policy requires every instruction, and the assembler sends them in the fixed block (stage fixed)"
+    return f": the policy stage's decision; the assembler admitted it by stage {why.get('stage')}"
 
 
 # -- commands ------------------------------------------------------------------------------------------

@@ -136,7 +136,7 @@ def _headline_table(results: Any) -> Table:
     table = Table(title="Headline per dataset, selector and budget", title_justify="left")
     for name, justify in (("dataset", "left"), ("selector", "left"), ("budget", "right"), ("recall", "right"),
                           ("tokens/replay", "right"), ("violations", "right"), ("overflow", "right"),
-                          ("p50 ms", "right")):  # fmt: skip
+                          ("p50 wall ms", "right")):  # fmt: skip
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for a in results.aggregates:
         ratio = a["replay_ratio"]
@@ -301,7 +301,7 @@ def eval_run(
     Example:
     [bold]ctxledger eval run -d locomo -d tau-bench -s ctxledger-default -s bm25 -b 2000 -b 8000 --out rep[/bold]
     """
-    from ctxledger.eval.goals import checks_markdown, goal_checks, held_out_checks
+    from ctxledger.eval.goals import checks_markdown, conversations_of, goal_checks, held_out_checks
     from ctxledger.eval.harness import rich_progress, run_named
     from ctxledger.eval.ours import register
 
@@ -334,7 +334,8 @@ def eval_run(
                 determinism_every=determinism_every, plots=plots,
             )  # fmt: skip
         scenarios, cases = _run_checks(case_files) if checks else ([], [])
-        goals = goal_checks(results.aggregates) + held_out_checks(results.aggregates)
+        judged = conversations_of(results.rows)
+        goals = goal_checks(results.aggregates) + held_out_checks(results.aggregates, conversations=judged)
         report = out / "report.md"
         report.write_text(report.read_text(encoding="utf-8") + "\n" + checks_markdown(goals, scenarios, cases))
     _warn_skipped(results)

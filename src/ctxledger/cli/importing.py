@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -99,6 +99,7 @@ def _parse_all(
     from ctxledger.ingest import parse_file, rich_progress
 
     batches, skipped, empty = [], [], []
+    plain = plain_progress(_err())
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=_err(), transient=True, disable=len(files) < 2) as progress:
         task = progress.add_task("files", total=len(files))
@@ -113,14 +114,12 @@ def _parse_all(
                                 fmt,
                                 tenant_id=tenant,
                                 conversation_id=cid,
-                                on_progress=on_progress,
+                                on_progress=_with_lines(on_progress, f"parsing {path.name}"),
                                 start_time=start_time,
                             )
                         )
                 else:
-                    batches.append(
-                        parse_file(path, fmt, tenant_id=tenant, conversation_id=cid, start_time=start_time)
-                    )
+                    batches.append(parse_file(path, fmt, tenant_id=tenant, conversation_id=cid, start_time=start_time))
             except FormatNotRecognised as exc:
                 if rel is None:
                     raise _unrecognised(exc.source, exc.formats, "cannot tell the format of this file") from None
@@ -130,6 +129,7 @@ def _parse_all(
                     raise
                 empty.append(exc)
             progress.advance(task)
+            plain("parsed", len(batches) + len(skipped) + len(empty), len(files))
     unknown, not_transcripts = _sort_skipped(skipped)
     _warn("with nothing to import", [f"{e.source}: {e.problem}" for e in empty])
     _warn("that are not transcripts (no messages, conversation or trajectory in them)", not_transcripts)
@@ -227,6 +227,8 @@ def import_(
     """
     settings = _settings(ctx)
     with _handled():
+        import ctxledger.ingest  # noqa: F401  (loaded before the clock starts: the rate times the import itself)
+
         start = time.perf_counter()
         batches = _parse_all(
             _input_files(paths),
@@ -236,10 +238,12 @@ def import_(
             roots=paths,
             start_time=_start_time(start_time),
         )
+        parsing = time.perf_counter() - start
         with _open(settings, create=True) as ledger:
             coster = _coster(ledger, "openai-chat", count_tokens_for, counter) if count_tokens_for else None
             if skip_imported:
                 batches = _without_imported(ledger, batches)
+            start = time.perf_counter()  # the store opened and the tokenizer loaded: not part of the rate
             try:
                 results = _write_all(ledger, batches, coster, resumable=len(batches) > 1, given=conversation_id)
             except KeyboardInterrupt:
@@ -249,7 +253,7 @@ def import_(
                     soft_wrap=True,
                 )
                 raise typer.Exit(130) from None
-        elapsed = time.perf_counter() - start
+        elapsed = parsing + time.perf_counter() - start
     _out().print(_import_table(batches, results, elapsed))
 
 
@@ -308,11 +312,53 @@ def _write_all(
 
     _refuse_duplicates(ledger, batches, resumable=resumable, given=given)
     results = []
+    plain = plain_progress(_err())
     for batch in batches:
         results.append(write_batch(ledger.store, batch))
         if coster is not None:
             _warm_counts(ledger, batch, coster)
+        plain("written", len(results), len(batches))
     return results
+
+
+def _with_lines(on_progress: Callable[[int, int], None], what: str) -> Callable[[int, int], None]:
+    """``on_progress`` (a bar's), also printing :func:`plain_progress` lines of records when stderr is no terminal."""
+    lines = plain_progress(_err(), unit="records")
+
+    def both(done: int, total: int) -> None:
+        on_progress(done, total)
+        lines(what, done, total)
+
+    return both
+
+
+PROGRESS_EVERY_SECONDS = 10.0
+"""How often an import on no terminal (a log, CI) prints a progress line, at most."""
+
+
+def plain_progress(
+    console: Any, every_seconds: float = PROGRESS_EVERY_SECONDS, unit: str = "files"
+) -> Callable[[str, int, int], None]:
+    """A progress callback ``(what, done, total)`` for a console that is no terminal (else it does nothing).
+
+    It prints ``import: <what> <done>/<total> <unit> (<pct>%), <s> s`` at the first call, then at most every
+    ``every_seconds``, and at the last one, so a long import in a log is never silent (the bars show only on
+    a terminal).
+    """
+    if console.is_terminal:
+        return lambda what, done, total: None
+    started = time.perf_counter()
+    last = [float("-inf")]
+
+    def update(what: str, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if total < 2 or (now - last[0] < every_seconds and done != total):
+            return
+        last[0] = now
+        share = f"{100 * done / total:.0f}%"
+        console.print(f"import: {what} {done:,}/{total:,} {unit} ({share}), {now - started:.0f} s", highlight=False)
+
+    return update
 
 
 def _refuse_duplicates(
@@ -322,11 +368,6 @@ def _refuse_duplicates(
 
     ``given``: the ``--conversation-id`` value the ids come from, named as what is at fault.
     """
-    hint = "pass --conversation-id to import it under another id"
-    if resumable:
-        hint = f"pass --skip-imported to write only what is not stored yet, or {hint.removeprefix('pass ')}"
-    if given is not None:
-        hint = f"so the --conversation-id given ({given!r}) cannot be used: choose an id no conversation or record has"
     seen: dict[str, str] = {}
     for batch in batches:
         for conv in batch.conversations:
@@ -334,14 +375,31 @@ def _refuse_duplicates(
             if cid in seen:
                 problem = f"conversation {cid!r} also comes from {seen[cid]}; give the inputs distinct ids"
                 raise InputError(problem, source=batch.source, field="conversation_id")
-            problem = conflict(ledger.store, tenant, cid, known=list(seen))
-            if problem is not None:
+            nested = next((c for c in seen if c.startswith(cid + "/") or cid.startswith(c + "/")), None)
+            if nested is not None:
                 raise InputError(
-                    f"{problem}; {hint}",
+                    f"conversation {cid!r} and conversation {nested!r} (from {seen[nested]}) of this import would "
+                    "nest (the records of a conversation are named <conversation>/<name>; conversation ids in one "
+                    "tenant never nest); nothing was written: rename one of the two files, or import one of them "
+                    "on its own with --conversation-id",
                     source=batch.source,
                     field="conversation_id",
                 )
+            problem = conflict(ledger.store, tenant, cid)
+            if problem is not None:
+                hint = _conflict_hint(ledger, tenant, cid, resumable=resumable, given=given)
+                raise InputError(f"{problem}; {hint}", source=batch.source, field="conversation_id")
             seen[cid] = batch.source
+
+
+def _conflict_hint(ledger: Ledger, tenant: str, cid: str, *, resumable: bool, given: str | None) -> str:
+    """The remedy for a conversation id that clashes with the store: --skip-imported only for a re-import."""
+    if given is not None:
+        return f"so the --conversation-id given ({given!r}) cannot be used: choose an id no conversation or record has"
+    hint = "pass --conversation-id to import it under another id"
+    if resumable and isinstance(get_or_none(ledger.store, tenant, cid), Conversation):
+        hint = f"pass --skip-imported to write only what is not stored yet, or {hint.removeprefix('pass ')}"
+    return hint
 
 
 def _warm_counts(ledger: Ledger, batch: Any, coster: Any) -> None:
@@ -383,5 +441,8 @@ def _import_table(batches: Sequence[Any], results: Sequence[Any], elapsed: float
     if len(batches) > 1:
         table.add_row("total", "", *(f"{n:,}" for n in totals), style="bold")
     rate = totals[4] / elapsed if elapsed > 0 else 0.0
-    table.caption = f"{totals[4]:,} events in {elapsed:.2f} s ({rate:,.0f} events/s, parse + write + token counts)"
+    table.caption = (
+        f"{totals[4]:,} events in {elapsed:.2f} s ({rate:,.0f} events/s, parse + write + token counts; "
+        "process start-up, opening the store and loading the tokenizer not counted)"
+    )
     return table

@@ -99,7 +99,7 @@ def _latency_table(results: EvalResults, info: DatasetInfo) -> list[str]:
         return f"{_fmt(lat['p50'], 2)} / {_fmt(lat['p95'], 2)} ({_fmt(lat.get('cpu_p50'), 2)} CPU)"
 
     rows = [[s, *(cell(cells[(s, b)]["latency_ms"]) for b in info.budgets)] for s in _selectors(results)]
-    header = ["selector", *(f"{b} tok p50 / p95 ms (p50 CPU ms)" for b in info.budgets)]
+    header = ["selector", *(f"{b} tok p50 / p95 wall ms (p50 CPU ms)" for b in info.budgets)]
     return ["**Selector latency per call**", "", *_table(header, rows)]
 
 
@@ -107,7 +107,7 @@ def _rules(results: EvalResults, info: DatasetInfo) -> list[str]:
     cells = _by(results.aggregates, info.name)
     header = [
         "selector", "budget", "omission", "precision", "violations", "pair integrity", "overflow",
-        "fits", "tokens/replay", "p50 ms", "p95 ms", "determinism",
+        "fits", "tokens/replay", "p50 wall ms", "p95 wall ms", "determinism",
     ]  # fmt: skip
     rows = []
     for s in _selectors(results):
@@ -184,8 +184,10 @@ saw the same cases. Evidence recall is the mean per call of |required ∩ includ
 with resolvable evidence; `omission` is the share of calls missing some required evidence. \
 `violations` counts OpenAI Chat rule breaks (orphan or split tool results) and must be 0; `overflow` is the \
 share of sent payloads over budget under the exact counter and must be 0. Full history replay sends \
-nothing when the history does not fit (`fits` < 1) and then counts as omitting all evidence. Latency is the \
-harness's wall-clock time around `select`. Determinism re-runs a sample of calls and compares payload hashes."""
+nothing when the history does not fit (`fits` < 1) and then counts as omitting all evidence. Latency (`p50 wall ms`, \
+`p95 wall ms`) is the harness's wall-clock time around `select`; the goals' latency figure is the CPU time of the \
+same calls (`p50 CPU ms`), which leaves out waiting for the machine. Determinism re-runs a sample of calls \
+and compares payload hashes."""
 
 
 def render_markdown(results: EvalResults, reference: str = OURS) -> str:
