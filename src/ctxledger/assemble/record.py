@@ -628,13 +628,19 @@ def _weighed(built: tuple[dict[str, Any], str], options: Mapping[str, Option]) -
 
 
 def _units_of_records(snap: Snapshot) -> dict[str, str]:
-    """Record id → id of its unit, for every unit of the snapshot (kept on its memo; units are only appended)."""
-    seen, unit_of = snap.memo.get("unit of record", (0, {}))
-    if seen < len(snap.units):
-        unit_of = dict(unit_of)
-        for unit in snap.units[seen:]:
+    """Record id → id of its unit, for every unit of the snapshot, kept on its memo and extended with new units.
+
+    A late tool result rebuilds the units from the one it joins (:mod:`.snapshot`): when the last unit mapped
+    is no longer the snapshot's unit at that position, the map is built again.
+    """
+    seen, last, unit_of = snap.memo.get("unit of record", (0, None, {}))
+    units = snap.units
+    if seen and (seen > len(units) or units[seen - 1] is not last):
+        seen, unit_of = 0, {}
+    if seen < len(units):
+        for unit in units[seen:]:
             unit_of.update(dict.fromkeys((r.id for r in unit.records), unit.id))
-        snap.memo["unit of record"] = (len(snap.units), unit_of)
+        snap.memo["unit of record"] = (len(units), units[-1], unit_of)
     return unit_of
 
 
