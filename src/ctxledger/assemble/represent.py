@@ -84,6 +84,7 @@ from ctxledger.assemble.select import Option, new_option
 from ctxledger.errors import BlobNotFound, BudgetError, ContentRetained, InputError, IntegrityError, RecordNotFound
 from ctxledger.fetch_hints import whole
 from ctxledger.hashing import sha256_hex
+from ctxledger.json_text import canonical_or_raw
 from ctxledger.policy.base import Outcome, PolicyDecision, ReasonCode
 from ctxledger.policy.secrets import SecretScanner, default_scanner
 from ctxledger.records import Checkpoint, Message, Record, ToolArtifact, ToolCall, ToolMemory
@@ -723,11 +724,7 @@ def _call_signature(unit: Unit) -> tuple[tuple[str, str], ...]:
     calls = []
     for rec in unit.records:
         if isinstance(rec, ToolCall):
-            try:
-                args = json.dumps(json.loads(rec.arguments), sort_keys=True)
-            except (TypeError, ValueError):
-                args = rec.arguments
-            calls.append((rec.name, args))
+            calls.append((rec.name, canonical_or_raw(rec.arguments)))
     return tuple(calls)
 
 

@@ -21,13 +21,13 @@ operations); that is the assembler's rule, not this module's.
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ctxledger.errors import ConfigurationError
-from ctxledger.hashing import canonical_json, sha256_hex
+from ctxledger.hashing import sha256_hex
+from ctxledger.json_text import canonical_or_raw
 from ctxledger.records import ToolArtifact, ToolCall
 from ctxledger.represent._patterns import ERROR_RE, SUMMARY_RE, VOLATILE_RE, exit_status, is_outcome_line
 
@@ -164,12 +164,12 @@ def find_redundant(items: Sequence[tuple[str, str]], *, threshold: float = 0.9) 
 
 
 def call_key(call: ToolCall, artifact: ToolArtifact) -> tuple[str, str, str]:
-    """``(tool name, canonical arguments, output sha256)`` identifying a repeated call."""
-    try:
-        arguments = canonical_json(json.loads(call.arguments))
-    except ValueError:
-        arguments = call.arguments
-    return call.name, arguments, artifact.sha256
+    """``(tool name, canonical arguments, output sha256)`` identifying a repeated call.
+
+    Arguments that do not decode (malformed, or nested too deep: :mod:`ctxledger.json_text`) are compared as
+    written.
+    """
+    return call.name, canonical_or_raw(call.arguments), artifact.sha256
 
 
 def find_repeated_calls(calls: Sequence[tuple[ToolCall, ToolArtifact | None]]) -> dict[str, str]:
