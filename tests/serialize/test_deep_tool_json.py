@@ -85,7 +85,7 @@ def test_recorded_deep_arguments_and_output_assemble_in_every_format(depth: int,
 
 
 @settings(max_examples=30, deadline=None)
-@given(depth=st.integers(0, 2 * MAX_DEPTH), shape=shapes)
+@given(depth=st.integers(1, 2 * MAX_DEPTH), shape=shapes)
 def test_decode_json_gives_values_up_to_the_depth_limit_and_text_beyond(depth: int, shape: str) -> None:
     text = _nested(depth, shape)
     value = decode_json(text)
