@@ -101,3 +101,18 @@ def test_decode_json_never_raises(text: str) -> None:
     value = decode_json(text)
     assert value is UNDECODABLE or json.loads(text) == value or text in ("NaN", '{"a": NaN}')
     assert isinstance(canonical_or_raw(text), str)
+
+
+@settings(max_examples=10, deadline=None)
+@given(depth=depths, shape=shapes)
+def test_the_integrations_and_toolbench_read_deep_text_as_no_arguments_and_no_error(depth: int, shape: str):
+    """Where an integration reads a recorded call's arguments, or ToolBench a result's error, deep text is opaque."""
+    from types import SimpleNamespace
+
+    from ctxledger.ingest.toolbench import result_error
+    from ctxledger.integrations._loop import _arguments
+    from ctxledger.integrations.langchain import _args
+
+    deep = _nested(depth, shape)
+    assert _arguments(SimpleNamespace(arguments=deep)) == {} and _args(deep) == {}
+    assert result_error(deep) == ""
