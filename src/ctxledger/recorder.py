@@ -64,6 +64,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 from ctxledger.conversation_ids import check_conversation_id
 from ctxledger.errors import ConfigurationError, DuplicateRecordId, InputError, RecordNotFound
+from ctxledger.json_text import is_json
 from ctxledger.policy.secrets import default_scanner
 from ctxledger.records import (
     Branch,
@@ -1414,6 +1415,10 @@ def _arguments(arguments: Any, source: str) -> str:
             return json.dumps(dict(arguments), sort_keys=True)
         except TypeError as exc:
             raise InputError(f"not JSON-serialisable: {exc}", source=source, field="arguments") from None
+        except (ValueError, RecursionError):  # a value that holds itself, or nesting past the interpreter's limit
+            raise InputError(
+                "nested too deeply (or holds itself) to be written as JSON", source=source, field="arguments"
+            ) from None
     if isinstance(arguments, str):
         return arguments
     raise InputError(
@@ -1428,11 +1433,7 @@ def _media_type(data: bytes) -> str:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return BINARY_MEDIA_TYPE
-    try:
-        json.loads(text)
-    except ValueError:
-        return TEXT_MEDIA_TYPE
-    return JSON_MEDIA_TYPE
+    return JSON_MEDIA_TYPE if is_json(text) else TEXT_MEDIA_TYPE
 
 
 def _default_trust(cls: type[Record], fields: Mapping[str, Any]) -> str:

@@ -116,7 +116,7 @@ def test_exact_and_near_duplicates_say_which_they_are(data_dir):
     """pydicom-1139: one run, a rerun differing only in its duration, the rerun again: one enters, two pointers.
 
     The identical copy is "same tool output"; the run whose bytes differ (``in 0.07s``, then ``0.04s``) is a
-    "near-duplicate … (same outcome lines)".
+    "near-duplicate … (same outcome lines and values)".
     """
     ledger = _rerun(_runs(data_dir, "pydicom__pydicom-1139", 73, 125, 163))
     asm = ledger.assemble("c", window_tokens=16000, output_tokens=300, persist=False)
@@ -125,7 +125,7 @@ def test_exact_and_near_duplicates_say_which_they_are(data_dir):
         o["detail"] for o in asm.manifest["omitted"] if o["reason"] == "redundant" and o["kind"] == "tool_artifact"
     ]
     assert details == [
-        f"near-duplicate of unit {kept} (same outcome lines; kept)",
+        f"near-duplicate of unit {kept} (same outcome lines and values; kept)",
         f"same tool output as unit {kept} (kept)",
     ]
 
@@ -196,3 +196,21 @@ def test_redundant_means_the_kept_copy_was_sent(data_dir, copies, words, window)
     ledger = _rerun([run] * copies, " Noted." * words)
     asm = ledger.assemble("c", window_tokens=window, output_tokens=0, margin_tokens=0, persist=False)
     _check_redundancy_accounting(asm.manifest)
+
+
+def test_bookings_with_the_same_arguments_and_other_reservation_ids_both_enter(tau):
+    """tau-bench task 0 trial 3: two book_reservation calls with the same arguments made HATHAU and HATHAV.
+
+    Their outputs differ only in the reservation id, so neither is a near-duplicate of the other: no booking leaves
+    as ``redundant``, and with room for both the model sees both reservations.
+    """
+    conv = TAU_REPEATED.replace("task13-trial0", "task0-trial3")
+    for window in (6000, 16000):
+        asm = tau.assemble(
+            conv, window_tokens=window, output_tokens=500, margin_tokens=100, api="anthropic-messages", persist=False
+        )
+        redundant = [e for e in asm.manifest["omitted"] if e["reason"] == "redundant"]
+        assert all("near-duplicate" not in e["detail"] for e in redundant)
+        assert not {f"{conv}/{n}" for n in (39, 40, 41)} & {e["ref"] for e in redundant}
+    body = json.dumps(asm.payload)
+    assert "HATHAU" in body and "HATHAV" in body

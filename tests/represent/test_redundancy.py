@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from represent_helpers import read_json
 
 from ctxledger.errors import ConfigurationError
 from ctxledger.ingest import ImportBatch, ParsedConversation, parse_file
 from ctxledger.records import ToolArtifact, ToolCall
 from ctxledger.represent import find_redundant, find_repeated_calls, outcome_lines
-from ctxledger.represent.redundancy import _minhash, shingles
+from ctxledger.represent.redundancy import _minhash, outcome_values, shingles
 
 
 @pytest.fixture(scope="module")
@@ -50,16 +53,83 @@ def test_repeated_identical_call_enters_once(tau: ImportBatch):
     assert not set(searches) & set(repeated)  # different arguments are never repeats
 
 
-def test_near_duplicate_reservation_states(data_dir: Path, tau: ImportBatch):
-    """A reservation returned after a flight change and again after a baggage change: the older is redundant."""
+def test_reservation_states_that_differ_in_a_value_are_both_kept(data_dir: Path, tau: ImportBatch):
+    """A reservation returned after a flight change, then after a baggage change (``total_baggages`` 0, then 2).
+
+    Alike by shingles, but the later output reports another value: the earlier state is not a repeat of it.
+    """
     raw = read_json(data_dir / "tau-bench" / "gpt-4o-airline_tasks0-39.json")[134]
     conv = _conversation(tau, f"task{raw['task_id']}-trial{raw['trial']}")
     outputs = _outputs(conv)
     names = {r.id: r.name for r in conv.records if isinstance(r, ToolArtifact)}
+    text = dict(outputs)
     flights = next(i for i, o in outputs if names[i] == "update_reservation_flights" and o.startswith("{"))
     baggage = next(i for i, o in outputs if names[i] == "update_reservation_baggages" and o.startswith("{"))
-    # the reservation before the flight change, the searches and the calculations all stay
-    assert find_redundant(outputs) == {flights: baggage}
+    before, after = json.loads(text[flights]), json.loads(text[baggage])
+    assert {k for k in before if before[k] != after[k]} == {"total_baggages"}
+    assert _minhash(text[flights]).jaccard(_minhash(text[baggage])) >= 0.9
+    assert find_redundant(outputs) == {}
+    assert find_redundant([*outputs, ("again", text[flights])]) == {flights: "again"}
+
+
+def test_bookings_that_differ_only_in_the_reservation_id_are_all_kept(tau: ImportBatch):
+    """task 0 trial 3: book_reservation made HATHAT, then twice with the same arguments HATHAU and HATHAV.
+
+    Each created a reservation; the later outputs differ from the earlier only in the id, and none is a repeat.
+    """
+    conv = _conversation(tau, "task0-trial3")
+    booked = [
+        (c, a, conv.blobs[a.sha256][0].decode("utf-8"))
+        for c, a in _pairs(conv)
+        if c.name == "book_reservation" and a is not None and conv.blobs[a.sha256][0].startswith(b"{")
+    ]
+    assert [json.loads(text)["reservation_id"] for _, _, text in booked] == ["HATHAT", "HATHAU", "HATHAV"]
+    (_, _, hathau), (_, _, hathav) = booked[1:]
+    assert booked[1][0].arguments == booked[2][0].arguments and hathau.replace("HATHAU", "HATHAV") == hathav
+    assert outcome_values(hathau) ^ outcome_values(hathav) == {"HATHAU", "HATHAV"}
+    assert find_redundant([(a.id, text) for _, a, text in booked]) == {}
+    assert find_repeated_calls([(c, a) for c, a, _ in booked]) == {}
+
+
+VALUE = (
+    st.integers(0, 10**9).map(str)
+    | st.from_regex(r"[A-Z]{2,8}", fullmatch=True)
+    | st.from_regex(r"[a-z]{2,6}_[0-9]{1,6}", fullmatch=True)
+)
+"""A value an output reports: a number, a capitalised code or an identifier with digits."""
+
+
+def _booking(value: str, took: str) -> str:
+    return (
+        f"Reservation {value} confirmed for passenger Mia Li on the flight from New York to Seattle, "
+        "one way in economy class, with no checked bags and travel insurance declined by the user. "
+        "Payment charged to the credit card on file. The confirmation was sent to the email address on the "
+        "profile, and the booking can be changed or cancelled within twenty four hours at no extra charge. "
+        "Seat selection opens at check-in; the fare class allows one carry-on bag and one personal item. "
+        "Boarding starts forty minutes before departure at the gate printed on the boarding pass, and the "
+        "gate closes fifteen minutes before departure. Passengers who need assistance should tell the agent "
+        "at the desk, and meals can be bought on board with a card. Changes to the name are not allowed. "
+        "Travellers flying abroad must carry a passport valid for six months beyond the date of return, and "
+        "visas are the passenger's own responsibility. Pets travel in the cabin only in an approved carrier "
+        "that fits under the seat in front. Lost luggage is reported at the service counter in arrivals, "
+        "where staff file a claim and send updates by text message until the bag is delivered home. "
+        f"Completed in {took}."
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(old=VALUE, new=VALUE, took=st.sampled_from(["0.07s", "1.25s", "12ms"]))
+def test_outputs_that_differ_in_a_value_are_kept_and_in_a_duration_are_not(old: str, new: str, took: str):
+    """Generated: the same output with another number, code or id is not a repeat; with another duration it is."""
+    earlier, later = _booking(old, took), _booking(new, "0.04s")
+    assert _minhash(earlier).jaccard(_minhash(later)) >= 0.9  # alike by shingles: only the values tell them apart
+    expected = {"earlier": "later"} if old == new else {}
+    assert find_redundant([("earlier", earlier), ("later", later)]) == expected
+
+
+def test_outcome_values_are_numbers_identifiers_and_codes_without_volatile_parts():
+    text = "Booked HATHAT (ord_81, $1,250.50) on 2024-05-01 for Mia; took 3.21s at 10:00:01 from 0x7f3a. OK"
+    assert outcome_values(text) == {"HATHAT", "ord_81", "1", "250.50", "2024-05-01", "OK"}
 
 
 def test_every_pointer_is_direct_newer_and_kept(tau: ImportBatch):

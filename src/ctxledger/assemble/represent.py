@@ -53,10 +53,11 @@ promotion decision, plus the unit's ``error_lines`` and how many the option keep
 **Redundancy** (:meth:`Ladder.redundant`): repeated identical calls (same tool, arguments and output
 sha256), identical outputs of the same call, and near-duplicate outputs of the same call
 (:func:`~ctxledger.represent.find_redundant`: alike by shingles *and* with the same
-:func:`~ctxledger.represent.outcome_lines`, so a failing test run and its passing rerun are both kept)
-enter once, the newest kept; older copies leave as ``redundant`` with a pointer to the kept unit, whose
-detail says ``same tool output as unit K`` for an exact copy and ``near-duplicate of unit K (same outcome
-lines)`` otherwise. Protected units are never redundant (they may be the kept copy). When the kept unit is
+:func:`~ctxledger.represent.redundancy.outcome`, its outcome lines and values, so a failing test run and its
+passing rerun are both kept, and so are two bookings that differ in their reservation id) enter once, the
+newest kept; older copies leave as ``redundant`` with a pointer to the kept unit, whose detail says ``same
+tool output as unit K`` for an exact copy and ``near-duplicate of unit K (same outcome lines and values)``
+otherwise. Protected units are never redundant (they may be the kept copy). When the kept unit is
 not sent either (left out for budget, role order …), the older copies take its reason instead, still at stage
 ``redundancy``, their detail saying that neither copy was sent (:func:`settle_redundant`).
 
@@ -84,13 +85,14 @@ from ctxledger.assemble.select import Option, new_option
 from ctxledger.errors import BlobNotFound, BudgetError, ContentRetained, InputError, IntegrityError, RecordNotFound
 from ctxledger.fetch_hints import whole
 from ctxledger.hashing import sha256_hex
+from ctxledger.json_text import canonical_or_raw
 from ctxledger.policy.base import Outcome, PolicyDecision, ReasonCode
 from ctxledger.policy.secrets import SecretScanner, default_scanner
 from ctxledger.records import Checkpoint, Message, Record, ToolArtifact, ToolCall, ToolMemory
 from ctxledger.represent import Excerpter, LineIndex, Locator, promote, rehydrate
 from ctxledger.represent._patterns import is_error_line
 from ctxledger.represent.extract._base import query_terms
-from ctxledger.represent.redundancy import _minhash, call_key, lsh_index, outcome_lines
+from ctxledger.represent.redundancy import _minhash, call_key, lsh_index, outcome
 from ctxledger.represent.rehydrate import ByteRange, cut_range
 from ctxledger.retention.state import retained
 from ctxledger.serialize.base import Turn
@@ -141,7 +143,7 @@ class Pointer(NamedTuple):
     Attributes:
         kept: id of the newer unit that enters instead.
         exact: ``True`` for the same output (a repeated call, or identical text); ``False`` for a
-            near-duplicate with the same outcome lines.
+            near-duplicate with the same outcome lines and values.
     """
 
     kept: str
@@ -669,7 +671,7 @@ class Ladder:
     def _near_duplicates(self, items: Sequence[tuple[str, str]]) -> dict[str, Pointer]:
         """Older id → newest identical or similar id, as :func:`~ctxledger.represent.find_redundant` computes it.
 
-        Same shingles, MinHash, threshold and outcome rule (:func:`~ctxledger.represent.outcome_lines`);
+        Same shingles, MinHash, threshold and outcome rule (:func:`~ctxledger.represent.redundancy.outcome`);
         each text's sketch and outcome are cached, so a growing history only sketches its new outputs.
         """
         lsh = lsh_index(REDUNDANT_THRESHOLD)
@@ -695,12 +697,12 @@ class Ladder:
             lsh.insert(item_id, sketch)
         return out
 
-    def _outcome(self, text: str) -> frozenset[str]:
-        """:func:`~ctxledger.represent.outcome_lines` of a text, cached like its sketch."""
+    def _outcome(self, text: str) -> tuple[frozenset[str], frozenset[str]]:
+        """:func:`~ctxledger.represent.redundancy.outcome` of a text, cached like its sketch."""
         key = ("outcome", len(text), hash(text))
         found = self._cache.get(key)
         if found is None:
-            found = self._cache[key] = outcome_lines(text)
+            found = self._cache[key] = outcome(text)
         return found  # type: ignore[no-any-return]
 
     def _sketch(self, text: str) -> tuple[str, MinHash]:
@@ -723,11 +725,7 @@ def _call_signature(unit: Unit) -> tuple[tuple[str, str], ...]:
     calls = []
     for rec in unit.records:
         if isinstance(rec, ToolCall):
-            try:
-                args = json.dumps(json.loads(rec.arguments), sort_keys=True)
-            except (TypeError, ValueError):
-                args = rec.arguments
-            calls.append((rec.name, args))
+            calls.append((rec.name, canonical_or_raw(rec.arguments)))
     return tuple(calls)
 
 
@@ -908,7 +906,7 @@ def omit_redundant(
     """Leave out redundant units as ``redundant`` (stage ``redundancy``) with a pointer to the kept unit.
 
     The detail reads ``same tool output as unit K (kept)`` for an exact copy and ``near-duplicate of unit K
-    (same outcome lines; kept)`` for a near-duplicate.
+    (same outcome lines and values; kept)`` for a near-duplicate.
 
     Args:
         units: live units.
@@ -928,7 +926,7 @@ def omit_redundant(
         if exact:
             detail = f"same tool output as unit {kept} (kept)"
         else:
-            detail = f"near-duplicate of unit {kept} (same outcome lines; kept)"
+            detail = f"near-duplicate of unit {kept} (same outcome lines and values; kept)"
         decisions.append(PolicyDecision(unit.id, "redundancy", Outcome.OMIT, ReasonCode.REDUNDANT, detail))
         for rid in unit.record_ids:
             omitted.setdefault(rid, (str(ReasonCode.REDUNDANT), "redundancy", detail))
@@ -965,7 +963,8 @@ def settle_redundant(
         kept_records = by_id[kept].record_ids if kept in by_id else (kept,)
         why = next((omitted[rid] for rid in kept_records if rid in omitted), None)
         reason, stage = (why[0], why[1]) if why is not None else (str(ReasonCode.BUDGET), "selection")
-        copy = f"same tool output as unit {kept}" if exact else f"near-duplicate of unit {kept} (same outcome lines)"
+        near = f"near-duplicate of unit {kept} (same outcome lines and values)"
+        copy = f"same tool output as unit {kept}" if exact else near
         detail = f"{copy}, which was left out too (stage {stage}: {reason}); neither copy was sent"
         for rid in by_id[uid].record_ids:
             if omitted.get(rid, ("", ""))[:2] == (str(ReasonCode.REDUNDANT), "redundancy"):

@@ -20,7 +20,6 @@ submit call).
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -31,6 +30,7 @@ from ctxledger.errors import InputError
 from ctxledger.hashing import sha256_hex
 from ctxledger.ingest._batch import ParsedConversation
 from ctxledger.ingest._fields import Loc
+from ctxledger.json_text import is_json
 from ctxledger.records import (
     Branch,
     Conversation,
@@ -108,12 +108,12 @@ class ParseOptions:
 
 
 def media_type_of(text: str) -> str:
-    """``application/json`` when ``text`` parses as JSON, else ``text/plain; charset=utf-8``."""
-    try:
-        json.loads(text)
-    except ValueError:
-        return TEXT_MEDIA_TYPE
-    return JSON_MEDIA_TYPE
+    """``application/json`` when ``text`` decodes as JSON, else ``text/plain; charset=utf-8``.
+
+    Tool output is data: text that does not decode (malformed, or nested deeper than
+    :data:`ctxledger.json_text.MAX_DEPTH` levels) is imported as text, never refused.
+    """
+    return JSON_MEDIA_TYPE if is_json(text) else TEXT_MEDIA_TYPE
 
 
 def epoch_time(value: float) -> datetime:

@@ -9,9 +9,13 @@ line, e.g. BFCL's ``.json`` files). Otherwise it is one JSON document. Errors:
   parsing stopped (:func:`~ctxledger.ingest.json_paths.error_field`; ``None`` at the record's top);
 * a malformed JSON document → ``InputError`` with the line and column and that ``field``; when the document
   is a top-level array, ``index`` is the element that does not parse and ``field`` is relative to it;
-* JSON that parses but cannot be kept (:func:`check_value`): nesting deeper than :data:`MAX_DEPTH`
-  levels, an integer of more than :data:`MAX_INT_DIGITS` digits, or a string holding a lone surrogate
-  escape (``"\ud800"``, which no UTF-8 store can write) → ``InputError`` naming the JSON path.
+* JSON that cannot be kept (:func:`check_value`): nesting deeper than :data:`MAX_DEPTH` levels, an integer
+  of more than :data:`MAX_INT_DIGITS` digits, or a string holding a lone surrogate escape (``"\ud800"``,
+  which no UTF-8 store can write) → ``InputError`` naming the JSON path. When the value is too deep or too
+  long for the parser itself, the text is scanned for it instead, so the error still names the record (the
+  JSON Lines record, or the top-level array's element), the field and the line.
+
+Nesting counts structure only: a string (a tool's output, a call's arguments) holding deep JSON is text.
 """
 
 from __future__ import annotations
@@ -24,10 +28,11 @@ from typing import Any
 
 from ctxledger.conversation_ids import nfc
 from ctxledger.errors import InputError
-from ctxledger.ingest.json_paths import error_field
+from ctxledger.ingest.json_paths import element_at, error_field, field_at, long_integer, nesting_past
+from ctxledger.json_text import MAX_DEPTH as JSON_MAX_DEPTH
 
 _SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
-MAX_DEPTH = 200
+MAX_DEPTH = JSON_MAX_DEPTH
 """Deepest nesting of arrays and objects accepted (transcripts nest a few levels; tool output is text)."""
 MAX_INT_DIGITS = 4300
 """Longest integer accepted, in decimal digits (Python's own limit for converting int and str)."""
@@ -72,19 +77,26 @@ def load_file(path: Path, source: str) -> Loaded:
             check_value(record, source, index=index)
         return Loaded(records, jsonl=True)
     value = parse_document(text, source)
-    check_value(value, source)
+    if isinstance(value, list):  # a top-level array's elements are its records
+        for index, record in enumerate(value):
+            check_value(record, source, index=index, depth=1)
+    else:
+        check_value(value, source)
     return Loaded(value)
 
 
-def check_value(value: Any, source: str, *, index: int | None = None) -> None:
+def check_value(value: Any, source: str, *, index: int | None = None, depth: int = 0) -> None:
     """Refuse a JSON value the store could not keep or later code could not walk.
+
+    ``index`` names the record ``value`` is; ``depth`` is how deep it sits (1 for an element of a top-level
+    array), so nesting is counted from the document's top.
 
     Raises:
         InputError: nesting deeper than :data:`MAX_DEPTH`, an integer longer than :data:`MAX_INT_DIGITS`
             digits, or a string (value or key) holding a lone surrogate; names the JSON path
             (``messages[3].content``).
     """
-    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
+    stack: list[tuple[Any, str, int]] = [(value, "", depth)]
     while stack:
         item, path, depth = stack.pop()
         if isinstance(item, str):
@@ -156,10 +168,8 @@ def parse_document(text: str, source: str) -> Any:
             index=element,
             field=error_field(exc, element),
         ) from exc
-    except RecursionError:
-        raise InputError(f"nested more than {MAX_DEPTH} levels deep", source=source) from None
-    except ValueError as exc:  # an integer literal beyond Python's digit limit
-        raise InputError(f"an integer of more than {MAX_INT_DIGITS} digits ({exc})", source=source) from None
+    except (RecursionError, ValueError):  # nesting past the interpreter's limit, an integer past Python's
+        raise _unkeepable(text, source) from None
 
 
 def _read_text(path: Path, source: str) -> str:
@@ -195,13 +205,29 @@ def _parse_lines(text: str, source: str) -> list[Any]:
                 index=len(records),
                 field=error_field(exc),
             ) from exc
-        except RecursionError:
-            raise InputError(
-                f"nested more than {MAX_DEPTH} levels deep (line {lineno})", source=source, index=len(records)
-            ) from None
-        except ValueError as exc:  # an integer literal beyond Python's digit limit
-            raise InputError(f"line {lineno}: {exc}", source=source, index=len(records)) from None
+        except (RecursionError, ValueError):  # nesting past the interpreter's limit, an integer past Python's
+            raise _unkeepable(line, source, index=len(records), line=lineno) from None
     return records
+
+
+def _unkeepable(text: str, source: str, *, index: int | None = None, line: int | None = None) -> InputError:
+    """The error for well-formed JSON the parser gave up on: too deep, or an integer too long.
+
+    Names the record and field where the first such value starts (for a document that is a top-level array,
+    ``index`` is its element), and its line.
+    """
+    deep = nesting_past(text, MAX_DEPTH)
+    long = long_integer(text, MAX_INT_DIGITS)
+    if long is not None and (deep is None or long[0] < deep):
+        pos, problem = long[0], f"an integer of {long[1]} digits, more than the {MAX_INT_DIGITS} accepted"
+    elif deep is not None:
+        pos, problem = deep, f"nested more than {MAX_DEPTH} levels deep"
+    else:
+        return InputError("cannot be read as JSON", source=source, index=index)
+    element = element_at(text, pos) if index is None else None
+    line = text.count("\n", 0, pos) + 1 if line is None else line
+    field = short_path(field_at(text, pos, element) or "")
+    return InputError(f"{problem} (line {line})", source=source, index=element if index is None else index, field=field)
 
 
 def _failing_element(text: str) -> int | None:

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],:]')
+_NUMBER = re.compile(r'"(?:[^"\\]|\\.)*"|-?(\d+)(?![.\deE])|-?\d+(?:\.\d*)?(?:[eE][+-]?\d+)?')
+_ELEMENT = re.compile(r"\[(\d+)\]")
 
 
 @dataclass
@@ -57,13 +59,56 @@ def error_field(exc: json.JSONDecodeError, element: int | None = None) -> str | 
     With ``element`` (the top-level array's element that does not parse), the path is relative to that element,
     as a record's fields are named; ``None`` when parsing stopped outside it (between two elements).
     """
-    path = json_path_at(exc.doc, exc.pos)
+    return field_at(exc.doc, exc.pos, element)
+
+
+def field_at(text: str, pos: int, element: int | None = None) -> str | None:
+    """The field (JSON path) of the value being read at character ``pos`` of ``text``; ``None`` at the top.
+
+    ``element`` makes the path relative to that element of a top-level array, as :func:`error_field` says.
+    """
+    path = json_path_at(text, pos)
     if element is not None:
         inside = path.removeprefix(f"[{element}]")
         if inside == path:
             return None
         path = inside.removeprefix(".")
     return path or None
+
+
+def element_at(text: str, pos: int) -> int | None:
+    """The index of the top-level array's element being read at character ``pos``; ``None`` outside one."""
+    match = _ELEMENT.match(json_path_at(text, pos))
+    return int(match.group(1)) if match else None
+
+
+def nesting_past(text: str, limit: int) -> int | None:
+    """The position of the first ``[`` or ``{`` opening a level deeper than ``limit``, else ``None``.
+
+    Strings are skipped, so brackets inside them do not count; no recursion, whatever the depth.
+    """
+    depth = 0
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if token in "{[":
+            depth += 1
+            if depth > limit:
+                return match.start()
+        elif token in "}]":
+            depth -= 1
+    return None
+
+
+def long_integer(text: str, digits: int) -> tuple[int, int] | None:
+    """``(position, digit count)`` of the first integer literal of more than ``digits`` digits, else ``None``.
+
+    Strings are skipped; a number with a fraction or an exponent is a float, never too long.
+    """
+    for match in _NUMBER.finditer(text):
+        number = match.group(1)
+        if number is not None and len(number) > digits:
+            return match.start(1), len(number)
+    return None
 
 
 def _key(token: str) -> str:

@@ -18,7 +18,6 @@ call has no result and stays pending. Errors name the message index in ``train_m
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -30,6 +29,7 @@ from ctxledger.ingest._chat import ChatMapper
 from ctxledger.ingest._fields import Loc, as_object, optional, require
 from ctxledger.ingest._load import Loaded
 from ctxledger.ingest._tools import openai_tools
+from ctxledger.json_text import UNDECODABLE, decode_json
 from ctxledger.records import ToolStatus
 
 FORMAT = "toolbench"
@@ -39,9 +39,8 @@ _META_KEYS = ("query", "final_answer", "finish_type", "valid_data", "query_count
 
 def result_error(text: str) -> str:
     """The ``error`` field of a ToolBench function result ("" when none), even if the JSON is cut off."""
-    try:
-        value = json.loads(text)
-    except ValueError:
+    value = decode_json(text)
+    if value is UNDECODABLE:
         match = _ERROR_PREFIX.match(text)
         return match.group(1) if match else ""
     error = value.get("error") if isinstance(value, dict) else None

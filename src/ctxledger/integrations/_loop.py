@@ -15,7 +15,6 @@ version stays recorded, and the policy leaves the old ones out as ``superseded``
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +23,7 @@ from ctxledger.assemble.assembler import Assembly
 from ctxledger.assemble.recall import RECALL_TOOL, answer_recall
 from ctxledger.budget import DEFAULT_BUDGET
 from ctxledger.errors import ConfigurationError
+from ctxledger.json_text import decode_json
 from ctxledger.ledger import Ledger
 from ctxledger.recorder import Recorder
 from ctxledger.serialize import default_model
@@ -254,9 +254,6 @@ class LoopLedger:
 
 
 def _arguments(call: Any) -> dict[str, Any]:
-    """A recorded call's arguments as a mapping (``{}`` when they are not a JSON object)."""
-    try:
-        parsed = json.loads(call.arguments)
-    except ValueError:
-        return {}
+    """A recorded call's arguments as a mapping (``{}`` when they are not a JSON object or do not decode)."""
+    parsed = decode_json(call.arguments)
     return parsed if isinstance(parsed, dict) else {}

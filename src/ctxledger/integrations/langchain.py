@@ -41,6 +41,7 @@ from ctxledger.errors import ConfigurationError
 from ctxledger.integrations._loop import Budget, LoopLedger
 from ctxledger.integrations._media import DATA_URL, note, url_note
 from ctxledger.integrations._payload import APIS, Sent, sent_messages
+from ctxledger.json_text import decode_json
 from ctxledger.ledger import Ledger
 from ctxledger.serialize.openai_responses import ENCRYPTED_REASONING
 
@@ -276,10 +277,8 @@ def _text_blocks(sent: Sent) -> list[dict[str, Any]]:
 
 
 def _args(arguments: str) -> dict[str, Any]:
-    try:
-        parsed = json.loads(arguments or "{}")
-    except ValueError:
-        return {}
+    """Arguments as a mapping (``{}`` when they are not a JSON object or do not decode)."""
+    parsed = decode_json(arguments or "{}")
     return parsed if isinstance(parsed, dict) else {}
 
 

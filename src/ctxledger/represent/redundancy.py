@@ -9,9 +9,12 @@ describes the current state; the older copies are omitted with a pointer to it):
 * :func:`find_redundant`: texts that are identical, or near-duplicates: Jaccard similarity of their word
   3-gram shingles at least ``threshold``, estimated with ``datasketch`` MinHash (128 permutations, fixed
   seed, so the same inputs always give the same answer) and found through MinHash LSH, so long histories
-  are not compared pairwise, **and** the same :func:`outcome_lines`. Two test runs that differ in one line,
-  ``=== 1 failed, 400 passed ===`` against ``=== 401 passed ===``, are alike by shingles yet report
-  different results; both are kept.
+  are not compared pairwise, **and** the same :func:`outcome` (outcome lines and values). Two test runs that
+  differ in one line, ``=== 1 failed, 400 passed ===`` against ``=== 401 passed ===``, are alike by shingles
+  yet report different results; both are kept. So are two bookings whose outputs differ only in the
+  reservation id (``HATHAT`` against ``HATHAU``): each created a reservation. What may differ between
+  near-duplicates is wording and the parts that change between equal runs (timestamps, durations,
+  addresses).
 
 An older item is pointed only at a newer item it is itself similar to (never through a chain), and never
 at another redundant item. Redundancy must not be applied to protected items (failed calls, pending
@@ -21,13 +24,13 @@ operations); that is the assembler's rule, not this module's.
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ctxledger.errors import ConfigurationError
-from ctxledger.hashing import canonical_json, sha256_hex
+from ctxledger.hashing import sha256_hex
+from ctxledger.json_text import canonical_or_raw
 from ctxledger.records import ToolArtifact, ToolCall
 from ctxledger.represent._patterns import ERROR_RE, SUMMARY_RE, VOLATILE_RE, exit_status, is_outcome_line
 
@@ -38,6 +41,7 @@ NUM_PERM = 128
 SEED = 1
 SHINGLE_WORDS = 3
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
+_VALUE_RE = re.compile(r"(?<![\w.-])(?:[\w.-]*\d[\w.-]*|[A-Z][A-Z0-9_]+)(?![\w.-])")
 
 
 def shingles(text: str) -> set[str]:
@@ -115,6 +119,26 @@ def outcome_lines(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+def outcome_values(text: str) -> frozenset[str]:
+    """The values a tool output reports: its distinct numbers, identifiers and codes.
+
+    A value is a run of word characters, dots and hyphens that holds a digit (``42``, ``3.5``, ``2024-05-01``,
+    ``ord_81``), or a capitalised code of two or more characters (``HATHAT``, ``LAX``, ``PASSED``). The parts
+    that change between equal runs (:data:`~ctxledger.represent._patterns.VOLATILE_RE`: timestamps, clock
+    times, addresses, durations) are left out first, so a rerun that took longer reports the same values.
+    """
+    return frozenset(_VALUE_RE.findall(VOLATILE_RE.sub(" ", text)))
+
+
+def outcome(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """``(outcome_lines(text), outcome_values(text))``: what two near-duplicate outputs must share.
+
+    Outputs alike by shingles that differ here report different results (a failing and a passing run) or
+    different facts (two bookings, two reservation ids), and neither stands in for the other.
+    """
+    return outcome_lines(text), outcome_values(text)
+
+
 def find_redundant(items: Sequence[tuple[str, str]], *, threshold: float = 0.9) -> dict[str, str]:
     """Map each redundant item id to the id of the newer item kept in its place.
 
@@ -122,7 +146,7 @@ def find_redundant(items: Sequence[tuple[str, str]], *, threshold: float = 0.9) 
         items: ``(id, text)`` pairs in history order, oldest first; ``text`` is what would enter the
             context (e.g. a tool output). Ids must be unique.
         threshold: minimum estimated Jaccard similarity (0..1] of word 3-gram shingles for two texts
-            to count as near-duplicates (they must also have the same :func:`outcome_lines`); identical
+            to count as near-duplicates (they must also have the same :func:`outcome`); identical
             texts are always redundant.
 
     Returns:
@@ -140,7 +164,7 @@ def find_redundant(items: Sequence[tuple[str, str]], *, threshold: float = 0.9) 
     sketches: dict[str, MinHash] = {}
     exact: dict[str, str] = {}
     order = {item_id: i for i, (item_id, _) in enumerate(items)}
-    outcomes: dict[str, frozenset[str]] = {}
+    outcomes: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
     redundant: dict[str, str] = {}
     for item_id, text in reversed(items):
         digest = sha256_hex(text.encode("utf-8"))
@@ -148,7 +172,7 @@ def find_redundant(items: Sequence[tuple[str, str]], *, threshold: float = 0.9) 
             redundant[item_id] = exact[digest]
             continue
         sketch = _minhash(text)
-        outcomes[item_id] = outcome_lines(text)
+        outcomes[item_id] = outcome(text)
         similar = [
             k
             for k in lsh.query(sketch)
@@ -164,12 +188,12 @@ def find_redundant(items: Sequence[tuple[str, str]], *, threshold: float = 0.9) 
 
 
 def call_key(call: ToolCall, artifact: ToolArtifact) -> tuple[str, str, str]:
-    """``(tool name, canonical arguments, output sha256)`` identifying a repeated call."""
-    try:
-        arguments = canonical_json(json.loads(call.arguments))
-    except ValueError:
-        arguments = call.arguments
-    return call.name, arguments, artifact.sha256
+    """``(tool name, canonical arguments, output sha256)`` identifying a repeated call.
+
+    Arguments that do not decode (malformed, or nested too deep: :mod:`ctxledger.json_text`) are compared as
+    written.
+    """
+    return call.name, canonical_or_raw(call.arguments), artifact.sha256
 
 
 def find_repeated_calls(calls: Sequence[tuple[ToolCall, ToolArtifact | None]]) -> dict[str, str]:

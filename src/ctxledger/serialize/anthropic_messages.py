@@ -54,13 +54,13 @@ tools)) + sum(turn_tokens)``.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxledger.errors import NOTHING_TO_SEND, NothingToSend, ProviderContractError
 from ctxledger.hashing import canonical_json
+from ctxledger.json_text import decode_json
 from ctxledger.serialize._turns import at, check_turns, content_parts, function_definitions, speaker_label
 from ctxledger.serialize.anthropic_cache import check_breakpoints
 from ctxledger.serialize.base import Turn
@@ -435,11 +435,12 @@ def _label(name: str, blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _tool_use(call_id: str, name: str, arguments: str) -> dict[str, Any]:
-    """A ``tool_use`` block; arguments that are not a JSON object are kept as ``_raw_arguments``."""
-    try:
-        parsed = json.loads(arguments) if arguments.strip() else {}
-    except ValueError:
-        parsed = None
+    """A ``tool_use`` block; arguments that are not a JSON object are kept as ``{"_raw_arguments": text}``.
+
+    ``input`` must be an object, so arguments that do not decode (malformed, or nested too deep:
+    :mod:`ctxledger.json_text`) are kept that way too.
+    """
+    parsed = decode_json(arguments) if arguments.strip() else {}
     if not isinstance(parsed, dict):
         parsed = {"_raw_arguments": arguments}
     return {"type": "tool_use", "id": call_id, "name": name, "input": parsed}

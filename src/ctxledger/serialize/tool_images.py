@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ctxledger.fetch_hints import whole
+from ctxledger.json_text import UNDECODABLE, decode_json
 from ctxledger.serialize.images import DataUrl, image_size_from_base64, parse_data_url
 
 SENT_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
@@ -129,9 +130,8 @@ def _from_json(text: str) -> tuple[str, list[DataUrl]] | None:
     stripped = text.lstrip()
     if not stripped.startswith(("{", "[")):
         return None
-    try:
-        parsed = json.loads(text)
-    except ValueError:
+    parsed = decode_json(text)
+    if parsed is UNDECODABLE:
         return None
     found: list[DataUrl] = []
     walked = _walk(parsed, found)
