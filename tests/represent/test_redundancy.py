@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from represent_helpers import read_json
 
@@ -122,7 +122,9 @@ def _booking(value: str, took: str) -> str:
 def test_outputs_that_differ_in_a_value_are_kept_and_in_a_duration_are_not(old: str, new: str, took: str):
     """Generated: the same output with another number, code or id is not a repeat; with another duration it is."""
     earlier, later = _booking(old, took), _booking(new, "0.04s")
-    assert _minhash(earlier).jaccard(_minhash(later)) >= 0.9  # alike by shingles: only the values tell them apart
+    # alike by shingles, so only the values tell them apart (the MinHash estimate is deterministic per text but may
+    # fall below the threshold for a rare pair: such a pair says nothing about the value rule)
+    assume(_minhash(earlier).jaccard(_minhash(later)) >= 0.9)
     expected = {"earlier": "later"} if old == new else {}
     assert find_redundant([("earlier", earlier), ("later", later)]) == expected
 
