@@ -45,6 +45,7 @@ def timed_phases() -> Iterator[dict[str, float]]:
     is put back when the block ends.
     """
     spent = {label: 0.0 for label, _, _ in PHASES}
+    building = [0]  # > 0 while the snapshot build runs: its sub-phases count only then
     undo: list[tuple[Any, str, Any]] = []
     try:
         for label, module_name, attribute in PHASES:
@@ -54,7 +55,7 @@ def timed_phases() -> Iterator[dict[str, float]]:
                 owner = getattr(owner, part)
             inner = getattr(owner, leaf)
             holders = [owner] if path else [m for m in list(sys.modules.values()) if getattr(m, leaf, None) is inner]
-            wrapper = _timed(inner, label, spent)
+            wrapper = _timed(inner, label, spent, building)
             for holder in holders:
                 undo.append((holder, leaf, inner))
                 setattr(holder, leaf, wrapper)
@@ -64,17 +65,30 @@ def timed_phases() -> Iterator[dict[str, float]]:
             setattr(holder, leaf, inner)
 
 
-def _timed(inner: Callable[..., Any], label: str, spent: dict[str, float]) -> Callable[..., Any]:
+def _timed(
+    inner: Callable[..., Any], label: str, spent: dict[str, float], building: list[int]
+) -> Callable[..., Any]:
+    """``inner`` adding its CPU seconds to ``spent[label]``.
+
+    A ``snapshot: …`` sub-phase counts only while the snapshot build (:data:`SNAPSHOT`) runs, so the sub-phases
+    add up to at most the build (the same function called elsewhere in the call, such as reading records for
+    another purpose, is not counted).
+    """
     depth = [0]
+    sub = label.startswith("snapshot: ")
 
     @functools.wraps(inner)
     def timed(*args: Any, **kwargs: Any) -> Any:
+        if sub and not building[0]:
+            return inner(*args, **kwargs)
         depth[0] += 1
+        building[0] += label == SNAPSHOT
         started = time.process_time()
         try:
             return inner(*args, **kwargs)
         finally:
             depth[0] -= 1
+            building[0] -= label == SNAPSHOT
             if depth[0] == 0:  # a call within a call of the same phase is counted once
                 spent[label] += time.process_time() - started
 
