@@ -48,6 +48,19 @@ def decode_json(text: str, *, parse_constant: Callable[[str], Any] | None = None
     return value
 
 
+JSON_MEDIA_TYPE: Final = "application/json"
+TEXT_MEDIA_TYPE: Final = "text/plain; charset=utf-8"
+
+
+def media_type_of(text: str) -> str:
+    """``application/json`` when ``text`` decodes by :func:`decode_json`'s rule, else ``text/plain; charset=utf-8``.
+
+    Tool output is data: text that does not decode (malformed, or nested deeper than :data:`MAX_DEPTH` levels)
+    is stored as text, never refused. The importers and the Recorder classify a tool result's text with it.
+    """
+    return JSON_MEDIA_TYPE if is_json(text) else TEXT_MEDIA_TYPE
+
+
 def is_json(text: str) -> bool:
     """Whether ``text`` decodes as JSON by :func:`decode_json`'s rule."""
     return decode_json(text) is not UNDECODABLE

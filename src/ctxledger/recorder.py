@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 from ctxledger.conversation_ids import check_conversation_id
 from ctxledger.errors import ConfigurationError, DuplicateRecordId, InputError, RecordNotFound
-from ctxledger.json_text import is_json
+from ctxledger.json_text import media_type_of
 from ctxledger.policy.secrets import default_scanner
 from ctxledger.records import (
     Branch,
@@ -108,8 +108,6 @@ RENUMBER_ATTEMPTS = 20
 DEFAULT_STEP = timedelta(seconds=1)
 """How far a stepping clock (a fixed start) moves per record."""
 
-TEXT_MEDIA_TYPE = "text/plain; charset=utf-8"
-JSON_MEDIA_TYPE = "application/json"
 BINARY_MEDIA_TYPE = "application/octet-stream"
 
 _PRIVACY_CLASSES = ("public", "internal", "confidential", "restricted", "secret")
@@ -1433,7 +1431,7 @@ def _media_type(data: bytes) -> str:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return BINARY_MEDIA_TYPE
-    return JSON_MEDIA_TYPE if is_json(text) else TEXT_MEDIA_TYPE
+    return media_type_of(text)
 
 
 def _default_trust(cls: type[Record], fields: Mapping[str, Any]) -> str:

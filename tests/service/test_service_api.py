@@ -322,7 +322,7 @@ def test_a_body_that_is_not_json_names_the_body_and_where_it_breaks(served: Serv
 
 
 def _is_json(text: str) -> bool:
-    from ctxledger.ingest._builder import JSON_MEDIA_TYPE, media_type_of
+    from ctxledger.json_text import JSON_MEDIA_TYPE, media_type_of
 
     return media_type_of(text) == JSON_MEDIA_TYPE
 

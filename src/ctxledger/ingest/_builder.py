@@ -30,7 +30,6 @@ from ctxledger.errors import InputError
 from ctxledger.hashing import sha256_hex
 from ctxledger.ingest._batch import ParsedConversation
 from ctxledger.ingest._fields import Loc
-from ctxledger.json_text import is_json
 from ctxledger.records import (
     Branch,
     Conversation,
@@ -46,8 +45,6 @@ from ctxledger.records import (
 BASE_TIME = datetime(2024, 1, 1, tzinfo=UTC)
 """Time of the first history record of a source without timestamps (later ones: +1 s each)."""
 
-TEXT_MEDIA_TYPE = "text/plain; charset=utf-8"
-JSON_MEDIA_TYPE = "application/json"
 
 ProgressCallback = Callable[[int, int], None]
 """``on_progress(done, total)``: units done so far and the total (records or trajectories)."""
@@ -106,14 +103,6 @@ class ParseOptions:
         if self.on_progress is not None:
             self.on_progress(done, total)
 
-
-def media_type_of(text: str) -> str:
-    """``application/json`` when ``text`` decodes as JSON, else ``text/plain; charset=utf-8``.
-
-    Tool output is data: text that does not decode (malformed, or nested deeper than
-    :data:`ctxledger.json_text.MAX_DEPTH` levels) is imported as text, never refused.
-    """
-    return JSON_MEDIA_TYPE if is_json(text) else TEXT_MEDIA_TYPE
 
 
 def epoch_time(value: float) -> datetime:

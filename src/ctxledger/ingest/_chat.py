@@ -24,9 +24,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from ctxledger.ingest._builder import ConversationBuilder, media_type_of
+from ctxledger.ingest._builder import ConversationBuilder
 from ctxledger.ingest._fields import Loc, as_object, json_type, optional, require
 from ctxledger.ingest._tools import ToolSet, add_skill_state
+from ctxledger.json_text import media_type_of
 from ctxledger.records import Message, Role, ToolStatus, Trust
 from ctxledger.serialize.images import base64_problem, parse_data_url
 

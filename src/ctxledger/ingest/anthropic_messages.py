@@ -26,11 +26,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from ctxledger.ingest._batch import ImportBatch, ParsedConversation
-from ctxledger.ingest._builder import JSON_MEDIA_TYPE, ConversationBuilder, ParseOptions, media_type_of
+from ctxledger.ingest._builder import ConversationBuilder, ParseOptions
 from ctxledger.ingest._fields import Loc, as_object, json_type, optional, require
 from ctxledger.ingest._load import Loaded
 from ctxledger.ingest._shapes import Shape, below, conversation_shapes
 from ctxledger.ingest._tools import ToolSet, add_skill_state
+from ctxledger.json_text import JSON_MEDIA_TYPE, media_type_of
 from ctxledger.records import Message, Role, ToolStatus, Trust
 from ctxledger.serialize.images import base64_problem
 
