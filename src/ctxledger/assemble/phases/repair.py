@@ -59,10 +59,15 @@ def fill_note(
         )
     room = dynamic - used
     cheapest = min(o.tokens for i in left for o in i.options)
-    share = f"{used} of {dynamic} tokens of B_dynamic used ({used / dynamic:.0%}), {room} left"
+    share = _share(used, dynamic)
     if cheapest > room:
         return f"{share}: the cheapest form of any unit left out for budget takes {cheapest} tokens"
     return f"{share}: units that would fit were kept out by class caps or the provider's role order"
+
+
+def _share(used: int, dynamic: int) -> str:
+    """How much of ``B_dynamic`` is used and left, as the fill notes say it."""
+    return f"{used} of {dynamic} tokens of B_dynamic used ({used / dynamic:.0%}), {dynamic - used} left"
 
 
 def _cut_note(dynamic: int, used: int, chosen: Sequence[tuple[Unit, Option]]) -> str | None:
@@ -73,7 +78,7 @@ def _cut_note(dynamic: int, used: int, chosen: Sequence[tuple[Unit, Option]]) ->
     forms = ", ".join(f"{u.id} as {o.transform or o.representation}" for u, o in cut[:3])
     more = f" and {len(cut) - 3} more" if len(cut) > 3 else ""
     return (
-        f"{used} of {dynamic} tokens of B_dynamic used ({used / dynamic:.0%}), {dynamic - used} left; nothing was "
+        f"{_share(used, dynamic)}; nothing was "
         f"left out for budget, but units too large to enter whole are sent cut ({forms}{more}): excerpts stay "
         f"within the ladder's largest size, {max(EXCERPT_TOKENS)} tokens, and their locators rehydrate the rest"
     )
