@@ -14,7 +14,13 @@ items. Items follow the ``POST /v1/responses`` input reference:
   ``meta["thinking"]`` as received (encrypted content included, never read) with their positions among the
   turn's items in ``meta["thinking_at"]``, so the Responses serializer sends them back where they were,
   pinned to their calls, and the other serializers leave them out;
-* ``function_call_output`` → a ``ToolArtifact`` whose bytes are the output text (text parts joined);
+* ``function_call_output`` → a ``ToolArtifact``: a string output as is; an array of ``input_text`` parts as
+  their texts joined; an array holding ``input_image`` or ``input_file`` parts as the array's JSON
+  (``application/json``, ``meta["responses_parts"]``), the representation the Anthropic importer gives a
+  ``tool_result`` with image blocks, so the assembler sends an inline image as an image
+  (:mod:`ctxledger.serialize.tool_images`). An image or file given only by ``file_id`` (its bytes live on
+  OpenAI's servers), a ``data:`` URL whose base64 is not base64, and a part of another type are refused,
+  naming ``output[k]`` and the field;
 * function tools (``{"type": "function", "name", "parameters", …}``) → one ``SkillState``.
 
 An item of another type (a hosted tool's call, an ``item_reference`` …) is an ``InputError`` naming the
@@ -23,6 +29,7 @@ item index and ``type``: its content lives on OpenAI's servers, and the history 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,6 +39,7 @@ from ctxledger.ingest._chat import ChatMapper
 from ctxledger.ingest._fields import Loc, as_object, json_type, optional, require
 from ctxledger.ingest._load import Loaded
 from ctxledger.ingest._tools import ToolSet, openai_tools
+from ctxledger.serialize.images import base64_problem, parse_data_url
 
 FORMAT = "openai-responses"
 
@@ -41,6 +49,9 @@ OUTPUT_ITEM_TYPES = frozenset({"reasoning", "compaction", "function_call"})
 _OPAQUE = ("reasoning", "compaction")
 _PAYLOAD_KEYS = frozenset({"input", "output", "instructions", "tools"})
 _PART_MAP = {"input_text": "text", "output_text": "text"}
+_FILE_KEYS = ("file_data", "file_url")
+"""The keys of an ``input_file`` part that hold the file itself (its bytes or where to get them)."""
+_BY_FILE_ID = "{} given only by file id is not kept (its bytes live on OpenAI's servers, the history is client-side)"
 
 
 def parse(loaded: Loaded, options: ParseOptions) -> ImportBatch:
@@ -186,13 +197,47 @@ def _assistant(group: list[tuple[Mapping[str, Any], Loc]]) -> tuple[dict[str, An
 
 
 def _output(item: Mapping[str, Any], loc: Loc) -> dict[str, Any]:
+    """A chat-form ``tool`` message for a ``function_call_output`` (module docstring: text, or the parts' JSON)."""
     call_id = require(item, "call_id", str, loc, "a string")
     output = item.get("output")
-    if isinstance(output, list):
-        output = "".join(str(p.get("text", "")) for p in output if isinstance(p, Mapping))
-    elif not isinstance(output, str):
+    message: dict[str, Any] = {"role": "tool", "tool_call_id": call_id}
+    if isinstance(output, str):
+        return message | {"content": output}
+    if not isinstance(output, list):
         raise loc.error(f"expected a string or an array of parts, got {json_type(output)}", "output")
-    return {"role": "tool", "tool_call_id": call_id, "content": output}
+    kinds = [_output_part(part, loc.child(f"output[{k}]")) for k, part in enumerate(output)]
+    if all(kind == "input_text" for kind in kinds):
+        return message | {"content": "".join(str(part["text"]) for part in output)}
+    return message | {"content": json.dumps(output, ensure_ascii=False), "responses_parts": True}
+
+
+def _output_part(part: Any, loc: Loc) -> str:
+    """The type of one part of a ``function_call_output`` array, after checking it can be kept.
+
+    Raises:
+        InputError: not an object, a type other than ``input_text`` / ``input_image`` / ``input_file``, a text
+            that is not a string, an image without an ``image_url`` string or whose ``data:`` URL is not base64,
+            or a file with neither ``file_data`` nor ``file_url`` (names ``output[k]`` and the field).
+    """
+    part = as_object(part, loc, "a content part object")
+    kind: str = require(part, "type", str, loc, "a string")
+    if kind == "input_text":
+        require(part, "text", str, loc, "a string")
+    elif kind == "input_image":
+        if part.get("image_url") is None:
+            what = _BY_FILE_ID.format("an image")
+            raise loc.error(f"expected 'image_url' (a data: URL or a URL): {what}", "image_url")
+        url = require(part, "image_url", str, loc, "a URL string")
+        data_url = parse_data_url(url)
+        if data_url is not None and (problem := base64_problem(data_url.data)) is not None:
+            raise loc.error(problem, "image_url")
+    elif kind == "input_file":
+        if not any(isinstance(part.get(key), str) for key in _FILE_KEYS):
+            what = _BY_FILE_ID.format("a file")
+            raise loc.error(f"expected 'file_data' or 'file_url' (a string): {what}", "file_data")
+    else:
+        raise loc.error(f"unsupported output part type {kind!r} (input_text, input_image, input_file)", "type")
+    return kind
 
 
 def _tools(value: Any, loc: Loc) -> ToolSet:

@@ -133,7 +133,22 @@ def _chat(message: Mapping[str, Any], names: Mapping[str, str]) -> Sent:
 
 def _responses(payload: Mapping[str, Any], names: Mapping[str, str]) -> list[Sent]:
     out = [Sent("system", payload["instructions"], payload["instructions"])] if payload.get("instructions") else []
-    return out + [_chat(m, names) for m, _ in chat_messages(list(payload["input"]), "<assembled payload>")]
+    items = list(payload["input"])
+    read = chat_messages(items, "<assembled payload>")
+    return out + [_output_text(_chat(m, names), items[loc.index or 0]) for m, loc in read]
+
+
+def _output_text(sent: Sent, item: Mapping[str, Any]) -> Sent:
+    """A tool message of a ``function_call_output`` whose output is parts: the parts' text as text and content.
+
+    The importer reads such an output as the parts' JSON (it records them); a framework is handed the text the
+    parts hold, the tool-output image's placeholder included.
+    """
+    output = item.get("output") if sent.role == "tool" else None
+    if not isinstance(output, list):
+        return sent
+    text = flat_text(output)
+    return dataclasses.replace(sent, text=text, content=text)
 
 
 def _anthropic(payload: Mapping[str, Any], names: Mapping[str, str]) -> list[Sent]:
