@@ -9,34 +9,35 @@
 * :meth:`LedgerInputFilter.tool_error_formatter` (``RunConfig(tool_error_formatter=...)``) tells the filter
   which calls raised: the SDK hands the model an error string in place of the tool's output, and that output
   is recorded as a *failed* result (the policy keeps failed calls). A tool with its own
-  ``failure_error_function`` bypasses the run's formatter; wrap that function in
-  :meth:`LedgerInputFilter.failure_error_function`. The hooks refuse to run a tool under a ``RunConfig``
-  without the filter's formatter, since its failures would be recorded as successes.
-* :class:`LedgerSession` implements the SDK's ``Session`` protocol on a ledger conversation. A session and a
-  filter both record what they see, so the two on the same conversation of a ledger are refused
+  ``failure_error_function`` (or ``timeout_error_function``) bypasses the run's formatter; wrap that function in
+  :meth:`LedgerInputFilter.failure_error_function`. A call that timed out and got the SDK's default timeout
+  message is marked by the hooks. The hooks refuse to run a tool under a ``RunConfig`` without the filter's
+  formatter, since its failures would be recorded as successes. The rule is
+  :class:`~ctxledger.integrations._agent_failures.ToolFailures`.
+* :class:`LedgerSession` implements the SDK's ``Session`` protocol on a ledger conversation; it learns of failed
+  calls by the same rule (its own ``tool_error_formatter``, ``failure_error_function`` and ``hooks``). A session
+  and a filter both record what they see, so the two on the same conversation of a ledger are refused
   (:class:`~ctxledger.errors.ConfigurationError` from the second one created): use one of them.
 
 State is client-managed: the assembled input is the whole context. A run with ``previous_response_id`` or a
 server-side ``conversation_id`` keeps history on OpenAI's servers, which the filter cannot see or budget;
 it raises :class:`~ctxledger.errors.ConfigurationError` saying so. Source: Agents SDK ``RunConfig``,
 ``CallModelData`` / ``ModelInputData``, ``RunConfig.tool_error_formatter`` / ``ToolErrorFormatterArgs``,
-``RunHooks.on_llm_end`` / ``on_tool_start`` and ``memory.Session``.
+``RunHooks.on_llm_end`` / ``on_tool_start`` / ``on_tool_end`` and ``memory.Session``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import inspect
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from agents import Agent, FunctionTool, ModelSettings, RunContextWrapper, RunHooks, function_tool
+from agents import Agent, FunctionTool, ModelSettings, RunContextWrapper, function_tool
 from agents.items import ModelResponse, TResponseInputItem
 from agents.memory import SessionABC
 from agents.run_config import CallModelData, ModelInputData, ToolErrorFormatterArgs
 from agents.tool import default_tool_error_function
-from agents.tool_context import ToolContext
 
 from ctxledger.assemble.assembler import Assembly
 from ctxledger.assemble.recall import RECALL_TOOL, recall_schema
@@ -44,6 +45,7 @@ from ctxledger.budget import DEFAULT_BUDGET
 from ctxledger.errors import ConfigurationError, InputError
 from ctxledger.hashing import canonical_json
 from ctxledger.ingest.openai_responses import chat_messages
+from ctxledger.integrations._agent_failures import FailureHooks, Formatter, ToolFailures
 from ctxledger.integrations._loop import Budget, LoopLedger
 from ctxledger.integrations._media import DATA_URL, note, url_note
 from ctxledger.ledger import Ledger
@@ -54,9 +56,6 @@ from ctxledger.units import build_units
 __all__ = ["LedgerHooks", "LedgerInputFilter", "LedgerSession"]
 
 SOURCE = "<openai-agents>"
-
-_FAILED_KINDS = ("tool_exception", "tool_not_found")
-"""``ToolErrorFormatterArgs.kind`` values that are failed calls (an ``approval_rejected`` call is a refusal)."""
 
 _RECORDERS: weakref.WeakKeyDictionary[Ledger, dict[str, weakref.WeakSet[Any]]] = weakref.WeakKeyDictionary()
 """Per ledger, per conversation: the live filters and sessions that record it (one kind at a time)."""
@@ -111,10 +110,14 @@ class LedgerInputFilter:
             ledger, Budget(window_tokens, output_tokens, margin_tokens), api="openai-responses", model=model, **options
         )
         self.conversation_id = conversation_id
-        self.failed_calls: set[str] = set()
-        """Provider call ids whose tool raised (reported by :meth:`tool_error_formatter` and
-        :meth:`failure_error_function`); their outputs are recorded as failed results."""
+        self.failures = ToolFailures()
+        """Which calls failed (:meth:`tool_error_formatter`, :meth:`failure_error_function`, :meth:`hooks`)."""
         _claim(ledger, conversation_id, self)
+
+    @property
+    def failed_calls(self) -> set[str]:
+        """Provider call ids of failed calls; their outputs are recorded as failed results."""
+        return self.failures.calls
 
     @property
     def assemblies(self) -> list[Assembly]:
@@ -158,7 +161,7 @@ class LedgerInputFilter:
             )
         )
 
-    def tool_error_formatter(self, base: Callable[[ToolErrorFormatterArgs[Any]], Any] | None = None) -> _Formatter:
+    def tool_error_formatter(self, base: Callable[[ToolErrorFormatterArgs[Any]], Any] | None = None) -> Formatter:
         """A ``RunConfig(tool_error_formatter=...)`` that marks each call whose tool raised as failed.
 
         The SDK calls it when a function tool raises (``kind="tool_exception"``) or the model calls a tool the
@@ -167,7 +170,7 @@ class LedgerInputFilter:
         the model gets is ``base``'s (sync or async) when given, else the SDK's default. Tools with their own
         ``failure_error_function`` never reach it: see :meth:`failure_error_function`.
         """
-        return _Formatter(self, base)
+        return self.failures.tool_error_formatter(base)
 
     def failure_error_function(self, base: Callable[[Any, Exception], Any] = default_tool_error_function) -> Any:
         """A tool's ``failure_error_function`` that marks the call as failed, then formats the error.
@@ -175,15 +178,7 @@ class LedgerInputFilter:
         Pass it as ``function_tool(f, failure_error_function=...)`` (or ``timeout_error_function``); the message
         the model gets is ``base(context, error)`` (sync or async; default: the SDK's message).
         """
-
-        async def failure(context: Any, error: Exception) -> Any:
-            call_id = getattr(context, "tool_call_id", None)
-            if isinstance(call_id, str):
-                self.failed_calls.add(call_id)
-            message = base(context, error)
-            return await message if inspect.isawaitable(message) else message
-
-        return failure
+        return self.failures.failure_error_function(base)
 
     def recall_tool(self) -> FunctionTool:
         """The ``recall`` tool as an Agents SDK function tool (add it to the agent when the policy enables recall).
@@ -205,54 +200,29 @@ class LedgerInputFilter:
         )
 
     def hooks(self) -> LedgerHooks:
-        """Run hooks that record each response and its usage against this filter's assemblies."""
+        """Run hooks that record each response and its usage against this filter's assemblies.
+
+        They also mark a call the SDK answered with its default timeout message as failed, and refuse a run without
+        :meth:`tool_error_formatter` (:class:`LedgerHooks`).
+        """
         return LedgerHooks(self)
 
 
-class _Formatter:
-    """The filter's ``tool_error_formatter`` (see :meth:`LedgerInputFilter.tool_error_formatter`)."""
-
-    def __init__(self, owner: LedgerInputFilter, base: Callable[[ToolErrorFormatterArgs[Any]], Any] | None) -> None:
-        self.owner = owner
-        self.base = base
-
-    async def __call__(self, args: ToolErrorFormatterArgs[Any]) -> str | None:
-        if args.kind in _FAILED_KINDS:
-            self.owner.failed_calls.add(args.call_id)
-        message = self.base(args) if self.base is not None else None
-        return await message if inspect.isawaitable(message) else message
-
-
-def _marks_failures(formatter: Any, owner: LedgerInputFilter) -> bool:
-    """Whether ``formatter`` (a run's ``tool_error_formatter``) reports failed calls to ``owner``."""
-    while isinstance(formatter, _Formatter):
-        if formatter.owner is owner:
-            return True
-        formatter = formatter.base
-    return False
-
-
-class LedgerHooks(RunHooks[Any]):
+class LedgerHooks(FailureHooks):
     """Records every response as it comes and stores its usage against the call's assembly.
 
+    As :class:`~ctxledger.integrations._agent_failures.FailureHooks`, it marks a call answered with the SDK's
+    default timeout message as failed, and refuses to run a tool under a ``RunConfig`` whose ``tool_error_formatter``
+    is not the filter's (:meth:`LedgerInputFilter.tool_error_formatter`).
+
     Raises:
-        ConfigurationError: a tool is about to run under a ``RunConfig`` whose ``tool_error_formatter`` is not
-            the filter's (:meth:`LedgerInputFilter.tool_error_formatter`), so a failure would be recorded as a
-            success.
+        ConfigurationError: a tool is about to run under a ``RunConfig`` without the filter's formatter, so a
+            failure would be recorded as a success.
     """
 
     def __init__(self, input_filter: LedgerInputFilter) -> None:
+        super().__init__(input_filter.failures)
         self.filter = input_filter
-
-    async def on_tool_start(self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Any) -> None:
-        """Refuse to run a tool whose failure the filter would not learn of (class docstring)."""
-        config = getattr(context, "run_config", None) if isinstance(context, ToolContext) else None
-        if config is not None and not _marks_failures(config.tool_error_formatter, self.filter):
-            raise ConfigurationError(
-                f"tool {getattr(tool, 'name', tool)!r} would run under a RunConfig without "
-                "tool_error_formatter=<filter>.tool_error_formatter(), so a tool that raises would be recorded as "
-                "a successful result; pass it (wrapping your own formatter: tool_error_formatter(base=yours))"
-            )
 
     async def on_llm_end(self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse) -> None:
         """Record the response's output items; its usage goes to the latest assembly.
@@ -276,6 +246,12 @@ class LedgerSession(SessionABC):
     when given). ``pop_item`` and ``clear_session`` would rewrite history, which the ledger never does:
     they raise :class:`~ctxledger.errors.ConfigurationError`.
 
+    A tool output item reaches the session as text alone, so the session learns which calls failed as the filter
+    does (:class:`~ctxledger.integrations._agent_failures.ToolFailures`): run with
+    ``RunConfig(tool_error_formatter=session.tool_error_formatter())`` and ``hooks=session.hooks()``, and wrap a
+    tool's own ``failure_error_function`` / ``timeout_error_function`` in :meth:`failure_error_function`; the output
+    of such a call is recorded as a failed result.
+
     Raises:
         ConfigurationError: a :class:`LedgerInputFilter` of the same ledger records ``session_id`` (use one).
     """
@@ -286,6 +262,31 @@ class LedgerSession(SessionABC):
         self.session_id = session_id
         self.session_settings = None
         self.loop = LoopLedger(ledger, Budget(1_000_000), api="openai-responses")
+        self.failures = ToolFailures()
+        """Which calls failed (:meth:`tool_error_formatter`, :meth:`failure_error_function`, :meth:`hooks`)."""
+
+    def tool_error_formatter(self, base: Callable[[ToolErrorFormatterArgs[Any]], Any] | None = None) -> Formatter:
+        """A ``RunConfig(tool_error_formatter=...)`` that marks each call whose tool raised as failed.
+
+        As :meth:`LedgerInputFilter.tool_error_formatter`: the message the model gets is ``base``'s when given,
+        else the SDK's default.
+        """
+        return self.failures.tool_error_formatter(base)
+
+    def failure_error_function(self, base: Callable[[Any, Exception], Any] = default_tool_error_function) -> Any:
+        """A tool's ``failure_error_function`` / ``timeout_error_function`` that marks the call as failed.
+
+        As :meth:`LedgerInputFilter.failure_error_function`.
+        """
+        return self.failures.failure_error_function(base)
+
+    def hooks(self) -> FailureHooks:
+        """Run hooks that mark a call answered with the SDK's default timeout message as failed.
+
+        They refuse to run a tool under a ``RunConfig`` without :meth:`tool_error_formatter`
+        (:class:`~ctxledger.errors.ConfigurationError`, raised by the SDK as the cause of its ``UserError``).
+        """
+        return FailureHooks(self.failures)
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The history as Responses input items (instructions are the agent's, not session items)."""
@@ -300,8 +301,8 @@ class LedgerSession(SessionABC):
         return items[-limit:] if limit else items
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
-        """Record ``items`` (each once)."""
-        record_items(self.loop, self.session_id, [dict(i) for i in items])
+        """Record ``items`` (each once); the output of a call that failed (class docstring) as a failed result."""
+        record_items(self.loop, self.session_id, [dict(i) for i in items], failed=self.failures.calls)
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Refused: the ledger is append-only."""
