@@ -30,7 +30,7 @@ item index and ``type``: its content lives on OpenAI's servers, and the history 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxledger.ingest._batch import ImportBatch
@@ -205,10 +205,23 @@ def _output(item: Mapping[str, Any], loc: Loc) -> dict[str, Any]:
         return message | {"content": output}
     if not isinstance(output, list):
         raise loc.error(f"expected a string or an array of parts, got {json_type(output)}", "output")
-    kinds = [_output_part(part, loc.child(f"output[{k}]")) for k, part in enumerate(output)]
-    if all(kind == "input_text" for kind in kinds):
-        return message | {"content": "".join(str(part["text"]) for part in output)}
+    for k, part in enumerate(output):
+        _output_part(part, loc.child(f"output[{k}]"))
+    text = output_text(output)
+    if text is not None:
+        return message | {"content": text}
     return message | {"content": json.dumps(output, ensure_ascii=False), "responses_parts": True}
+
+
+def output_text(output: Sequence[Any]) -> str | None:
+    """The text of a ``function_call_output`` array made only of ``input_text`` parts (joined), else ``None``.
+
+    Such an output is recorded as that text; an array holding images or files is recorded as its JSON.
+    """
+    texts = [p.get("text") for p in output if isinstance(p, Mapping) and p.get("type") == "input_text"]
+    if len(texts) != len(output) or not all(isinstance(t, str) for t in texts):
+        return None
+    return "".join(texts)
 
 
 def _output_part(part: Any, loc: Loc) -> str:

@@ -10,7 +10,9 @@ starts a new one:
   ``tool_use`` and ``tool_result`` blocks, and the request's ``system`` (Messages API);
 * ``openai-responses``: Responses API input items: ``{"type": "message", "role", "content": str | parts}``
   (``input_text``/``output_text`` parts; ``type`` may be omitted), ``{"type": "function_call", "call_id",
-  "name", "arguments"}`` and ``{"type": "function_call_output", "call_id", "output"}``.
+  "name", "arguments"}`` and ``{"type": "function_call_output", "call_id", "output"}`` (an ``output``
+  array of ``input_text`` parts is recorded as their texts joined, as the Responses importer records it; any
+  other array as its JSON).
 
 A tool call is written as a pending tool exchange named by its call id; its result, in the same request
 or a later one, answers it (found by its provider call id). Every message is read and checked
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxledger.errors import InputError
+from ctxledger.ingest.openai_responses import output_text
 from ctxledger.policy.secrets import SecretScanner, default_scanner
 from ctxledger.records import ToolArtifact, ToolCall
 
@@ -189,7 +192,8 @@ def _responses(items: Sequence[Mapping[str, Any]]) -> list[Event]:
             if not item.get("call_id"):
                 raise _bad("a function_call_output needs its call_id", i, "call_id")
             out = item.get("output")
-            text = out if isinstance(out, str) else json.dumps(out)
+            joined = output_text(out) if isinstance(out, list) else None
+            text = out if isinstance(out, str) else joined if joined is not None else json.dumps(out)
             events.append(Answered(str(item["call_id"]), text, index=i, where=_at(i, "call_id")))
         else:
             raise _bad(f"unsupported item type {kind!r} (message, function_call, function_call_output)", i, "type")

@@ -1,0 +1,35 @@
+"""A Responses ``function_call_output`` array reads the same through the service as through the importer."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ctxledger.service.messages import Answered, read_events
+
+_texts = st.lists(st.text(max_size=40), min_size=1, max_size=5)
+
+
+def _answer(output: object) -> Answered:
+    items = [
+        {"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": output},
+    ]
+    answered = [e for e in read_events("openai-responses", items) if isinstance(e, Answered)]
+    assert len(answered) == 1
+    return answered[0]
+
+
+@given(_texts)
+def test_an_array_of_text_parts_is_recorded_as_the_texts_joined(texts: list[str]) -> None:
+    output = [{"type": "input_text", "text": t} for t in texts]
+    assert _answer(output).output == "".join(texts)
+
+
+@given(_texts, st.integers(min_value=0, max_value=5))
+def test_an_array_holding_an_image_is_recorded_as_its_json(texts: list[str], at: int) -> None:
+    output: list[dict[str, str]] = [{"type": "input_text", "text": t} for t in texts]
+    output.insert(min(at, len(output)), {"type": "input_image", "image_url": "https://example.com/a.png"})
+    assert json.loads(_answer(output).output) == output
