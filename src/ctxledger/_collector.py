@@ -32,6 +32,8 @@ LARGE_BUILD = 10_000
 _lock = threading.Lock()
 _depth = 0
 _resume = False
+_old: int | None = None
+"""The old generation's size when last counted, plus the builds collected since (``None``: never counted)."""
 
 
 def collector_paused() -> _Pause:
@@ -61,11 +63,12 @@ class _Pause:
         with _lock:
             _depth -= 1
             resume = _depth == 0 and _resume
+            made = gc.get_count()[0]
             due = resume and _due()  # decided while the collector is still off
             if resume:
                 gc.enable()
         if due:
-            gc.collect()  # one pass over what the build made, not the three its promotion would cost
+            _collect(made)  # one pass over what the build made, not the three its promotion would cost
 
 
 def _due() -> bool:
@@ -73,6 +76,22 @@ def _due() -> bool:
 
     CPython runs a full collection once the objects promoted since the last one exceed a quarter of the old
     generation; a build that made that many (and at least :data:`LARGE_BUILD`) is collected at once instead.
+
+    Listing the old generation to count it walks the whole heap, so its size is counted only when the answer may
+    be yes: not when the build made at most an eighth of the size last counted (plus what the collections ended
+    here have kept since), which the old generation would have had to halve to be under four times the build.
     """
+    global _old
     made = gc.get_count()[0]
-    return made >= LARGE_BUILD and 4 * made > len(gc.get_objects(generation=2))
+    if made < LARGE_BUILD or (_old is not None and 8 * made <= _old):
+        return False
+    _old = len(gc.get_objects(generation=2))
+    return 4 * made > _old
+
+
+def _collect(made: int) -> None:
+    """One full collection; what the build made (``made`` objects) is counted as old from then on."""
+    global _old
+    gc.collect()
+    if _old is not None:
+        _old += made

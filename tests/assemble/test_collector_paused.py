@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxledger import _collector
 from ctxledger._collector import LARGE_BUILD, collector_paused
 from ctxledger.ledger import Ledger
 from ctxledger.scenarios._graph import GraphBuilder
@@ -80,6 +81,7 @@ def test_a_large_build_is_collected_once_when_the_pause_ends(enabled: bool, larg
     (gc.enable if enabled else gc.disable)()
     try:
         gc.collect()
+        _collector._old = None  # the old generation is counted afresh, not estimated from earlier tests
         size = len(gc.get_objects(generation=2)) // 3 + LARGE_BUILD if large else 100
         before = gc.get_stats()[2]["collections"]
         with collector_paused():
@@ -88,6 +90,32 @@ def test_a_large_build_is_collected_once_when_the_pause_ends(enabled: bool, larg
         assert len(kept) == size
     finally:
         (gc.enable if was else gc.disable)()
+
+
+@settings(max_examples=5, deadline=None)
+@given(share=st.integers(2, 16))
+def test_after_a_large_build_a_much_smaller_one_does_not_count_the_heap(share: int) -> None:
+    """Counting the old generation walks the heap: a later pause that made at most an eighth of it does not."""
+    assert gc.isenabled()
+    gc.collect()
+    counted: list[int] = []
+    real = gc.get_objects
+
+    def counting(*args, **kwargs):
+        counted.append(1)
+        return real(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_collector, "_old", None)
+        old = len(gc.get_objects(generation=2))
+        with collector_paused():
+            large = [[i] for i in range(old // 3 + LARGE_BUILD)]
+        patch.setattr(gc, "get_objects", counting)
+        made = max(LARGE_BUILD, (old + len(large)) // (8 * share))
+        with collector_paused():
+            small = [[i] for i in range(made)]
+    assert counted == []
+    assert len(small) == made and len(large) > 0
 
 
 def test_an_assembly_runs_with_the_collector_off_and_leaves_it_on(monkeypatch: pytest.MonkeyPatch) -> None:
