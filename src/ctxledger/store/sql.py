@@ -129,6 +129,17 @@ def _sqlite_insert(
     return conn.exec_driver_sql(sql, values).rowcount
 
 
+def _assign_seqs(decoded: list[Record], seqs: Sequence[int]) -> list[Record]:
+    """``decoded`` (records :func:`decode_record` made from an append's rows) with their assigned ``seq``, in place.
+
+    The same records as decoding the rows again once their ``seq`` is set, at no cost: the objects were made
+    by this append and nothing else holds them yet (the facts computed from them keep no record).
+    """
+    for rec, seq in zip(decoded, seqs, strict=True):
+        object.__setattr__(rec, "seq", seq)  # a frozen record, not yet handed out
+    return decoded
+
+
 def _link_row(rec: Record, link: RecordLink) -> dict[str, Any]:
     return {
         "tenant_id": rec.tenant_id,
@@ -332,16 +343,18 @@ class SqlStore:
         _rules.check_blobs(batch, self.blobs.exists, getattr(self.blobs, "existing", None))
         rows = [encode_record(r, i) for i, r in enumerate(batch)]
         # Facts are computed before the write lock is taken (they can take seconds for a large import, and
-        # other appenders wait for the lock); they are computed on the records as they will read back.
+        # other appenders wait for the lock); they are computed on the records as they will read back, which
+        # are also the records returned once their ``seq`` is assigned (:func:`_assign_seqs`).
+        decoded = [decode_record(row) for row in rows]
         facts = compute_facts(
-            [decode_record(row) for row in rows],
+            decoded,
             self.blobs.get,
             self._find,
             read_blobs=getattr(self.blobs, "get_many", None),
         )
         try:
             with self._write() as conn:
-                written, created = self._append_in(conn, batch, rows)
+                written, created = self._append_in(conn, batch, rows, decoded)
                 self._write_facts(conn, written, facts)
                 self._write_index(conn, written, created)
                 return written
@@ -408,7 +421,7 @@ class SqlStore:
         return out
 
     def _append_in(
-        self, conn: Connection, batch: list[Record], rows: list[dict[str, Any]]
+        self, conn: Connection, batch: list[Record], rows: list[dict[str, Any]], decoded: list[Record]
     ) -> tuple[list[Record], set[tuple[str, str]]]:
         # The heads are locked first and the ids checked after: a concurrent writer of the same conversation has
         # committed by then, so its ids are seen here instead of failing the insert. The inserts skip conflicts
@@ -433,7 +446,7 @@ class SqlStore:
             row["seq"] = seq
         if self._insert_new(conn, records, rows, records.c.id) < len(rows):
             raise self._conflict_error(batch)
-        return [decode_record(row) for row in rows], created
+        return _assign_seqs(decoded, plan.seqs), created
 
     def _insert_rows(
         self, conn: Connection, table: Any, rows: Sequence[Mapping[str, Any]], *, skip_conflicts: bool = False
