@@ -761,10 +761,8 @@ class SqlStore:
         rows = [{"counter_id": counter_id, "content_hash": h, "tokens": int(n)} for h, n in counts.items()]
         if not rows:
             return
-        stmt = self._insert(token_counts).on_conflict_do_nothing()
         with self._write() as conn:
-            for start in range(0, len(rows), CHUNK):
-                conn.execute(stmt, rows[start : start + CHUNK])
+            self._insert_rows(conn, token_counts, rows, skip_conflicts=True)
 
     def put_assembly(self, manifest: Mapping[str, Any]) -> None:
         """Persist one assembly manifest (see ``codec.assembly_row`` for the columns it fills).
