@@ -2,10 +2,10 @@
 
 Imports each workload into a fresh SQLite store twice, once with this checkout's ``src`` and once with the
 ``src`` of ``--rev`` (``git archive``), each in its own process, then compares, table by table, every stored
-row (records, write-path facts with their stamp and JSON body, links, protected state, token counts) and the
-bytes of every blob the records reference, and the payload hash and included records of one assembly of each
-conversation. ``--ignore-stamp`` compares the facts without their detector stamp (a revision that changed
-detector code stamps the same facts differently). Run from the repository root::
+row (records, write-path facts with their stamp and JSON body, links, protected state, token counts, conversation
+heads) and the bytes of every blob the records reference, and the payload hash and included records of one
+assembly of each conversation. ``--ignore-stamp`` compares the facts without their detector stamp (a revision
+that changed detector code stamps the same facts differently). Run from the repository root::
 
     python bench/write_diff.py --rev main --sizes 10000 --real
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-TABLES = ("records", "record_facts", "record_links", "protected_state", "token_counts")
+TABLES = ("records", "record_facts", "record_links", "protected_state", "token_counts", "conversation_heads")
 """Tables compared row by row (a table a revision does not have is skipped)."""
 
 

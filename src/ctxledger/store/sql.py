@@ -108,6 +108,38 @@ def _facts_row(rec: Record, facts: RecordFacts) -> dict[str, Any]:
     }
 
 
+def _sqlite_insert(
+    conn: Connection, table: Any, rows: Sequence[Mapping[str, Any]], *, skip_conflicts: bool = False
+) -> int:
+    """Insert ``rows`` (column name -> value) into a SQLite ``table`` with one ``executemany``; how many were inserted.
+
+    The rows' values go to the driver as they are (every column of these tables is text or an integer, which
+    SQLAlchemy binds unchanged on SQLite), without building a statement per chunk of rows. ``skip_conflicts``:
+    a row whose key is taken is skipped (``ON CONFLICT DO NOTHING``) and not counted. Runs in ``conn``'s
+    transaction.
+    """
+    if not rows:
+        return 0
+    names = list(rows[0])
+    columns = ", ".join(f'"{name}"' for name in names)
+    marks = ", ".join("?" * len(names))
+    conflict = " ON CONFLICT DO NOTHING" if skip_conflicts else ""
+    sql = f'INSERT INTO "{table.name}" ({columns}) VALUES ({marks}){conflict}'
+    values = [tuple(row[name] for name in names) for row in rows]
+    return conn.exec_driver_sql(sql, values).rowcount
+
+
+def _assign_seqs(decoded: list[Record], seqs: Sequence[int]) -> list[Record]:
+    """``decoded`` (records :func:`decode_record` made from an append's rows) with their assigned ``seq``, in place.
+
+    The same records as decoding the rows again once their ``seq`` is set, at no cost: the objects were made
+    by this append and nothing else holds them yet (the facts computed from them keep no record).
+    """
+    for rec, seq in zip(decoded, seqs, strict=True):
+        object.__setattr__(rec, "seq", seq)  # a frozen record, not yet handed out
+    return decoded
+
+
 def _link_row(rec: Record, link: RecordLink) -> dict[str, Any]:
     return {
         "tenant_id": rec.tenant_id,
@@ -238,6 +270,7 @@ class SqlStore:
         self.engine = engine
         self.blobs = blobs
         self._insert = postgresql.insert if engine.dialect.name == "postgresql" else sqlite.insert
+        self._sqlite = engine.dialect.name == "sqlite"
         database = engine.url.database if engine.dialect.name == "sqlite" else None
         self._sqlite_path = database if database and database != ":memory:" else None
         self._sqlite_identity: tuple[int, int] | None = None
@@ -310,16 +343,18 @@ class SqlStore:
         _rules.check_blobs(batch, self.blobs.exists, getattr(self.blobs, "existing", None))
         rows = [encode_record(r, i) for i, r in enumerate(batch)]
         # Facts are computed before the write lock is taken (they can take seconds for a large import, and
-        # other appenders wait for the lock); they are computed on the records as they will read back.
+        # other appenders wait for the lock); they are computed on the records as they will read back, which
+        # are also the records returned once their ``seq`` is assigned (:func:`_assign_seqs`).
+        decoded = [decode_record(row) for row in rows]
         facts = compute_facts(
-            [decode_record(row) for row in rows],
+            decoded,
             self.blobs.get,
             self._find,
             read_blobs=getattr(self.blobs, "get_many", None),
         )
         try:
             with self._write() as conn:
-                written, created = self._append_in(conn, batch, rows)
+                written, created = self._append_in(conn, batch, rows, decoded)
                 self._write_facts(conn, written, facts)
                 self._write_index(conn, written, created)
                 return written
@@ -335,8 +370,7 @@ class SqlStore:
 
     def _write_facts(self, conn: Connection, written: Sequence[Record], facts: Sequence[RecordFacts]) -> None:
         rows = [_facts_row(rec, f) for rec, f in zip(written, facts, strict=True)]
-        for start in range(0, len(rows), CHUNK):
-            conn.execute(record_facts.insert(), rows[start : start + CHUNK])
+        self._insert_rows(conn, record_facts, rows)
 
     def _write_index(self, conn: Connection, written: Sequence[Record], created: set[tuple[str, str]]) -> None:
         """Links and protected-state entries of the new records; close the open entries they answer.
@@ -345,14 +379,12 @@ class SqlStore:
         conversation the batch creates), so an import costs no query per record.
         """
         links = [_link_row(r, link) for r in written for link in _index.links_of(r)]
-        for start in range(0, len(links), CHUNK):
-            conn.execute(self._insert(record_links).on_conflict_do_nothing(), links[start : start + CHUNK])
+        self._insert_rows(conn, record_links, links, skip_conflicts=True)
         index = _index.OpenEntries(self._stored_open(conn, written, created))
         for rec in written:
             index.append(rec)
         rows = [_entry_row(rec, entry) for rec, entry in index.new]
-        for start in range(0, len(rows), CHUNK):
-            conn.execute(protected_state.insert(), rows[start : start + CHUNK])
+        self._insert_rows(conn, protected_state, rows)
         updates = [
             {
                 "t": rec.tenant_id,
@@ -389,7 +421,7 @@ class SqlStore:
         return out
 
     def _append_in(
-        self, conn: Connection, batch: list[Record], rows: list[dict[str, Any]]
+        self, conn: Connection, batch: list[Record], rows: list[dict[str, Any]], decoded: list[Record]
     ) -> tuple[list[Record], set[tuple[str, str]]]:
         # The heads are locked first and the ids checked after: a concurrent writer of the same conversation has
         # committed by then, so its ids are seen here instead of failing the insert. The inserts skip conflicts
@@ -414,10 +446,26 @@ class SqlStore:
             row["seq"] = seq
         if self._insert_new(conn, records, rows, records.c.id) < len(rows):
             raise self._conflict_error(batch)
-        return [decode_record(row) for row in rows], created
+        return _assign_seqs(decoded, plan.seqs), created
+
+    def _insert_rows(
+        self, conn: Connection, table: Any, rows: Sequence[Mapping[str, Any]], *, skip_conflicts: bool = False
+    ) -> None:
+        """Insert ``rows`` (``skip_conflicts``: skipping those whose key is taken).
+
+        On PostgreSQL a chunk of rows per statement, on SQLite one ``executemany`` (:func:`_sqlite_insert`).
+        """
+        if self._sqlite:
+            _sqlite_insert(conn, table, rows, skip_conflicts=skip_conflicts)
+            return
+        stmt = self._insert(table).on_conflict_do_nothing() if skip_conflicts else table.insert()
+        for start in range(0, len(rows), CHUNK):
+            conn.execute(stmt, rows[start : start + CHUNK])
 
     def _insert_new(self, conn: Connection, table: Any, rows: list[dict[str, Any]], key: Any) -> int:
         """Insert ``rows``, skipping those whose primary key is taken; how many were inserted."""
+        if self._sqlite:
+            return _sqlite_insert(conn, table, rows, skip_conflicts=True)
         stmt = self._insert(table).on_conflict_do_nothing().returning(key)
         return sum(len(conn.execute(stmt, rows[start : start + CHUNK]).all()) for start in range(0, len(rows), CHUNK))
 
@@ -713,10 +761,8 @@ class SqlStore:
         rows = [{"counter_id": counter_id, "content_hash": h, "tokens": int(n)} for h, n in counts.items()]
         if not rows:
             return
-        stmt = self._insert(token_counts).on_conflict_do_nothing()
         with self._write() as conn:
-            for start in range(0, len(rows), CHUNK):
-                conn.execute(stmt, rows[start : start + CHUNK])
+            self._insert_rows(conn, token_counts, rows, skip_conflicts=True)
 
     def put_assembly(self, manifest: Mapping[str, Any]) -> None:
         """Persist one assembly manifest (see ``codec.assembly_row`` for the columns it fills).
