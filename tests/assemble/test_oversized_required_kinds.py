@@ -34,12 +34,12 @@ HUGE = 1_000_000
 EXCERPT_ROOM = 450
 """Tokens that always hold the smallest excerpt (256 tokens of text) with its framing and its unit's call turn."""
 
-EXCERPTABLE = {"assistant", "tool_latest", "failed", "checkpoint"}
+EXCERPTABLE = {"assistant", "tool_latest", "failed", "checkpoint", "old_checkpoint"}
 """Kinds whose huge item may enter as an excerpt: required for a reason that admits cheaper forms, with a text."""
 
-VERBATIM_ONLY = {"user", "pending", "old_checkpoint"}
-"""Kinds that enter verbatim or not at all: the latest user turn, a checkpoint protected as restored run state,
-and a pending call whose only large text is its arguments (the ladder never cuts a call)."""
+VERBATIM_ONLY = {"user", "pending"}
+"""Kinds that enter verbatim or not at all: the latest user turn and a pending call whose only large text is its
+arguments (the ladder never cuts a call)."""
 
 WORDS = ["patch", "the", "linter", "ValueError", "fixed", "raise", "return", "config", "ünïcode", "42", "skip"]
 
@@ -161,12 +161,12 @@ def test_a_required_item_larger_than_its_room_is_excerpted_exactly_or_named_in_t
         return
     assert kind in EXCERPTABLE  # a verbatim-only item that does not fit must have raised
     alone_too_large = required[unit] > asm.manifest["budget"]["dynamic"]
-    if kind in {"assistant", "checkpoint"} or alone_too_large:
+    if kind in {"assistant", "checkpoint", "old_checkpoint"} or alone_too_large:
         # only excerpts are offered: a message or checkpoint has no other rung, and a unit too large for all of
         # B_dynamic gets exact excerpts only, each saying so
         _assert_exact_excerpt(ledger, asm, unit)
-        if kind == "checkpoint":  # the opening of every state value comes first
-            content = asm.payload["messages"][-1]["content"]
+        if kind in {"checkpoint", "old_checkpoint"}:  # the opening of every state value comes first
+            (content,) = [m["content"] for m in asm.payload["messages"] if 'kind="checkpoint"' in str(m["content"])]
             opening = json.dumps({"submission": huge[:20]}, ensure_ascii=False)[1:-2]
             assert '"exit_status": "Submitted"' in content and opening in content
         if alone_too_large:
@@ -207,6 +207,21 @@ def test_mini_swe_agent_exit_checkpoint_enters_as_an_exact_excerpt_at_8k(sqlfluf
     assert '{"exit_status": "Submitted", "submission": "diff --git a/src/' in last["content"]  # the patch's opening
     reps = {e["unit"]: e["representation"] for e in asm.manifest["included"] if e["stage"] == "protection"}
     assert all(rep == "verbatim" for unit, rep in reps.items() if unit != checkpoint)  # task, open call whole
+    assert ledger.explain(asm.id, checkpoint)["status"] == "included"
+
+
+def test_the_exit_checkpoint_stays_an_excerpt_after_the_user_writes_again(data_dir: Path) -> None:
+    """A turn after the checkpoint makes it an older checkpoint, not the latest step: still excerpted, no failure."""
+    ledger = Ledger.open("memory://")
+    ledger.import_file(data_dir / SQLFLUFF_1763, conversation_id="run-ds")
+    checkpoint = "run-ds/401"
+    assert ledger.store.get("default", checkpoint).kind.value == "checkpoint"
+    ledger.recorder("run-ds").user("Thanks. Now run the tests again.")
+    asm = ledger.assemble("run-ds", window_tokens=8000, output_tokens=1000)
+    assert asm.input_tokens <= asm.manifest["budget"]["input"] == 6488
+    (entry,) = [e for e in asm.manifest["included"] if e["unit"] == checkpoint]
+    assert (entry["reason"], entry["representation"]) == ("checkpoint", "excerpt")
+    _assert_exact_excerpt(ledger, asm, checkpoint)
     assert ledger.explain(asm.id, checkpoint)["status"] == "included"
 
 

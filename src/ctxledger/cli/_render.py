@@ -57,7 +57,7 @@ REASONS: Mapping[str, str] = {
     "environment_constraint": "a constraint of the environment: always kept",
     "retry_critical": "an error a retry depends on: always kept",
     "moderator_directive": "a moderator's directive: always kept",
-    "checkpoint": "the live checkpoint that restores the run state: always kept",
+    "checkpoint": "the checkpoint that restores the run state: always kept (an exact excerpt if it cannot fit whole)",
 }
 """One line per reason code or protection reason, shown by ``explain``."""
 

@@ -69,11 +69,14 @@ VERBATIM_REASONS = frozenset(
         "unresolved_tool_call",
         "retry_critical",
         "moderator_directive",
-        "checkpoint",
     }
 )
 """Protection reasons whose units enter verbatim or not at all: never excerpted, summarised or referenced
-(seed 001 "Compresión": approval state, policy constraints, user corrections … are never compressed)."""
+(seed 001 "Compresión": approval state, policy constraints, user corrections … are never compressed).
+
+A checkpoint is not among them: its bytes are run state that ``ctxledger rehydrate`` returns whole, and an exact
+excerpt with locators loses none of it, whereas refusing to cut it makes every later call of a small window fail
+once a turn follows it (it stops being the latest step)."""
 
 
 class Outcome(StrEnum):

@@ -163,7 +163,7 @@ def oversized_required(
 
     Units stay verbatim, and the budget check decides, when their protection reason is in
     :data:`~ctxledger.policy.base.VERBATIM_REASONS` (the latest user turn, constraints, approvals,
-    ``retry_critical``, a checkpoint kept as restored run state …: case B15 wants a user turn that cannot fit
+    ``retry_critical`` …: case B15 wants a user turn that cannot fit
     to fail loudly, never to be cut), when they have no large text to excerpt (long tool-call arguments), or
     when the ladder is off.
 
