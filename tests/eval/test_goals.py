@@ -25,15 +25,6 @@ def _agg(selector, dataset, budget, *, recall=None, violations=0, overflow=0.0, 
     }
 
 
-def test_recall_goals_read_locomo_at_2k_and_8k() -> None:
-    """0.81 at 2k meets 0.80; 0.89 at 8k misses 0.90 and says so."""
-    checks = goal_checks(
-        [_agg("ctxledger-default", "locomo", 2000, recall=0.81), _agg("ctxledger-default", "locomo", 8000, recall=0.89)]
-    )
-    assert [c.met for c in checks[:2]] == [True, False]
-    assert checks[1].measured.startswith("0.890")
-
-
 def test_violations_overflows_and_latency_are_checked_over_every_dataset() -> None:
     """One violation anywhere fails the rule goal; an overflow fails the budget goal; slower than trim fails latency."""
     aggregates = [
@@ -42,15 +33,15 @@ def test_violations_overflows_and_latency_are_checked_over_every_dataset() -> No
         _agg("langchain-trim-exact", "tau-bench", 4000, p50=0.5),
         _agg("langchain-trim-exact", "swe-agent", 4000, p50=3.0),
     ]
-    rules, budget, latency = goal_checks(aggregates)[2:]
+    rules, budget, latency = goal_checks(aggregates)
     assert (rules.met, budget.met, latency.met) == (False, False, False)
     assert "tau-bench at 4000 tokens: 5.00 ms against 0.50 ms" in latency.measured
 
 
 def test_goals_the_run_cannot_check_are_not_met_but_unchecked() -> None:
-    """Without LoCoMo or the peer, those goals are 'not in this run' (met is None), never a pass."""
+    """Without the peer, the latency goal is 'not in this run' (met is None), never a pass."""
     checks = goal_checks([_agg("ctxledger-default", "tau-bench", 4000)])
-    assert [c.met for c in checks] == [None, None, True, True, None]
+    assert [c.met for c in checks] == [True, True, None]
     assert goal_checks([])[-1].measured == "not in this run"
 
 
@@ -58,9 +49,9 @@ def test_a_run_that_sent_no_payload_proves_no_rule_or_budget_goal() -> None:
     """At a budget below the required blocks every call is refused (overflow rate n/a): not a pass, and a cell
     that sent nothing does not dilute the others."""
     refused = _agg("ctxledger-default", "locomo", 1, overflow=None)
-    rules, budget = goal_checks([refused])[2:4]
+    rules, budget = goal_checks([refused])[0:2]
     assert (rules.met, budget.met) == (None, None) and "no payload sent" in budget.measured
-    rules, budget = goal_checks([refused, _agg("ctxledger-default", "tau-bench", 4000, overflow=0.02)])[2:4]
+    rules, budget = goal_checks([refused, _agg("ctxledger-default", "tau-bench", 4000, overflow=0.02)])[0:2]
     assert budget.met is False and "1 dataset × budget cells sent no payload" in budget.measured
 
 

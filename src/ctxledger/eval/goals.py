@@ -19,7 +19,6 @@ from ctxledger.eval.results import dataset_of
 __all__ = [
     "GOAL_CATEGORY",
     "GOAL_CPU_MS",
-    "GOAL_RECALL",
     "GOAL_RECALL_HELD_OUT",
     "LATENCY_PEER",
     "GoalCheck",
@@ -28,9 +27,6 @@ __all__ = [
     "goal_checks",
     "held_out_checks",
 ]
-
-GOAL_RECALL: Mapping[int, float] = {2000: 0.80, 8000: 0.90}
-"""LoCoMo evidence recall our default policy must reach (non-adversarial questions), by budget in tokens."""
 
 GOAL_RECALL_HELD_OUT: Mapping[int, float] = {2000: 0.85, 8000: 0.95}
 """Recall goals on LoCoMo conversations nobody tuned to (non-adversarial), by budget in tokens."""
@@ -64,26 +60,6 @@ def _cells(aggregates: Sequence[Mapping[str, Any]], selector: str) -> list[Mappi
     return [a for a in aggregates if a["selector"] == selector]
 
 
-def _recall_goal(aggregates: Sequence[Mapping[str, Any]], ours: str, budget: int, target: float) -> GoalCheck:
-    """Checked on every ``locomo`` dataset of the run (several LoCoMo files: each, by its label)."""
-    goal = f"LoCoMo evidence recall ≥ {target:.2f} at {budget} tokens (non-adversarial, cl100k)"
-    cells = [
-        a
-        for a in _cells(aggregates, ours)
-        if dataset_of(a["dataset"]) == "locomo" and a["budget"] == budget and a["recall"] is not None
-    ]
-    if not cells:
-        return GoalCheck(goal, "not in this run", None)
-    measured = "; ".join(
-        ("" if len(cells) == 1 else f"{a['dataset']} ")
-        + f"{a['recall']:.3f} (by category: "
-        + ", ".join(f"{k} {v:.3f}" for k, v in a["recall_by_category"].items() if v is not None)
-        + ")"
-        for a in cells
-    )
-    return GoalCheck(goal, measured, all(a["recall"] >= target for a in cells))
-
-
 def _latency_goal(aggregates: Sequence[Mapping[str, Any]], ours: str) -> GoalCheck:
     goal = f"selector latency (p50) no worse than `{LATENCY_PEER}` on the same calls"
     peer = {(a["dataset"], a["budget"]): a for a in _cells(aggregates, LATENCY_PEER)}
@@ -109,12 +85,13 @@ _OVERFLOW_GOAL = "zero budget overflows (exact counter)"
 def goal_checks(aggregates: Sequence[Mapping[str, Any]], ours: str = "ctxledger-default") -> list[GoalCheck]:
     """Check one run's aggregates (:func:`ctxledger.eval.harness.aggregate`) against the evaluation goals.
 
-    Goals: LoCoMo recall (:data:`GOAL_RECALL`), zero provider-rule violations and zero budget overflows
+    Goals: zero provider-rule violations and zero budget overflows
     for ``ours`` over every dataset and budget of the run where it sent a payload (a cell whose every call was
     refused proves neither, and a run where every call was refused checks neither), and a p50 latency no worse
-    than :data:`LATENCY_PEER` on every dataset and budget both ran.
+    than :data:`LATENCY_PEER` on every dataset and budget both ran. LoCoMo's recall, category and CPU goals are
+    :func:`held_out_checks`'.
     """
-    checks = [_recall_goal(aggregates, ours, b, t) for b, t in GOAL_RECALL.items()]
+    checks: list[GoalCheck] = []
     mine = _cells(aggregates, ours)
     if not mine:
         return [*checks, GoalCheck("zero provider-rule violations and budget overflows", "not in this run", None)]
