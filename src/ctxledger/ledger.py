@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,6 +63,21 @@ DEFAULT_URL = "sqlite:///.ctxledger/ctxledger.db"
 def default_url() -> str:
     """The store URL from ``CTXLEDGER_URL``, else :data:`DEFAULT_URL`."""
     return os.environ.get("CTXLEDGER_URL", DEFAULT_URL)
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSummary:
+    """One conversation of a tenant, as :meth:`Ledger.conversations` lists it.
+
+    Attributes:
+        id: the conversation id.
+        events: records written to it (its last ``seq``; records retention deleted keep their numbers and count).
+        title: its title (``""`` when it has none).
+    """
+
+    id: str
+    events: int
+    title: str
 
 
 class Ledger:
@@ -140,6 +156,14 @@ class Ledger:
     def __exit__(self, *exc: object) -> None:
         """Close the store."""
         self.close()
+
+    def conversations(self, tenant_id: str = "default") -> list[ConversationSummary]:
+        """The tenant's conversations, oldest first, with their events and titles (``ctxledger conversations``)."""
+        out = []
+        for cid in self.store.conversations(tenant_id):
+            head = self.store.get(tenant_id, cid)
+            out.append(ConversationSummary(cid, self.store.head_seq(tenant_id, cid), str(getattr(head, "title", ""))))
+        return out
 
     # -- recording ---------------------------------------------------------------------------------
 

@@ -46,14 +46,10 @@ def conversations(ctx: typer.Context) -> None:
     settings = _settings(ctx)
     console = _out()
     with _handled(), _open(settings) as ledger:
-        ids = ledger.store.conversations(settings.tenant)
-        rows = []
-        for cid in ids:
-            head = ledger.store.get(settings.tenant, cid)
-            rows.append((cid, f"{ledger.store.head_seq(settings.tenant, cid):,}", str(getattr(head, "title", ""))))
+        rows = [(c.id, f"{c.events:,}", c.title) for c in ledger.conversations(settings.tenant)]
     if not console.is_terminal and "COLUMNS" not in os.environ:  # piped: one line per id, for grep and scripts
         console.width = max(console.width, max((len(r[0]) for r in rows), default=0) + 40)
     table = _conversations_table(rows, settings.tenant, console.width)
     console.print(
-        table if ids else "no conversations yet: try [bold]ctxledger import PATH[/] or [bold]ctxledger demo[/]"
+        table if rows else "no conversations yet: try [bold]ctxledger import PATH[/] or [bold]ctxledger demo[/]"
     )
