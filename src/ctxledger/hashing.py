@@ -133,18 +133,21 @@ def _plain(value: Any) -> bool:
     writes where ``json`` refuses. Walked without recursion.
     """
     stack = [value]
+    pop, push, extend = stack.pop, stack.append, stack.extend
     while stack:
-        item = stack.pop()
+        item = pop()
         kind = type(item)
-        if kind is str or kind is int or kind is bool or item is None:
-            continue
         if kind is dict:
-            if not all(type(k) is str for k in item):
-                return False
-            stack.extend(item.values())
+            for key in item:
+                if type(key) is not str:
+                    return False
+            for child in item.values():  # the scalars are told here, only containers go on the stack
+                kind = type(child)
+                if not (kind is str or kind is int or kind is bool or child is None):
+                    push(child)
         elif kind is list or kind is tuple:
-            stack.extend(item)
-        else:
+            extend(item)
+        elif not (kind is str or kind is int or kind is bool or item is None):
             return False
     return True
 

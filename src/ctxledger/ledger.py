@@ -452,7 +452,7 @@ class Ledger:
             if req.as_of_seq is not None:
                 self._check_snapshot_bounds(req, branch, head)
                 self._check_snapshot_cut(req, branch)
-            snap = self.snapshots.load(req.tenant_id, req.conversation_id, branch, req.as_of_seq)
+            snap = self.snapshots.load(req.tenant_id, req.conversation_id, branch, req.as_of_seq, head=head)
             policy = policy or self.policy
             recall = policy.rehydration.recall_tool  # the model can read records back: the hints name the recall tool
             coster = coster or self.coster(req.api, req.model, counter, recall=recall)

@@ -153,12 +153,20 @@ def summarize_omissions(omitted: Iterable[tuple[str, str, int]], seqs: Sequence[
     order = np.asarray(seqs, dtype=np.int64)
     groups = []
     for (reason, stage), found in sorted(by_key.items()):
-        runs = _runs(np.unique(np.asarray(found, dtype=np.int64)), order)
+        runs = _runs(_distinct(found), order)
         listed = tuple(runs[:MAX_RANGES])
         groups.append(
             OmissionGroup(reason, stage, len(found), min(found), max(found), listed, max(0, len(runs) - MAX_RANGES))
         )
     return groups
+
+
+def _distinct(found: Sequence[int]) -> np.ndarray:
+    """``np.unique`` of ``found``: the array as it is when it already ascends strictly (candidates in order)."""
+    values = np.asarray(found, dtype=np.int64)
+    if len(values) < 2 or bool((values[1:] > values[:-1]).all()):
+        return values
+    return np.unique(values)
 
 
 def _runs(found: np.ndarray, order: np.ndarray) -> list[tuple[int, int]]:

@@ -143,7 +143,8 @@ def encode_table(rows: Sequence[Mapping[str, Any]], parent: Sequence[int] | None
         columns = dict(zip(order, map(list, zip(*map(dict.values, rows), strict=True)), strict=True))
         keys = dict.fromkeys(order)
     else:
-        keys = dict.fromkeys(chain.from_iterable(orders))  # every key, in order of first use
+        # every key, in order of first use: a row whose keys come in an order seen before adds no new key
+        keys = dict.fromkeys(chain.from_iterable(dict.fromkeys(orders)))
         columns = {k: list(map(dict.get, rows, repeat(k), repeat(_MISSING))) for k in keys}
     table: dict[str, Any] = {"n": n, "keys": list(keys)}
     rel: list[str] = []
@@ -500,7 +501,8 @@ def _ints(values: Sequence[int] | np.ndarray) -> tuple[Any, int]:
     if plain is None:
         listed = list(values)
         return listed, _size(listed)
-    deltas = np.diff(plain, prepend=0)
+    deltas = plain.copy()  # np.diff(plain, prepend=0), without its argument handling
+    deltas[1:] -= plain[:-1]
     forms: list[tuple[int, str, np.ndarray, bool]] = [(_length(plain), "", plain, False)]
     forms.append((_length(deltas) + len('{"delta":}'), "delta", deltas, False))
     for name, seq in (("runs", plain), ("delta_runs", deltas)):
@@ -511,13 +513,17 @@ def _ints(values: Sequence[int] | np.ndarray) -> tuple[Any, int]:
     return (chosen.tolist() if not name else {name: chosen.tolist()}), size
 
 
+_SUM = np.add.reduce
+"""``ndarray.sum`` of a one-dimensional array (the same pairwise sum), without the method's Python wrapper."""
+
+
 def _length(seq: np.ndarray) -> int:
     """About the length of ``seq`` written as a JSON list of integers (it only chooses between forms)."""
     if not len(seq):
         return 2
     work = np.abs(seq).astype(np.float64)
     floors = np.floor(np.log10(np.maximum(work, 1.0, out=work), out=work), out=work)  # digits - 1, per value
-    return int(floors.sum()) + int(np.count_nonzero(seq < 0)) + 2 * len(seq) + 1
+    return int(_SUM(floors)) + int(np.count_nonzero(seq < 0)) + 2 * len(seq) + 1
 
 
 def _runs(seq: np.ndarray) -> np.ndarray | None:

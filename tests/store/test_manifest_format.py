@@ -121,6 +121,15 @@ def test_a_table_reads_back_exactly_the_rows_it_was_made_of(rows: list[dict[str,
         assert [list(r) for r in back] == [list(r) for r in rows]
 
 
+@settings(max_examples=100, deadline=None)
+@given(rows=_rows(), data=st.data())
+def test_a_table_lists_its_keys_in_order_of_first_use(rows: list[dict[str, Any]], data: st.DataObject) -> None:
+    shuffled = [dict(data.draw(st.permutations(list(r.items())))) for r in rows]  # rows built in other key orders
+    table = manifest_codec.encode_table(shuffled)
+    assert table["keys"] == list(dict.fromkeys(k for r in shuffled for k in r))
+    assert canonical_json(manifest_codec.decode_table(_json(table))) == canonical_json(shuffled)
+
+
 @settings(max_examples=60, deadline=None)
 @given(rows=_rows(), refs=st.lists(_ids, max_size=40), other=st.lists(_values, max_size=3))
 def test_a_manifest_reads_back_as_it_was_written(rows: list[dict[str, Any]], refs: list[str], other: Any) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
+from operator import attrgetter
 from typing import Any
 
 from ctxledger.errors import InputError
@@ -163,9 +164,12 @@ def _unused_contract_inputs(request: Any, policy: Any) -> list[dict[str, str]]:
     ]
 
 
+_CREATED_AT = attrgetter("created_at")
+
+
 def _clock_warnings(now: datetime, records: Iterable[Record]) -> list[dict[str, str]]:
     """A ``now`` earlier than the newest candidate record's ``created_at``."""
-    newest = max((r for r in records if r.created_at is not None), key=lambda r: r.created_at, default=None)
+    newest = max((r for r in records if r.created_at is not None), key=_CREATED_AT, default=None)
     if newest is None or now >= newest.created_at:
         return []
     return [

@@ -34,6 +34,7 @@ import bisect
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 import numpy as np
 
@@ -348,5 +349,8 @@ def visited_records(units: Sequence[Unit], loose: Mapping[str, Record]) -> list[
     """The records of the visited units plus the records that render to no unit, in ``seq`` order."""
     out = [r for u in units for r in u.records]
     out += loose.values()
-    out.sort(key=lambda r: r.seq)
+    out.sort(key=_SEQ)
     return out
+
+
+_SEQ = attrgetter("seq")

@@ -134,5 +134,5 @@ def recalls_in(records: Sequence[Record]) -> list[dict[str, Any]]:
     return [
         {"artifact": r.id, **found}
         for r in records
-        if (found := r.meta.get("recall")) is not None and isinstance(found, Mapping)
+        if "recall" in r.meta and isinstance(found := r.meta["recall"], Mapping)  # None is no Mapping either
     ]

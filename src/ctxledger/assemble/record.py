@@ -18,6 +18,7 @@ import copy
 import heapq
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -121,11 +122,10 @@ def build_manifest(inp: ManifestInputs) -> ManifestView:
     rch = inp.reach
     partial = rch is not None and not rch.complete
     records = [r for r in inp.records if r.kind not in _STRUCTURAL] if partial else _candidates(snap, plan)
-    candidate_ids = {r.id for r in records}
+    ids = [r.id for r in records]
+    candidate_ids = set(ids)
     about = included_refs | {u.id for u, _ in inp.chosen} | {u.id for u in inp.fixed}
-    omitted = [
-        (rec, why) for rec in records if (why := plan.omitted.get(rec.id)) is not None and rec.id not in included_refs
-    ]
+    omitted = _omitted(records, ids, candidate_ids, plan.omitted, included_refs)
     seqs = sorted([r.seq for r in records])
     beyond: list[OmissionGroup] = []
     unvisited = 0
@@ -234,6 +234,23 @@ def build_manifest(inp: ManifestInputs) -> ManifestView:
     if trace != "full":
         dict.__setitem__(view, "payload", inp.payload)  # at hand in process; the stored summary keeps None
     return view
+
+
+def _omitted(
+    records: Sequence[Any],
+    ids: Sequence[str],
+    candidate_ids: AbstractSet[str],
+    omitted: Mapping[str, tuple[str, str, str]],
+    included: AbstractSet[str],
+) -> list[tuple[Any, tuple[str, str, str]]]:
+    """``(record, why)`` of each of ``records`` the plan omits and the payload does not include, in their order.
+
+    ``ids`` are the records' ids and ``candidate_ids`` the same as a set: which records are meant is found by set
+    operations, then they are listed in order.
+    """
+    hit = candidate_ids & omitted.keys()
+    hit -= included
+    return [(rec, omitted[i]) for rec, i in zip(records, ids, strict=True) if i in hit]
 
 
 def _replay_tokens(snap: Snapshot, costs: Sequence[Sequence[int]]) -> int:

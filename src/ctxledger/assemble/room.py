@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from ctxledger.assemble.select import Option, SelectionItem, SelectionResult
 from ctxledger.budget import BudgetLedger
@@ -212,7 +213,7 @@ def anchor_user_turn(
         The id of the user unit admitted, or ``None``.
     """
     by_id = {i.unit_id: i for i in items}
-    chosen = sorted((by_id[u] for u in result.chosen if u in by_id), key=lambda i: (i.seq, i.unit_id))
+    chosen = sorted((by_id[u] for u in result.chosen if u in by_id), key=_SEQ_AND_ID)
     run = _leading_run(chosen, roles)
     if sum(result.chosen[i.unit_id].tokens for i in run) < ANCHOR_SHARE * budget_tokens:
         return None  # role order trims a few leading turns: recency-first selection stands (case B06)
@@ -256,6 +257,10 @@ def anchor_user_turn(
     ledger.charge(anchor.context_class, option.tokens)
     result.used_tokens = sum(o.tokens for o in result.chosen.values())
     return anchor.unit_id
+
+
+_SEQ_AND_ID = attrgetter("seq", "unit_id")
+"""``(seq, unit id)`` of a selection item: the order of the chosen units."""
 
 
 def _leading_run(chosen: Sequence[SelectionItem], roles: Mapping[str, str]) -> list[SelectionItem]:

@@ -106,8 +106,19 @@ class SnapshotLoader:
         self._cache: OrderedDict[tuple[str, str, str], Snapshot] = OrderedDict()
         self._lock = threading.Lock()
 
-    def load(self, tenant_id: str, conversation_id: str, branch_id: str, as_of_seq: int | None = None) -> Snapshot:
+    def load(
+        self,
+        tenant_id: str,
+        conversation_id: str,
+        branch_id: str,
+        as_of_seq: int | None = None,
+        *,
+        head: int | None = None,
+    ) -> Snapshot:
         """Return the snapshot as of ``as_of_seq`` (inclusive; ``None`` = the conversation head).
+
+        ``head`` is the conversation's head ``seq`` when the caller has just read it (``GraphStore.head_seq``);
+        ``None`` reads it.
 
         Raises:
             RecordNotFound: the branch does not exist in the tenant.
@@ -115,7 +126,8 @@ class SnapshotLoader:
         started = time.perf_counter()
         with self._lock:
             key = (tenant_id, conversation_id, branch_id)
-            head = self.store.head_seq(tenant_id, conversation_id)
+            if head is None:
+                head = self.store.head_seq(tenant_id, conversation_id)
             target = head if as_of_seq is None else min(as_of_seq, head)
             cached = self._cache.get(key)
             if cached is not None and cached.seq <= target:

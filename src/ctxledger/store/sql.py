@@ -76,6 +76,11 @@ _HEAD_UPDATE = (
     )
     .values(head_seq=bindparam("h"))
 )
+_HEAD_SEQ = select(conversation_heads.c.head_seq).where(
+    conversation_heads.c.tenant_id == bindparam("tenant_id"),
+    conversation_heads.c.conversation_id == bindparam("conversation_id"),
+)
+"""A conversation's head ``seq`` (built once: every assembly asks for it)."""
 
 _REWRITE = (
     update(records)
@@ -524,12 +529,8 @@ class SqlStore:
 
     def head_seq(self, tenant_id: str, conversation_id: str) -> int:
         """The highest ``seq`` written in the conversation (0 when empty or unknown)."""
-        stmt = select(conversation_heads.c.head_seq).where(
-            conversation_heads.c.tenant_id == tenant_id,
-            conversation_heads.c.conversation_id == conversation_id,
-        )
         with self._read() as conn:
-            return int(conn.scalar(stmt) or 0)
+            return int(conn.scalar(_HEAD_SEQ, {"tenant_id": tenant_id, "conversation_id": conversation_id}) or 0)
 
     def branch(self, tenant_id: str, branch_id: str) -> Branch:
         """Return a Branch record. Raises ``RecordNotFound``."""

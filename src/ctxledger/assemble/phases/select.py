@@ -67,6 +67,7 @@ def _selection_items(
     required_ids = plan.required
     newer = unvisited_newer or {}
     facts = _unit_facts(units, {} if memo is None else memo.setdefault("selection facts", {}))
+    decay = _decay(memo, half_life, len(units) + (max(newer.values()) if newer else 0))
     items = []
     age = -1
     for unit, (prior, class_name) in zip(reversed(units), reversed(facts), strict=True):
@@ -77,13 +78,13 @@ def _selection_items(
         score = relevance.get(uid)
         utility = (
             w_relevance * (score or 0.0)
-            + w_recency * 0.5 ** ((age + newer.get(uid, 0) if newer else age) / half_life)
+            + w_recency * decay[age + newer.get(uid, 0) if newer else age]
             + w_kind * prior
         )
         if score is None:  # from another branch: it only fills what the lineage leaves
             utility *= FILL_FACTOR
         costs = turn_costs[uid]
-        verbatim = new_option("verbatim", sum(costs), round(utility, 9), unit.turns, turn_tokens=costs)
+        verbatim = new_option("verbatim", sum(costs), round(utility, 9), unit.turns, None, None, costs)
         options = [verbatim]
         required = uid in required_ids
         if oversized and uid in oversized:  # too large to enter verbatim: exact excerpts only
@@ -92,6 +93,22 @@ def _selection_items(
             options += options_for(unit, verbatim, coster)
         items.append(SelectionItem(uid, unit.seq, class_name, options, required, required and len(options) == 1))
     return items
+
+
+def _decay(memo: dict[Any, Any] | None, half_life: float, size: int) -> list[float]:
+    """``0.5 ** (k / half_life)`` at each ``k`` below ``size`` at least: a unit's recency ``k`` units back.
+
+    Kept in ``memo`` (the snapshot's) for the last half-life asked and extended as the history grows, so a call
+    computes only the ages no earlier call reached.
+    """
+    kept = None if memo is None else memo.get("recency decay")
+    if kept is None or kept[0] != half_life:
+        kept = (half_life, [])
+        if memo is not None:
+            memo["recency decay"] = kept
+    values: list[float] = kept[1]
+    values += [0.5 ** (k / half_life) for k in range(len(values), size)]
+    return values
 
 
 def _unit_facts(units: Sequence[Unit], table: dict[str, tuple[Unit, Any]]) -> list[tuple[float | None, str]]:
