@@ -77,13 +77,13 @@ def _due() -> bool:
     CPython runs a full collection once the objects promoted since the last one exceed a quarter of the old
     generation; a build that made that many (and at least :data:`LARGE_BUILD`) is collected at once instead.
 
-    Listing the old generation to count it walks the whole heap, so its size is counted only when the answer may
-    be yes: not when the build made at most an eighth of the size last counted (plus what the collections ended
-    here have kept since), which the old generation would have had to halve to be under four times the build.
+    Listing the old generation to count it walks the whole heap, so it is counted only to confirm a yes: the size
+    last counted (plus what the collections ended here have kept since) answers no by itself. An old generation
+    that shrank since (a snapshot dropped) can make that no wrong; the collector's own schedule then collects.
     """
     global _old
     made = gc.get_count()[0]
-    if made < LARGE_BUILD or (_old is not None and 8 * made <= _old):
+    if made < LARGE_BUILD or (_old is not None and 4 * made <= _old):
         return False
     _old = len(gc.get_objects(generation=2))
     return 4 * made > _old
