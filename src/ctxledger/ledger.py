@@ -42,7 +42,7 @@ from ctxledger.policy.default import default_policy
 from ctxledger.policy.message_redaction import shown
 from ctxledger.policy.secrets import check_identifiers
 from ctxledger.records import Branch, Compaction, Conversation, Record
-from ctxledger.replay_mismatch import ReplayMismatch, replay_remedy
+from ctxledger.replay_mismatch import ReplayMismatch, relevance_mismatch, replay_remedy, retention_mismatch
 from ctxledger.represent.compaction import Compactor
 from ctxledger.retention.state import retained
 from ctxledger.serialize import default_model, get_serializer
@@ -986,23 +986,42 @@ class Ledger:
                 recorded_prefix=recorded,
             )
         except CtxledgerError as exc:
-            return None, ReplayMismatch("replay_failed", f"the replay failed: {type(exc).__name__}: {exc}")
+            failed = ReplayMismatch("replay_failed", f"the replay failed: {type(exc).__name__}: {exc}")
+            return None, self._retention_since(manifest) or failed
         found = asm.manifest
-        if found["policy"]["hash"] != manifest["policy"]["hash"]:
-            then_hash, now_hash = manifest["policy"]["hash"], found["policy"]["hash"]
-            return None, ReplayMismatch("policy_hash", f"policy hash {then_hash} then, {now_hash} now")
-        then, now = manifest["policy"].get("relevance"), found["policy"].get("relevance")
-        if then is not None and then != now:
-            return None, ReplayMismatch(
-                "relevance", f"relevance {then} then, {now} now (the semantic extra or its model differs)"
-            )
-        if found["payload_hash"] != manifest["payload_hash"]:
-            then_hash, now_hash = manifest["payload_hash"], found["payload_hash"]
-            return None, ReplayMismatch("payload_hash", f"payload hash {then_hash} then, {now_hash} on replay")
+        mismatch = self._mismatch(manifest, found)
+        if mismatch is not None:
+            return None, mismatch
         out = dict(found)
         for key in ("id", "created_at", "timings", "tokens"):
             out[key] = manifest[key]
         return out, None
+
+    def _mismatch(self, stored: Mapping[str, Any], found: Mapping[str, Any]) -> ReplayMismatch | None:
+        """What differs between a stored manifest and its replay ``found``, the certain causes first.
+
+        The policy hash (the policy passed or found), then retention since the assembly (its audit trail), then
+        the relevance scorer and its signals, then the payload hash; ``None`` when the replay is the same call.
+        """
+        if found["policy"]["hash"] != stored["policy"]["hash"]:
+            then_hash, now_hash = stored["policy"]["hash"], found["policy"]["hash"]
+            return ReplayMismatch("policy_hash", f"policy hash {then_hash} then, {now_hash} now")
+        then, now = stored["policy"].get("relevance"), found["policy"].get("relevance")
+        relevance_differs = then is not None and then != now
+        if not relevance_differs and found["payload_hash"] == stored["payload_hash"]:
+            return None
+        gone = self._retention_since(stored)
+        if gone is not None:
+            return gone
+        if relevance_differs:
+            return relevance_mismatch(str(then), str(now))
+        then_hash, now_hash = stored["payload_hash"], found["payload_hash"]
+        return ReplayMismatch("payload_hash", f"payload hash {then_hash} then, {now_hash} on replay")
+
+    def _retention_since(self, manifest: Mapping[str, Any]) -> ReplayMismatch | None:
+        """:func:`~ctxledger.replay_mismatch.retention_mismatch` of ``manifest`` from its conversation's audit."""
+        audit = self.store.retention_audit(manifest["tenant_id"], conversation_id=manifest["conversation_id"])
+        return retention_mismatch(manifest, audit)
 
     def _previous_manifest(self, manifest: Mapping[str, Any], tenant_id: str) -> dict[str, Any] | None:
         """The stored manifest of the assembly ``manifest``'s ``prefix`` names as its previous one, if still there."""
