@@ -13,7 +13,7 @@ from typing import Any
 
 from ctxledger.errors import InputError, RecordNotFound
 from ctxledger.policy.contracts import tool_name
-from ctxledger.records import SkillState, ToolArtifact, ToolCall
+from ctxledger.records import Record, SkillState, ToolArtifact, ToolCall
 from ctxledger.store.base import GraphStore, LineageHop
 
 
@@ -128,6 +128,18 @@ def explain_skill_state(store: GraphStore, manifest: Mapping[str, Any], ref: str
         f"under policy {policy['name']} version {policy['version']} ({policy['hash'][:19]})",
         f"sent as {detail}" if status == "included" else f"left out by stage {stage}: {reason} ({detail})",
     ]
+    return _answer(record, manifest, (status, stage, reason, detail), chain)
+
+
+def _answer(
+    record: Record, manifest: Mapping[str, Any], why: tuple[str, str, str, str], chain: list[str]
+) -> dict[str, Any]:
+    """An answer in the shape of :func:`ctxledger.manifest.explain` for ``record``, which no manifest entry lists.
+
+    ``why`` is ``(status, stage, reason, detail)``; ``chain`` the sentences saying it.
+    """
+    status, stage, reason, detail = why
+    policy = manifest["policy"]
     return {
         "ref": record.id,
         "external_id": record.external_id,
@@ -149,6 +161,32 @@ def explain_skill_state(store: GraphStore, manifest: Mapping[str, Any], ref: str
         "note": None,
         "chain": chain,
     }
+
+
+def explain_after_snapshot(store: GraphStore, manifest: Mapping[str, Any], ref: str) -> dict[str, Any] | None:
+    """The answer for a record written after the assembly's snapshot, which the assembly could not see.
+
+    Returns:
+        ``None`` when ``ref`` (a record id of the assembly's conversation) was written at or before
+        ``snapshot_seq``; else an answer with the keys of :func:`ctxledger.manifest.explain`: ``status``
+        ``omitted``, stage ``lineage``, reason ``not_in_lineage`` (as a skill state written after the snapshot),
+        ``detail`` "written at seq N, after the snapshot (seq M)".
+    """
+    try:
+        record = store.get(manifest["tenant_id"], ref)
+    except RecordNotFound:
+        return None
+    seq = manifest["snapshot_seq"]
+    if record.seq <= seq:
+        return None
+    detail = f"written at seq {record.seq}, after the snapshot (seq {seq})"
+    what = f"{record.kind.value} {record.id}" + (f" ({record.external_id})" if record.external_id else "")
+    chain = [
+        f"omitted {what}",
+        f"assembly {manifest['id']} read the conversation as of seq {seq}",
+        f"left out by stage lineage: not_in_lineage ({detail}); an assembly made later may consider it",
+    ]
+    return _answer(record, manifest, ("omitted", "lineage", "not_in_lineage", detail), chain)
 
 
 def _decide(

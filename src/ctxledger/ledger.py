@@ -35,7 +35,14 @@ from ctxledger.budget import MAX_TOKENS
 from ctxledger.conversation_ids import check_new_conversations
 from ctxledger.errors import ConfigurationError, ContentRetained, CtxledgerError, InputError, RecordNotFound
 from ctxledger.exchange_cuts import exchange_cut, mark_whole_exchanges
-from ctxledger.explain_tools import check_ref, explain_skill_state, never_a_candidate, ref_candidates, resolve_ref
+from ctxledger.explain_tools import (
+    check_ref,
+    explain_after_snapshot,
+    explain_skill_state,
+    never_a_candidate,
+    ref_candidates,
+    resolve_ref,
+)
 from ctxledger.manifest import explain, has_full_trace
 from ctxledger.policy.base import Policy
 from ctxledger.policy.default import default_policy
@@ -846,7 +853,10 @@ class Ledger:
         (``"7"`` for ``"<conversation>/7"``), its external id, or a provider tool call id
         (:func:`ctxledger.explain_tools.resolve_ref`; the CLI, the service and the MCP server read it the same way).
         An included record, or any record of a ``trace="full"`` manifest, is answered from the stored
-        manifest. A skill state (the record whose tool schemas a call sends) is answered from the manifest's
+        manifest. A record written after the assembly's snapshot is answered ``omitted`` at stage ``lineage``,
+        reason ``not_in_lineage``, ``detail`` "written at seq N, after the snapshot (seq M)"
+        (:func:`ctxledger.explain_tools.explain_after_snapshot`). A skill state (the record whose tool schemas a
+        call sends) is answered from the manifest's
         tools and the store (:func:`ctxledger.explain_tools.explain_skill_state`). Any other record is answered
         by replay (:meth:`replay`): the same snapshot, request and policy assembled again; when the replay's
         payload hash, policy hash or assembler version differs from the stored one, the answer says so
@@ -899,7 +909,7 @@ class Ledger:
         never = never_a_candidate(self.store, manifest, rid)
         if never is not None:
             raise InputError(never, source=source, field="ref")
-        tool_state = explain_skill_state(self.store, manifest, rid)
+        tool_state = explain_after_snapshot(self.store, manifest, rid) or explain_skill_state(self.store, manifest, rid)
         if tool_state is not None:
             return tool_state
         if has_full_trace(manifest):
