@@ -850,8 +850,9 @@ class Ledger:
         """Why a record was included or omitted in an assembly (see :func:`ctxledger.manifest.explain`).
 
         ``ref`` names a record of the assembly's conversation: its id, its number within the conversation
-        (``"7"`` for ``"<conversation>/7"``), its external id, or a provider tool call id
-        (:func:`ctxledger.explain_tools.resolve_ref`; the CLI, the service and the MCP server read it the same way).
+        (``"7"`` for ``"<conversation>/7"``), its external id, or a tool call id as the assembly's payload shows it
+        (a repeated provider id renamed ``…_2``) or as recorded (:func:`ctxledger.explain_tools.resolve_ref`; the
+        CLI, the service and the MCP server read it the same way).
         An included record, or any record of a ``trace="full"`` manifest, is answered from the stored
         manifest. A record written after the assembly's snapshot is answered ``omitted`` at stage ``lineage``,
         reason ``not_in_lineage``, ``detail`` "written at seq N, after the snapshot (seq M)"
@@ -874,7 +875,7 @@ class Ledger:
         Raises:
             InputError: ``ref`` is not a non-empty string (field ``ref``); or it names a record no assembly
                 holds (a model run, participant, branch or the conversation record), or a call id several tool
-                calls share.
+                calls share that the payload does not show.
             RecordNotFound: no such assembly; no record of its conversation is named ``ref`` (checked before any
                 replay; when a retention rule deleted it, the message ends with the audit's sentence, "deleted by
                 retention rule R at T"); or the record was no candidate of the assembly.
