@@ -8,12 +8,13 @@ the active branch's lineage that holds tool schemas gives the call its ``tools``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxledger.errors import InputError, RecordNotFound
 from ctxledger.policy.contracts import tool_name
-from ctxledger.records import SkillState, ToolArtifact, ToolCall
+from ctxledger.records import Record, SkillState, ToolArtifact, ToolCall
+from ctxledger.serialize.call_ids import call_id_map
 from ctxledger.store.base import GraphStore, LineageHop
 
 
@@ -47,15 +48,16 @@ def resolve_ref(store: GraphStore, manifest: Mapping[str, Any], ref: str, *, sou
     """The id of the record of the assembly's conversation that ``ref`` names.
 
     ``ref`` is read as a record id, then ``<conversation>/<ref>`` (:func:`ref_candidates`), then an external id,
-    then a provider tool call id (``call_…``). Reads one record, or the conversation's records when the ref is
-    no record id.
+    then a tool call id as the assembly's payload shows it (:func:`sent_call_ids`: a repeated provider id gets a
+    ``_2``, ``_3`` … suffix there), then a provider tool call id as recorded (``call_…``). Reads one record, or the
+    conversation's records when the ref is no record id.
 
     Raises:
         RecordNotFound: no record of the conversation has that id, external id or call id (``among`` names the
             conversation, and the other conversation of the tenant whose record ``ref`` names, if any; a short ref
             such as ``7`` is named completed, ``<conversation>/7``).
-        InputError: ``ref`` is a provider call id that several tool calls share (field ``ref``; real traces
-            reuse them): name one by its record id.
+        InputError: ``ref`` is a provider call id that several tool calls share and the assembly's payload does
+            not show (field ``ref``; real traces reuse them): name one by its record id.
     """
     tenant, conversation = manifest["tenant_id"], manifest["conversation_id"]
     candidates = ref_candidates(manifest, ref)
@@ -72,6 +74,9 @@ def resolve_ref(store: GraphStore, manifest: Mapping[str, Any], ref: str, *, sou
     named = [r.id for r in records if r.external_id == ref]
     if len(named) == 1:
         return named[0]
+    shown = sent_call_ids(manifest, records).get(ref)
+    if shown is not None:
+        return shown
     calls = [r.id for r in records if isinstance(r, ToolCall) and r.call_id == ref] or [
         r.id for r in records if isinstance(r, ToolArtifact) and r.call_id == ref
     ]
@@ -94,6 +99,24 @@ def resolve_ref(store: GraphStore, manifest: Mapping[str, Any], ref: str, *, sou
     if elsewhere is not None:
         among += f": it is a record of conversation {elsewhere}"
     raise RecordNotFound(tenant, ref if "/" in ref or elsewhere else candidates[-1], among=among)
+
+
+def sent_call_ids(manifest: Mapping[str, Any], records: Sequence[Record]) -> dict[str, str]:
+    """The tool call ids the assembly's payload shows, each mapped to its tool call's record id.
+
+    Every serializer makes a request's call ids valid and unique (:func:`ctxledger.serialize.call_ids.call_id_map`:
+    a repeated id gets the first free ``_2``, ``_3`` … suffix); this replays that mapping over the tool calls of
+    ``manifest["included"]`` in their order, reading each one's recorded ``call_id`` from ``records`` (the
+    conversation's records). An id shown unchanged maps too.
+    """
+    by_id = {r.id: r for r in records}
+    used: set[str] = set()
+    out: dict[str, str] = {}
+    for entry in manifest.get("included") or ():
+        call = by_id.get(entry.get("ref"))
+        if isinstance(call, ToolCall):
+            out[call_id_map([call.call_id], used)[call.call_id]] = call.id
+    return out
 
 
 def explain_skill_state(store: GraphStore, manifest: Mapping[str, Any], ref: str) -> dict[str, Any] | None:
@@ -128,6 +151,18 @@ def explain_skill_state(store: GraphStore, manifest: Mapping[str, Any], ref: str
         f"under policy {policy['name']} version {policy['version']} ({policy['hash'][:19]})",
         f"sent as {detail}" if status == "included" else f"left out by stage {stage}: {reason} ({detail})",
     ]
+    return _answer(record, manifest, (status, stage, reason, detail), chain)
+
+
+def _answer(
+    record: Record, manifest: Mapping[str, Any], why: tuple[str, str, str, str], chain: list[str]
+) -> dict[str, Any]:
+    """An answer in the shape of :func:`ctxledger.manifest.explain` for ``record``, which no manifest entry lists.
+
+    ``why`` is ``(status, stage, reason, detail)``; ``chain`` the sentences saying it.
+    """
+    status, stage, reason, detail = why
+    policy = manifest["policy"]
     return {
         "ref": record.id,
         "external_id": record.external_id,
@@ -149,6 +184,32 @@ def explain_skill_state(store: GraphStore, manifest: Mapping[str, Any], ref: str
         "note": None,
         "chain": chain,
     }
+
+
+def explain_after_snapshot(store: GraphStore, manifest: Mapping[str, Any], ref: str) -> dict[str, Any] | None:
+    """The answer for a record written after the assembly's snapshot, which the assembly could not see.
+
+    Returns:
+        ``None`` when ``ref`` (a record id of the assembly's conversation) was written at or before
+        ``snapshot_seq``; else an answer with the keys of :func:`ctxledger.manifest.explain`: ``status``
+        ``omitted``, stage ``lineage``, reason ``not_in_lineage`` (as a skill state written after the snapshot),
+        ``detail`` "written at seq N, after the snapshot (seq M)".
+    """
+    try:
+        record = store.get(manifest["tenant_id"], ref)
+    except RecordNotFound:
+        return None
+    seq = manifest["snapshot_seq"]
+    if record.seq <= seq:
+        return None
+    detail = f"written at seq {record.seq}, after the snapshot (seq {seq})"
+    what = f"{record.kind.value} {record.id}" + (f" ({record.external_id})" if record.external_id else "")
+    chain = [
+        f"omitted {what}",
+        f"assembly {manifest['id']} read the conversation as of seq {seq}",
+        f"left out by stage lineage: not_in_lineage ({detail}); an assembly made later may consider it",
+    ]
+    return _answer(record, manifest, ("omitted", "lineage", "not_in_lineage", detail), chain)
 
 
 def _decide(

@@ -36,14 +36,21 @@ from ctxledger.budget import MAX_TOKENS
 from ctxledger.conversation_ids import check_new_conversations
 from ctxledger.errors import ConfigurationError, ContentRetained, CtxledgerError, InputError, RecordNotFound
 from ctxledger.exchange_cuts import exchange_cut, mark_whole_exchanges
-from ctxledger.explain_tools import check_ref, explain_skill_state, never_a_candidate, ref_candidates, resolve_ref
+from ctxledger.explain_tools import (
+    check_ref,
+    explain_after_snapshot,
+    explain_skill_state,
+    never_a_candidate,
+    ref_candidates,
+    resolve_ref,
+)
 from ctxledger.manifest import explain, has_full_trace
 from ctxledger.policy.base import Policy
 from ctxledger.policy.default import default_policy
 from ctxledger.policy.message_redaction import shown
 from ctxledger.policy.secrets import check_identifiers
 from ctxledger.records import Branch, Compaction, Conversation, Record
-from ctxledger.replay_mismatch import ReplayMismatch, replay_remedy
+from ctxledger.replay_mismatch import ReplayMismatch, relevance_mismatch, replay_remedy, retention_mismatch
 from ctxledger.represent.compaction import Compactor
 from ctxledger.retention.state import retained
 from ctxledger.serialize import default_model, get_serializer
@@ -867,10 +874,14 @@ class Ledger:
         """Why a record was included or omitted in an assembly (see :func:`ctxledger.manifest.explain`).
 
         ``ref`` names a record of the assembly's conversation: its id, its number within the conversation
-        (``"7"`` for ``"<conversation>/7"``), its external id, or a provider tool call id
-        (:func:`ctxledger.explain_tools.resolve_ref`; the CLI, the service and the MCP server read it the same way).
+        (``"7"`` for ``"<conversation>/7"``), its external id, or a tool call id as the assembly's payload shows it
+        (a repeated provider id renamed ``…_2``) or as recorded (:func:`ctxledger.explain_tools.resolve_ref`; the
+        CLI, the service and the MCP server read it the same way).
         An included record, or any record of a ``trace="full"`` manifest, is answered from the stored
-        manifest. A skill state (the record whose tool schemas a call sends) is answered from the manifest's
+        manifest. A record written after the assembly's snapshot is answered ``omitted`` at stage ``lineage``,
+        reason ``not_in_lineage``, ``detail`` "written at seq N, after the snapshot (seq M)"
+        (:func:`ctxledger.explain_tools.explain_after_snapshot`). A skill state (the record whose tool schemas a
+        call sends) is answered from the manifest's
         tools and the store (:func:`ctxledger.explain_tools.explain_skill_state`). Any other record is answered
         by replay (:meth:`replay`): the same snapshot, request and policy assembled again; when the replay's
         payload hash, policy hash or assembler version differs from the stored one, the answer says so
@@ -888,7 +899,7 @@ class Ledger:
         Raises:
             InputError: ``ref`` is not a non-empty string (field ``ref``); or it names a record no assembly
                 holds (a model run, participant, branch or the conversation record), or a call id several tool
-                calls share.
+                calls share that the payload does not show.
             RecordNotFound: no such assembly; no record of its conversation is named ``ref`` (checked before any
                 replay; when a retention rule deleted it, the message ends with the audit's sentence, "deleted by
                 retention rule R at T"); or the record was no candidate of the assembly.
@@ -923,7 +934,7 @@ class Ledger:
         never = never_a_candidate(self.store, manifest, rid)
         if never is not None:
             raise InputError(never, source=source, field="ref")
-        tool_state = explain_skill_state(self.store, manifest, rid)
+        tool_state = explain_after_snapshot(self.store, manifest, rid) or explain_skill_state(self.store, manifest, rid)
         if tool_state is not None:
             return tool_state
         if has_full_trace(manifest):
@@ -1010,23 +1021,42 @@ class Ledger:
                 recorded_prefix=recorded,
             )
         except CtxledgerError as exc:
-            return None, ReplayMismatch("replay_failed", f"the replay failed: {type(exc).__name__}: {exc}")
+            failed = ReplayMismatch("replay_failed", f"the replay failed: {type(exc).__name__}: {exc}")
+            return None, self._retention_since(manifest) or failed
         found = asm.manifest
-        if found["policy"]["hash"] != manifest["policy"]["hash"]:
-            then_hash, now_hash = manifest["policy"]["hash"], found["policy"]["hash"]
-            return None, ReplayMismatch("policy_hash", f"policy hash {then_hash} then, {now_hash} now")
-        then, now = manifest["policy"].get("relevance"), found["policy"].get("relevance")
-        if then is not None and then != now:
-            return None, ReplayMismatch(
-                "relevance", f"relevance {then} then, {now} now (the semantic extra or its model differs)"
-            )
-        if found["payload_hash"] != manifest["payload_hash"]:
-            then_hash, now_hash = manifest["payload_hash"], found["payload_hash"]
-            return None, ReplayMismatch("payload_hash", f"payload hash {then_hash} then, {now_hash} on replay")
+        mismatch = self._mismatch(manifest, found)
+        if mismatch is not None:
+            return None, mismatch
         out = dict(found)
         for key in ("id", "created_at", "timings", "tokens"):
             out[key] = manifest[key]
         return out, None
+
+    def _mismatch(self, stored: Mapping[str, Any], found: Mapping[str, Any]) -> ReplayMismatch | None:
+        """What differs between a stored manifest and its replay ``found``, the certain causes first.
+
+        The policy hash (the policy passed or found), then retention since the assembly (its audit trail), then
+        the relevance scorer and its signals, then the payload hash; ``None`` when the replay is the same call.
+        """
+        if found["policy"]["hash"] != stored["policy"]["hash"]:
+            then_hash, now_hash = stored["policy"]["hash"], found["policy"]["hash"]
+            return ReplayMismatch("policy_hash", f"policy hash {then_hash} then, {now_hash} now")
+        then, now = stored["policy"].get("relevance"), found["policy"].get("relevance")
+        relevance_differs = then is not None and then != now
+        if not relevance_differs and found["payload_hash"] == stored["payload_hash"]:
+            return None
+        gone = self._retention_since(stored)
+        if gone is not None:
+            return gone
+        if relevance_differs:
+            return relevance_mismatch(str(then), str(now))
+        then_hash, now_hash = stored["payload_hash"], found["payload_hash"]
+        return ReplayMismatch("payload_hash", f"payload hash {then_hash} then, {now_hash} on replay")
+
+    def _retention_since(self, manifest: Mapping[str, Any]) -> ReplayMismatch | None:
+        """:func:`~ctxledger.replay_mismatch.retention_mismatch` of ``manifest`` from its conversation's audit."""
+        audit = self.store.retention_audit(manifest["tenant_id"], conversation_id=manifest["conversation_id"])
+        return retention_mismatch(manifest, audit)
 
     def _previous_manifest(self, manifest: Mapping[str, Any], tenant_id: str) -> dict[str, Any] | None:
         """The stored manifest of the assembly ``manifest``'s ``prefix`` names as its previous one, if still there."""

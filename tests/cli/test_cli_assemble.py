@@ -235,18 +235,29 @@ def test_explain_an_omitted_item_by_its_short_number(runner: CliRunner, demo_sto
 
 
 def test_explain_by_tool_call_id_and_a_shared_call_id(runner: CliRunner, demo_store: DemoStore) -> None:
-    """A provider call id finds its tool call; one the trace reuses for several calls asks for a record id."""
+    """A provider call id finds its tool call, and so does an id as the payload shows it (a repeated id renamed
+    ``…_2``, ``…_3``); one the trace reuses for several calls the payload does not show asks for a record id."""
     with Ledger.open(demo_store.url) as ledger:
         calls = [r for r in ledger.store.records("default", DEMO_CONVERSATION) if isinstance(r, ToolCall)]
     by_call_id: dict[str, list[str]] = {}
     for call in calls:
         by_call_id.setdefault(call.call_id, []).append(call.id)
+    included = {e["ref"] for e in demo_store.manifest["included"]}
     unique = next(c for c, ids in by_call_id.items() if len(ids) == 1)
-    shared = next(c for c, ids in by_call_id.items() if len(ids) > 1)
+    shown = next(c for c, ids in by_call_id.items() if len(ids) > 1 and all(i in included for i in ids))
+    shared = next(c for c, ids in by_call_id.items() if len(ids) > 1 and not set(ids) & included)
     asm = demo_store.manifest["id"]
     found = runner.invoke(app, ["--db", demo_store.url, "explain", asm, unique])
     assert found.exit_code == 0, found.output
     assert f"{by_call_id[unique][0]} " in _flat(found.stdout) + " "
+    messages = json.loads(demo_store.payload_path.read_text())["messages"]
+    sent = [c["id"] for m in messages for c in m.get("tool_calls") or ()]
+    for k, ref in enumerate(by_call_id[shown]):
+        named = shown if k == 0 else f"{shown}_{k + 1}"
+        assert named in sent
+        found = runner.invoke(app, ["--db", demo_store.url, "explain", asm, named])
+        assert found.exit_code == 0, found.output
+        assert f"INCLUDED {ref} " in _flat(found.stdout) + " "
     ambiguous = runner.invoke(app, ["--db", demo_store.url, "explain", asm, shared])
     assert ambiguous.exit_code == 2
     assert all(ref in _flat(ambiguous.stderr) for ref in by_call_id[shared])

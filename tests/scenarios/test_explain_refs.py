@@ -59,3 +59,27 @@ def test_a_ref_to_another_conversation_is_named_as_given_with_its_conversation(p
     with pytest.raises(RecordNotFound) as caught:
         ledger.explain(asm.id, ref)
     assert caught.value.record_id == ref and "it is a record of conversation other" in str(caught.value)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    call_ids=st.lists(
+        st.sampled_from(["call_a", "call_a_2", "call.b", "call_b", "call:c", "x"]), min_size=1, max_size=6
+    )
+)
+def test_a_tool_call_id_as_the_payload_shows_it_names_its_tool_call(call_ids: list[str]) -> None:
+    """Repeated or unsafe provider ids are renamed in the payload (``call_a`` → ``call_a_2``); each such id names
+    the tool call the payload sent under it."""
+    ledger = Ledger(MemoryStore())
+    rec = ledger.recorder("calls")
+    rec.system("Look orders up.")
+    for i, call_id in enumerate(call_ids):
+        rec.user(f"Look up order {i}.")
+        rec.tool_call("lookup", {"order": i}, f'{{"order": {i}}}', call_id=call_id)
+    asm = ledger.assemble("calls", window_tokens=16_000, output_tokens=200, margin_tokens=50)
+    sent = [c["id"] for m in asm.payload["messages"] for c in m.get("tool_calls") or ()]
+    calls = [e["ref"] for e in asm.manifest["included"] if e["kind"] == "tool_call"]
+    assert len(sent) == len(calls) == len(call_ids)
+    for shown, ref in zip(sent, calls, strict=True):
+        why = ledger.explain(asm.id, shown)
+        assert (why["ref"], why["status"]) == (ref, "included")

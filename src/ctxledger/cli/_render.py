@@ -348,7 +348,33 @@ def _required_table(exc: RequiredBlocksDoNotFit) -> Table:
     return table
 
 
-def _print_summary(console: Console, manifest: Mapping[str, Any]) -> None:
+SPLIT_PAIRS = frozenset({"answer_left_out", "question_left_out", "pairs_split"})
+"""Manifest warning codes of question/answer pairs left split for budget (:mod:`ctxledger.assemble.pairs`)."""
+
+
+def _warning_lines(manifest: Mapping[str, Any], every: bool) -> list[str]:
+    """The manifest's warnings as the report prints them: each one when ``every``, else the split pairs as one line.
+
+    The split pairs (:data:`SPLIT_PAIRS`) can be many on every call of a long history; one line counts them and
+    quotes the newest, the rest keep their line each. The manifest keeps every one.
+    """
+    found = [w for w in manifest.get("warnings") or () if isinstance(w, Mapping)]
+    others = [str(w) for w in manifest.get("warnings") or () if not isinstance(w, Mapping)]
+    split = [w for w in found if w.get("code") in SPLIT_PAIRS]
+    if every or len(split) <= 1:
+        return [str(w.get("detail", w)) for w in found] + others
+    named = [w for w in split if w.get("code") != "pairs_split"]
+    counted = next((w for w in split if w.get("code") == "pairs_split"), None)
+    total = int(counted["value"]) if counted is not None and str(counted.get("value")).isdigit() else len(named)
+    newest = f"; the newest: {named[-1]['detail']}" if named else ""
+    line = (
+        f"{total} question/answer pairs stayed split for budget{newest} (--show warnings lists them; the manifest "
+        "and explain keep them)"
+    )
+    return [str(w.get("detail", w)) for w in found if w.get("code") not in SPLIT_PAIRS] + [line] + others
+
+
+def _print_summary(console: Console, manifest: Mapping[str, Any], *, every_warning: bool = True) -> None:
     policy = manifest["policy"]
     console.print(
         f"assembly [bold cyan]{manifest['id']}[/] of [bold]{escape(manifest['conversation_id'])}[/] "
@@ -359,8 +385,8 @@ def _print_summary(console: Console, manifest: Mapping[str, Any]) -> None:
     console.print(_counts_table(manifest))
     for line in _saving_lines(manifest):
         console.print(line)
-    for warning in manifest.get("warnings") or ():
-        console.print(f"[yellow]warning:[/] {escape(str(warning.get('detail', warning)))}", soft_wrap=True)
+    for line in _warning_lines(manifest, every_warning):
+        console.print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True)
 
 
 def _print_manifest(console: Console, manifest: Mapping[str, Any], records: Mapping[str, Record]) -> None:

@@ -59,6 +59,7 @@ class Show(StrEnum):
     OMITTED = "omitted"
     CLASSES = "classes"
     PAYLOAD = "payload"
+    WARNINGS = "warnings"
     ALL = "all"
 
 
@@ -147,7 +148,11 @@ def assemble(
     ] = None,
     show: Annotated[
         list[Show] | None,
-        typer.Option("--show", help="Also print: included, omitted, classes, payload or all (repeatable)."),
+        typer.Option(
+            "--show",
+            help="Also print: included, omitted, classes, payload, warnings (each split question/answer pair, "
+            "counted on one line otherwise) or all (repeatable).",
+        ),
     ] = None,
     policy_file: Annotated[
         Path | None,
@@ -258,7 +263,7 @@ def assemble(
         size = write_payload(asm.payload, out)
     else:
         typer.echo(json.dumps(asm.payload, indent=2, ensure_ascii=False))
-    _print_summary(report, asm.manifest)
+    _print_summary(report, asm.manifest, every_warning=bool({Show.WARNINGS, Show.ALL} & set(show or ())))
     _print_sections(report, asm.manifest, records, set(show or ()))
     if out is not None:
         where = escape(str(out))

@@ -49,6 +49,8 @@ def summarize(manifest: Mapping[str, Any], retained: Retained) -> dict[str, Any]
     """The summary of a whole manifest, saying which rule reduced it and when (``manifest["retention"]``)."""
     out: dict[str, Any] = {k: manifest[k] for k in _KEPT if k in manifest}
     for status in ("included", "omitted"):
+        if status not in manifest:  # a compact manifest lists no omitted record; its summary does not invent a list
+            continue
         out[status] = [{k: e[k] for k in _ENTRY_KEPT if k in e} for e in manifest.get(status, [])]
     out[FORM_KEY] = "summary"
     out["retention"] = retained.as_dict() | {"detail": f"manifest reduced to its summary: {retained.sentence}"}
