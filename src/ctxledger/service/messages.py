@@ -14,6 +14,11 @@ starts a new one:
   array of ``input_text`` parts is recorded as their texts joined, as the Responses importer records it; any
   other array as its JSON).
 
+Only the text of a message is recorded: a part or block of any other type (an image, ``input_audio``,
+``file``, an Anthropic ``thinking`` or ``document`` block …) is refused naming its ``type`` field, never
+dropped; images are kept by importing the transcript (``POST /v1/imports``), and the parts no importer keeps
+are refused with the importers' words (:func:`ctxledger.serialize.parts.part_problem`).
+
 A tool call is written as a pending tool exchange named by its call id; its result, in the same request
 or a later one, answers it (found by its provider call id). Every message is read and checked
 (:func:`read_events`, :func:`check_events`) before anything is written, and the records of one request are
@@ -32,11 +37,18 @@ from ctxledger.errors import InputError
 from ctxledger.ingest.openai_responses import output_text
 from ctxledger.policy.secrets import SecretScanner, default_scanner
 from ctxledger.records import ToolArtifact, ToolCall
+from ctxledger.serialize.parts import part_problem
 
 FORMATS = ("openai-chat", "anthropic-messages", "openai-responses")
 """The message formats ``POST /v1/conversations/{id}/messages`` accepts."""
 
 _ROLES = ("system", "developer", "user", "assistant")
+
+_TEXT_PARTS = ("text", "input_text", "output_text")
+"""Part (block) types whose ``text`` is recorded: Chat Completions, Responses input and output, Anthropic."""
+
+_IMAGE_PARTS = ("image_url", "input_image", "image")
+"""Image part types of the three formats: valid in an import, refused by this endpoint (it records text)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,16 +101,31 @@ def _text(content: Any, index: int, field: str = "content") -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        parts = []
-        for j, part in enumerate(content):
-            if not isinstance(part, Mapping):
-                raise _bad("a content part must be an object", index, f"{field}[{j}]")
-            if part.get("type") in ("text", "input_text", "output_text"):
-                if not isinstance(part.get("text"), str):
-                    raise _bad("a text part needs a string 'text'", index, f"{field}[{j}].text")
-                parts.append(part["text"])
-        return "\n".join(parts)
+        return "\n".join(_part_text(part, index, f"{field}[{j}]") for j, part in enumerate(content))
     raise _bad("content must be a string or a list of parts", index, field)
+
+
+def _part_text(part: Any, index: int, field: str) -> str:
+    """The text of one text part at ``field``; any other part is refused (never dropped), naming its type."""
+    if not isinstance(part, Mapping):
+        raise _bad("a content part must be an object", index, field)
+    if part.get("type") not in _TEXT_PARTS:
+        raise _bad(_not_text(part), index, f"{field}.type")
+    if not isinstance(part.get("text"), str):
+        raise _bad("a text part needs a string 'text'", index, f"{field}.text")
+    return str(part["text"])
+
+
+def _not_text(part: Mapping[str, Any]) -> str:
+    """Why a part other than text is refused: the rule every importer applies, or that this endpoint keeps text."""
+    kind = part.get("type")
+    problem = part_problem(part)
+    if kind not in _IMAGE_PARTS and problem is not None and problem.field == "type":
+        return problem.problem
+    return (
+        f"a {kind!r} part cannot be added here: this endpoint records the text of a message, and refuses other "
+        "parts rather than drop them; import the transcript (POST /v1/imports) to keep its images"
+    )
 
 
 def _role(msg: Mapping[str, Any], index: int, allowed: Sequence[str]) -> str:
@@ -159,6 +186,8 @@ def _anthropic(messages: Sequence[Mapping[str, Any]], system: Any) -> list[Event
             events.append(Said(role, _text(texts, i), index=i, where=_at(i, "content")))
         for j, block in enumerate(content):
             kind = block.get("type") if isinstance(block, Mapping) else None
+            if kind not in ("text", "tool_use", "tool_result"):
+                _part_text(block, i, f"content[{j}]")  # refuses it, naming the block, as any other part
             if kind == "tool_use":
                 if role != "assistant" or not block.get("id") or not isinstance(block.get("name"), str):
                     raise _bad("a tool_use block needs an id and a name, in an assistant turn", i, f"content[{j}]")
