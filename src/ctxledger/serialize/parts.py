@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ctxledger.serialize.images import base64_problem, parse_data_url
+
 KEPT_PART_TYPES = ("text", "image_url")
 """The content part types a message keeps (OpenAI Chat Completions names)."""
 
@@ -64,6 +66,19 @@ def _image_problem(image: Any) -> PartProblem | None:
     if detail is not None and detail not in IMAGE_DETAILS:
         return PartProblem(f"image detail must be one of {IMAGE_DETAILS}, not {detail!r}", "image_url.detail")
     return None
+
+
+def inline_image_problem(part: Mapping[str, Any]) -> PartProblem | None:
+    """For an ``image_url`` part whose URL is a base64 ``data:`` URL, why its base64 is not base64, else ``None``.
+
+    The check every edge that writes parts adds to :func:`part_problem` (providers refuse such an image; the
+    Anthropic serializer refuses it as ``bad_image``): :func:`~ctxledger.serialize.images.base64_problem`.
+    """
+    image = part.get("image_url") if part.get("type") == "image_url" else None
+    url = image if isinstance(image, str) else image.get("url") if isinstance(image, Mapping) else None
+    data_url = parse_data_url(url) if isinstance(url, str) else None
+    problem = base64_problem(data_url.data) if data_url is not None else None
+    return None if problem is None else PartProblem(problem, "image_url.url")
 
 
 def sent_part(part: Mapping[str, Any]) -> dict[str, Any]:
