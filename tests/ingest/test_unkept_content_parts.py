@@ -231,3 +231,14 @@ def test_an_image_no_format_can_send_is_refused_naming_the_source_field(
             ledger.import_file(path, fmt, count_tokens_for="gpt-4o")
         assert (caught.value.index, caught.value.field) == (index, f"content[{k}].{field}"), str(caught.value)
         _nothing_stored(ledger)
+
+
+def test_an_inline_image_whose_base64_is_not_base64_is_refused_in_a_responses_message() -> None:
+    """The base64 check every edge adds to the rule also covers a Responses message's ``input_image``."""
+    image = {"type": "input_image", "image_url": "data:image/png;base64,a b"}
+    items = [{"role": "user", "content": [{"type": "input_text", "text": "x"}, image]}]
+    with Ledger.open("memory://") as ledger:
+        with pytest.raises(InputError) as caught:
+            ledger.import_messages(items, api="openai-responses")
+        assert (caught.value.index, caught.value.field) == (0, "content[1].image_url")
+        _nothing_stored(ledger)

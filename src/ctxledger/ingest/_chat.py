@@ -31,8 +31,7 @@ from ctxledger.ingest._fields import Loc, as_object, json_type, optional, requir
 from ctxledger.ingest._tools import ToolSet, add_skill_state
 from ctxledger.json_text import media_type_of
 from ctxledger.records import Message, Role, ToolStatus, Trust
-from ctxledger.serialize.images import base64_problem, parse_data_url
-from ctxledger.serialize.parts import part_problem
+from ctxledger.serialize.parts import inline_image_problem, part_problem
 
 STANDARD_KEYS: Mapping[str, frozenset[str]] = {
     "system": frozenset({"role", "content", "name"}),
@@ -319,7 +318,7 @@ class ChatMapper:
                 require(part, "text", str, ploc, "a string")
             elif kind == "image_url":
                 _check_image_url(part, ploc)
-            problem = part_problem(part)
+            problem = part_problem(part) or inline_image_problem(part)
             if problem is not None:
                 raise ploc.error(problem.problem, problem.field)
             out.append(dict(part))
@@ -339,14 +338,11 @@ class ChatMapper:
 
 
 def _check_image_url(part: Mapping[str, Any], loc: Loc) -> None:
-    """An ``image_url`` part holds ``image_url.url``, a string; a ``data:`` URL's base64 must be base64.
+    """An ``image_url`` part holds an object with ``url``, a string (the URL itself: :mod:`ctxledger.serialize.parts`).
 
     Raises:
-        InputError: names ``content[k].image_url.url`` (or the missing key) and what is wrong.
+        InputError: names ``content[k].image_url`` or ``content[k].image_url.url`` and what is wrong.
     """
     iloc = loc.child("image_url")
     image = as_object(require(part, "image_url", dict, loc, "an object"), iloc)
-    url = require(image, "url", str, iloc, "a string")
-    data_url = parse_data_url(url)
-    if data_url is not None and (problem := base64_problem(data_url.data)) is not None:
-        raise iloc.error(problem, "url")
+    require(image, "url", str, iloc, "a string")

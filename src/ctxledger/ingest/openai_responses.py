@@ -42,7 +42,7 @@ from ctxledger.ingest._fields import Loc, as_object, json_type, optional, requir
 from ctxledger.ingest._load import Loaded
 from ctxledger.ingest._tools import ToolSet, openai_tools
 from ctxledger.serialize.images import base64_problem, parse_data_url
-from ctxledger.serialize.parts import part_problem
+from ctxledger.serialize.parts import inline_image_problem, part_problem
 
 FORMAT = "openai-responses"
 
@@ -159,12 +159,13 @@ def _image_part(part: Mapping[str, Any], loc: Loc) -> dict[str, Any]:
     """An ``input_image`` part as the ``image_url`` part a message keeps.
 
     Raises:
-        InputError: no ``image_url`` string, an empty one, or a ``detail`` other than low, high or auto (the
-            rule of :func:`~ctxledger.serialize.parts.part_problem`; names ``image_url`` or ``detail``).
+        InputError: no ``image_url`` string, an empty one, a ``data:`` URL whose base64 is not base64, or a
+            ``detail`` other than low, high or auto (:mod:`ctxledger.serialize.parts`; names ``image_url`` or
+            ``detail``).
     """
     url = require(part, "image_url", str, loc, "a URL string (file ids are not supported)")
     kept = {"type": "image_url", "image_url": {"url": url, "detail": part.get("detail") or "auto"}}
-    problem = part_problem(kept)
+    problem = part_problem(kept) or inline_image_problem(kept)
     if problem is not None:
         raise loc.error(problem.problem, "detail" if problem.field == "image_url.detail" else "image_url")
     return kept
