@@ -916,7 +916,7 @@ class Ledger:
         policy: Policy | None = None,
         source: str = "explain",
     ) -> dict[str, Any]:
-        """:meth:`explain`, naming ``source`` (``"<cli>"``, ``"<request>"`` …) in an :class:`InputError`."""
+        """:meth:`explain`, naming ``source`` (``"ctxledger explain"``, ``"<request>"`` …) in an :class:`InputError`."""
         ref = check_ref(ref, source=source)
         manifest = self.get_assembly(assembly_id, tenant_id=tenant_id)
         candidates = ref_candidates(manifest, ref)

@@ -84,6 +84,7 @@ from ctxledger.records import (
     Trust,
     Visibility,
 )
+from ctxledger.serialize.parts import inline_image_problem, part_problem
 from ctxledger.store._rules import in_lineage
 
 if TYPE_CHECKING:
@@ -509,8 +510,20 @@ class Recorder:
         """A developer instruction (trust ``developer``); returns its id. ``supersedes`` as :meth:`system`."""
         return self._message(Role.DEVELOPER, text, name, None, env, supersedes)
 
-    def user(self, text: str, *, name: str | None = None, speaker: str | None = None, **env: Unpack[Envelope]) -> str:
-        """A user message (trust ``user``; ``speaker``: an author label, e.g. a moderator's name); returns its id."""
+    def user(
+        self,
+        text: str | Sequence[Mapping[str, Any]],
+        *,
+        name: str | None = None,
+        speaker: str | None = None,
+        **env: Unpack[Envelope],
+    ) -> str:
+        """A user message (trust ``user``; ``speaker``: an author label, e.g. a moderator's name); returns its id.
+
+        ``text`` is a non-empty string, or a non-empty sequence of OpenAI content parts (``text`` and
+        ``image_url`` parts only, :mod:`ctxledger.serialize.parts`; a ``data:`` URL's base64 must be base64),
+        kept as given. Raises :class:`~ctxledger.errors.InputError` naming ``text`` or ``text[k].<field>``.
+        """
         return self._message(Role.USER, text, name, speaker, env)
 
     def assistant(
@@ -1063,7 +1076,7 @@ class Recorder:
     def _message(
         self,
         role: Role,
-        text: str,
+        text: str | Sequence[Mapping[str, Any]],
         name: str | None,
         speaker: str | None,
         env: Mapping[str, Any],
@@ -1072,10 +1085,10 @@ class Recorder:
         if name is not None:
             _short_name(name, f"{role.value}()")
         rid = self.id(name) if name else self._number()
-        _text(text, rid, "text")
+        content = _parts(text, rid) if role is Role.USER and not isinstance(text, str) else _text(text, rid, "text")
         olds = tuple(self._ref(s, f"supersedes[{i}]", "record", rid) for i, s in enumerate(supersedes))
         fields: dict[str, Any] = {"supersedes": olds} if olds else {}
-        return self._write(Message, name, env, record_id=rid, role=role, content=text, name=speaker, **fields).id
+        return self._write(Message, name, env, record_id=rid, role=role, content=content, name=speaker, **fields).id
 
     def _result_record(
         self,
@@ -1357,6 +1370,23 @@ def _text(value: Any, source: str, field: str) -> str:
     if not isinstance(value, str) or not value:
         raise InputError(f"must be a non-empty string, got {value!r}", source=source, field=field)
     return value
+
+
+def _parts(value: Any, source: str) -> tuple[dict[str, Any], ...]:
+    """``value`` as the content parts a message keeps (:func:`~ctxledger.serialize.parts.part_problem`).
+
+    Raises:
+        InputError: not a non-empty list or tuple, or a part the rule refuses (names ``text[k].<field>``).
+    """
+    if not isinstance(value, list | tuple) or not value:
+        problem = f"must be a non-empty string or list of content parts, got {value!r}"
+        raise InputError(problem, source=source, field="text")
+    for k, part in enumerate(value):
+        problem = part_problem(part) or inline_image_problem(part)
+        if problem is not None:
+            field = f"text[{k}]" + (f".{problem.field}" if problem.field else "")
+            raise InputError(problem.problem, source=source, field=field)
+    return tuple(dict(part) for part in value)
 
 
 def _no_secret(value: str, source: str, field: str) -> str:

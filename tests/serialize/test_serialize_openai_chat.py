@@ -381,7 +381,7 @@ def test_turn_tokens_errors_name_the_ref_without_an_index(openai: OpenAIChatSeri
     assert "index" not in str(caught.value)
     with pytest.raises(InputError) as bad_part:
         openai.turn_tokens(Turn("m9", "user", ({"type": "audio"},)), counter)
-    assert (bad_part.value.index, bad_part.value.field) == (None, "content[0]")
+    assert (bad_part.value.source, bad_part.value.index, bad_part.value.field) == ("turn 'm9'", None, "content[0].type")
 
 
 def test_a_relayed_turn_is_a_named_user_message_with_a_visible_label(openai: OpenAIChatSerializer, counter) -> None:

@@ -328,7 +328,8 @@ def explain(
 
         policy = load_policy(policy_file, allow_modules=allow_stage_modules or ()) if policy_file else None
         if ref is not None:
-            why = ledger.explain_as(assembly_id, ref, tenant_id=settings.tenant, policy=policy, source="<cli>")
+            tenant, source = settings.tenant, "ctxledger explain"
+            why = ledger.explain_as(assembly_id, ref, tenant_id=tenant, policy=policy, source=source)
             stored = ledger.get_assembly(assembly_id, tenant_id=settings.tenant)
             _print_explanation(_out(), why, stored["conversation_id"], unit_kind(stored, why))
             return

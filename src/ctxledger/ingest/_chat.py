@@ -5,7 +5,9 @@ Follows the Chat Completions message reference (roles ``system``, ``developer``,
 ``function_call``). Mapping:
 
 * ``system`` / ``developer`` → ``Message`` with trust ``system`` / ``developer``;
-* ``user`` → ``Message`` (trust ``user``), content strings or content parts kept intact;
+* ``user`` → ``Message`` (trust ``user``), content strings or content parts kept intact (``text`` and
+  ``image_url`` parts only, the ones every format sends back; ``input_audio`` and ``file`` parts, valid
+  Chat Completions input, are refused: :mod:`ctxledger.serialize.parts`);
 * ``assistant`` → ``Message`` (trust ``verified_internal``, ``content`` may be ``None``) plus one
   ``ToolCall`` per call, ``arguments`` kept exactly as given, ``index`` = position among parallel calls;
 * ``tool`` → ``ToolArtifact`` whose bytes are the UTF-8 content; ``function`` → the same, answering the
@@ -29,7 +31,7 @@ from ctxledger.ingest._fields import Loc, as_object, json_type, optional, requir
 from ctxledger.ingest._tools import ToolSet, add_skill_state
 from ctxledger.json_text import media_type_of
 from ctxledger.records import Message, Role, ToolStatus, Trust
-from ctxledger.serialize.images import base64_problem, parse_data_url
+from ctxledger.serialize.parts import inline_image_problem, part_problem
 
 STANDARD_KEYS: Mapping[str, frozenset[str]] = {
     "system": frozenset({"role", "content", "name"}),
@@ -284,8 +286,9 @@ class ChatMapper:
         """The message content: a string, content parts kept intact, or ``None`` when allowed.
 
         Raises:
-            InputError: missing, null where not allowed, of another type, or a part type the role
-                cannot carry.
+            InputError: missing, null where not allowed, of another type, a part type the role
+                cannot carry, or a part a message cannot keep (:func:`~ctxledger.serialize.parts.part_problem`:
+                ``input_audio``, ``file``, ``refusal`` parts are refused, naming ``content[k].type``).
         """
         if msg.get("content") is None:
             if nullable:
@@ -315,6 +318,9 @@ class ChatMapper:
                 require(part, "text", str, ploc, "a string")
             elif kind == "image_url":
                 _check_image_url(part, ploc)
+            problem = part_problem(part) or inline_image_problem(part)
+            if problem is not None:
+                raise ploc.error(problem.problem, problem.field)
             out.append(dict(part))
         return tuple(out)
 
@@ -332,14 +338,11 @@ class ChatMapper:
 
 
 def _check_image_url(part: Mapping[str, Any], loc: Loc) -> None:
-    """An ``image_url`` part holds ``image_url.url``, a string; a ``data:`` URL's base64 must be base64.
+    """An ``image_url`` part holds an object with ``url``, a string (the URL itself: :mod:`ctxledger.serialize.parts`).
 
     Raises:
-        InputError: names ``content[k].image_url.url`` (or the missing key) and what is wrong.
+        InputError: names ``content[k].image_url`` or ``content[k].image_url.url`` and what is wrong.
     """
     iloc = loc.child("image_url")
     image = as_object(require(part, "image_url", dict, loc, "an object"), iloc)
-    url = require(image, "url", str, iloc, "a string")
-    data_url = parse_data_url(url)
-    if data_url is not None and (problem := base64_problem(data_url.data)) is not None:
-        raise iloc.error(problem, "url")
+    require(image, "url", str, iloc, "a string")

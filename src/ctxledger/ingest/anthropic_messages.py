@@ -34,6 +34,7 @@ from ctxledger.ingest._tools import ToolSet, add_skill_state
 from ctxledger.json_text import JSON_MEDIA_TYPE, media_type_of
 from ctxledger.records import Message, Role, ToolStatus, Trust
 from ctxledger.serialize.images import base64_problem
+from ctxledger.serialize.parts import part_problem
 
 FORMAT = "anthropic-messages"
 _PAYLOAD_KEYS = frozenset({"messages", "system", "tools"})
@@ -281,7 +282,11 @@ def _image_part(block: Mapping[str, Any], loc: Loc) -> Part:
         url = require(source, "url", str, sloc, "a string")
     else:
         raise sloc.error(f"unsupported image source {kind!r} (base64 or url)", "type")
-    return {"type": "image_url", "image_url": {"url": url}}
+    part = {"type": "image_url", "image_url": {"url": url}}
+    problem = part_problem(part)  # the rule every stored part follows (an empty URL breaks it)
+    if problem is not None:
+        raise sloc.error(problem.problem, "url" if kind == "url" else "data")
+    return part
 
 
 def _content(parts: list[Part], as_string: bool) -> str | tuple[Part, ...] | None:

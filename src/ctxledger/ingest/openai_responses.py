@@ -7,7 +7,9 @@ items. Items follow the ``POST /v1/responses`` input reference:
 * ``instructions`` → a system ``Message`` first;
 * ``message`` items (also the short form without ``type``): roles ``system`` / ``developer`` / ``user`` /
   ``assistant``; ``input_text`` / ``output_text`` parts become text, ``input_image`` parts ``image_url``
-  parts; an assistant message's text parts are joined into its text (annotations are not kept);
+  parts; an assistant message's text parts are joined into its text (annotations are not kept); a part of
+  another type (``input_audio``, ``input_file`` …) is refused, naming ``content[k].type``
+  (:mod:`ctxledger.serialize.parts`: a message keeps the parts every format sends back);
 * the consecutive assistant output items of one turn (``reasoning``, ``compaction``, assistant ``message``,
   ``function_call``) become one assistant ``Message`` with one ``ToolCall`` per ``function_call`` (``index``
   = position among the parallel calls); its ``reasoning`` and ``compaction`` items go to
@@ -40,6 +42,7 @@ from ctxledger.ingest._fields import Loc, as_object, json_type, optional, requir
 from ctxledger.ingest._load import Loaded
 from ctxledger.ingest._tools import ToolSet, openai_tools
 from ctxledger.serialize.images import base64_problem, parse_data_url
+from ctxledger.serialize.parts import inline_image_problem, part_problem
 
 FORMAT = "openai-responses"
 
@@ -144,13 +147,28 @@ def _content(item: Mapping[str, Any], loc: Loc) -> Any:
         if kind in _PART_MAP:
             parts.append({"type": "text", "text": require(part, "text", str, ploc, "a string")})
         elif kind == "input_image":
-            url = require(part, "image_url", str, ploc, "a URL string (file ids are not supported)")
-            parts.append({"type": "image_url", "image_url": {"url": url, "detail": part.get("detail") or "auto"}})
+            parts.append(_image_part(part, ploc))
         elif kind == "refusal":
             parts.append({"type": "text", "text": require(part, "refusal", str, ploc, "a string")})
         else:
             raise ploc.error(f"unsupported content part type {kind!r}", "type")
     return parts
+
+
+def _image_part(part: Mapping[str, Any], loc: Loc) -> dict[str, Any]:
+    """An ``input_image`` part as the ``image_url`` part a message keeps.
+
+    Raises:
+        InputError: no ``image_url`` string, an empty one, a ``data:`` URL whose base64 is not base64, or a
+            ``detail`` other than low, high or auto (:mod:`ctxledger.serialize.parts`; names ``image_url`` or
+            ``detail``).
+    """
+    url = require(part, "image_url", str, loc, "a URL string (file ids are not supported)")
+    kept = {"type": "image_url", "image_url": {"url": url, "detail": part.get("detail") or "auto"}}
+    problem = part_problem(kept) or inline_image_problem(kept)
+    if problem is not None:
+        raise loc.error(problem.problem, "detail" if problem.field == "image_url.detail" else "image_url")
+    return kept
 
 
 def _assistant(group: list[tuple[Mapping[str, Any], Loc]]) -> tuple[dict[str, Any], Loc]:

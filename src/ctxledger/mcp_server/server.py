@@ -149,7 +149,7 @@ def build_server(ledger: Ledger, tenant: str, reader: Reader | None = None) -> M
     @server.tool()
     def explain(assembly_id: str, ref: str) -> dict[str, Any]:
         """Why the record ``ref`` (its id or number in the conversation) was included in or omitted from an assembly."""
-        return guarded(lambda: explain_record(ledger, tenant, assembly_id, ref, source="<mcp>"))
+        return guarded(lambda: explain_record(ledger, tenant, assembly_id, ref, source="MCP tool explain"))
 
     @server.tool()
     def rehydrate(assembly_id: str, ref: str, start: int | None = None, end: int | None = None) -> str:
@@ -168,7 +168,7 @@ def build_server(ledger: Ledger, tenant: str, reader: Reader | None = None) -> M
             try:
                 data = ledger.rehydrate(full, span, tenant_id=tenant)
             except InputError as exc:  # a bad range: the library's words, naming the argument at fault
-                raise as_given(exc, span, source="<mcp>", names=("start", "end")) from None
+                raise as_given(exc, span, source="MCP tool rehydrate", names=("start", "end")) from None
             raw = data.decode("utf-8", "replace")
             text = redact(raw, scanner_of(ledger))
             cut = f"\n[cut at {MAX_TEXT:,} of {len(text):,} characters]" if len(text) > MAX_TEXT else ""

@@ -15,13 +15,8 @@ from typing import Any
 
 from ctxledger.errors import InputError, ProviderContractError
 from ctxledger.serialize.base import Turn
+from ctxledger.serialize.parts import part_problem, sent_part
 from ctxledger.serialize.tool_names import wire_tool_name
-
-TURN_SOURCE = "<turns>"
-"""``InputError.source`` for problems found in a turn sequence passed to ``build``."""
-
-IMAGE_DETAILS = ("low", "high", "auto")
-"""The ``detail`` values of an OpenAI ``image_url`` part."""
 
 _ROLES = ("system", "developer", "user", "assistant", "tool")
 
@@ -137,8 +132,8 @@ def content_parts(index: int | None, turn: Turn) -> list[dict[str, Any]]:
     ``text`` (text parts) or ``type`` and ``image_url.url`` / ``image_url.detail`` (image parts).
 
     Raises:
-        InputError: a part is not a text or image part, or misses its text or URL (names turn index
-            and field).
+        InputError: a part breaks the rule of :mod:`ctxledger.serialize.parts`; the source is
+            ``"turn '<ref>'"``, the index the turn's position (when known), the field e.g. ``content[0].type``.
     """
     if turn.content is None:
         return []
@@ -147,44 +142,13 @@ def content_parts(index: int | None, turn: Turn) -> list[dict[str, Any]]:
     return [_part(index, turn, j, part) for j, part in enumerate(turn.content)]
 
 
-def _part(index: int | None, turn: Turn, j: int, part: Mapping[str, Any]) -> dict[str, Any]:
-    """Reduce one content part to its provider keys, or fail naming where it is malformed."""
-    kind = part.get("type") if isinstance(part, Mapping) else None
-    if kind == "text" and isinstance(part.get("text"), str):
-        return {"type": "text", "text": part["text"]}
-    if kind == "image_url":
-        return {"type": "image_url", "image_url": _image(index, turn, j, part.get("image_url"))}
-    raise InputError(
-        f"turn {turn.ref!r}: content part must be a text part with a string 'text' or an image_url part",
-        source=TURN_SOURCE,
-        index=index,
-        field=f"content[{j}]",
-    )
-
-
-def _image(index: int | None, turn: Turn, j: int, image: Any) -> dict[str, str]:
-    """Normalise an ``image_url`` value (a URL string or ``{url, detail?}``)."""
-    if isinstance(image, str):
-        image = {"url": image}
-    url = image.get("url") if isinstance(image, Mapping) else None
-    if not isinstance(url, str) or not url:
-        raise InputError(
-            f"turn {turn.ref!r}: image_url part has no URL",
-            source=TURN_SOURCE,
-            index=index,
-            field=f"content[{j}].image_url.url",
-        )
-    detail = image.get("detail")
-    if detail is None:
-        return {"url": url}
-    if detail not in IMAGE_DETAILS:
-        raise InputError(
-            f"turn {turn.ref!r}: image detail must be one of {IMAGE_DETAILS}, not {detail!r}",
-            source=TURN_SOURCE,
-            index=index,
-            field=f"content[{j}].image_url.detail",
-        )
-    return {"url": url, "detail": detail}
+def _part(index: int | None, turn: Turn, j: int, part: Any) -> dict[str, Any]:
+    """Reduce one content part to its provider keys, or fail naming where it breaks :func:`part_problem`."""
+    problem = part_problem(part)
+    if problem is None:
+        return sent_part(part)
+    field = f"content[{j}]" + (f".{problem.field}" if problem.field else "")
+    raise InputError(problem.problem, source=f"turn {turn.ref!r}", index=index, field=field)
 
 
 TOOLS_SOURCE = "<tools>"

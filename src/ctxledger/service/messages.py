@@ -14,6 +14,12 @@ starts a new one:
   array of ``input_text`` parts is recorded as their texts joined, as the Responses importer records it; any
   other array as its JSON).
 
+A message keeps its text and, in a user message, its images (an OpenAI ``image_url`` part, a Responses
+``input_image`` part, an Anthropic ``image`` block: stored as ``image_url`` parts, in order), as the importers
+keep them. A part of any other type (``input_audio``, ``file``, an Anthropic ``thinking`` or ``document``
+block, an image outside a user message …) is refused naming its ``type`` field, never dropped; the rule and
+its words are the importers' (:mod:`ctxledger.serialize.parts`).
+
 A tool call is written as a pending tool exchange named by its call id; its result, in the same request
 or a later one, answers it (found by its provider call id). Every message is read and checked
 (:func:`read_events`, :func:`check_events`) before anything is written, and the records of one request are
@@ -32,19 +38,29 @@ from ctxledger.errors import InputError
 from ctxledger.ingest.openai_responses import output_text
 from ctxledger.policy.secrets import SecretScanner, default_scanner
 from ctxledger.records import ToolArtifact, ToolCall
+from ctxledger.serialize.parts import inline_image_problem, part_problem, sent_part
 
 FORMATS = ("openai-chat", "anthropic-messages", "openai-responses")
 """The message formats ``POST /v1/conversations/{id}/messages`` accepts."""
 
 _ROLES = ("system", "developer", "user", "assistant")
 
+_TEXT_PARTS = ("text", "input_text", "output_text")
+"""Part (block) types whose ``text`` is recorded: Chat Completions, Responses input and output, Anthropic."""
+
+_IMAGE_PARTS = ("image_url", "input_image", "image")
+"""Image part types of the three formats: kept in a user message (as ``image_url`` parts), refused elsewhere."""
+
 
 @dataclass(frozen=True, slots=True)
 class Said:
-    """A text message of ``role``; ``index`` is its message's position in the request, ``where`` the field."""
+    """A message of ``role``: its text, or (a user message with images) its text and image parts.
+
+    ``index`` is its message's position in the request, ``where`` the field.
+    """
 
     role: str
-    text: str
+    text: str | tuple[Mapping[str, Any], ...]
     index: int | None = None
     where: str = ""
 
@@ -89,16 +105,93 @@ def _text(content: Any, index: int, field: str = "content") -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        parts = []
-        for j, part in enumerate(content):
-            if not isinstance(part, Mapping):
-                raise _bad("a content part must be an object", index, f"{field}[{j}]")
-            if part.get("type") in ("text", "input_text", "output_text"):
-                if not isinstance(part.get("text"), str):
-                    raise _bad("a text part needs a string 'text'", index, f"{field}[{j}].text")
-                parts.append(part["text"])
-        return "\n".join(parts)
+        return "\n".join(_part_text(part, index, f"{field}[{j}]") for j, part in enumerate(content))
     raise _bad("content must be a string or a list of parts", index, field)
+
+
+def _part_text(part: Any, index: int, field: str) -> str:
+    """The text of one text part at ``field``; any other part is refused (never dropped), naming its type."""
+    if not isinstance(part, Mapping):
+        raise _bad("a content part must be an object", index, field)
+    if part.get("type") not in _TEXT_PARTS:
+        raise _bad(_not_text(part), index, f"{field}.type")
+    if not isinstance(part.get("text"), str):
+        raise _bad("a text part needs a string 'text'", index, f"{field}.text")
+    return str(part["text"])
+
+
+def _user_content(content: Any, index: int) -> str | tuple[dict[str, Any], ...]:
+    """A user message's content (a string or a list of parts) as :func:`_user_parts` keeps it.
+
+    Raises:
+        InputError: see :func:`_user_parts`; also content that is neither a string nor a list.
+    """
+    if not isinstance(content, list):
+        return _text(content, index)
+    return _user_parts(list(enumerate(content)), index)
+
+
+def _user_parts(parts: Sequence[tuple[int, Any]], index: int) -> str | tuple[dict[str, Any], ...]:
+    """The text of ``(j, part)`` pairs joined by newlines, or text and image parts in order when one is an image.
+
+    Raises:
+        InputError: a part other than text or an image, or an image no format can send, naming
+            ``messages[i].content[j].<field>`` in the request's own terms.
+    """
+    kept: list[dict[str, Any]] = []
+    for j, part in parts:
+        field = f"content[{j}]"
+        if isinstance(part, Mapping) and part.get("type") in _IMAGE_PARTS:
+            kept.append(_kept_image(part, index, field))
+        else:
+            kept.append({"type": "text", "text": _part_text(part, index, field)})
+    if all(p["type"] == "text" for p in kept):
+        return "\n".join(p["text"] for p in kept)
+    return tuple(kept)
+
+
+def _kept_image(part: Mapping[str, Any], index: int, field: str) -> dict[str, Any]:
+    """An image part of any of the three formats as the ``image_url`` part a message keeps.
+
+    Raises:
+        InputError: the rule of :mod:`ctxledger.serialize.parts` refuses it (an empty URL, an unknown detail,
+            base64 that is not base64), naming the format's own field (``image_url.url``, ``detail``, ``source``).
+    """
+    kind = part.get("type")
+    names: dict[str | None, str] = {}
+    if kind == "image":  # Anthropic: {"source": {"type": "base64", "media_type", "data"} | {"type": "url", "url"}}
+        image: Any = {"url": _anthropic_url(part.get("source"))}
+        names = {"image_url.url": "source"}
+    elif kind == "input_image":  # Responses: {"image_url": str, "detail"?}
+        image = {"url": part.get("image_url"), "detail": part.get("detail") or "auto"}
+        names = {"image_url.url": "image_url", "image_url.detail": "detail"}
+    else:
+        image = part.get("image_url")
+    kept = {"type": "image_url", "image_url": image}
+    problem = part_problem(kept) or inline_image_problem(kept)
+    if problem is not None:
+        raise _bad(problem.problem, index, f"{field}.{names.get(problem.field, problem.field)}")
+    return sent_part(kept)
+
+
+def _anthropic_url(source: Any) -> str | None:
+    """The URL of an Anthropic image ``source``: a ``data:`` URL for base64, the URL itself for ``url``."""
+    if not isinstance(source, Mapping):
+        return None
+    if source.get("type") == "base64" and isinstance(source.get("media_type"), str):
+        data = source.get("data")
+        return f"data:{source['media_type']};base64,{data}" if isinstance(data, str) else None
+    url = source.get("url") if source.get("type") == "url" else None
+    return url if isinstance(url, str) else None
+
+
+def _not_text(part: Mapping[str, Any]) -> str:
+    """Why a part is refused where only text is recorded: an image outside a user message, or the importers' rule."""
+    kind = part.get("type")
+    if kind in _IMAGE_PARTS:
+        return f"a {kind!r} part is kept in a user message only, as the providers take images"
+    problem = part_problem(part)
+    return problem.problem if problem is not None else f"unsupported content part type {kind!r}"
 
 
 def _role(msg: Mapping[str, Any], index: int, allowed: Sequence[str]) -> str:
@@ -121,7 +214,7 @@ def _openai_chat(messages: Sequence[Mapping[str, Any]]) -> list[Event]:
         calls = msg.get("tool_calls") or []
         if calls and role != "assistant":
             raise _bad("only assistant messages carry tool_calls", i, "tool_calls")
-        text = _text(msg.get("content"), i)
+        text = _user_content(msg.get("content"), i) if role == "user" else _text(msg.get("content"), i)
         if not isinstance(calls, list):
             raise _bad("tool_calls must be a list", i, "tool_calls")
         if not calls:
@@ -154,11 +247,14 @@ def _anthropic(messages: Sequence[Mapping[str, Any]], system: Any) -> list[Event
             continue
         if not isinstance(content, list):
             raise _bad("content must be a string or a list of blocks", i, "content")
-        texts = [b for b in content if isinstance(b, Mapping) and b.get("type") == "text"]
-        if texts:
-            events.append(Said(role, _text(texts, i), index=i, where=_at(i, "content")))
+        said = ("text", "image") if role == "user" else ("text",)
+        shown = [(j, b) for j, b in enumerate(content) if isinstance(b, Mapping) and b.get("type") in said]
+        if shown:
+            events.append(Said(role, _user_parts(shown, i), index=i, where=_at(i, "content")))
         for j, block in enumerate(content):
             kind = block.get("type") if isinstance(block, Mapping) else None
+            if kind not in (*said, "tool_use", "tool_result"):
+                _part_text(block, i, f"content[{j}]")  # refuses it, naming the block, as any other part
             if kind == "tool_use":
                 if role != "assistant" or not block.get("id") or not isinstance(block.get("name"), str):
                     raise _bad("a tool_use block needs an id and a name, in an assistant turn", i, f"content[{j}]")
@@ -182,7 +278,9 @@ def _responses(items: Sequence[Mapping[str, Any]]) -> list[Event]:
     for i, item in enumerate(items):
         kind = item.get("type", "message")
         if kind == "message":
-            events.append(Said(_role(item, i, _ROLES), _text(item.get("content"), i), index=i, where=_at(i, "content")))
+            role = _role(item, i, _ROLES)
+            content = _user_content(item.get("content"), i) if role == "user" else _text(item.get("content"), i)
+            events.append(Said(role, content, index=i, where=_at(i, "content")))
         elif kind == "function_call":
             if not item.get("call_id") or not isinstance(item.get("name"), str):
                 raise _bad("a function_call needs a call_id and a name", i, "call_id")
