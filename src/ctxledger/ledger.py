@@ -287,7 +287,7 @@ class Ledger:
             ConfigurationError: ``count_tokens_for`` has no known tokenizer and no ``counter`` was given;
                 checked before anything is written.
         """
-        from ctxledger.ingest import parse_file, write_batch
+        from ctxledger.ingest import check_batch, parse_file, write_batch
 
         coster = self.coster("openai-chat", count_tokens_for, counter) if count_tokens_for else None
         with collector_paused():  # what the import builds stays alive to its end (see ctxledger._collector)
@@ -299,10 +299,10 @@ class Ledger:
                 on_progress=on_progress,
                 start_time=start_time,
             )
-            result = write_batch(self.store, batch)
-            if coster is not None:
-                self._warm_counts(batch, coster)
-        return result
+            if coster is not None:  # counted before the write: a count that fails leaves nothing written
+                check_batch(self.store, batch)
+                self.warm_counts(batch, coster)
+            return write_batch(self.store, batch)
 
     def import_messages(
         self,
@@ -360,8 +360,12 @@ class Ledger:
             )
         return write_batch(self.store, batch)
 
-    def _warm_counts(self, batch: Any, coster: Coster) -> None:
-        """Count every imported turn once (one store round trip) from the parsed batch, not from the store."""
+    def warm_counts(self, batch: Any, coster: Coster) -> None:
+        """Count every turn of a parsed import batch once and cache the counts in the store (one round trip).
+
+        Counted from the batch (:class:`ctxledger.ingest.ImportBatch`), not from the store, so an import can count
+        before it writes; the first assembly after the import then finds every count stored.
+        """
         from ctxledger.units import build_units
 
         turns = []

@@ -308,15 +308,16 @@ def _write_all(
     Raises:
         InputError: a conversation id is already stored or comes from two inputs (names the file).
     """
-    from ctxledger.ingest import write_batch
+    from ctxledger.ingest import check_batch, write_batch
 
     _refuse_duplicates(ledger, batches, resumable=resumable, given=given)
     results = []
     plain = plain_progress(_err())
     for batch in batches:
+        if coster is not None:  # counted before the write: a count that fails leaves the batch unwritten
+            check_batch(ledger.store, batch)
+            ledger.warm_counts(batch, coster)
         results.append(write_batch(ledger.store, batch))
-        if coster is not None:
-            _warm_counts(ledger, batch, coster)
         plain("written", len(results), len(batches))
     return results
 
@@ -400,13 +401,6 @@ def _conflict_hint(ledger: Ledger, tenant: str, cid: str, *, resumable: bool, gi
     if resumable and isinstance(get_or_none(ledger.store, tenant, cid), Conversation):
         hint = f"pass --skip-imported to write only what is not stored yet, or {hint.removeprefix('pass ')}"
     return hint
-
-
-def _warm_counts(ledger: Ledger, batch: Any, coster: Any) -> None:
-    for conv in batch.conversations:
-        head = conv.records[0]
-        snap = ledger.snapshots.load(head.tenant_id, conv.conversation_id, head.branch_id)
-        coster.prefetch([t for u in snap.units for t in u.turns])
 
 
 def _display_names(sources: Sequence[str]) -> tuple[str | None, list[str]]:

@@ -45,7 +45,7 @@ from ctxledger.ingest import (
     tau_bench,
     toolbench,
 )
-from ctxledger.ingest._batch import ImportBatch, ImportResult, ParsedConversation, write_batch
+from ctxledger.ingest._batch import ImportBatch, ImportResult, ParsedConversation, check_batch, write_batch
 from ctxledger.ingest._builder import BASE_TIME, ParseOptions, ProgressCallback
 from ctxledger.ingest._load import Loaded, check_value, load_file, stem_of
 from ctxledger.ingest._progress import rich_progress
@@ -58,6 +58,7 @@ __all__ = [
     "ImportResult",
     "ParsedConversation",
     "ProgressCallback",
+    "check_batch",
     "parse_anthropic",
     "parse_file",
     "parse_openai_messages",

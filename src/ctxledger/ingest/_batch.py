@@ -160,10 +160,20 @@ def write_batch(store: GraphStore, batch: ImportBatch) -> ImportResult:
         return _write_batch(store, batch)
 
 
-def _write_batch(store: GraphStore, batch: ImportBatch) -> ImportResult:
+def check_batch(store: GraphStore, batch: ImportBatch) -> None:
+    """The refusals :func:`write_batch` makes before it writes, for a caller with work to do in between.
+
+    Raises:
+        InputError: an id or participant name holds a secret, or a conversation of the batch is already in the
+            store, or its id is another record's id or nests with another conversation's.
+    """
     for conv in batch.conversations:
         check_identifiers(conv.records, source=batch.source)
     _refuse_reimport(store, batch)
+
+
+def _write_batch(store: GraphStore, batch: ImportBatch) -> ImportResult:
+    check_batch(store, batch)
     blobs = _merged_blobs(batch)
     put_many = getattr(store.blobs, "put_many", None)
     if put_many is not None:
