@@ -148,7 +148,11 @@ def _part(index: int | None, turn: Turn, j: int, part: Any) -> dict[str, Any]:
     if problem is None:
         return sent_part(part)
     field = f"content[{j}]" + (f".{problem.field}" if problem.field else "")
-    raise InputError(problem.problem, source=f"turn {turn.ref!r}", index=index, field=field)
+    remedy = (
+        "; a stored record holding it cannot be sent: forget its conversation (ctxledger forget --conversation ID) "
+        "and import the source again without such parts"
+    )
+    raise InputError(problem.problem + remedy, source=f"turn {turn.ref!r}", index=index, field=field)
 
 
 TOOLS_SOURCE = "<tools>"
