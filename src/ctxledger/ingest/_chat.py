@@ -288,7 +288,8 @@ class ChatMapper:
         Raises:
             InputError: missing, null where not allowed, of another type, a part type the role
                 cannot carry, or a part a message cannot keep (:func:`~ctxledger.serialize.parts.part_problem`:
-                ``input_audio``, ``file``, ``refusal`` parts are refused, naming ``content[k].type``).
+                ``input_audio`` and ``file`` parts are refused, naming ``content[k].type``; an assistant's
+                ``refusal`` part is kept as a text part).
         """
         if msg.get("content") is None:
             if nullable:
@@ -316,6 +317,8 @@ class ChatMapper:
                 raise ploc.error(f"a {role} message cannot carry a {kind!r} part", "type")
             if kind == "text":
                 require(part, "text", str, ploc, "a string")
+            elif kind == "refusal":  # the model's refusal text, kept as text (as the Responses importer keeps it)
+                part = {"type": "text", "text": require(part, "refusal", str, ploc, "a string")}
             elif kind == "image_url":
                 _check_image_url(part, ploc)
             problem = part_problem(part) or inline_image_problem(part)

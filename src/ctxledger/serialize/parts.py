@@ -7,8 +7,9 @@ two kinds can be sent back faithfully in every provider format, so only they are
 * ``{"type": "image_url", "image_url": str | {"url": str, "detail"?: "low" | "high" | "auto"}}`` with a
   non-empty URL (OpenAI Chat Completions, "image_url" content part).
 
-Any other part (OpenAI ``input_audio``, ``file``, an assistant ``refusal`` part …) is refused where it
-enters, before anything is written, rather than stored and then failing every assembly or being dropped.
+Any other part (OpenAI ``input_audio``, ``file`` …) is refused where it
+enters, before anything is written, rather than stored and then failing every assembly or being dropped (the
+importers keep an assistant's ``refusal`` part as a text part).
 Importers call :func:`part_problem` on each part they would store; serializers call it on each part they
 send and :func:`sent_part` to reduce a part to the keys a provider accepts.
 """
