@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ctxledger.errors import InputError
 from ctxledger.service.messages import Answered, read_events
 
 _texts = st.lists(st.text(max_size=40), min_size=1, max_size=5)
@@ -33,3 +35,23 @@ def test_an_array_holding_an_image_is_recorded_as_its_json(texts: list[str], at:
     output: list[dict[str, str]] = [{"type": "input_text", "text": t} for t in texts]
     output.insert(min(at, len(output)), {"type": "input_image", "image_url": "https://example.com/a.png"})
     assert json.loads(_answer(output).output) == output
+
+
+@given(st.lists(st.tuples(st.booleans(), st.text(max_size=30)), min_size=1, max_size=4))
+def test_an_assistants_refusal_parts_are_recorded_as_text_as_the_importers_keep_them(
+    parts: list[tuple[bool, str]],
+) -> None:
+    content = [{"type": "refusal", "refusal": t} if r else {"type": "text", "text": t} for r, t in parts]
+    for fmt in ("openai-chat", "openai-responses"):
+        (said,) = read_events(fmt, [{"role": "assistant", "content": content}])
+        assert said.text == "\n".join(t for _, t in parts)
+
+
+@given(st.sampled_from(["thinking", "redacted_thinking"]), st.integers(0, 2))
+def test_an_anthropic_reasoning_block_is_refused_saying_what_records_it(kind: str, at: int) -> None:
+    blocks: list[dict[str, object]] = [{"type": "text", "text": "Let me look."}] * 2
+    blocks.insert(at, {"type": kind, "thinking": "hm", "signature": "s"})
+    with pytest.raises(InputError) as err:
+        read_events("anthropic-messages", [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": blocks}])
+    assert err.value.field == f"messages[1].content[{at}].type"
+    assert "Recorder.tool_calls(thinking=...)" in str(err.value) and "import" in str(err.value)

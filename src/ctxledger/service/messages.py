@@ -48,6 +48,9 @@ _ROLES = ("system", "developer", "user", "assistant")
 _TEXT_PARTS = ("text", "input_text", "output_text")
 """Part (block) types whose ``text`` is recorded: Chat Completions, Responses input and output, Anthropic."""
 
+_REASONING_BLOCKS = ("thinking", "redacted_thinking")
+"""Anthropic reasoning blocks: refused with what records them instead."""
+
 _IMAGE_PARTS = ("image_url", "input_image", "image")
 """Image part types of the three formats: kept in a user message (as ``image_url`` parts), refused elsewhere."""
 
@@ -99,20 +102,27 @@ def _bad(problem: str, index: int, field: str) -> InputError:
     return InputError(problem, source="<api>", index=index, field=_at(index, field))
 
 
-def _text(content: Any, index: int, field: str = "content") -> str:
+def _text(content: Any, index: int, field: str = "content", *, refusal: bool = False) -> str:
     if content is None:
         return ""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(_part_text(part, index, f"{field}[{j}]") for j, part in enumerate(content))
+        return "\n".join(_part_text(part, index, f"{field}[{j}]", refusal) for j, part in enumerate(content))
     raise _bad("content must be a string or a list of parts", index, field)
 
 
-def _part_text(part: Any, index: int, field: str) -> str:
-    """The text of one text part at ``field``; any other part is refused (never dropped), naming its type."""
+def _part_text(part: Any, index: int, field: str, refusal: bool = False) -> str:
+    """The text of one text part at ``field``; any other part is refused (never dropped), naming its type.
+
+    With ``refusal`` (an assistant message) a ``refusal`` part's text is kept as text, as the importers keep it.
+    """
     if not isinstance(part, Mapping):
         raise _bad("a content part must be an object", index, field)
+    if refusal and part.get("type") == "refusal":
+        if not isinstance(part.get("refusal"), str):
+            raise _bad("a refusal part needs a string 'refusal'", index, f"{field}.refusal")
+        return str(part["refusal"])
     if part.get("type") not in _TEXT_PARTS:
         raise _bad(_not_text(part), index, f"{field}.type")
     if not isinstance(part.get("text"), str):
@@ -190,6 +200,12 @@ def _not_text(part: Mapping[str, Any]) -> str:
     kind = part.get("type")
     if kind in _IMAGE_PARTS:
         return f"a {kind!r} part is kept in a user message only, as the providers take images"
+    if kind in _REASONING_BLOCKS:
+        return (
+            f"a {kind!r} block is not recorded here (this endpoint writes each tool_use as its own exchange, and "
+            "a provider takes reasoning back only with the turn it came with): import the conversation (the "
+            "Anthropic importer keeps it with its turn) or record the turn with Recorder.tool_calls(thinking=...)"
+        )
     problem = part_problem(part)
     return problem.problem if problem is not None else f"unsupported content part type {kind!r}"
 
@@ -214,7 +230,8 @@ def _openai_chat(messages: Sequence[Mapping[str, Any]]) -> list[Event]:
         calls = msg.get("tool_calls") or []
         if calls and role != "assistant":
             raise _bad("only assistant messages carry tool_calls", i, "tool_calls")
-        text = _user_content(msg.get("content"), i) if role == "user" else _text(msg.get("content"), i)
+        content = msg.get("content")
+        text = _user_content(content, i) if role == "user" else _text(content, i, refusal=role == "assistant")
         if not isinstance(calls, list):
             raise _bad("tool_calls must be a list", i, "tool_calls")
         if not calls:
@@ -279,7 +296,8 @@ def _responses(items: Sequence[Mapping[str, Any]]) -> list[Event]:
         kind = item.get("type", "message")
         if kind == "message":
             role = _role(item, i, _ROLES)
-            content = _user_content(item.get("content"), i) if role == "user" else _text(item.get("content"), i)
+            raw = item.get("content")
+            content = _user_content(raw, i) if role == "user" else _text(raw, i, refusal=role == "assistant")
             events.append(Said(role, content, index=i, where=_at(i, "content")))
         elif kind == "function_call":
             if not item.get("call_id") or not isinstance(item.get("name"), str):
