@@ -77,6 +77,10 @@ _HEAD_UPDATE = (
     )
     .values(head_seq=bindparam("h"))
 )
+_TOKEN_COUNTS = select(token_counts.c.content_hash, token_counts.c.tokens).where(
+    token_counts.c.counter_id == bindparam("c"), token_counts.c.content_hash.in_(bindparam("h", expanding=True))
+)
+"""Cached counts of one counter for a list of content hashes (``h``, expanding: at most ``CHUNK`` of them)."""
 _HEAD_SEQ = select(conversation_heads.c.head_seq).where(
     conversation_heads.c.tenant_id == bindparam("tenant_id"),
     conversation_heads.c.conversation_id == bindparam("conversation_id"),
@@ -799,10 +803,7 @@ class SqlStore:
         found: dict[str, int] = {}
         with self._read() as conn:
             for chunk in _chunks(wanted):
-                stmt = select(token_counts.c.content_hash, token_counts.c.tokens).where(
-                    token_counts.c.counter_id == counter_id, token_counts.c.content_hash.in_(chunk)
-                )
-                found.update({h: int(n) for h, n in conn.execute(stmt)})
+                found.update({h: int(n) for h, n in conn.execute(_TOKEN_COUNTS, {"c": counter_id, "h": list(chunk)})})
         return found
 
     def put_token_counts(self, counter_id: str, counts: Mapping[str, int]) -> None:
