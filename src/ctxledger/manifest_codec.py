@@ -162,6 +162,9 @@ def encode_table(rows: Sequence[Mapping[str, Any]], parent: Sequence[int] | None
         if key == ANCHOR and anchored:
             continue
         kinds = set(map(type, values))
+        if kinds == _LIST and not any(values):  # every row an empty list (locators, sources): what _key finds
+            table.setdefault("const", {})[key] = values[0]
+            continue
         if kinds <= _LISTS and any(values) and all(type(i) is dict for v in values if v is not _MISSING for i in v):
             table.setdefault("lists", {})[key] = _nested_lists(values, anchor)
             continue
@@ -360,6 +363,7 @@ def _keys(values: list[Any], kinds: set[type]) -> list[Any]:
 
 _TEXT = frozenset({str, type(None)})
 _CONTAINERS = frozenset({list, dict})
+_LIST = frozenset({list})
 _LISTS = frozenset({list, _Missing})
 _DICTS = frozenset({dict, _Missing})
 _INT = frozenset({int})

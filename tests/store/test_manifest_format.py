@@ -165,6 +165,21 @@ def test_a_table_is_written_alike_whatever_was_written_before(
     assert manifest_codec.encode_table(rows) == cold
 
 
+@settings(max_examples=100, deadline=None)
+@given(rows=_rows(), key=st.sampled_from(["locators", "sources", "stage"]))
+def test_a_column_of_empty_lists_is_one_constant(rows: list[dict[str, Any]], key: str) -> None:
+    """Every row holding ``[]`` under a key (no locators, no sources) writes it once, as a constant."""
+    rows = [{**r, key: []} for r in rows]
+    table = manifest_codec.encode_table(rows)
+    assert table["const"][key] == []
+    assert all(key not in table.get(form, {}) for form in ("lists", "dicts", "sparse", "values", "ints", "ids"))
+    assert key not in table.get("profile", {}).get("keys", [])
+    back = manifest_codec.decode_table(_json(table))
+    assert canonical_json(back) == canonical_json(rows)
+    back[0][key].append(1)  # each row reads back its own list
+    assert all(r[key] == [] for r in back[1:])
+
+
 def test_rows_a_reader_edits_do_not_change_each_other() -> None:
     rows = [{"ref": f"c/{i}", "locators": [], "sources": ["c/a"], "stage": "selection"} for i in range(10)]
     back = manifest_codec.decode_table(_json(manifest_codec.encode_table(rows)))

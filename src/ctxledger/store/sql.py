@@ -18,6 +18,7 @@ duplicate-id check of an append looks only inside each record's own tenant. The 
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -76,6 +77,10 @@ _HEAD_UPDATE = (
     )
     .values(head_seq=bindparam("h"))
 )
+_TOKEN_COUNTS = select(token_counts.c.content_hash, token_counts.c.tokens).where(
+    token_counts.c.counter_id == bindparam("c"), token_counts.c.content_hash.in_(bindparam("h", expanding=True))
+)
+"""Cached counts of one counter for a list of content hashes (``h``, expanding: at most ``CHUNK`` of them)."""
 _HEAD_SEQ = select(conversation_heads.c.head_seq).where(
     conversation_heads.c.tenant_id == bindparam("tenant_id"),
     conversation_heads.c.conversation_id == bindparam("conversation_id"),
@@ -250,6 +255,65 @@ def postgres_engine(url: URL) -> Engine:
         return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
     except ModuleNotFoundError as exc:
         raise ConfigurationError(f"{POSTGRES_HINT} (missing module {exc.name!r})") from exc
+
+
+def _lineage_shape(lineage: Sequence[LineageHop] | None) -> tuple[bool, ...] | None:
+    """Which hops of ``lineage`` have a ``max_seq``: the shape a :func:`_read_statement` select is built for."""
+    return None if lineage is None else tuple(hop.max_seq is not None for hop in lineage)
+
+
+def _lineage_params(lineage: Sequence[LineageHop] | None) -> dict[str, Any]:
+    """The bound values of :func:`_read_statement`'s lineage filter: ``b<i>`` each hop's branch, ``m<i>`` its cap."""
+    params: dict[str, Any] = {}
+    for i, hop in enumerate(lineage or ()):
+        params[f"b{i}"] = hop.branch_id
+        if hop.max_seq is not None:
+            params[f"m{i}"] = hop.max_seq
+    return params
+
+
+def _read_params(
+    tenant_id: str, conversation_id: str, after_seq: int, as_of_seq: int | None, lineage: Sequence[LineageHop] | None
+) -> dict[str, Any]:
+    """The bound values of a :func:`_read_statement` select (``upto`` only when ``as_of_seq`` is set)."""
+    params = {"t": tenant_id, "c": conversation_id, "after": after_seq}
+    if as_of_seq is not None:
+        params["upto"] = as_of_seq
+    params.update(_lineage_params(lineage))
+    return params
+
+
+@functools.lru_cache(maxsize=256)
+def _read_statement(what: str, shape: tuple[bool, ...] | None, capped: bool, outside: bool) -> Any:
+    """The select of :meth:`SqlStore.records` (``what`` ``"records"``) or ``record_facts`` for one shape, built once.
+
+    Args:
+        what: ``"records"`` (the record columns, in ``seq`` order) or ``"facts"`` (id, stamp, body).
+        shape: :func:`_lineage_shape` of the lineage (``None`` or empty: no lineage filter).
+        capped: whether ``as_of_seq`` bounds ``seq``.
+        outside: the lineage filter is negated (the records not on it).
+
+    Bound parameters: ``t`` tenant, ``c`` conversation, ``after`` (``seq >``), ``upto`` (``seq <=``), and
+    :func:`_lineage_params`. The statement is the one built with the values written in, so the SQL is the same.
+    """
+    table = records if what == "records" else record_facts
+    cols = table.c
+    columns = _READ if what == "records" else [cols.record_id, cols.stamp, cols.body]
+    stmt = select(*columns).where(
+        cols.tenant_id == bindparam("t"), cols.conversation_id == bindparam("c"), cols.seq > bindparam("after")
+    )
+    if capped:
+        stmt = stmt.where(cols.seq <= bindparam("upto"))
+    if shape:
+        hops = [
+            and_(cols.branch_id == bindparam(f"b{i}"), cols.seq <= bindparam(f"m{i}"))
+            if has_cap
+            else cols.branch_id == bindparam(f"b{i}")
+            for i, has_cap in enumerate(shape)
+        ]
+        on = or_(*hops)
+        stmt = stmt.where(not_(on) if outside else on)
+    return stmt.order_by(cols.seq) if what == "records" else stmt
 
 
 def _lineage_filter(lineage: Sequence[LineageHop], table: Any = records) -> ColumnElement[bool]:
@@ -582,18 +646,12 @@ class SqlStore:
         """
         if lineage is not None and not lineage and not outside_lineage:
             return []
-        stmt = select(*_READ).where(
-            records.c.tenant_id == tenant_id,
-            records.c.conversation_id == conversation_id,
-            records.c.seq > after_seq,
+        stmt = _read_statement(
+            "records", _lineage_shape(lineage or None), as_of_seq is not None, outside_lineage and bool(lineage)
         )
-        if as_of_seq is not None:
-            stmt = stmt.where(records.c.seq <= as_of_seq)
-        if lineage:
-            on = _lineage_filter(lineage)
-            stmt = stmt.where(not_(on) if outside_lineage else on)
+        params = _read_params(tenant_id, conversation_id, after_seq, as_of_seq, lineage)
         with self._read() as conn:
-            rows = conn.execute(stmt.order_by(records.c.seq)).all()
+            rows = conn.execute(stmt, params).all()
         return [decode_row(row) for row in rows]
 
     def record_facts(
@@ -609,16 +667,10 @@ class SqlStore:
         """Stored write-path facts by record id, filtered like :meth:`records` (see ``GraphStore.record_facts``)."""
         if lineage is not None and not lineage:
             return {}
-        cols = record_facts.c
-        stmt = select(cols.record_id, cols.stamp, cols.body).where(
-            cols.tenant_id == tenant_id, cols.conversation_id == conversation_id, cols.seq > after_seq
-        )
-        if as_of_seq is not None:
-            stmt = stmt.where(cols.seq <= as_of_seq)
-        if lineage is not None:
-            stmt = stmt.where(_lineage_filter(lineage, record_facts))
+        stmt = _read_statement("facts", _lineage_shape(lineage), as_of_seq is not None, False)
+        params = _read_params(tenant_id, conversation_id, after_seq, as_of_seq, lineage)
         with self._read() as conn:
-            rows = conn.execute(stmt).all()
+            rows = conn.execute(stmt, params).all()
         return {rid: decode_facts(rid, stamp, body, terms=terms) for rid, stamp, body in rows}
 
     def put_facts(self, tenant_id: str, facts: Sequence[RecordFacts]) -> None:
@@ -751,10 +803,7 @@ class SqlStore:
         found: dict[str, int] = {}
         with self._read() as conn:
             for chunk in _chunks(wanted):
-                stmt = select(token_counts.c.content_hash, token_counts.c.tokens).where(
-                    token_counts.c.counter_id == counter_id, token_counts.c.content_hash.in_(chunk)
-                )
-                found.update({h: int(n) for h, n in conn.execute(stmt)})
+                found.update({h: int(n) for h, n in conn.execute(_TOKEN_COUNTS, {"c": counter_id, "h": list(chunk)})})
         return found
 
     def put_token_counts(self, counter_id: str, counts: Mapping[str, int]) -> None:

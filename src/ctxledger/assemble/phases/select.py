@@ -66,11 +66,11 @@ def _selection_items(
     half_life = params.recency_half_life
     required_ids = plan.required
     newer = unvisited_newer or {}
-    facts = _unit_facts(units, {} if memo is None else memo.setdefault("selection facts", {}))
+    facts = _unit_facts(units, turn_costs, {} if memo is None else memo.setdefault("selection facts", {}))
     decay = _decay(memo, half_life, len(units) + (max(newer.values()) if newer else 0))
     items = []
     age = -1
-    for unit, (prior, class_name) in zip(reversed(units), reversed(facts), strict=True):
+    for unit, (prior, class_name, costs, total) in zip(reversed(units), reversed(facts), strict=True):
         if prior is None:  # an instruction: fixed, not selected
             continue
         age += 1
@@ -83,8 +83,7 @@ def _selection_items(
         )
         if score is None:  # from another branch: it only fills what the lineage leaves
             utility *= FILL_FACTOR
-        costs = turn_costs[uid]
-        verbatim = new_option("verbatim", sum(costs), round(utility, 9), unit.turns, None, None, costs)
+        verbatim = new_option("verbatim", total, round(utility, 9), unit.turns, None, None, costs)
         options = [verbatim]
         required = uid in required_ids
         if oversized and uid in oversized:  # too large to enter verbatim: exact excerpts only
@@ -111,15 +110,27 @@ def _decay(memo: dict[Any, Any] | None, half_life: float, size: int) -> list[flo
     return values
 
 
-def _unit_facts(units: Sequence[Unit], table: dict[str, tuple[Unit, Any]]) -> list[tuple[float | None, str]]:
-    """``(kind prior, class name)`` of each unit (``None`` for an instruction), kept in ``table`` per unit object."""
+def _unit_facts(
+    units: Sequence[Unit], turn_costs: Mapping[str, tuple[int, ...]], table: dict[str, tuple[Unit, Any, Any]]
+) -> list[tuple[Any, ...]]:
+    """``(kind prior, class name, turn costs, their sum)`` of each unit, kept in ``table`` per unit object.
+
+    The prior is ``None`` for an instruction (fixed, not selected; its costs are not asked). The costs are the
+    very tuple of ``turn_costs`` (a unit's costs are kept per unit object by the budget phase, so the sum is
+    taken again only when that tuple changes).
+    """
     out = []
+    get = turn_costs.get
     for unit in units:
         hit = table.get(unit.id)
-        if hit is None or hit[0] is not unit:
-            prior = None if unit.kind is UnitKind.INSTRUCTION else _kind_prior(unit)
-            hit = table[unit.id] = (unit, (prior, _CLASS_NAMES[unit.context_class]))
-        out.append(hit[1])
+        costs = get(unit.id)
+        if hit is None or hit[0] is not unit or hit[1] is not costs:
+            if unit.kind is UnitKind.INSTRUCTION:
+                facts: tuple[Any, ...] = (None, _CLASS_NAMES[unit.context_class], costs, 0)
+            else:
+                facts = (_kind_prior(unit), _CLASS_NAMES[unit.context_class], turn_costs[unit.id], sum(costs))
+            hit = table[unit.id] = (unit, costs, facts)
+        out.append(hit[2])
     return out
 
 
