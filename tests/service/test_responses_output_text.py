@@ -55,3 +55,19 @@ def test_an_anthropic_reasoning_block_is_refused_saying_what_records_it(kind: st
         read_events("anthropic-messages", [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": blocks}])
     assert err.value.field == f"messages[1].content[{at}].type"
     assert "Recorder.tool_calls(thinking=...)" in str(err.value) and "import" in str(err.value)
+
+
+_NOT_BASE64 = st.text(alphabet="!@#$% -_.", min_size=0, max_size=8)
+
+
+@given(_NOT_BASE64, st.integers(0, 2))
+def test_a_tool_output_image_no_provider_takes_is_refused_naming_it(data: str, at: int) -> None:
+    output: list[dict[str, str]] = [{"type": "input_text", "text": "see"}] * 2
+    output.insert(at, {"type": "input_image", "image_url": f"data:image/png;base64,{data}"})
+    items = [
+        {"type": "function_call", "call_id": "c1", "name": "shot", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": output},
+    ]
+    with pytest.raises(InputError) as err:
+        read_events("openai-responses", items)
+    assert err.value.field == f"messages[1].output[{at}].image_url"

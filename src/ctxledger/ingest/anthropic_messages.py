@@ -243,6 +243,9 @@ def _result_bytes(content: Any, loc: Loc) -> tuple[bytes, str, dict[str, Any]]:
     if all(kind == "text" for kind in kinds):
         text = "\n".join(_text_part(b, _block_loc(loc, k, "content"))["text"] for k, b in enumerate(content))
         return text.encode("utf-8"), media_type_of(text), {"content_blocks": len(content)}
+    for k, (kind, block) in enumerate(zip(kinds, content, strict=True)):
+        if kind == "image":  # sent as an image later: the rule a user's image follows, checked before any write
+            _image_part(block, _block_loc(loc, k, "content"))
     data = json.dumps(content, ensure_ascii=False).encode("utf-8")
     return data, JSON_MEDIA_TYPE, {"anthropic_blocks": True}
 
