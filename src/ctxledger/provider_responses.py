@@ -124,6 +124,9 @@ def _chat(data: Mapping[str, Any]) -> ReadResponse:
             )
         )
     content = message.get("content")
+    if not (isinstance(content, str) and content):  # a refusal comes with no content: its text is what was said
+        refusal = message.get("refusal")
+        content = refusal if isinstance(refusal, str) else None
     tokens_in, tokens_out = _usage(data, "prompt_tokens", "completion_tokens")
     return ReadResponse(
         "openai-chat",

@@ -30,3 +30,23 @@ def test_refusal_parts_are_stored_as_text_parts_in_order(parts: list[dict[str, s
     wanted = [{"type": "text", "text": p.get("text", p.get("refusal"))} for p in parts]
     assert [dict(p) for p in said.content] == wanted
     assert ledger.assemble(conv.id, window_tokens=8_000).input_tokens > 0
+
+
+@settings(max_examples=15, deadline=None)
+@given(_texts)
+def test_a_refusal_with_no_content_is_stored_as_the_assistants_text(refusal: str) -> None:
+    ledger = Ledger.open("memory://")
+    said = {"role": "assistant", "content": None, "refusal": refusal}
+    ledger.import_messages([{"role": "user", "content": "Help?"}, said], conversation_id="c")
+    (stored,) = [r for r in ledger.store.records("default", "c") if isinstance(r, Message) and r.role is Role.ASSISTANT]
+    assert stored.content == refusal
+    response = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": "gpt-4o",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": None, "refusal": refusal}}],
+    }
+    rec = ledger.recorder("c")
+    rec.record_response(response)
+    last = ledger.store.records("default", "c")[-1]
+    assert isinstance(last, Message) and last.content == refusal

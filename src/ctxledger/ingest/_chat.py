@@ -164,6 +164,8 @@ class ChatMapper:
         run_id: str | None = None,
     ) -> Message:
         content = self.content(msg, loc, role.value, nullable=nullable)
+        if content is None and role is Role.ASSISTANT:  # a refusal comes with no content: its text is what was said
+            content = optional(msg, "refusal", str, loc, "a string") or None
         name = optional(msg, "name", str, loc, "a string")
         return self.b.add(
             Message,
