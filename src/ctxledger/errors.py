@@ -343,11 +343,19 @@ class RequiredBlocksDoNotFit(BudgetError):
         self.required_tokens = sum(b.tokens for b in self.blocks)
         self.budget_tokens = budget_tokens
         listing = "; ".join(f"{b.ref} ({b.what}): {b.tokens}" for b in self.blocks)
+        releases = [RELEASED_BY[w] for w in dict.fromkeys(b.what for b in self.blocks) if w in RELEASED_BY]
         super().__init__(
             f"required blocks need {self.required_tokens} tokens but the input budget is "
             f"{budget_tokens} tokens: {listing}. The input budget is W - O - M: raise window_tokens, or lower "
-            "output_tokens or margin_tokens, or make the largest block smaller"
+            "output_tokens or margin_tokens, or make the largest block smaller" + "".join(f"; {r}" for r in releases)
         )
+
+
+RELEASED_BY = {
+    "unresolved_tool_error": "a failed call stays required until a later call of the same tool succeeds (record it)",
+    "unresolved_tool_call": "a call with no result stays required until its result is recorded (tool_result)",
+}
+"""Protection reasons a caller can end by recording something, and what: named by :class:`RequiredBlocksDoNotFit`."""
 
 
 class PolicyError(CtxledgerError):
