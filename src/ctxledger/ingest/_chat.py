@@ -316,7 +316,7 @@ class ChatMapper:
             part = as_object(part, ploc, "a content part object")
             kind = require(part, "type", str, ploc, "a string")
             if kind not in allowed:
-                raise ploc.error(f"a {role} message cannot carry a {kind!r} part", "type")
+                raise ploc.error(f"{role} messages cannot carry {kind!r} parts", "type")
             if kind == "text":
                 require(part, "text", str, ploc, "a string")
             elif kind == "refusal":  # the model's refusal text, kept as text (as the Responses importer keeps it)

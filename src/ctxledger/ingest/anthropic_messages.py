@@ -172,7 +172,7 @@ class AnthropicMapper:
                 thinking.append(dict(block))
                 thinking_at.append(k)
             else:
-                raise bloc.error(f"an assistant message cannot carry a {kind!r} block", "type")
+                raise bloc.error(f"assistant messages cannot carry {kind!r} blocks", "type")
         reasoning = {"thinking": thinking, "thinking_at": thinking_at} if thinking else {}
         meta = _meta(msg) | _block_extras(blocks) | reasoning
         message = self.b.add(
@@ -202,7 +202,7 @@ class AnthropicMapper:
             elif kind == "image":
                 parts.append(_image_part(block, bloc))
             else:
-                raise bloc.error(f"a user message cannot carry a {kind!r} block", "type")
+                raise bloc.error(f"user messages cannot carry {kind!r} blocks", "type")
         if parts:
             self.b.add(
                 Message,

@@ -469,7 +469,10 @@ def _image_block(index: int | None, turn: Turn, url: str) -> dict[str, Any]:
     problem = base64_problem(data_url.data)
     if problem is not None:
         raise ProviderContractError(
-            f"{at(turn, index)} has an image whose {problem}", rule="bad_image", index=index, refs=(turn.ref,)
+            f"{at(turn, index)} has an image that cannot be sent: {problem}",
+            rule="bad_image",
+            index=index,
+            refs=(turn.ref,),
         )
     source = {"type": "base64", "media_type": data_url.media_type, "data": data_url.data}
     return {"type": "image", "source": source}
@@ -523,7 +526,7 @@ def _check_content(index: int, role: str, content: Any) -> None:
     for block in content:
         kind = block.get("type") if isinstance(block, Mapping) else None
         if kind not in _BLOCK_TYPES[role]:
-            _fail(index, "block_not_allowed", f"a {role} message cannot hold a {kind!r} block")
+            _fail(index, "block_not_allowed", f"{role} messages cannot hold {kind!r} blocks")
         if kind == "text" and not str(block.get("text", "")).strip():
             _fail(index, "empty_content", "text blocks must not be blank")
         if kind == "tool_use" and not (

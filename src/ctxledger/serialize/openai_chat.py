@@ -424,7 +424,7 @@ def _check_parts(index: int, role: str, parts: list[Any]) -> None:
     for part in parts:
         kind = part.get("type") if isinstance(part, Mapping) else None
         if kind not in _PART_TYPES[role]:
-            _fail(index, "part_not_allowed", f"{role} message cannot hold a {kind!r} part")
+            _fail(index, "part_not_allowed", f"{role} messages cannot hold {kind!r} parts")
 
 
 def _check_tool_calls(index: int, calls: Any) -> None:

@@ -488,7 +488,7 @@ def _check_message(index: int, item: Mapping[str, Any]) -> None:
     for part in content:
         kind = part.get("type") if isinstance(part, Mapping) else None
         if kind not in _PART_TYPES[role]:
-            _fail(index, "part_not_allowed", f"a {role} message cannot hold a {kind!r} part")
+            _fail(index, "part_not_allowed", f"{role} messages cannot hold {kind!r} parts")
         if kind in ("input_text", "output_text") and not str(part.get("text", "")).strip():
             _fail(index, "empty_content", "text parts must not be blank")
         if kind == "input_image" and part.get("detail") not in ("low", "high", "auto"):

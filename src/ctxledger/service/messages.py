@@ -199,10 +199,10 @@ def _not_text(part: Mapping[str, Any]) -> str:
     """Why a part is refused where only text is recorded: an image outside a user message, or the importers' rule."""
     kind = part.get("type")
     if kind in _IMAGE_PARTS:
-        return f"a {kind!r} part is kept in a user message only, as the providers take images"
+        return f"{kind!r} parts are kept in user messages only, as the providers take images"
     if kind in _REASONING_BLOCKS:
         return (
-            f"a {kind!r} block is not recorded here (this endpoint writes each tool_use as its own exchange, and "
+            f"{kind!r} blocks are not recorded here (this endpoint writes each tool_use as its own exchange, and "
             "a provider takes reasoning back only with the turn it came with): import the conversation (the "
             "Anthropic importer keeps it with its turn) or record the turn with Recorder.tool_calls(thinking=...)"
         )
