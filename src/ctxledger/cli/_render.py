@@ -29,7 +29,7 @@ REASONS: Mapping[str, str] = {
     "class_cap": "its context class had used its cap of B_dynamic",
     "role_order": "dropped so the payload starts with a user turn after the instructions",
     "out_of_scope": "belongs to another tenant or conversation",
-    "not_in_lineage": "on a branch outside the active branch's lineage",
+    "not_in_lineage": "outside the active branch's lineage (another branch, or written after the snapshot)",
     "private_to_participant": "visible only to another participant",
     "audit_only": "kept for audit; never sent to a model",
     "not_promoted": "a subagent's record not promoted to the parent",
