@@ -310,7 +310,7 @@ def _responses(items: Sequence[Mapping[str, Any]]) -> list[Event]:
             out = item.get("output")
             for k, part in enumerate(out if isinstance(out, list) else ()):
                 if isinstance(part, Mapping) and part.get("type") == "input_image":
-                    _kept_image(part, i, f"output[{k}]")  # sent as an image later: refused now if no format can
+                    _kept_image(part, i, f"output[{k}]")  # sent as an image later: refused here if no format can
             joined = output_text(out) if isinstance(out, list) else None
             text = out if isinstance(out, str) else joined if joined is not None else json.dumps(out)
             events.append(Answered(str(item["call_id"]), text, index=i, where=_at(i, "call_id")))
