@@ -71,3 +71,46 @@ def test_a_tool_output_image_no_provider_takes_is_refused_naming_it(data: str, a
     with pytest.raises(InputError) as err:
         read_events("openai-responses", items)
     assert err.value.field == f"messages[1].output[{at}].image_url"
+
+
+_PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+
+def _tool_result(blocks: list[dict[str, object]]) -> list[dict[str, object]]:
+    return [
+        {"role": "user", "content": "Take a screenshot."},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "shot", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": blocks}]},
+    ]
+
+
+@given(st.lists(st.text(max_size=20), max_size=3), st.integers(0, 3))
+def test_an_anthropic_tool_result_image_is_kept_as_the_importer_keeps_it(texts: list[str], at: int) -> None:
+    blocks: list[dict[str, object]] = [{"type": "text", "text": t} for t in texts]
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": _PNG_B64}}
+    blocks.insert(min(at, len(blocks)), image)
+    (answered,) = [e for e in read_events("anthropic-messages", _tool_result(blocks)) if isinstance(e, Answered)]
+    assert json.loads(answered.output) == blocks
+
+
+@given(_NOT_BASE64)
+def test_an_anthropic_tool_result_image_no_provider_takes_is_refused(data: str) -> None:
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+    with pytest.raises(InputError) as err:
+        read_events("anthropic-messages", _tool_result([{"type": "text", "text": "see"}, image]))
+    assert err.value.field == "messages[2].content[0].content[1].source"
+
+
+def test_a_tool_result_image_written_by_the_endpoint_reaches_an_anthropic_payload_as_an_image() -> None:
+    from ctxledger import Ledger
+    from ctxledger.service.messages import write_events
+
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": _PNG_B64}}
+    ledger = Ledger.open("memory://")
+    recorder = ledger.recorder("shots")
+    events = read_events("anthropic-messages", _tool_result([{"type": "text", "text": "x"}, image]))
+    recorder.atomic(lambda rec: write_events(rec, events))
+    asm = ledger.assemble("shots", window_tokens=8_000, api="anthropic-messages")
+    results = [b for m in asm.payload["messages"] for b in m["content"] if isinstance(b, dict)]
+    (result,) = [b for b in results if b.get("type") == "tool_result"]
+    assert any(part.get("type") == "image" for part in result["content"])

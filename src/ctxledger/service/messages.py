@@ -16,9 +16,11 @@ starts a new one:
 
 A message keeps its text and, in a user message, its images (an OpenAI ``image_url`` part, a Responses
 ``input_image`` part, an Anthropic ``image`` block: stored as ``image_url`` parts, in order), as the importers
-keep them. A part of any other type (``input_audio``, ``file``, an Anthropic ``thinking`` or ``document``
-block, an image outside a user message …) is refused naming its ``type`` field, never dropped; the rule and
-its words are the importers' (:mod:`ctxledger.serialize.parts`).
+keep them; a tool result keeps its images as the importers keep them (an Anthropic ``tool_result``'s blocks or a
+Responses ``function_call_output``'s parts as their JSON, each image checked first). A part of any other type
+(``input_audio``, ``file``, an Anthropic ``thinking`` or ``document`` block, an image in a message that is not
+the user's …) is refused naming its ``type`` field, never dropped; the rule and its words are the importers'
+(:mod:`ctxledger.serialize.parts`).
 
 A tool call is written as a pending tool exchange named by its call id; its result, in the same request
 or a later one, answers it (found by its provider call id). Every message is read and checked
@@ -184,6 +186,25 @@ def _kept_image(part: Mapping[str, Any], index: int, field: str) -> dict[str, An
     return sent_part(kept)
 
 
+def _result_content(blocks: Any, index: int, field: str) -> str:
+    """An Anthropic ``tool_result``'s block list as recorded, as the Anthropic importer records it.
+
+    Text blocks alone: their texts joined by newlines. With an image block: the blocks' JSON, each image checked by
+    :func:`_kept_image` (a screenshot tool's image is later sent as an image where the provider takes one).
+
+    Raises:
+        InputError: a block other than text or an image, or an image no format can send, naming ``field[k]``.
+    """
+    if not (isinstance(blocks, list) and any(isinstance(b, Mapping) and b.get("type") == "image" for b in blocks)):
+        return _text(blocks, index, field)
+    for k, block in enumerate(blocks):
+        if isinstance(block, Mapping) and block.get("type") == "image":
+            _kept_image(block, index, f"{field}[{k}]")
+        else:
+            _part_text(block, index, f"{field}[{k}]")
+    return json.dumps(blocks, ensure_ascii=False)
+
+
 def _anthropic_url(source: Any) -> str | None:
     """The URL of an Anthropic image ``source``: a ``data:`` URL for base64, the URL itself for ``url``."""
     if not isinstance(source, Mapping):
@@ -284,7 +305,7 @@ def _anthropic(messages: Sequence[Mapping[str, Any]], system: Any) -> list[Event
                 if not block.get("tool_use_id"):
                     raise _bad("a tool_result block needs its tool_use_id", i, f"content[{j}].tool_use_id")
                 inner = block.get("content")
-                out = inner if isinstance(inner, str) else _text(inner, i, f"content[{j}].content")
+                out = inner if isinstance(inner, str) else _result_content(inner, i, f"content[{j}].content")
                 where = _at(i, f"content[{j}].tool_use_id")
                 events.append(Answered(str(block["tool_use_id"]), out, bool(block.get("is_error")), i, where))
     return events
