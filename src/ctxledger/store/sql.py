@@ -305,23 +305,22 @@ def _read_statement(what: str, shape: tuple[bool, ...] | None, capped: bool, out
     if capped:
         stmt = stmt.where(cols.seq <= bindparam("upto"))
     if shape:
-        hops = [
-            and_(cols.branch_id == bindparam(f"b{i}"), cols.seq <= bindparam(f"m{i}"))
-            if has_cap
-            else cols.branch_id == bindparam(f"b{i}")
-            for i, has_cap in enumerate(shape)
-        ]
-        on = or_(*hops)
+        on = _lineage_filter(shape, table)
         stmt = stmt.where(not_(on) if outside else on)
     return stmt.order_by(cols.seq) if what == "records" else stmt
 
 
-def _lineage_filter(lineage: Sequence[LineageHop], table: Any = records) -> ColumnElement[bool]:
+def _lineage_filter(shape: tuple[bool, ...], table: Any) -> ColumnElement[bool]:
+    """``table``'s rows on a lineage of :func:`_lineage_shape` ``shape``, values bound by :func:`_lineage_params`.
+
+    A row is on it when its branch is a hop's branch (``b<i>``) and, for a hop with a cap, its ``seq`` is at most
+    that cap (``m<i>``).
+    """
     hops = [
-        table.c.branch_id == hop.branch_id
-        if hop.max_seq is None
-        else and_(table.c.branch_id == hop.branch_id, table.c.seq <= hop.max_seq)
-        for hop in lineage
+        and_(table.c.branch_id == bindparam(f"b{i}"), table.c.seq <= bindparam(f"m{i}"))
+        if has_cap
+        else table.c.branch_id == bindparam(f"b{i}")
+        for i, has_cap in enumerate(shape)
     ]
     return or_(*hops)
 
@@ -704,10 +703,10 @@ class SqlStore:
         if as_of_seq is not None:
             stmt = stmt.where(cols.seq <= as_of_seq)
         if lineage is not None:
-            stmt = stmt.where(_lineage_filter(lineage, record_links))
+            stmt = stmt.where(_lineage_filter(_lineage_shape(lineage) or (), record_links))
         stmt = stmt.order_by(cols.seq, cols.relation, cols.target_id)
         with self._read() as conn:
-            return [_link(row._mapping) for row in conn.execute(stmt)]
+            return [_link(row._mapping) for row in conn.execute(stmt, _lineage_params(lineage))]
 
     def links_to(self, tenant_id: str, target_ids: Iterable[str]) -> list[RecordLink]:
         """Links of any record of the tenant pointing at ``target_ids`` (indexed by target), by ``seq``."""
@@ -740,10 +739,11 @@ class SqlStore:
         if as_of_seq is not None:
             stmt = stmt.where(cols.seq <= as_of_seq)
         if lineage is not None:
-            stmt = stmt.where(_lineage_filter(lineage, protected_state))
+            stmt = stmt.where(_lineage_filter(_lineage_shape(lineage) or (), protected_state))
         stmt = stmt.where(or_(cols.closed_seq.is_(None), not_(_closed_in(lineage, as_of_seq))))
         with self._read() as conn:
-            entries = [_entry(row._mapping) for row in conn.execute(stmt.order_by(cols.seq, cols.state))]
+            rows = conn.execute(stmt.order_by(cols.seq, cols.state), _lineage_params(lineage))
+            entries = [_entry(row._mapping) for row in rows]
         return [e for e in entries if _index.open_in(e, lineage, as_of_seq)]
 
     def conversations(self, tenant_id: str) -> list[str]:
