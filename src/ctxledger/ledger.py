@@ -364,7 +364,11 @@ class Ledger:
         """Count every turn of a parsed import batch once and cache the counts in the store (one round trip).
 
         Counted from the batch (:class:`ctxledger.ingest.ImportBatch`), not from the store, so an import can count
-        before it writes; the first assembly after the import then finds every count stored.
+        before it writes; the first assembly after the import then finds every count stored. The counts are tokens of
+        ``coster``'s counter with its serializer's framing (:class:`~ctxledger.assemble.costing.Coster`), keyed by turn.
+
+        Raises:
+            InputError: a turn its serializer cannot send (names the turn and field); nothing of the batch is written.
         """
         from ctxledger.units import build_units
 

@@ -234,6 +234,9 @@ def _output(item: Mapping[str, Any], loc: Loc) -> dict[str, Any]:
 def output_text(output: Sequence[Any]) -> str | None:
     """The text of a ``function_call_output`` array made only of ``input_text`` parts (joined), else ``None``.
 
+    ``output`` is the item's ``output`` array as the OpenAI Responses API documents it (``input_text``,
+    ``input_image``, ``input_file`` parts); the parts' texts are joined with no separator.
+
     Such an output is recorded as that text; an array holding images or files is recorded as its JSON.
     """
     texts = [p.get("text") for p in output if isinstance(p, Mapping) and p.get("type") == "input_text"]
